@@ -1,0 +1,5 @@
+import sys
+
+from dmlcore.cli import main
+
+sys.exit(main())

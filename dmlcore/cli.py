@@ -1,0 +1,170 @@
+"""Command line: ``python -m dmlcore fit ...`` and ``python -m dmlcore bench ...``.
+
+Bad input exits with status 2 and one line naming the problem; no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dmlcore.data.registry import load_dataset
+from dmlcore.data.roles import CausalData
+from dmlcore.errors import DMLCoreError, FitDiverged
+from dmlcore.learners import LEARNERS
+from dmlcore.runs import METHODS, fit_run
+
+
+def _columns(text: str | None) -> list[str]:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else []
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", default="demand-iv", help="built-in data set (default demand-iv)")
+    p.add_argument("--iv-strength", type=float, default=1.0, help="instrument strength of demand-iv")
+    p.add_argument("--rho", type=float, default=0.9, help="confounding correlation of demand-iv")
+    p.add_argument("--ood-test", action="store_true", help="demand-iv fresh test draws with time in [1, 11]")
+    p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
+    p.add_argument("--learner", default="nn", choices=LEARNERS, help="nuisance learner")
+    p.add_argument("--folds", type=int, default=10, help="K for DML-CMR cross-fitting")
+    p.add_argument("--epochs", type=int, help="maximum epochs (boosting stages) per model")
+    p.add_argument("--n-draws", type=int, default=16, help="draws per row to estimate E[f(X)|c]")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m dmlcore",
+                                     description="DML-CMR for IV regression and proximal causal learning.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    fit = sub.add_parser("fit", help="fit one estimator and report its metrics")
+    _add_common(fit)
+    fit.add_argument("--n", type=int, default=5000, help="rows to simulate")
+    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--method", default="dml-cmr", choices=METHODS)
+    fit.add_argument("--json", help="write the full run record here")
+    fit.add_argument("--predictions", help="write f-hat at every row here (CSV)")
+    own = fit.add_argument_group("own data")
+    own.add_argument("--csv", help="a CSV or Parquet file of your own")
+    own.add_argument("--problem", choices=("iv", "pcl", "cmr"), default="iv")
+    for role in ("outcome", "treatment", "instrument", "treatment-proxy", "outcome-proxy", "covariates",
+                 "inputs", "conditioning"):
+        own.add_argument(f"--{role}", help="column name(s), comma-separated")
+
+    bench = sub.add_parser("bench", help="repeat fits over sizes, seeds and methods")
+    _add_common(bench)
+    bench.add_argument("--sizes", default="1000,2000,5000", help="comma-separated N")
+    bench.add_argument("--methods", default="dml-cmr,ce-dml-cmr,naive")
+    bench.add_argument("--reps", type=int, default=10, help="repetitions (seeds 0..reps-1)")
+    bench.add_argument("--seed-offset", type=int, default=0, help="first seed")
+    bench.add_argument("--out", default="results.csv", help="CSV of every fit (appended as it runs)")
+    return parser
+
+
+def _own_data(args) -> CausalData:
+    from dmlcore.data.io import load_table
+    table = load_table(args.csv)
+    roles = {r: _columns(getattr(args, r)) for r in ("treatment", "instrument", "treatment_proxy",
+                                                     "outcome_proxy", "covariates", "inputs", "conditioning")}
+    if not args.outcome:
+        raise DMLCoreError("--outcome is required with --csv.")
+    return CausalData(table, args.problem, args.outcome, name=Path(args.csv).name, **roles)
+
+
+def _fit(args) -> int:
+    if args.csv:
+        data, truth, params, dataset = _own_data(args), None, {"csv": args.csv}, Path(args.csv).name
+    else:
+        loaded = load_dataset(args.dataset, n=args.n, seed=args.seed, rho=args.rho, iv_strength=args.iv_strength,
+                              ood_test=args.ood_test, data_dir=args.data_dir)
+        data, truth, params, dataset = loaded.data, loaded.truth, loaded.params, args.dataset
+    run = fit_run(data, args.method, truth=truth, dataset=dataset, learner=args.learner, folds=args.folds,
+                  seed=args.seed, epochs=args.epochs, n_draws=args.n_draws, data_params=params)
+    rec = run.record
+    if args.json:
+        Path(args.json).write_text(run.to_json())
+    if args.predictions:
+        run.predictions().to_csv(args.predictions, index=False)
+    mse = "n/a (no ground truth)" if rec["mse"] is None else f"{rec['mse']:.4f}"
+    extra = ""
+    if rec.get("coefficients"):
+        extra = " coefficients " + ", ".join(f"{k}={v:.4g}" for k, v in list(rec["coefficients"].items())[:4])
+    print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}, folds={rec['folds']}, "
+          f"seed={rec['seed']}): mse={mse} seconds={rec['seconds']:.1f}{extra}")
+    return 0
+
+
+def _bench(args) -> int:
+    try:
+        sizes = [int(s) for s in _columns(args.sizes)]
+    except ValueError:
+        raise DMLCoreError(f"--sizes must be comma-separated integers; got {args.sizes!r}.") from None
+    methods = _columns(args.methods)
+    for m in methods:
+        if m not in METHODS:
+            raise DMLCoreError(f"Unknown method {m!r} in --methods; choose from {', '.join(METHODS)}.")
+    if args.reps < 1:
+        raise DMLCoreError(f"--reps must be at least 1; got {args.reps}.")
+    out = Path(args.out)
+    fields = ["dataset", "n", "seed", "method", "learner", "folds", "mse", "mse_fresh", "seconds"]
+    new = not out.exists()
+    rows = []
+    with out.open("a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        if new:
+            writer.writeheader()
+        for n in sizes:
+            for seed in range(args.seed_offset, args.seed_offset + args.reps):
+                loaded = load_dataset(args.dataset, n=n, seed=seed, rho=args.rho, iv_strength=args.iv_strength,
+                                      ood_test=args.ood_test, data_dir=args.data_dir)
+                for method in methods:
+                    try:
+                        rec = fit_run(loaded.data, method, truth=loaded.truth, dataset=args.dataset,
+                                      learner=args.learner, folds=args.folds, seed=seed, epochs=args.epochs,
+                                      n_draws=args.n_draws).record
+                    except FitDiverged as exc:
+                        print(f"  n={n} seed={seed} {method}: diverged ({exc})", file=sys.stderr)
+                        continue
+                    row = {k: rec.get(k) for k in fields}
+                    row["mse_fresh"] = rec["metrics"].get("mse_fresh")
+                    writer.writerow(row)
+                    handle.flush()
+                    rows.append(row)
+                    print(f"  n={n} seed={seed} {method}: mse={rec['mse']:.4f} ({rec['seconds']:.1f} s)", flush=True)
+    print(summarize(rows))
+    return 0
+
+
+def summarize(rows: list[dict]) -> str:
+    """Median, quartiles, mean of the MSE and mean wall time per (n, method) cell."""
+    lines = [f"{'n':>6} {'method':<12} {'reps':>4} {'median':>8} {'q1':>8} {'q3':>8} {'mean':>8} {'sec':>7}"]
+    cells: dict[tuple, list[dict]] = {}
+    for r in rows:
+        cells.setdefault((int(r["n"]), r["method"]), []).append(r)
+    for (n, method), cell in sorted(cells.items()):
+        mse = np.array([float(r["mse"]) for r in cell])
+        sec = np.mean([float(r["seconds"]) for r in cell])
+        q1, med, q3 = np.quantile(mse, [0.25, 0.5, 0.75])
+        lines.append(f"{n:>6} {method:<12} {len(cell):>4} {med:8.4f} {q1:8.4f} {q3:8.4f} {mse.mean():8.4f} {sec:7.1f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _fit(args) if args.command == "fit" else _bench(args)
+    except (DMLCoreError, FitDiverged) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug, but the user still gets one line
+        print(f"error: unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,64 @@
+"""Every built-in data set by name: simulations with ground truth and real data without."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dmlcore.data.roles import CausalData
+from dmlcore.data.simulate import GroundTruth, simulate_demand_iv, simulate_demand_pcl
+from dmlcore.errors import DMLCoreError
+
+SIMULATED = {
+    "demand-iv": "IV ticket demand (Hartford et al. 2017): price, fuel-price instrument, time, customer type",
+    "demand-pcl": "Proximal ticket demand (Xu et al. 2021): hidden demand, fuel-price and page-view proxies",
+    "digits-iv": "IV ticket demand with the customer type shown as an 8x8 digit image",
+    "dsprites-pcl": "Proximal learning with a 64x64 heart-sprite image as treatment",
+    "ihdp-like": "Semi-synthetic IV on real covariates (the generator of Wu et al. 2023)",
+}
+
+
+@dataclass
+class Loaded:
+    data: CausalData
+    truth: GroundTruth | None
+    params: dict
+
+
+def real_dataset_names() -> list[str]:
+    from dmlcore.data.datasets import REAL_DATASETS
+    return list(REAL_DATASETS)
+
+
+def dataset_names() -> list[str]:
+    return [*SIMULATED, "replicate", *real_dataset_names()]
+
+
+def load_dataset(name: str, *, n: int = 5000, seed: int = 0, rho: float = 0.9, iv_strength: float = 1.0,
+                 ood_test: bool = False, data_dir: str | None = None) -> Loaded:
+    """Load or simulate the data set ``name``; simulations come with their ground truth."""
+    if name == "demand-iv":
+        sim = simulate_demand_iv(n, seed, rho=rho, iv_strength=iv_strength, ood_test=ood_test)
+    elif name == "demand-pcl":
+        sim = simulate_demand_pcl(n, seed)
+    elif name == "digits-iv":
+        from dmlcore.data.images import simulate_digits_iv
+        sim = simulate_digits_iv(n, seed, rho=rho, iv_strength=iv_strength)
+    elif name == "dsprites-pcl":
+        from dmlcore.data.images import simulate_dsprites_pcl
+        sim = simulate_dsprites_pcl(n, seed)
+    elif name == "ihdp-like":
+        from dmlcore.data.ihdp import simulate_ihdp_like
+        sim = simulate_ihdp_like(seed)
+    elif name == "replicate":
+        if not data_dir:
+            raise DMLCoreError("--dataset replicate needs --data-dir PATH, a folder with train.csv and val.csv.")
+        from dmlcore.data.ihdp import load_replicate
+        sim = load_replicate(data_dir)
+    elif name in real_dataset_names():
+        from dmlcore.data.datasets import load_real_dataset
+        data = load_real_dataset(name)
+        return Loaded(data, None, {"dataset": name})
+    else:
+        raise DMLCoreError(f"Unknown dataset {name!r}; choose one of {', '.join(dataset_names())}, "
+                           f"or give your own file with --csv.")
+    return Loaded(sim.data, sim.truth, dict(sim.params))

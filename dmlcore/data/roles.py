@@ -1,0 +1,260 @@
+"""A table and the roles of its columns, and the conditional moment restriction they define.
+
+Three problems share one form, E[Y - f(inputs) | conditioning] = 0:
+
+* ``iv``:  inputs (treatment, covariates), conditioning (instrument, covariates);
+* ``pcl``: inputs (treatment, outcome_proxy, covariates) -- the bridge h --,
+  conditioning (treatment, treatment_proxy, covariates);
+* ``cmr``: any columns as ``inputs`` and any as ``conditioning``.
+
+Inputs of f that are also conditioning variables are known given C; only the
+others (the *modelled* columns) need a conditional distribution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from dmlcore.errors import DMLCoreError
+
+PROBLEMS = ("iv", "pcl", "cmr")
+ROLE_NAMES = ("outcome", "treatment", "instrument", "treatment_proxy", "outcome_proxy",
+              "covariates", "inputs", "conditioning")
+REQUIRED = {
+    "iv": ("outcome", "treatment", "instrument"),
+    "pcl": ("outcome", "treatment", "treatment_proxy", "outcome_proxy"),
+    "cmr": ("outcome", "inputs", "conditioning"),
+}
+ALLOWED = {
+    "iv": ("outcome", "treatment", "instrument", "covariates"),
+    "pcl": ("outcome", "treatment", "treatment_proxy", "outcome_proxy", "covariates"),
+    "cmr": ("outcome", "inputs", "conditioning"),
+}
+
+
+def _as_list(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value else []
+    return [str(v) for v in value]
+
+
+@dataclass
+class CausalData:
+    """A table with the role of each column.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    problem : {"iv", "pcl", "cmr"}
+    outcome : str
+    treatment, instrument, treatment_proxy, outcome_proxy, covariates : str or list of str
+    inputs, conditioning : list of str, only for ``problem="cmr"``
+    name : str, a label for reports
+    """
+
+    table: pd.DataFrame
+    problem: str
+    outcome: str
+    treatment: list[str] = field(default_factory=list)
+    instrument: list[str] = field(default_factory=list)
+    treatment_proxy: list[str] = field(default_factory=list)
+    outcome_proxy: list[str] = field(default_factory=list)
+    covariates: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    conditioning: list[str] = field(default_factory=list)
+    name: str = "data"
+    image_shape: tuple[int, int] | None = None
+    image_columns: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        if not isinstance(self.table, pd.DataFrame):
+            raise DMLCoreError(f"table must be a pandas DataFrame, got {type(self.table).__name__}.")
+        if self.problem not in PROBLEMS:
+            raise DMLCoreError(f"problem must be one of {', '.join(PROBLEMS)}; got {self.problem!r}.")
+        self.outcome = str(self.outcome) if self.outcome is not None else ""
+        for role in ROLE_NAMES[1:]:
+            setattr(self, role, _as_list(getattr(self, role)))
+        self.image_columns = _as_list(self.image_columns)
+        self._check_roles()
+        self._check_values()
+
+    # ------------------------------------------------------------------ roles
+    def roles(self) -> dict[str, list[str]]:
+        """The non-empty roles, each as a list of column names."""
+        out = {"outcome": [self.outcome]} if self.outcome else {}
+        for role in ROLE_NAMES[1:]:
+            cols = getattr(self, role)
+            if cols:
+                out[role] = list(cols)
+        return out
+
+    def _check_roles(self):
+        columns = [str(c) for c in self.table.columns]
+        if len(set(columns)) != len(columns):
+            dup = sorted({c for c in columns if columns.count(c) > 1})
+            raise DMLCoreError(f"Column names must be unique; repeated: {', '.join(dup)}. Rename them.")
+        for role in REQUIRED[self.problem]:
+            if not (self.outcome if role == "outcome" else getattr(self, role)):
+                raise DMLCoreError(f"The {self.problem.upper()} problem needs a column with the role "
+                                   f"'{role}'. Assign one.")
+        for role in ROLE_NAMES:
+            if role not in ALLOWED[self.problem] and getattr(self, role) not in ("", []):
+                raise DMLCoreError(f"The role '{role}' is not used by the {self.problem.upper()} "
+                                   f"problem; remove it or choose another problem.")
+        if self.problem in ("iv", "pcl") and len(self.treatment) > 1 and not self.image_columns:
+            raise DMLCoreError(f"Give one treatment column; got {len(self.treatment)}: "
+                               f"{', '.join(self.treatment)}.")
+        seen: dict[str, str] = {}
+        for role, cols in self.roles().items():
+            for col in cols:
+                if col not in self.table.columns:
+                    raise DMLCoreError(f"Column '{col}' (role {role}) is not in the table. "
+                                       f"Available columns: {', '.join(columns[:20])}"
+                                       f"{' ...' if len(columns) > 20 else ''}.")
+                if col in seen and not (self.problem == "cmr" and {seen[col], role} == {"inputs", "conditioning"}):
+                    raise DMLCoreError(f"Column '{col}' has two roles, {seen[col]} and {role}; "
+                                       f"give it one.")
+                seen.setdefault(col, role)
+        if self.problem == "cmr" and self.outcome in set(self.inputs) | set(self.conditioning):
+            raise DMLCoreError(f"The outcome '{self.outcome}' cannot also be an input or a "
+                               f"conditioning variable.")
+
+    def _check_values(self):
+        for col in self.used_columns():
+            series = self.table[col]
+            if not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)):
+                sample = next((v for v in series if not _is_number(v)), series.iloc[0] if len(series) else "")
+                raise DMLCoreError(f"Column '{col}' is not numeric (for example {sample!r}). "
+                                   f"Encode it as numbers or drop it from the roles.")
+            values = series.to_numpy(dtype=float)
+            bad = ~np.isfinite(values)
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                what = "missing (NaN)" if np.isnan(values[row]) else "infinite"
+                raise DMLCoreError(f"Column '{col}' has {int(bad.sum())} {what} or non-finite "
+                                   f"value(s), the first in row {row}. Remove or impute those rows.")
+        for col in self.instrument + self.treatment_proxy:
+            if self.table[col].nunique() < 2:
+                raise DMLCoreError(f"Column '{col}' ({'instrument' if col in self.instrument else 'treatment proxy'})"
+                                   f" is constant; it carries no information. Choose another column.")
+        for col in self.treatment:
+            if self.table[col].nunique() < 2:
+                raise DMLCoreError(f"Treatment column '{col}' is constant; there is no effect to estimate.")
+        if self.problem in ("iv", "pcl") and len(self.table) < 4:
+            raise DMLCoreError(f"The table has {len(self.table)} row(s); at least 4 are needed.")
+
+    def check_folds(self, folds: int) -> None:
+        """Raise unless ``folds`` is a valid number of cross-fitting folds for this table."""
+        if not isinstance(folds, (int, np.integer)) or folds < 2:
+            raise DMLCoreError(f"folds (K) must be an integer of at least 2; got {folds!r}.")
+        need = 10 * folds
+        if len(self.table) < need:
+            raise DMLCoreError(f"{folds} folds need at least {need} rows (10 per fold); the table has "
+                               f"{len(self.table)}. Use fewer folds or more data.")
+
+    # ---------------------------------------------------------------- CMR form
+    def used_columns(self) -> list[str]:
+        cols: list[str] = []
+        for group in self.roles().values():
+            cols += [c for c in group if c not in cols]
+        return cols
+
+    @property
+    def input_columns(self) -> list[str]:
+        """Columns that f takes, in order."""
+        if self.problem == "iv":
+            return self.treatment + self.covariates
+        if self.problem == "pcl":
+            return self.treatment + self.outcome_proxy + self.covariates
+        return list(self.inputs)
+
+    @property
+    def conditioning_columns(self) -> list[str]:
+        """Columns of C in E[. | C]."""
+        if self.problem == "iv":
+            return self.instrument + self.covariates
+        if self.problem == "pcl":
+            return self.treatment + self.treatment_proxy + self.covariates
+        return list(self.conditioning)
+
+    @property
+    def modelled_columns(self) -> list[str]:
+        """Inputs of f not known given C: their conditional distribution is a nuisance."""
+        cond = set(self.conditioning_columns)
+        return [c for c in self.input_columns if c not in cond]
+
+    def cmr(self) -> "CMRArrays":
+        """The arrays an estimator needs."""
+        t = self.table
+        return CMRArrays(
+            y=t[self.outcome].to_numpy(dtype=float),
+            inputs=t[self.input_columns].to_numpy(dtype=float),
+            conditioning=t[self.conditioning_columns].to_numpy(dtype=float),
+            input_names=self.input_columns,
+            conditioning_names=self.conditioning_columns,
+            modelled_names=self.modelled_columns,
+        )
+
+    def subset(self, rows) -> "CausalData":
+        """The same roles on a subset of rows."""
+        kwargs = {role: getattr(self, role) for role in ROLE_NAMES[1:]}
+        return CausalData(self.table.iloc[rows].reset_index(drop=True), self.problem, self.outcome,
+                          name=self.name, image_shape=self.image_shape,
+                          image_columns=self.image_columns, **kwargs)
+
+    def describe_roles(self) -> str:
+        return "; ".join(f"{r}: {', '.join(c)}" for r, c in self.roles().items())
+
+
+def _is_number(value) -> bool:
+    try:
+        float(value)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+@dataclass
+class CMRArrays:
+    """Numeric arrays of a CMR problem: y, inputs of f, conditioning C."""
+
+    y: np.ndarray
+    inputs: np.ndarray
+    conditioning: np.ndarray
+    input_names: list[str]
+    conditioning_names: list[str]
+    modelled_names: list[str]
+
+    @property
+    def n(self) -> int:
+        return len(self.y)
+
+    @property
+    def modelled_index(self) -> list[int]:
+        """Positions in ``inputs`` of the modelled columns."""
+        return [self.input_names.index(c) for c in self.modelled_names]
+
+    @property
+    def known_map(self) -> list[tuple[int, int]]:
+        """(position in inputs, position in conditioning) of the inputs known given C."""
+        return [(i, self.conditioning_names.index(c)) for i, c in enumerate(self.input_names)
+                if c in self.conditioning_names]
+
+    @property
+    def modelled(self) -> np.ndarray:
+        return self.inputs[:, self.modelled_index]
+
+    def assemble(self, conditioning: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        """Inputs of f from C (n, dc) and draws of the modelled columns (n, m, dm) -> (n, m, d)."""
+        n, m = draws.shape[:2]
+        out = np.empty((n, m, len(self.input_names)), dtype=draws.dtype)
+        for j, i in enumerate(self.modelled_index):
+            out[:, :, i] = draws[:, :, j]
+        for i, c in self.known_map:
+            out[:, :, i] = conditioning[:, None, c]
+        return out

@@ -1,0 +1,182 @@
+"""DML-CMR (paper Algorithm 1), CE-DML-CMR (Algorithm 2) and the naive two-stage plug-in.
+
+All three share one machinery:
+
+1. split the rows into K folds (one "fold" holding every row when there is no cross-fitting);
+2. fit the nuisances on each fold's complement (on all rows without cross-fitting): the
+   outcome model s_k(c) = E[Y | C] and the conditional distribution of f's modelled inputs;
+3. for every row i of fold k, compute the target t_i -- s_k(c_i) for the orthogonal score,
+   y_i for the naive score -- and a bank of draws of f's inputs from the fold-k distribution;
+4. fit f once on all rows by minimising mean_i (t_i - mean_j f(x_ij))^2
+   (:mod:`dmlcore.estimators.second_stage`).
+
+Step 4 is the paper's second stage: each row's loss uses only nuisances that never saw that
+row, and the rows of all folds are pooled exactly as Algorithm 1 alternates over folds.
+Because the nuisance values are computed once, the second stage costs the same with or
+without cross-fitting.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from dmlcore.data.roles import CausalData
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.second_stage import SECOND_STAGES
+from dmlcore.learners import LEARNERS, make_outcome_learner, make_sampler
+from dmlcore.learners.base import check_positive
+from dmlcore.progress import Monitor
+
+F_MODEL_FOR = {"nn": "nn", "rf": "boost", "gb": "boost", "linear": "linear"}
+DRAW_BANK = 4  # the bank holds DRAW_BANK * n_draws draws per row
+
+
+def make_folds(n: int, folds: int, seed: int) -> list[np.ndarray]:
+    """A random partition of range(n) into ``folds`` sorted index arrays of near-equal size."""
+    perm = np.random.default_rng([seed, 7]).permutation(n)
+    return [np.sort(part) for part in np.array_split(perm, folds)]
+
+
+class _TwoStageCMR:
+    """Shared fit/predict; subclasses set ``cross_fit`` and ``score``."""
+
+    cross_fit = True
+    score = "orthogonal"
+    method = "dml-cmr"
+
+    def __init__(self, learner: str = "nn", folds: int = 10, *, outcome_learner: str | None = None,
+                 sampler: str | None = None, f_model: str | None = None, n_draws: int = 16,
+                 epochs: int | None = None, nuisance_params: dict | None = None,
+                 f_params: dict | None = None, seed: int = 0):
+        self.learner = learner
+        self.folds = folds
+        self.outcome_learner = outcome_learner
+        self.sampler = sampler
+        self.f_model = f_model
+        self.n_draws = n_draws
+        self.epochs = epochs
+        self.nuisance_params = nuisance_params
+        self.f_params = f_params
+        self.seed = seed
+
+    # ------------------------------------------------------------------ fit
+    def _settings(self):
+        if self.learner not in LEARNERS:
+            raise DMLCoreError(f"Unknown learner {self.learner!r}; choose one of {', '.join(LEARNERS)}.")
+        f_model = self.f_model or F_MODEL_FOR[self.learner]
+        if f_model not in SECOND_STAGES:
+            raise DMLCoreError(f"Unknown f_model {f_model!r}; choose one of {', '.join(SECOND_STAGES)}.")
+        check_positive("n_draws", self.n_draws, integer=True)
+        nuis = dict(self.nuisance_params or {})
+        fpar = dict(self.f_params or {})
+        if self.epochs is not None:
+            check_positive("epochs", self.epochs, integer=True)
+            key = {"nn": "max_epochs", "gb": "max_iter"}.get(self.learner)
+            if key:
+                nuis.setdefault(key, self.epochs)
+            fpar.setdefault("max_stages" if f_model == "boost" else "max_epochs", self.epochs)
+        return f_model, nuis, fpar
+
+    def fit(self, data: CausalData, *, callback=None, should_stop=None):
+        """Fit on ``data``; ``callback(event)`` gets progress, ``should_stop()`` cancels."""
+        if not isinstance(data, CausalData):
+            raise DMLCoreError(f"fit expects a CausalData object, got {type(data).__name__}.")
+        f_model, nuis_params, f_params = self._settings()
+        if self.cross_fit:
+            data.check_folds(self.folds)
+        start = time.perf_counter()
+        monitor = Monitor(callback, should_stop)
+        arr = data.cmr()
+        n = arr.n
+        folds = make_folds(n, self.folds, self.seed) if self.cross_fit else [np.arange(n)]
+        train_sets = [np.setdiff1d(np.arange(n), rows) for rows in folds] if self.cross_fit else folds
+        fold_of = np.empty(n, dtype=int)
+        for k, rows in enumerate(folds):
+            fold_of[rows] = k
+
+        s_model = g_model = None
+        if self.score == "orthogonal":
+            monitor.stage("outcome model s(c)", start=0.0, end=0.35)
+            s_model = make_outcome_learner(self.outcome_learner or self.learner, nuis_params,
+                                           self.seed).fit(arr.conditioning, arr.y, train_sets, monitor)
+        if arr.modelled_names:
+            monitor.stage("conditional distribution of " + ", ".join(arr.modelled_names[:3]),
+                          start=0.35, end=0.7)
+            g_model = make_sampler(self.sampler or self.learner, nuis_params,
+                                   self.seed).fit(arr.conditioning, arr.modelled, train_sets, monitor)
+
+        rng = np.random.default_rng([self.seed, 11])
+        bank = DRAW_BANK * int(self.n_draws) if g_model is not None else 1
+        targets = arr.y.copy()
+        draws = np.empty((n, bank, arr.inputs.shape[1]))
+        for k, rows in enumerate(folds):
+            C = arr.conditioning[rows]
+            if s_model is not None:
+                targets[rows] = s_model.predict(k, C)
+            if g_model is not None:
+                draws[rows] = arr.assemble(C, g_model.sample(k, C, bank, rng))
+            else:
+                draws[rows] = arr.inputs[rows][:, None, :]
+
+        monitor.stage("second stage f", start=0.7, end=1.0)
+        f = SECOND_STAGES[f_model](f_params, self.n_draws, self.seed).fit(targets, draws, arr.inputs, monitor)
+
+        per_row = f.score_per_row(targets, draws)
+        y_scale = float(np.std(arr.y)) or 1.0
+        self.fold_losses_ = []
+        for k, rows in enumerate(folds):
+            entry = {"fold": k, "rows": int(len(rows)),
+                     "second_stage_loss": float(per_row[rows].mean() / y_scale ** 2)}
+            for name in ("s", "g"):
+                if (name, k) in monitor.histories:
+                    entry[name] = monitor.histories[(name, k)]
+            self.fold_losses_.append(entry)
+        self.second_stage_history_ = monitor.histories.get(("f", None), {})
+        self.folds_ = folds
+        self.fold_of_ = fold_of
+        self.s_model_, self.g_model_, self.f_ = s_model, g_model, f
+        self.targets_, self.draws_ = targets, draws
+        self.input_columns_ = list(arr.input_names)
+        self.conditioning_columns_ = list(arr.conditioning_names)
+        self.n_ = n
+        self.f_model_name_ = f_model
+        self.seconds_ = time.perf_counter() - start
+        monitor.stage("done", start=1.0)
+        return self
+
+    # -------------------------------------------------------------- predict
+    def predict(self, X) -> np.ndarray:
+        """f-hat at the rows of X (a DataFrame with the input columns, or an array in that order)."""
+        if not hasattr(self, "f_"):
+            raise DMLCoreError(f"This {type(self).__name__} is not fitted yet; call fit(data) first.")
+        if isinstance(X, pd.DataFrame):
+            missing = [c for c in self.input_columns_ if c not in X.columns]
+            if missing:
+                raise DMLCoreError(f"predict needs the columns {', '.join(missing)}.")
+            X = X[self.input_columns_].to_numpy(dtype=float)
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != len(self.input_columns_):
+            raise DMLCoreError(f"predict expects {len(self.input_columns_)} columns "
+                               f"({', '.join(self.input_columns_)}); got shape {X.shape}.")
+        return self.f_.predict(X)
+
+
+class DMLCMR(_TwoStageCMR):
+    """DML-CMR with K-fold cross-fitting and the Neyman-orthogonal score (s(c) - g(f, c))^2."""
+
+    cross_fit, score, method = True, "orthogonal", "dml-cmr"
+
+
+class CEDMLCMR(_TwoStageCMR):
+    """CE-DML-CMR: the orthogonal score with nuisances fitted once on all rows."""
+
+    cross_fit, score, method = False, "orthogonal", "ce-dml-cmr"
+
+
+class NaivePlugIn(_TwoStageCMR):
+    """The naive two-stage plug-in (DeepIV-style): minimises (Y - g(f, c))^2."""
+
+    cross_fit, score, method = False, "naive", "naive"

@@ -1,0 +1,333 @@
+"""Sieve 2SLS: tensor-product cubic B-spline bases with a penalised two-stage fit.
+
+f(x) = mean(y) + b(x)'theta, where b is the tensor product of one basis per input of f;
+the conditioning variables enter through the tensor-product basis z(c). theta minimises
+
+    (1/n) ||P_Z (y - mean(y) - B theta)||^2 + ridge * theta' Omega theta,
+
+with P_Z the projection on the columns of z(c) (with a tiny ridge for empty cells).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+from scipy.interpolate import BSpline
+from scipy.stats import norm
+
+from dmlcore.data.roles import CausalData
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.tsls import _check_data, check_fitted, check_identified, input_matrix
+
+DEGREE = 3
+KNOT_GRID = (4, 8, 12, 16)
+RIDGE_GRID = tuple(10.0 ** np.arange(-8.0, 0.5, 0.5))
+RIDGE_SHARE = 1e-6   # weight of the identity in Omega, which keeps every cell's system definite
+
+
+@dataclass
+class _ColumnBasis:
+    """Basis of one column: cubic B-splines on quantile knots, or level indicators."""
+
+    name: str
+    knots: np.ndarray | None = None      # full knot vector of the spline
+    levels: np.ndarray | None = None     # sorted levels of a categorical column
+
+    @classmethod
+    def build(cls, x, name, n_knots, max_levels):
+        levels = np.unique(x)
+        if is_categorical(levels, max_levels):
+            return cls(name, levels=levels)
+        lo, hi = levels[0], levels[-1]
+        inner = np.unique(np.quantile(x, np.linspace(0, 1, n_knots + 2)[1:-1]))
+        inner = inner[(inner > lo) & (inner < hi)]
+        return cls(name, knots=np.r_[[lo] * (DEGREE + 1), inner, [hi] * (DEGREE + 1)])
+
+    @property
+    def size(self):
+        return len(self.levels) if self.levels is not None else len(self.knots) - DEGREE - 1
+
+    def __call__(self, x):
+        if self.levels is not None:
+            return (level_codes(x, self.levels, self.name)[:, None] == np.arange(self.size)).astype(float)
+        x = np.clip(x, self.knots[0], self.knots[-1])
+        return BSpline.design_matrix(x, self.knots, DEGREE).toarray()
+
+    @property
+    def penalty(self):
+        """Squared second differences of the spline coefficients (zero for levels)."""
+        if self.levels is not None:
+            return np.zeros((self.size, self.size))
+        d = np.diff(np.eye(self.size), n=2, axis=0)
+        return d.T @ d
+
+
+@dataclass
+class _TensorBasis:
+    columns: list[_ColumnBasis]
+
+    @property
+    def size(self):
+        return int(np.prod([c.size for c in self.columns]))
+
+    def __call__(self, x):
+        out = np.ones((len(x), 1))
+        for j, col in enumerate(self.columns):
+            out = (out[:, :, None] * col(x[:, j])[:, None, :]).reshape(len(x), -1)
+        return out
+
+    def penalty(self):
+        """Sum over columns of the difference penalty along that column, plus RIDGE_SHARE * I."""
+        sizes = [c.size for c in self.columns]
+        total = RIDGE_SHARE * np.eye(self.size)
+        for j, col in enumerate(self.columns):
+            left, right = int(np.prod(sizes[:j])), int(np.prod(sizes[j + 1:]))
+            total += np.kron(np.kron(np.eye(left), col.penalty), np.eye(right))
+        return total
+
+
+def is_categorical(levels, max_levels):
+    """Few distinct integer values."""
+    return len(levels) <= max_levels and bool(np.all(levels == np.round(levels)))
+
+
+def level_codes(x, levels, name):
+    """Positions of ``x`` among ``levels``; a DMLCoreError for unseen values."""
+    pos = np.searchsorted(levels, x).clip(0, len(levels) - 1)
+    unseen = levels[pos] != x
+    if unseen.any():
+        raise DMLCoreError(f"Column '{name}' is treated as categorical with levels "
+                           f"{', '.join(f'{v:g}' for v in levels)}, but takes the unseen value "
+                           f"{x[unseen][0]:g}. Predict only at levels seen in training.")
+    return pos
+
+
+class Sieve2SLS:
+    """Penalised sieve 2SLS with tensor-product cubic B-spline bases.
+
+    Every input of f and every conditioning column gets a univariate basis: integer columns
+    with at most ``max_levels`` distinct values get level indicators, the others cubic
+    B-splines with ``n_knots`` interior knots at quantiles (inputs are clipped to the
+    training range, so f is extrapolated as a constant). The bases of f and of the
+    instruments are the tensor products of these. The penalty ``Omega`` is the sum of the
+    squared second differences of theta along each spline column (P-splines: functions
+    linear in each continuous input are unpenalised) plus ``RIDGE_SHARE * I``; levels are
+    not smoothed across.
+
+    Categorical columns that are both inputs and conditioning variables split the data into
+    cells in which f is fitted separately with the same knots and penalty: this is the full
+    tensor product with their indicators, computed block by block.
+
+    Parameters
+    ----------
+    n_knots : int or None, default None
+        Interior knots per continuous column; None chooses from ``KNOT_GRID`` by K-fold
+        validation (sizes whose bases exceed ``max_features`` are skipped).
+    ridge : float or None, default None
+        Penalty weight; None chooses from ``RIDGE_GRID`` by K-fold validation.
+    folds : int, default 5
+    max_levels : int, default 10
+    max_features : int, default 800
+        Largest basis of f or of the instruments within a cell.
+    random_state : int, default 0
+        Seed of the fold split.
+
+    Attributes
+    ----------
+    n_knots_, ridge_ : the chosen values.
+    cv_loss_ : dict {(n_knots, ridge): validation loss}; empty when nothing was chosen.
+    input_columns_ : list of str
+    n_ : int
+    fold_losses_ : list, always empty.
+
+    Notes
+    -----
+    The validation loss of a candidate on a held-out fold v is
+    ``mean_v (y - z(c)' Pi theta)^2``, where theta and the first-stage coefficients Pi
+    (of the basis of f on the instrument basis) are fitted on the other folds. Since
+    ``E[(Y - E[f(X) | C])^2] = E[Var(Y | C)] + E[(E[Y - f(X) | C])^2]``, this estimates
+    the projected residual ``||E[Y - f(X) | C]||^2`` out of sample, up to a constant.
+    """
+
+    def __init__(self, n_knots=None, ridge=None, folds=5, max_levels=10, max_features=800,
+                 random_state=0):
+        self.n_knots = n_knots
+        self.ridge = ridge
+        self.folds = folds
+        self.max_levels = max_levels
+        self.max_features = max_features
+        self.random_state = random_state
+
+    def fit(self, data: CausalData, monitor=None) -> "Sieve2SLS":
+        """Choose the basis size and penalty unless given, then fit theta on all of ``data``."""
+        _check_data(data, type(self).__name__)
+        check_identified(data)
+        knot_grid = _candidates(self.n_knots, KNOT_GRID, "n_knots", integer=True)
+        ridge_grid = _candidates(self.ridge, RIDGE_GRID, "ridge", integer=False)
+        a = data.cmr()
+        y = a.y - a.y.mean()
+        self._split_cells(a)
+        x, c = a.inputs[:, self.free_inputs_], a.conditioning[:, self.free_conditioning_]
+        cells = self._cells(a.inputs)
+        bases = [b for b in (self._bases(a, x, c, k) for k in knot_grid) if b is not None]
+        if not bases:
+            raise DMLCoreError(
+                f"Even the smallest tensor-product basis has more than max_features="
+                f"{self.max_features} columns ({len(a.input_names)} inputs, "
+                f"{len(a.conditioning_names)} conditioning columns). Use fewer columns or "
+                f"categorical levels, or raise max_features.")
+        self.cv_loss_ = {}
+        if len(bases) > 1 or len(ridge_grid) > 1:
+            data.check_folds(self.folds)
+            fold = np.random.default_rng(self.random_state).permutation(a.n) % self.folds
+            for i, (k, fb, cb) in enumerate(bases):
+                if monitor is not None:
+                    monitor.stage(f"sieve validation, {k} knots", progress=i / len(bases))
+                losses = _validate(fb(x), cb(c), y, cells, fold, fb.penalty(), ridge_grid)
+                self.cv_loss_.update({(k, r): v for r, v in zip(ridge_grid, losses)})
+            self.n_knots_, self.ridge_ = min(self.cv_loss_, key=self.cv_loss_.get)
+        else:
+            self.n_knots_, self.ridge_ = bases[0][0], ridge_grid[0]
+        if monitor is not None:
+            monitor.stage("sieve final fit", progress=1.0)
+        _, self.basis_, cond_basis = next(b for b in bases if b[0] == self.n_knots_)
+        b, z, omega = self.basis_(x), cond_basis(c), self.basis_.penalty()
+        self.theta_, self.cov_ = {}, {}
+        for cell in np.unique(cells):
+            rows = cells == cell
+            self.theta_[cell], self.cov_[cell] = _cell_fit(b[rows], z[rows], y[rows], omega,
+                                                           a.n * self.ridge_)
+        self.intercept_ = float(a.y.mean())
+        self.input_columns_ = list(a.input_names)
+        self.n_ = a.n
+        self.fold_losses_ = []
+        return self
+
+    def _split_cells(self, a):
+        """Shared categorical columns define cells; the other columns get spline/level bases."""
+        shared = [name for name in a.input_names if name in a.conditioning_names and
+                  is_categorical(np.unique(a.inputs[:, a.input_names.index(name)]), self.max_levels)]
+        pos = [a.input_names.index(name) for name in shared]
+        self.cell_levels_ = [np.unique(a.inputs[:, j]) for j in pos]
+        self.cell_columns_ = list(zip(pos, shared))
+        self.free_inputs_ = [j for j, name in enumerate(a.input_names) if name not in shared]
+        self.free_conditioning_ = [j for j, name in enumerate(a.conditioning_names)
+                                   if name not in shared]
+
+    def _cells(self, inputs):
+        """Cell number of each row from the shared categorical inputs."""
+        cell = np.zeros(len(inputs), dtype=int)
+        for (j, name), levels in zip(self.cell_columns_, self.cell_levels_):
+            cell = cell * len(levels) + level_codes(inputs[:, j], levels, name)
+        return cell
+
+    def _bases(self, a, x, c, n_knots):
+        fb = _TensorBasis([_ColumnBasis.build(x[:, j], a.input_names[i], n_knots, self.max_levels)
+                           for j, i in enumerate(self.free_inputs_)])
+        cb = _TensorBasis([_ColumnBasis.build(c[:, j], a.conditioning_names[i], n_knots,
+                                              self.max_levels)
+                           for j, i in enumerate(self.free_conditioning_)])
+        if max(fb.size, cb.size) > self.max_features:
+            return None
+        return n_knots, fb, cb
+
+    def predict(self, X) -> np.ndarray:
+        """f at the rows of ``X`` (DataFrame with the input columns, or an array in their order)."""
+        b, cells = self._design(X)
+        out = np.full(len(b), self.intercept_)
+        for cell in np.unique(cells):
+            rows = cells == cell
+            out[rows] += b[rows] @ self.theta_[cell]
+        return out
+
+    def predict_interval(self, X, level=0.95):
+        """Pointwise normal bands ``f(x) -/+ q * se(x)``.
+
+        ``se(x)^2 = b(x)' V b(x)`` with V the heteroskedasticity-robust sandwich
+        ``H Z' diag(e^2) Z H'`` of ``theta = H Z' y`` (``e`` the structural residuals),
+        assuming independent rows. It treats the knots, the penalty and the mean of y as
+        fixed and ignores the smoothing bias, so the band covers the penalised sieve target,
+        and f itself only where that bias is small against the standard error.
+
+        Returns
+        -------
+        lower, upper : ndarray
+        """
+        if not 0 < level < 1:
+            raise DMLCoreError(f"level must be strictly between 0 and 1; got {level!r}.")
+        center = self.predict(X)
+        b, cells = self._design(X)
+        se = np.empty(len(b))
+        for cell in np.unique(cells):
+            rows = cells == cell
+            se[rows] = np.sqrt(np.einsum("ij,jk,ik->i", b[rows], self.cov_[cell], b[rows]))
+        q = norm.ppf(0.5 + level / 2)
+        return center - q * se, center + q * se
+
+    def _design(self, X):
+        check_fitted(self, "theta_")
+        x = input_matrix(X, self.input_columns_, type(self).__name__)
+        cells = self._cells(x)
+        unseen = ~np.isin(cells, list(self.theta_))
+        if unseen.any():
+            row = int(np.flatnonzero(unseen)[0])
+            combo = ", ".join(f"{name}={x[row, j]:g}" for j, name in self.cell_columns_)
+            raise DMLCoreError(f"Row {row} has the combination {combo}, which never occurs in the "
+                               f"training data; f is not estimated there.")
+        return self.basis_(x[:, self.free_inputs_]), cells
+
+
+def _candidates(value, grid, name, integer):
+    if value is None:
+        return list(grid)
+    if integer:
+        ok = isinstance(value, (int, np.integer)) and value >= 0
+    else:
+        ok = isinstance(value, (int, float, np.integer, np.floating)) and 0 < value < np.inf
+    if not ok:
+        kind = "a non-negative integer" if integer else "a positive number"
+        raise DMLCoreError(f"{name} must be {kind} or None (chosen by validation); got {value!r}.")
+    return [value]
+
+
+def _first_stage(zz, zb, zy):
+    """W^-1 [Z'B, Z'y] with W = Z'Z plus a tiny ridge (for empty basis functions)."""
+    w = zz + (1e-8 * np.trace(zz) / len(zz) + 1e-12) * np.eye(len(zz))
+    factor = sla.cho_factor(w)
+    return sla.cho_solve(factor, zb), sla.cho_solve(factor, zy)
+
+
+def _validate(b, z, y, cells, fold, omega, ridge_grid):
+    """Held-out loss of each ridge value, summed over cells and folds (see Sieve2SLS)."""
+    n_folds = fold.max() + 1
+    sse = np.zeros(len(ridge_grid))
+    for cell in np.unique(cells):
+        rows = np.flatnonzero(cells == cell)
+        parts = [(z[r].T @ z[r], z[r].T @ b[r], z[r].T @ y[r])
+                 for r in (rows[fold[rows] == k] for k in range(n_folds))]
+        total = [sum(p[i] for p in parts) for i in range(3)]
+        for k, (zz, zb, zy) in enumerate(parts):
+            held = rows[fold[rows] == k]
+            if held.size == 0:
+                continue
+            zb_t = total[1] - zb
+            pi_b, pi_y = _first_stage(total[0] - zz, zb_t, total[2] - zy)
+            m, v = zb_t.T @ pi_b, zb_t.T @ pi_y
+            n_train = np.sum(fold != k)
+            thetas = np.column_stack([sla.solve(m + n_train * r * omega, v, assume_a="pos")
+                                      for r in ridge_grid])
+            pred = z[held] @ (pi_b @ thetas)
+            sse += np.sum((y[held, None] - pred) ** 2, axis=0)
+    return sse / len(y)
+
+
+def _cell_fit(b, z, y, omega, penalty):
+    """theta = H Z'y with H = (M + penalty Omega)^-1 B'Z W^-1, and its sandwich covariance."""
+    zb = z.T @ b
+    pi_b, pi_y = _first_stage(z.T @ z, zb, z.T @ y)
+    m = zb.T @ pi_b + penalty * omega
+    theta = sla.solve(m, zb.T @ pi_y, assume_a="pos")
+    hz = sla.solve(m, pi_b.T, assume_a="pos") @ (z * (y - b @ theta)[:, None]).T
+    return theta, hz @ hz.T

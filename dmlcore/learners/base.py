@@ -1,0 +1,68 @@
+"""The two nuisance interfaces and what they share.
+
+A nuisance learner fits one model per training set ("fold model"): K of them for K-fold
+cross-fitting, one for CE-DML-CMR and the naive plug-in. ``fit`` receives the full arrays and
+the list of training-row index arrays, and must only read the rows it is given for each model.
+
+* :class:`OutcomeLearner` learns s(c) = E[Y | C = c]; ``predict(k, C)`` uses fold model k.
+* :class:`ConditionalSampler` learns the distribution of the modelled inputs of f given C;
+  ``sample(k, C, n_draws, rng)`` returns draws of shape (rows, n_draws, modelled dims).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dmlcore.errors import DMLCoreError
+
+
+class OutcomeLearner:
+    name = "base"
+
+    def fit(self, C: np.ndarray, y: np.ndarray, train_sets: list[np.ndarray], monitor) -> "OutcomeLearner":
+        raise NotImplementedError
+
+    def predict(self, k: int, C: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class ConditionalSampler:
+    name = "base"
+
+    def fit(self, C: np.ndarray, X: np.ndarray, train_sets: list[np.ndarray], monitor) -> "ConditionalSampler":
+        raise NotImplementedError
+
+    def sample(self, k: int, C: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+        raise NotImplementedError
+
+
+def validation_split(rows: np.ndarray, fraction: float, rng: np.random.Generator):
+    """Split training rows into (train, validation); validation never leaves the training set."""
+    rows = np.asarray(rows)
+    n_val = max(1, int(round(fraction * len(rows))))
+    perm = rng.permutation(len(rows))
+    return np.sort(rows[perm[n_val:]]), np.sort(rows[perm[:n_val]])
+
+
+class Scaler:
+    """Mean/std standardization fitted on given rows (constant columns get std 1)."""
+
+    def __init__(self, values: np.ndarray):
+        values = np.asarray(values, dtype=float)
+        self.mean = values.mean(axis=0)
+        std = values.std(axis=0)
+        self.std = np.where(std > 1e-12, std, 1.0)
+
+    def transform(self, values):
+        return (values - self.mean) / self.std
+
+    def inverse(self, values):
+        return values * self.std + self.mean
+
+
+def check_positive(name: str, value, integer: bool = False, allow_zero: bool = False) -> None:
+    """Raise a DMLCoreError unless ``value`` is a positive (integer) number."""
+    ok_type = isinstance(value, (int, np.integer)) if integer else isinstance(value, (int, float, np.number))
+    if isinstance(value, bool) or not ok_type or not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        kind = "integer" if integer else "number"
+        raise DMLCoreError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} {kind}; got {value!r}.")

@@ -1,0 +1,255 @@
+"""Neural-network nuisances, trained for all folds at once.
+
+The K fold models of a nuisance are one :class:`BatchedMLP` whose weights carry a leading
+fold axis; a training step multiplies a (K, batch, features) tensor through them with
+``torch.baddbmm``. Every fold model sees only its own rows, standardized with its own
+training statistics; losses are summed over folds, so the gradient (and AdamW's per-element
+update) of fold model k depends on fold k's data alone. Gradient clipping is per fold model.
+Each fold model holds out a random part of its training rows for early stopping and keeps
+the weights of its best validation epoch.
+
+Defaults follow the paper's appendix E (hidden 128-64-32, ReLU, dropout 1000 / (5000 + N),
+AdamW with weight decay 1e-3, a 10-component Gaussian mixture for the conditional
+distribution); the learning rate, batch size and stopping rule were chosen by validation loss
+(see docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import torch
+from torch import nn
+
+from dmlcore.learners.base import ConditionalSampler, OutcomeLearner, check_positive, validation_split
+
+# One thread per process measured fastest for these small networks on 2 cores (docs/benchmarks.md);
+# DMLCORE_TORCH_THREADS overrides it.
+torch.set_num_threads(int(os.environ.get("DMLCORE_TORCH_THREADS", "1")))
+
+DEFAULTS = dict(hidden=(128, 64, 32), dropout=None, lr=1e-3, weight_decay=1e-3, batch_size=256,
+                max_epochs=150, patience=12, val_fraction=0.1, components=10, clip=5.0)
+
+
+def default_dropout(n: int) -> float:
+    return min(1000.0 / (5000.0 + n), 0.5)
+
+
+class BatchedMLP(nn.Module):
+    """K independent MLPs evaluated together: input (K, B, d_in) -> (K, B, d_out)."""
+
+    def __init__(self, folds: int, d_in: int, hidden, d_out: int, dropout: float, generator=None):
+        super().__init__()
+        sizes = [d_in, *hidden, d_out]
+        self.weights = nn.ParameterList()
+        self.biases = nn.ParameterList()
+        for a, b in zip(sizes[:-1], sizes[1:]):
+            bound = 1.0 / math.sqrt(a)
+            w = (torch.rand(folds, a, b, generator=generator) * 2 - 1) * bound
+            bias = (torch.rand(folds, 1, b, generator=generator) * 2 - 1) * bound
+            self.weights.append(nn.Parameter(w))
+            self.biases.append(nn.Parameter(bias))
+        self.dropout = float(dropout)
+
+    def forward(self, x):
+        last = len(self.weights) - 1
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            x = torch.baddbmm(b, x, w)
+            if i < last:
+                x = torch.relu(x)
+                if self.training and self.dropout > 0:
+                    x = nn.functional.dropout(x, self.dropout, True)
+        return x
+
+
+def _clip_per_fold(params, max_norm: float) -> None:
+    grads = [p.grad for p in params if p.grad is not None]
+    sq = sum(g.reshape(g.shape[0], -1).pow(2).sum(dim=1) for g in grads)
+    scale = torch.clamp(max_norm / (sq.sqrt() + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
+
+
+def _pad_rows(sets: list[np.ndarray], length: int, rng) -> np.ndarray:
+    """Each fold's rows, shuffled and wrapped around to a common length: (K, length)."""
+    out = np.empty((len(sets), length), dtype=np.int64)
+    for k, rows in enumerate(sets):
+        reps = int(math.ceil(length / len(rows)))
+        out[k] = np.concatenate([rng.permutation(rows) for _ in range(reps)])[:length]
+    return out
+
+
+class _FoldData:
+    """Per-fold standardized views of (inputs, targets)."""
+
+    def __init__(self, C, T, train_sets, val_fraction, rng):
+        self.C = torch.tensor(C, dtype=torch.float32)
+        self.T = torch.tensor(T, dtype=torch.float32)
+        self.fit_rows, self.val_rows = zip(*(validation_split(r, val_fraction, rng) for r in train_sets))
+        stats = [(C[r].mean(0), C[r].std(0), T[r].mean(0), T[r].std(0)) for r in train_sets]
+        as_t = lambda i: torch.as_tensor(np.stack([s[i] for s in stats]), dtype=torch.float32)[:, None, :]
+        self.c_mean, self.t_mean = as_t(0), as_t(2)
+        self.c_std = torch.clamp(as_t(1), min=1e-6)
+        self.t_std = torch.clamp(as_t(3), min=1e-6)
+
+    def inputs(self, idx):
+        return (self.C[idx] - self.c_mean) / self.c_std
+
+    def targets(self, idx):
+        return (self.T[idx] - self.t_mean) / self.t_std
+
+
+def train_batched(model, data: _FoldData, loss_fn, params: dict, monitor, name: str, seed: int):
+    """Mini-batch AdamW for all fold models with per-fold early stopping; loads the best weights."""
+    rng = np.random.default_rng(seed)
+    K = len(data.fit_rows)
+    opt = torch.optim.AdamW(model.parameters(), lr=params["lr"], weight_decay=params["weight_decay"])
+    bs = int(params["batch_size"])
+    n_max = max(len(r) for r in data.fit_rows)
+    steps = max(1, int(math.ceil(n_max / bs)))
+    n_val = max(len(r) for r in data.val_rows)
+    val_mask = torch.zeros(K, n_val)
+    for k, r in enumerate(data.val_rows):
+        val_mask[k, : len(r)] = 1.0
+    val_idx = torch.stack([torch.as_tensor(np.concatenate(
+        [r, np.full(n_val - len(r), r[0])])) for r in data.val_rows])
+    best = torch.full((K,), 1e30)
+    best_state = [p.detach().clone() for p in model.parameters()]
+    waited = torch.zeros(K, dtype=torch.long)
+    for epoch in range(int(params["max_epochs"])):
+        model.train()
+        order = torch.as_tensor(_pad_rows(data.fit_rows, steps * bs, rng))
+        total = torch.zeros(K)
+        for step in range(steps):
+            idx = order[:, step * bs:(step + 1) * bs]
+            per_fold = loss_fn(model(data.inputs(idx)), data.targets(idx)).mean(dim=1)
+            opt.zero_grad(set_to_none=True)
+            per_fold.sum().backward()
+            _clip_per_fold(list(model.parameters()), params["clip"])
+            opt.step()
+            total += per_fold.detach()
+        model.eval()
+        with torch.no_grad():
+            losses = loss_fn(model(data.inputs(val_idx)), data.targets(val_idx))
+            val = (losses * val_mask).sum(1) / val_mask.sum(1)
+        train = total / steps
+        for k in range(K):
+            monitor.loss(name, k, epoch, float(train[k]), float(val[k]), of=int(params["max_epochs"]))
+        improved = val < best - 1e-6 * best.abs().clamp(min=1.0)
+        best = torch.where(improved, val, best)
+        waited = torch.where(improved, torch.zeros_like(waited), waited + 1)
+        with torch.no_grad():
+            for saved, p in zip(best_state, model.parameters()):
+                saved[improved] = p[improved]
+        if bool((waited > params["patience"]).all()):
+            break
+        monitor.check()
+    with torch.no_grad():
+        for saved, p in zip(best_state, model.parameters()):
+            p.copy_(saved)
+    model.eval()
+    return model
+
+
+def _resolve(params: dict | None, n: int) -> dict:
+    merged = {**DEFAULTS, **(params or {})}
+    if merged["dropout"] is None:
+        merged["dropout"] = default_dropout(n)
+    for key in ("lr", "batch_size", "max_epochs", "components", "clip"):
+        check_positive(key, merged[key], integer=key in ("batch_size", "max_epochs", "components"))
+    check_positive("weight_decay", merged["weight_decay"], allow_zero=True)
+    check_positive("patience", merged["patience"], integer=True, allow_zero=True)
+    if not 0.0 <= merged["dropout"] < 1.0:
+        from dmlcore.errors import DMLCoreError
+        raise DMLCoreError(f"dropout must be in [0, 1); got {merged['dropout']}.")
+    return merged
+
+
+class NeuralOutcome(OutcomeLearner):
+    """MLP regression of Y on C, one fold model per training set."""
+
+    name = "nn"
+
+    def __init__(self, params: dict | None = None, seed: int = 0):
+        self.params = params
+        self.seed = seed
+
+    def fit(self, C, y, train_sets, monitor):
+        p = _resolve(self.params, len(y))
+        gen = torch.Generator().manual_seed(self.seed)
+        torch.manual_seed(self.seed)
+        self.data_ = _FoldData(C, y.reshape(-1, 1), train_sets, p["val_fraction"],
+                               np.random.default_rng(self.seed))
+        self.model_ = BatchedMLP(len(train_sets), C.shape[1], p["hidden"], 1, p["dropout"], gen)
+        mse = lambda out, t: (out - t).pow(2).mean(dim=-1)
+        train_batched(self.model_, self.data_, mse, p, monitor, "s", self.seed)
+        return self
+
+    def predict(self, k, C):
+        d = self.data_
+        with torch.no_grad():
+            x = (torch.as_tensor(C, dtype=torch.float32) - d.c_mean[k]) / d.c_std[k]
+            out = _single(self.model_, k, x) * d.t_std[k] + d.t_mean[k]
+        return out[:, 0].numpy().astype(float)
+
+
+def _single(model: BatchedMLP, k: int, x):
+    """Evaluate fold model k on x (B, d)."""
+    last = len(model.weights) - 1
+    for i, (w, b) in enumerate(zip(model.weights, model.biases)):
+        x = torch.addmm(b[k], x, w[k])
+        if i < last:
+            x = torch.relu(x)
+    return x
+
+
+class MixtureDensity(ConditionalSampler):
+    """Mixture density network: a Gaussian mixture (diagonal covariance) for X given C."""
+
+    name = "nn"
+
+    def __init__(self, params: dict | None = None, seed: int = 0):
+        self.params = params
+        self.seed = seed
+
+    def _split(self, out):
+        m, d = self.components_, self.dim_
+        logits = out[..., :m]
+        mean = out[..., m: m + m * d].reshape(*out.shape[:-1], m, d)
+        log_std = out[..., m + m * d:].reshape(*out.shape[:-1], m, d).clamp(-7.0, 5.0)
+        return torch.log_softmax(logits, dim=-1), mean, log_std
+
+    def _nll(self, out, t):
+        log_pi, mean, log_std = self._split(out)
+        z = (t.unsqueeze(-2) - mean) / log_std.exp()
+        log_n = (-0.5 * z.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+        return -torch.logsumexp(log_pi + log_n, dim=-1)
+
+    def fit(self, C, X, train_sets, monitor):
+        p = _resolve(self.params, len(X))
+        self.components_, self.dim_ = int(p["components"]), X.shape[1]
+        gen = torch.Generator().manual_seed(self.seed + 1)
+        torch.manual_seed(self.seed + 1)
+        self.data_ = _FoldData(C, X, train_sets, p["val_fraction"], np.random.default_rng(self.seed + 1))
+        d_out = self.components_ * (1 + 2 * self.dim_)
+        self.model_ = BatchedMLP(len(train_sets), C.shape[1], p["hidden"], d_out, p["dropout"], gen)
+        train_batched(self.model_, self.data_, self._nll, p, monitor, "g", self.seed + 1)
+        return self
+
+    def sample(self, k, C, n_draws, rng):
+        d = self.data_
+        with torch.no_grad():
+            x = (torch.as_tensor(C, dtype=torch.float32) - d.c_mean[k]) / d.c_std[k]
+            log_pi, mean, log_std = self._split(_single(self.model_, k, x))
+        pi = log_pi.exp().numpy().astype(float)
+        pi /= pi.sum(1, keepdims=True)
+        n = len(C)
+        u = rng.random((n, n_draws, 1))
+        comp = (u > np.cumsum(pi, axis=1)[:, None, :]).sum(-1).clip(max=self.components_ - 1)
+        rows = np.arange(n)[:, None]
+        mu = mean.numpy()[rows, comp]
+        sd = np.exp(log_std.numpy()[rows, comp])
+        draws = mu + sd * rng.standard_normal(mu.shape)
+        return draws * d.t_std[k].numpy() + d.t_mean[k].numpy()

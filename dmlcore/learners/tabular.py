@@ -1,0 +1,136 @@
+"""scikit-learn nuisances: random forests (``rf``), gradient boosting (``gb``) and ``linear``.
+
+s(c) is a regression of Y on C. The conditional distribution of the modelled inputs given C
+is represented as *conditional mean plus out-of-sample residuals*: a regression m(c) of each
+modelled column on C, fitted on 75 % of the training rows, gives residuals on the other 25 %;
+m is then refitted on all training rows, and a draw for row c is m(c) + r with r a residual
+vector picked at random from that pool. This assumes the noise of the treatment around its
+conditional mean does not depend on c (homoskedastic errors); the residuals are out of
+sample so that an overfitted m does not shrink them.
+
+Each fold model sees only its own training rows. Losses are on the standardized scale:
+gradient boosting reports train and validation loss per boosting stage (its own early-stopping
+split of the training rows), forests and linear models report them once, at the end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
+from sklearn.linear_model import Ridge
+
+from dmlcore.learners.base import ConditionalSampler, OutcomeLearner, Scaler, validation_split
+
+DEFAULTS = {
+    "gb": dict(learning_rate=0.1, max_iter=500, max_leaf_nodes=31, min_samples_leaf=20,
+               l2_regularization=0.0, n_iter_no_change=20, validation_fraction=0.1),
+    "rf": dict(n_estimators=200, min_samples_leaf=5, max_features=1.0, n_jobs=-1),
+    "linear": dict(alpha=1e-6),
+}
+
+
+def make_regressor(kind: str, params: dict | None, seed: int):
+    p = {**DEFAULTS[kind], **(params or {})}
+    if kind == "gb":
+        return HistGradientBoostingRegressor(early_stopping=True, scoring="loss", random_state=seed, **p)
+    if kind == "rf":
+        return RandomForestRegressor(random_state=seed, **p)
+    return Ridge(**p)
+
+
+def _fit_with_history(kind, params, seed, C, y, fit_rows, val_rows, monitor, name, k):
+    """Fit one regressor on ``fit_rows`` and report its loss history; returns the model."""
+    model = make_regressor(kind, params, seed)
+    model.fit(C[fit_rows], y[fit_rows])
+    if kind == "gb" and hasattr(model, "train_score_"):
+        # scoring="loss": scores are minus half the squared error, on the model's own split
+        train, val = -2.0 * model.train_score_, -2.0 * model.validation_score_
+        for stage, (a, b) in enumerate(zip(train, val)):
+            monitor.loss(name, k, stage, float(a), float(b), of=len(train))
+    else:
+        train = float(np.mean((model.predict(C[fit_rows]) - y[fit_rows]) ** 2))
+        val = float(np.mean((model.predict(C[val_rows]) - y[val_rows]) ** 2)) if len(val_rows) else None
+        monitor.loss(name, k, 0, train, val, of=1)
+    return model
+
+
+class TabularOutcome(OutcomeLearner):
+    """s(c) = E[Y | C] by a scikit-learn regressor, one per training set."""
+
+    def __init__(self, kind: str, params: dict | None = None, seed: int = 0):
+        self.kind = kind
+        self.name = kind
+        self.params = params
+        self.seed = seed
+
+    def fit(self, C, y, train_sets, monitor):
+        rng = np.random.default_rng(self.seed)
+        self.models_, self.scales_ = [], []
+        for k, rows in enumerate(train_sets):
+            cs, ys = Scaler(C[rows]), Scaler(y[rows])
+            Cs, ysd = cs.transform(C), ys.transform(y)
+            if self.kind == "gb":  # boosting holds out its own validation split
+                fit_rows, val_rows = rows, rows[:0]
+            else:
+                fit_rows, val_rows = validation_split(rows, 0.1, rng)
+            model = _fit_with_history(self.kind, self.params, self.seed, Cs, ysd, fit_rows, val_rows,
+                                      monitor, "s", k)
+            if len(val_rows):  # the held-out rows were only for the report: refit on all
+                model = make_regressor(self.kind, self.params, self.seed).fit(Cs[rows], ysd[rows])
+            self.models_.append(model)
+            self.scales_.append((cs, ys))
+            monitor.check()
+        return self
+
+    def predict(self, k, C):
+        cs, ys = self.scales_[k]
+        return ys.inverse(self.models_[k].predict(cs.transform(C)))
+
+
+class ResidualSampler(ConditionalSampler):
+    """Draws m(c) + r: a conditional-mean regressor plus a pool of out-of-sample residuals."""
+
+    def __init__(self, kind: str, params: dict | None = None, seed: int = 0, pool_fraction: float = 0.25):
+        self.kind = kind
+        self.name = kind
+        self.params = params
+        self.seed = seed
+        self.pool_fraction = pool_fraction
+
+    def fit(self, C, X, train_sets, monitor):
+        rng = np.random.default_rng(self.seed + 1)
+        self.models_, self.pools_, self.scales_ = [], [], []
+        for k, rows in enumerate(train_sets):
+            cs, xs = Scaler(C[rows]), Scaler(X[rows])
+            Cs, Xs = cs.transform(C), xs.transform(X)
+            fit_rows, pool_rows = validation_split(rows, self.pool_fraction, rng)
+            residuals = np.empty((len(pool_rows), X.shape[1]))
+            models = []
+            for j in range(X.shape[1]):
+                first = _fit_with_history(self.kind, self.params, self.seed, Cs, Xs[:, j], fit_rows,
+                                          pool_rows, monitor if j == 0 else _Silent(monitor), "g", k)
+                residuals[:, j] = Xs[pool_rows, j] - first.predict(Cs[pool_rows])
+                models.append(make_regressor(self.kind, self.params, self.seed).fit(Cs[rows], Xs[rows, j]))
+            self.models_.append(models)
+            self.pools_.append(residuals)
+            self.scales_.append((cs, xs))
+            monitor.check()
+        return self
+
+    def sample(self, k, C, n_draws, rng):
+        cs, xs = self.scales_[k]
+        Cs = cs.transform(C)
+        mean = np.column_stack([m.predict(Cs) for m in self.models_[k]])
+        pool = self.pools_[k]
+        picks = rng.integers(0, len(pool), size=(len(C), n_draws))
+        return xs.inverse(mean[:, None, :] + pool[picks])
+
+
+class _Silent:
+    """A monitor stand-in that records nothing (losses of extra modelled columns)."""
+
+    def __init__(self, monitor):
+        self.check = monitor.check
+
+    def loss(self, *args, **kwargs):
+        pass
