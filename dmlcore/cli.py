@@ -34,7 +34,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--learner", default="nn", choices=LEARNERS, help="nuisance learner")
     p.add_argument("--folds", type=int, default=10, help="K for DML-CMR cross-fitting")
     p.add_argument("--epochs", type=int, help="maximum epochs (boosting stages) per model")
-    p.add_argument("--n-draws", type=int, default=16, help="draws per row to estimate E[f(X)|c]")
+    p.add_argument("--n-draws", type=int, default=8, help="draws per row to estimate E[f(X)|c]")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -29,7 +29,7 @@ METHODS = tuple(METHOD_TITLES)
 
 
 def make_estimator(method: str, *, learner: str = "nn", folds: int = 10, seed: int = 0,
-                   epochs: int | None = None, n_draws: int = 16, nuisance_params: dict | None = None,
+                   epochs: int | None = None, n_draws: int = 8, nuisance_params: dict | None = None,
                    f_params: dict | None = None):
     """The estimator for ``method`` with the given learners and budget."""
     if method in NEURAL_METHODS:
@@ -91,7 +91,7 @@ def _json_default(value):
 
 def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, dataset: str | None = None,
             learner: str = "nn", folds: int = 10, seed: int = 0, epochs: int | None = None,
-            n_draws: int = 16, nuisance_params: dict | None = None, f_params: dict | None = None,
+            n_draws: int = 8, nuisance_params: dict | None = None, f_params: dict | None = None,
             data_params: dict | None = None, callback=None, should_stop=None) -> Run:
     """Fit ``method`` on ``data`` and score it against ``truth`` when given."""
     estimator = make_estimator(method, learner=learner, folds=folds, seed=seed, epochs=epochs,

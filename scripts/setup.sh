@@ -11,3 +11,4 @@ if ! python -c "import torch" 2>/dev/null; then
   pip install -q torch==2.13.0          # first, alone: the CPU wheel
 fi
 pip install -q -r requirements.txt
+pip install -q --no-deps -r requirements-data.txt

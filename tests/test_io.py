@@ -67,6 +67,10 @@ def test_parquet_by_extension_and_by_signature():
         pd.testing.assert_frame_equal(load_table(data, name), frame, check_dtype=False)
 
 
+def test_text_starting_with_par1_is_not_parquet():
+    assert list(load_table(b"PAR1,b\n1,2\n", "t.csv").columns) == ["PAR1", "b"]
+
+
 def test_parquet_named_index_becomes_a_column():
     frame = pd.DataFrame({"x": [1.0, 2.0]}, index=pd.Index([7, 8], name="id"))
     table = load_table(parquet_bytes(frame), "t.parquet")
@@ -104,7 +108,8 @@ BAD_CASES = [
     (b"a,b\n1,2\n", "t.pkl", r"unsupported extension.*never loaded"),
     (b"a,b\n1,2\n", "t.json", "unsupported extension"),
     (b"a,b\n1,2\n", "t.parquet", "not a Parquet file"),
-    (b"PAR1 but no footer", "t.parquet", "could not be read as Parquet"),
+    (b"PAR1 but no footer", "t.parquet", "not a Parquet file.*cut short"),
+    (b"PAR1 with a broken footer PAR1", "t.parquet", "could not be read as Parquet"),
 ]
 
 
@@ -152,14 +157,31 @@ def test_unnamed_upload_is_called_uploaded_data():
 @FAST
 @given(data=st.binary(max_size=300),
        name=st.sampled_from(["t.csv", "t.tsv", "t.txt", "t.parquet", None]),
-       prefix=st.sampled_from([b"", b"PAR1", b"PK\x03\x04", b"a,b\n", b"\xef\xbb\xbf"]))
-def test_any_bytes_give_a_table_or_a_dmlcore_error(data, name, prefix):
+       prefix=st.sampled_from([b"", b"PAR1", b"PK\x03\x04", b"a,b\n", b"\xef\xbb\xbf"]),
+       suffix=st.sampled_from([b"", b"PAR1"]))
+def test_any_bytes_give_a_table_or_a_dmlcore_error(data, name, prefix, suffix):
     try:
-        table = load_table(prefix + data, name)
+        table = load_table(prefix + data + suffix, name)
     except DMLCoreError as err:
         assert str(err)
     else:
         assert isinstance(table, pd.DataFrame) and len(table) > 0
+
+
+GOOD_PARQUET = parquet_bytes(pd.DataFrame({"x": [1.5, 2.5, 3.5], "s": ["a", "b", "c"]}))
+
+
+@FAST
+@given(changes=st.lists(st.tuples(st.integers(4, len(GOOD_PARQUET) - 5), st.integers(0, 255)),
+                        min_size=1, max_size=8))
+def test_corrupted_parquet_gives_a_table_or_a_dmlcore_error(changes):
+    data = bytearray(GOOD_PARQUET)
+    for position, value in changes:
+        data[position] = value
+    try:
+        load_table(bytes(data), "t.parquet")
+    except DMLCoreError as err:
+        assert str(err)
 
 
 cells = st.text(alphabet=st.sampled_from(list('ab1.,;\t|" \n\r-é9eE')), max_size=6)

@@ -41,6 +41,8 @@ class DatasetInfo:
         Rows after dropping those incomplete in the role columns.
     package : str
         The installed package that ships the table.
+    loader : callable
+        Returns the raw table from ``package`` (all its columns).
     """
 
     title: str

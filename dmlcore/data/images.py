@@ -257,6 +257,10 @@ def simulate_dsprites_pcl(n: int = 5000, seed: int = 0) -> Simulation:
     over k = 0..31 is 85.25; it is computed for each noiseless picture of the 588-sprite test grid
     (:func:`dsprites_test_grid`). The estimate for a picture a is the mean over the training W of
     the bridge h(a, w); the score is their MSE on the raw outcome scale.
+
+    As written in the paper, posY is on [0, 1] (the scale its Y formula needs), so W is a weak
+    proxy (correlation with U about 0.29). The authors' code differs: there W is a noisy heart
+    picture at posY (or the posY index 0..31 without noise) and f uses a random 4096x10 matrix.
     """
     _check_n(n)
     table = _draw_dsprites(n, np.random.default_rng(seed))
@@ -264,7 +268,8 @@ def simulate_dsprites_pcl(n: int = 5000, seed: int = 0) -> Simulation:
                       treatment_proxy=["scale", "rotation", "pos_x"], outcome_proxy="pos_y_proxy",
                       name="dsprites-pcl", image_columns=SPRITE_COLUMNS, image_shape=SPRITE_SHAPE)
     grid = dsprites_test_grid()
-    images = render_heart(grid["scale"], grid["rotation"], grid["pos_x"], grid["pos_y"]).reshape(len(grid), -1)
+    images = render_heart(grid["scale"], grid["rotation"], grid["pos_x"], grid["pos_y"])
+    images = images.reshape(len(grid), -1)
     true = dsprites_structural(images) * float(np.mean(confounder_weight(POSITIONS)))
 
     def score(model):

@@ -10,7 +10,7 @@ Choices
   not guessed: a Latin-1 fallback would accept any bytes and silently garble text.
 * The delimiter of .csv and .txt files (or unnamed data) is sniffed among
   ``,`` ``;`` tab ``|``; .tsv and .tab files are tab-separated. Parquet is recognised
-  by its extension or by its signature ``PAR1``, whatever the name.
+  by its signature (``PAR1`` at both ends), whatever the name.
 * Column names lose surrounding spaces; blank or repeated names are errors.
 * Values are typed as pandas infers them, with no thousands separator and ``.`` as
   decimal mark: ``"1,234"`` stays text and :func:`numeric_problems` explains why.
@@ -131,7 +131,8 @@ def _read_path(path: Path, who: str, max_bytes: int) -> bytes:
         size = path.stat().st_size
         if size > max_bytes:
             raise _too_big(who, max_bytes, size)
-        return path.read_bytes()
+        with path.open("rb") as stream:      # bounded read, even of a device or pipe
+            return _read_stream(stream, who, max_bytes)
     except FileNotFoundError:
         raise DMLCoreError(f"File not found: '{path}'. Check the path.") from None
     except OSError as err:
@@ -170,11 +171,12 @@ def _detect_format(data: bytes, name: str | None, who: str) -> str:
                            f"{_SUPPORTED} files. {hint}")
     if not data or data.isspace():
         raise _empty(who)
-    if data.startswith(_PARQUET_MAGIC):
+    if data.startswith(_PARQUET_MAGIC) and data.endswith(_PARQUET_MAGIC):
         return "parquet"
     if ext in PARQUET_EXTENSIONS:
-        raise DMLCoreError(f"{who} is not a Parquet file: it does not start with the Parquet "
-                           f"signature 'PAR1'. If it is a CSV file, rename it to .csv.")
+        raise DMLCoreError(f"{who} is not a Parquet file: it does not begin and end with the "
+                           f"Parquet signature 'PAR1' (it may be cut short). If it is a CSV "
+                           f"file, rename it to .csv.")
     for magic, what, hint in _SIGNATURES:
         if data.startswith(magic):
             raise DMLCoreError(f"{who} is {what}, not a text table. {hint}")

@@ -48,7 +48,7 @@ class _TwoStageCMR:
     method = "dml-cmr"
 
     def __init__(self, learner: str = "nn", folds: int = 10, *, outcome_learner: str | None = None,
-                 sampler: str | None = None, f_model: str | None = None, n_draws: int = 16,
+                 sampler: str | None = None, f_model: str | None = None, n_draws: int = 8,
                  epochs: int | None = None, nuisance_params: dict | None = None,
                  f_params: dict | None = None, seed: int = 0):
         self.learner = learner

@@ -30,7 +30,7 @@ from sklearn.tree import DecisionTreeRegressor
 from dmlcore.learners.base import Scaler, check_positive, validation_split
 from dmlcore.learners.nn import BatchedMLP
 
-NN_DEFAULTS = dict(hidden=(128, 64, 32), dropout=0.0, lr=1e-3, weight_decay=1e-3, batch_size=256,
+NN_DEFAULTS = dict(hidden=(128, 64, 32), dropout=0.0, lr=2e-3, weight_decay=1e-3, batch_size=256,
                    max_epochs=150, patience=12, val_fraction=0.1, clip=5.0)
 BOOST_DEFAULTS = dict(learning_rate=0.1, max_stages=400, max_depth=4, min_samples_leaf=20,
                       subsample=0.5, patience=25, val_fraction=0.1)
@@ -39,7 +39,7 @@ BOOST_DEFAULTS = dict(learning_rate=0.1, max_stages=400, max_depth=4, min_sample
 class SecondStage:
     """Common interface: ``fit(targets, draws, inputs, monitor)`` then ``predict(X)``."""
 
-    def __init__(self, params: dict | None = None, n_draws: int = 16, seed: int = 0):
+    def __init__(self, params: dict | None = None, n_draws: int = 8, seed: int = 0):
         self.params = params
         self.n_draws = n_draws
         self.seed = seed

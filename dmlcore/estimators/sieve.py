@@ -5,7 +5,7 @@ the conditioning variables enter through the tensor-product basis z(c). theta mi
 
     (1/n) ||P_Z (y - mean(y) - B theta)||^2 + ridge * theta' Omega theta,
 
-with P_Z the projection on the columns of z(c) (with a tiny ridge for empty cells).
+where P_Z = Z (Z'Z + mu Omega_Z)^-1 Z' is a lightly penalised projection on z(c).
 """
 
 from __future__ import annotations
@@ -22,9 +22,26 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import _check_data, check_fitted, check_identified, input_matrix
 
 DEGREE = 3
-KNOT_GRID = (4, 8, 12, 16)
-RIDGE_GRID = tuple(10.0 ** np.arange(-8.0, 0.5, 0.5))
-RIDGE_SHARE = 1e-6   # weight of the identity in Omega, which keeps every cell's system definite
+KNOT_GRID = (8, 12, 16)
+RIDGE_GRID = tuple(10.0 ** np.arange(-9.0, 1.0))
+FIRST_STAGE_RIDGE = 1e-6   # mu / n, the penalty of the first stage
+RIDGE_SHARE = 1e-6         # weight of the identity in Omega and Omega_Z: keeps them definite
+
+
+def is_categorical(levels, max_levels):
+    """A constant column, or one with few distinct integer values."""
+    return len(levels) == 1 or (len(levels) <= max_levels and bool(np.all(levels == np.round(levels))))
+
+
+def level_codes(x, levels, name):
+    """Positions of ``x`` among ``levels``; a DMLCoreError for unseen values."""
+    pos = np.searchsorted(levels, x).clip(0, len(levels) - 1)
+    unseen = levels[pos] != x
+    if unseen.any():
+        raise DMLCoreError(f"Column '{name}' is treated as categorical with levels "
+                           f"{', '.join(f'{v:g}' for v in levels)}, but takes the unseen value "
+                           f"{x[unseen][0]:g}. Predict only at levels seen in training.")
+    return pos
 
 
 @dataclass
@@ -52,8 +69,10 @@ class _ColumnBasis:
     def __call__(self, x):
         if self.levels is not None:
             return (level_codes(x, self.levels, self.name)[:, None] == np.arange(self.size)).astype(float)
-        x = np.clip(x, self.knots[0], self.knots[-1])
-        return BSpline.design_matrix(x, self.knots, DEGREE).toarray()
+        b = BSpline.design_matrix(np.clip(x, self.knots[0], self.knots[-1]), self.knots,
+                                  DEGREE).toarray()
+        b[b < 1e-12] = 0.0     # no subnormal numbers in the cross-products (they are slow)
+        return b
 
     @property
     def penalty(self):
@@ -67,6 +86,20 @@ class _ColumnBasis:
 @dataclass
 class _TensorBasis:
     columns: list[_ColumnBasis]
+    n_knots: int
+
+    @classmethod
+    def build(cls, x, names, n_knots, max_levels, max_features):
+        """The basis with the most interior knots up to ``n_knots`` that has at most
+        ``max_features`` functions, or None."""
+        for k in range(n_knots, -1, -1):
+            basis = cls([_ColumnBasis.build(x[:, j], name, k, max_levels)
+                         for j, name in enumerate(names)], k)
+            if basis.size <= max_features:
+                return basis
+            if all(c.levels is not None for c in basis.columns):
+                return None
+        return None
 
     @property
     def size(self):
@@ -88,20 +121,18 @@ class _TensorBasis:
         return total
 
 
-def is_categorical(levels, max_levels):
-    """Few distinct integer values."""
-    return len(levels) <= max_levels and bool(np.all(levels == np.round(levels)))
+@dataclass
+class _Cells:
+    """Cells defined by the categorical columns that are both inputs and conditioning."""
 
+    columns: list[tuple[int, str]]       # (position among the inputs, name)
+    levels: list[np.ndarray]
 
-def level_codes(x, levels, name):
-    """Positions of ``x`` among ``levels``; a DMLCoreError for unseen values."""
-    pos = np.searchsorted(levels, x).clip(0, len(levels) - 1)
-    unseen = levels[pos] != x
-    if unseen.any():
-        raise DMLCoreError(f"Column '{name}' is treated as categorical with levels "
-                           f"{', '.join(f'{v:g}' for v in levels)}, but takes the unseen value "
-                           f"{x[unseen][0]:g}. Predict only at levels seen in training.")
-    return pos
+    def codes(self, inputs):
+        cell = np.zeros(len(inputs), dtype=int)
+        for (j, name), levels in zip(self.columns, self.levels):
+            cell = cell * len(levels) + level_codes(inputs[:, j], levels, name)
+        return cell
 
 
 class Sieve2SLS:
@@ -109,35 +140,38 @@ class Sieve2SLS:
 
     Every input of f and every conditioning column gets a univariate basis: integer columns
     with at most ``max_levels`` distinct values get level indicators, the others cubic
-    B-splines with ``n_knots`` interior knots at quantiles (inputs are clipped to the
-    training range, so f is extrapolated as a constant). The bases of f and of the
-    instruments are the tensor products of these. The penalty ``Omega`` is the sum of the
-    squared second differences of theta along each spline column (P-splines: functions
-    linear in each continuous input are unpenalised) plus ``RIDGE_SHARE * I``; levels are
-    not smoothed across.
+    B-splines with up to ``n_knots`` interior knots at quantiles (values outside the training
+    range are clipped to it, so f is extrapolated as a constant). The bases of f and of the
+    instruments are the tensor products of these, each with fewer knots if needed to stay
+    within ``max_features`` functions. The penalty ``Omega`` sums the squared second
+    differences of theta along each spline column (P-splines: functions linear in each
+    continuous input are not penalised), plus ``RIDGE_SHARE * I``; levels are not smoothed
+    across. The first stage has the same kind of penalty, with weight
+    ``FIRST_STAGE_RIDGE * n``.
 
     Categorical columns that are both inputs and conditioning variables split the data into
-    cells in which f is fitted separately with the same knots and penalty: this is the full
+    cells, in which f is fitted separately with the same knots and penalty: this is the
     tensor product with their indicators, computed block by block.
 
     Parameters
     ----------
     n_knots : int or None, default None
         Interior knots per continuous column; None chooses from ``KNOT_GRID`` by K-fold
-        validation (sizes whose bases exceed ``max_features`` are skipped).
+        validation.
     ridge : float or None, default None
         Penalty weight; None chooses from ``RIDGE_GRID`` by K-fold validation.
     folds : int, default 5
     max_levels : int, default 10
     max_features : int, default 800
-        Largest basis of f or of the instruments within a cell.
+        Largest basis of f or of the instruments (within a cell).
     random_state : int, default 0
         Seed of the fold split.
 
     Attributes
     ----------
-    n_knots_, ridge_ : the chosen values.
+    n_knots_, ridge_ : the chosen values (``n_knots_`` as requested for f's basis).
     cv_loss_ : dict {(n_knots, ridge): validation loss}; empty when nothing was chosen.
+    theta_, cov_ : dicts {cell: coefficients}, {cell: their sandwich covariance}.
     input_columns_ : list of str
     n_ : int
     fold_losses_ : list, always empty.
@@ -145,10 +179,11 @@ class Sieve2SLS:
     Notes
     -----
     The validation loss of a candidate on a held-out fold v is
-    ``mean_v (y - z(c)' Pi theta)^2``, where theta and the first-stage coefficients Pi
-    (of the basis of f on the instrument basis) are fitted on the other folds. Since
-    ``E[(Y - E[f(X) | C])^2] = E[Var(Y | C)] + E[(E[Y - f(X) | C])^2]``, this estimates
-    the projected residual ``||E[Y - f(X) | C]||^2`` out of sample, up to a constant.
+    ``mean_v (y - z(c)' Pi theta)^2``, where theta and the first-stage coefficients Pi (of
+    the basis of f on the instrument basis) are fitted on the other folds, as in the
+    stage-2 validation of kernel IV. Since
+    ``E[(Y - E[f(X) | C])^2] = E[Var(Y | C)] + E[(E[Y - f(X) | C])^2]``, it estimates the
+    projected residual ``||E[Y - f(X) | C]||^2`` out of sample, up to a constant.
     """
 
     def __init__(self, n_knots=None, ridge=None, folds=5, max_levels=10, max_features=800,
@@ -168,78 +203,71 @@ class Sieve2SLS:
         ridge_grid = _candidates(self.ridge, RIDGE_GRID, "ridge", integer=False)
         a = data.cmr()
         y = a.y - a.y.mean()
-        self._split_cells(a)
-        x, c = a.inputs[:, self.free_inputs_], a.conditioning[:, self.free_conditioning_]
-        cells = self._cells(a.inputs)
-        bases = [b for b in (self._bases(a, x, c, k) for k in knot_grid) if b is not None]
-        if not bases:
-            raise DMLCoreError(
-                f"Even the smallest tensor-product basis has more than max_features="
-                f"{self.max_features} columns ({len(a.input_names)} inputs, "
-                f"{len(a.conditioning_names)} conditioning columns). Use fewer columns or "
-                f"categorical levels, or raise max_features.")
+        cells, free_x, free_c = self._split(a)
+        cell = cells.codes(a.inputs)
+        x, c = a.inputs[:, free_x], a.conditioning[:, free_c]
+        bases = {}
+        for k in knot_grid:
+            fb = _TensorBasis.build(x, [a.input_names[j] for j in free_x], k, self.max_levels,
+                                    self.max_features)
+            cb = _TensorBasis.build(c, [a.conditioning_names[j] for j in free_c], k,
+                                    self.max_levels, self.max_features)
+            if fb is None or cb is None:
+                raise DMLCoreError(
+                    f"The tensor-product basis has more than max_features={self.max_features} "
+                    f"functions even without interior knots ({len(a.input_names)} inputs, "
+                    f"{len(a.conditioning_names)} conditioning columns). Use fewer columns or "
+                    f"categorical levels, or raise max_features.")
+            if all((fb.n_knots, cb.n_knots) != (f.n_knots, g.n_knots) for f, g in bases.values()):
+                bases[k] = (fb, cb)
         self.cv_loss_ = {}
         if len(bases) > 1 or len(ridge_grid) > 1:
             data.check_folds(self.folds)
             fold = np.random.default_rng(self.random_state).permutation(a.n) % self.folds
-            for i, (k, fb, cb) in enumerate(bases):
+            for i, (k, (fb, cb)) in enumerate(bases.items()):
                 if monitor is not None:
                     monitor.stage(f"sieve validation, {k} knots", progress=i / len(bases))
-                losses = _validate(fb(x), cb(c), y, cells, fold, fb.penalty(), ridge_grid)
+                losses = _validate(fb(x), cb(c), y, cell, fold, fb.penalty(), cb.penalty(),
+                                   ridge_grid)
                 self.cv_loss_.update({(k, r): v for r, v in zip(ridge_grid, losses)})
             self.n_knots_, self.ridge_ = min(self.cv_loss_, key=self.cv_loss_.get)
         else:
-            self.n_knots_, self.ridge_ = bases[0][0], ridge_grid[0]
+            self.n_knots_, self.ridge_ = next(iter(bases)), ridge_grid[0]
         if monitor is not None:
             monitor.stage("sieve final fit", progress=1.0)
-        _, self.basis_, cond_basis = next(b for b in bases if b[0] == self.n_knots_)
-        b, z, omega = self.basis_(x), cond_basis(c), self.basis_.penalty()
+        fb, cb = bases[self.n_knots_]
+        b, z, omega, omega_z = fb(x), cb(c), fb.penalty(), cb.penalty()
         self.theta_, self.cov_ = {}, {}
-        for cell in np.unique(cells):
-            rows = cells == cell
-            self.theta_[cell], self.cov_[cell] = _cell_fit(b[rows], z[rows], y[rows], omega,
-                                                           a.n * self.ridge_)
+        for code in np.unique(cell):
+            rows = cell == code
+            self.theta_[code], self.cov_[code] = _cell_fit(
+                b[rows], z[rows], y[rows], omega, omega_z, a.n * self.ridge_,
+                a.n * FIRST_STAGE_RIDGE)
+        self.basis_, self.cells_, self.free_inputs_ = fb, cells, free_x
         self.intercept_ = float(a.y.mean())
         self.input_columns_ = list(a.input_names)
         self.n_ = a.n
         self.fold_losses_ = []
         return self
 
-    def _split_cells(self, a):
-        """Shared categorical columns define cells; the other columns get spline/level bases."""
-        shared = [name for name in a.input_names if name in a.conditioning_names and
-                  is_categorical(np.unique(a.inputs[:, a.input_names.index(name)]), self.max_levels)]
-        pos = [a.input_names.index(name) for name in shared]
-        self.cell_levels_ = [np.unique(a.inputs[:, j]) for j in pos]
-        self.cell_columns_ = list(zip(pos, shared))
-        self.free_inputs_ = [j for j, name in enumerate(a.input_names) if name not in shared]
-        self.free_conditioning_ = [j for j, name in enumerate(a.conditioning_names)
-                                   if name not in shared]
-
-    def _cells(self, inputs):
-        """Cell number of each row from the shared categorical inputs."""
-        cell = np.zeros(len(inputs), dtype=int)
-        for (j, name), levels in zip(self.cell_columns_, self.cell_levels_):
-            cell = cell * len(levels) + level_codes(inputs[:, j], levels, name)
-        return cell
-
-    def _bases(self, a, x, c, n_knots):
-        fb = _TensorBasis([_ColumnBasis.build(x[:, j], a.input_names[i], n_knots, self.max_levels)
-                           for j, i in enumerate(self.free_inputs_)])
-        cb = _TensorBasis([_ColumnBasis.build(c[:, j], a.conditioning_names[i], n_knots,
-                                              self.max_levels)
-                           for j, i in enumerate(self.free_conditioning_)])
-        if max(fb.size, cb.size) > self.max_features:
-            return None
-        return n_knots, fb, cb
+    def _split(self, a):
+        """Cells from the shared categorical columns; positions of the other inputs and
+        conditioning columns."""
+        shared = [(j, name) for j, name in enumerate(a.input_names) if name in a.conditioning_names
+                  and is_categorical(np.unique(a.inputs[:, j]), self.max_levels)]
+        names = {name for _, name in shared}
+        cells = _Cells(shared, [np.unique(a.inputs[:, j]) for j, _ in shared])
+        free_x = [j for j, name in enumerate(a.input_names) if name not in names]
+        free_c = [j for j, name in enumerate(a.conditioning_names) if name not in names]
+        return cells, free_x, free_c
 
     def predict(self, X) -> np.ndarray:
         """f at the rows of ``X`` (DataFrame with the input columns, or an array in their order)."""
-        b, cells = self._design(X)
+        b, cell = self._design(X)
         out = np.full(len(b), self.intercept_)
-        for cell in np.unique(cells):
-            rows = cells == cell
-            out[rows] += b[rows] @ self.theta_[cell]
+        for code in np.unique(cell):
+            rows = cell == code
+            out[rows] += b[rows] @ self.theta_[code]
         return out
 
     def predict_interval(self, X, level=0.95):
@@ -247,7 +275,7 @@ class Sieve2SLS:
 
         ``se(x)^2 = b(x)' V b(x)`` with V the heteroskedasticity-robust sandwich
         ``H Z' diag(e^2) Z H'`` of ``theta = H Z' y`` (``e`` the structural residuals),
-        assuming independent rows. It treats the knots, the penalty and the mean of y as
+        assuming independent rows. It treats the knots, the penalties and the mean of y as
         fixed and ignores the smoothing bias, so the band covers the penalised sieve target,
         and f itself only where that bias is small against the standard error.
 
@@ -257,26 +285,26 @@ class Sieve2SLS:
         """
         if not 0 < level < 1:
             raise DMLCoreError(f"level must be strictly between 0 and 1; got {level!r}.")
-        center = self.predict(X)
-        b, cells = self._design(X)
-        se = np.empty(len(b))
-        for cell in np.unique(cells):
-            rows = cells == cell
-            se[rows] = np.sqrt(np.einsum("ij,jk,ik->i", b[rows], self.cov_[cell], b[rows]))
+        b, cell = self._design(X)
+        center, se = np.full(len(b), self.intercept_), np.empty(len(b))
+        for code in np.unique(cell):
+            rows = cell == code
+            center[rows] += b[rows] @ self.theta_[code]
+            se[rows] = np.sqrt(np.einsum("ij,jk,ik->i", b[rows], self.cov_[code], b[rows]))
         q = norm.ppf(0.5 + level / 2)
         return center - q * se, center + q * se
 
     def _design(self, X):
         check_fitted(self, "theta_")
         x = input_matrix(X, self.input_columns_, type(self).__name__)
-        cells = self._cells(x)
-        unseen = ~np.isin(cells, list(self.theta_))
+        cell = self.cells_.codes(x)
+        unseen = ~np.isin(cell, list(self.theta_))
         if unseen.any():
             row = int(np.flatnonzero(unseen)[0])
-            combo = ", ".join(f"{name}={x[row, j]:g}" for j, name in self.cell_columns_)
-            raise DMLCoreError(f"Row {row} has the combination {combo}, which never occurs in the "
-                               f"training data; f is not estimated there.")
-        return self.basis_(x[:, self.free_inputs_]), cells
+            combo = ", ".join(f"{name}={x[row, j]:g}" for j, name in self.cells_.columns)
+            raise DMLCoreError(f"Row {row} has {combo}, a combination that never occurs in the "
+                               f"training data, so f is not estimated there.")
+        return self.basis_(x[:, self.free_inputs_]), cell
 
 
 def _candidates(value, grid, name, integer):
@@ -292,41 +320,39 @@ def _candidates(value, grid, name, integer):
     return [value]
 
 
-def _first_stage(zz, zb, zy):
-    """W^-1 [Z'B, Z'y] with W = Z'Z plus a tiny ridge (for empty basis functions)."""
-    w = zz + (1e-8 * np.trace(zz) / len(zz) + 1e-12) * np.eye(len(zz))
-    factor = sla.cho_factor(w)
+def _first_stage(zz, zb, zy, omega_z, mu):
+    """W^-1 [Z'B, Z'y] with W = Z'Z + mu Omega_Z."""
+    factor = sla.cho_factor(zz + mu * omega_z)
     return sla.cho_solve(factor, zb), sla.cho_solve(factor, zy)
 
 
-def _validate(b, z, y, cells, fold, omega, ridge_grid):
+def _validate(b, z, y, cell, fold, omega, omega_z, ridge_grid):
     """Held-out loss of each ridge value, summed over cells and folds (see Sieve2SLS)."""
-    n_folds = fold.max() + 1
     sse = np.zeros(len(ridge_grid))
-    for cell in np.unique(cells):
-        rows = np.flatnonzero(cells == cell)
-        parts = [(z[r].T @ z[r], z[r].T @ b[r], z[r].T @ y[r])
-                 for r in (rows[fold[rows] == k] for k in range(n_folds))]
+    for code in np.unique(cell):
+        rows = np.flatnonzero(cell == code)
+        held = [rows[fold[rows] == k] for k in range(fold.max() + 1)]
+        parts = [(z[r].T @ z[r], z[r].T @ b[r], z[r].T @ y[r]) for r in held]
         total = [sum(p[i] for p in parts) for i in range(3)]
         for k, (zz, zb, zy) in enumerate(parts):
-            held = rows[fold[rows] == k]
-            if held.size == 0:
+            if held[k].size == 0:
                 continue
-            zb_t = total[1] - zb
-            pi_b, pi_y = _first_stage(total[0] - zz, zb_t, total[2] - zy)
-            m, v = zb_t.T @ pi_b, zb_t.T @ pi_y
             n_train = np.sum(fold != k)
+            zb_t = total[1] - zb
+            pi_b, pi_y = _first_stage(total[0] - zz, zb_t, total[2] - zy, omega_z,
+                                      n_train * FIRST_STAGE_RIDGE)
+            m, v = zb_t.T @ pi_b, zb_t.T @ pi_y
             thetas = np.column_stack([sla.solve(m + n_train * r * omega, v, assume_a="pos")
                                       for r in ridge_grid])
-            pred = z[held] @ (pi_b @ thetas)
-            sse += np.sum((y[held, None] - pred) ** 2, axis=0)
+            pred = z[held[k]] @ (pi_b @ thetas)
+            sse += np.sum((y[held[k], None] - pred) ** 2, axis=0)
     return sse / len(y)
 
 
-def _cell_fit(b, z, y, omega, penalty):
-    """theta = H Z'y with H = (M + penalty Omega)^-1 B'Z W^-1, and its sandwich covariance."""
+def _cell_fit(b, z, y, omega, omega_z, penalty, mu):
+    """theta = H Z'y with H = (M + penalty Omega)^-1 Pi_B', M = B'Z Pi_B, and its sandwich."""
     zb = z.T @ b
-    pi_b, pi_y = _first_stage(z.T @ z, zb, z.T @ y)
+    pi_b, pi_y = _first_stage(z.T @ z, zb, z.T @ y, omega_z, mu)
     m = zb.T @ pi_b + penalty * omega
     theta = sla.solve(m, zb.T @ pi_y, assume_a="pos")
     hz = sla.solve(m, pi_b.T, assume_a="pos") @ (z * (y - b @ theta)[:, None]).T

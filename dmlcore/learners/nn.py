@@ -29,8 +29,8 @@ from dmlcore.learners.base import ConditionalSampler, OutcomeLearner, check_posi
 # DMLCORE_TORCH_THREADS overrides it.
 torch.set_num_threads(int(os.environ.get("DMLCORE_TORCH_THREADS", "1")))
 
-DEFAULTS = dict(hidden=(128, 64, 32), dropout=None, lr=1e-3, weight_decay=1e-3, batch_size=256,
-                max_epochs=150, patience=12, val_fraction=0.1, components=10, clip=5.0)
+DEFAULTS = dict(hidden=(128, 64, 32), dropout=None, lr=2e-3, weight_decay=1e-3, batch_size=256,
+                max_epochs=100, patience=10, val_fraction=0.1, components=10, clip=5.0)
 
 
 def default_dropout(n: int) -> float:
@@ -53,14 +53,22 @@ class BatchedMLP(nn.Module):
             self.biases.append(nn.Parameter(bias))
         self.dropout = float(dropout)
 
-    def forward(self, x):
+    def forward(self, x, active=None):
+        """``active`` (fold indices) evaluates only those fold models; x is then (len(active), B, d)."""
         last = len(self.weights) - 1
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            if active is not None:
+                w, b = w[active], b[active]
             x = torch.baddbmm(b, x, w)
             if i < last:
                 x = torch.relu(x)
                 if self.training and self.dropout > 0:
-                    x = nn.functional.dropout(x, self.dropout, True)
+                    # masks are drawn for every fold model, so one fold's randomness never
+                    # depends on which other folds are still training
+                    keep = torch.rand(self.weights[i].shape[0], x.shape[1], x.shape[2]) >= self.dropout
+                    if active is not None:
+                        keep = keep[active]
+                    x = x * keep / (1.0 - self.dropout)
         return x
 
 
@@ -94,11 +102,11 @@ class _FoldData:
         self.c_std = torch.clamp(as_t(1), min=1e-6)
         self.t_std = torch.clamp(as_t(3), min=1e-6)
 
-    def inputs(self, idx):
-        return (self.C[idx] - self.c_mean) / self.c_std
+    def inputs(self, idx, folds=slice(None)):
+        return (self.C[idx] - self.c_mean[folds]) / self.c_std[folds]
 
-    def targets(self, idx):
-        return (self.T[idx] - self.t_mean) / self.t_std
+    def targets(self, idx, folds=slice(None)):
+        return (self.T[idx] - self.t_mean[folds]) / self.t_std[folds]
 
 
 def train_batched(model, data: _FoldData, loss_fn, params: dict, monitor, name: str, seed: int):
@@ -119,12 +127,16 @@ def train_batched(model, data: _FoldData, loss_fn, params: dict, monitor, name: 
     best_state = [p.detach().clone() for p in model.parameters()]
     waited = torch.zeros(K, dtype=torch.long)
     for epoch in range(int(params["max_epochs"])):
+        # fold models whose validation loss stopped improving leave the batch
+        active = torch.nonzero(waited <= params["patience"]).flatten()
+        if len(active) == 0:
+            break
         model.train()
-        order = torch.as_tensor(_pad_rows(data.fit_rows, steps * bs, rng))
-        total = torch.zeros(K)
+        order = torch.as_tensor(_pad_rows(data.fit_rows, steps * bs, rng))[active]
+        total = torch.zeros(len(active))
         for step in range(steps):
             idx = order[:, step * bs:(step + 1) * bs]
-            per_fold = loss_fn(model(data.inputs(idx)), data.targets(idx)).mean(dim=1)
+            per_fold = loss_fn(model(data.inputs(idx, active), active), data.targets(idx, active)).mean(dim=1)
             opt.zero_grad(set_to_none=True)
             per_fold.sum().backward()
             _clip_per_fold(list(model.parameters()), params["clip"])
@@ -132,19 +144,18 @@ def train_batched(model, data: _FoldData, loss_fn, params: dict, monitor, name: 
             total += per_fold.detach()
         model.eval()
         with torch.no_grad():
-            losses = loss_fn(model(data.inputs(val_idx)), data.targets(val_idx))
-            val = (losses * val_mask).sum(1) / val_mask.sum(1)
+            losses = loss_fn(model(data.inputs(val_idx[active], active), active), data.targets(val_idx[active], active))
+            val = (losses * val_mask[active]).sum(1) / val_mask[active].sum(1)
         train = total / steps
-        for k in range(K):
-            monitor.loss(name, k, epoch, float(train[k]), float(val[k]), of=int(params["max_epochs"]))
-        improved = val < best - 1e-6 * best.abs().clamp(min=1.0)
-        best = torch.where(improved, val, best)
-        waited = torch.where(improved, torch.zeros_like(waited), waited + 1)
+        for j, k in enumerate(active.tolist()):
+            monitor.loss(name, k, epoch, float(train[j]), float(val[j]), of=int(params["max_epochs"]))
+        improved = torch.zeros(K, dtype=torch.bool)
+        improved[active] = val < best[active] - 1e-6 * best[active].abs().clamp(min=1.0)
+        best[active] = torch.where(improved[active], val, best[active])
+        waited[active] = torch.where(improved[active], 0, waited[active] + 1)
         with torch.no_grad():
             for saved, p in zip(best_state, model.parameters()):
                 saved[improved] = p[improved]
-        if bool((waited > params["patience"]).all()):
-            break
         monitor.check()
     with torch.no_grad():
         for saved, p in zip(best_state, model.parameters()):

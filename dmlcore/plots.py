@@ -1,0 +1,223 @@
+"""Plotly figures of data, runs and losses, shared by the dashboard, the CLI and the benchmarks.
+
+Every function returns a :class:`plotly.graph_objects.Figure` and never imports Streamlit.
+Inputs are plain tables and dicts: ``Run.curve()`` frames (columns ``x``, ``estimate``,
+``truth``, ``group``), ``record["fold_losses"]`` lists and the ``losses`` dict of a job
+snapshot (``{"s"|"g"|"f": {fold: {"epoch": [...], "train": [...], "val": [...]}}}``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+# One colour per method, the same in every figure; the truth is always black and dashed.
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+           "#17becf", "#bcbd22", "#7f7f7f")
+METHOD_COLORS = {"dml-cmr": "#1f77b4", "ce-dml-cmr": "#17becf", "naive": "#d62728",
+                 "2sls": "#2ca02c", "sieve-2sls": "#9467bd", "ols": "#ff7f0e"}
+TRUTH_COLOR = "#111111"
+MODEL_TITLES = {"s": "outcome model s(c) = E[Y | C]", "g": "conditional distribution g",
+                "f": "second stage f"}
+_LAYOUT = dict(template="plotly_white", margin=dict(l=50, r=20, t=50, b=45),
+               legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0.0))
+
+
+def color_for(key: str, index: int = 0) -> str:
+    """The colour of a method (by its key) or, for anything else, of position ``index``."""
+    return METHOD_COLORS.get(key, PALETTE[index % len(PALETTE)])
+
+
+# ----------------------------------------------------------------- curves
+def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "treatment",
+                 y_title: str = "causal function", title: str | None = None,
+                 methods: Sequence[str] | None = None, max_columns: int = 4) -> go.Figure:
+    """Estimated causal functions of several runs, with the truth where it is known.
+
+    Parameters
+    ----------
+    curves : sequence of (name, frame)
+        One ``Run.curve()`` table per run: columns ``x``, ``estimate``, ``truth``, ``group``.
+    methods : sequence of str, optional
+        The method key of each curve, for its colour.
+    max_columns : int
+        Panels per row when the curves have several groups (one panel per group).
+    """
+    groups: list[str] = []
+    for _, frame in curves:
+        for g in frame["group"].astype(str).unique():
+            if g not in groups:
+                groups.append(g)
+    groups = groups or ["all"]
+    cols = min(max_columns, len(groups))
+    rows = math.ceil(len(groups) / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=groups if len(groups) > 1 else None,
+                        shared_xaxes=True, horizontal_spacing=0.05,
+                        vertical_spacing=0.12 if rows > 1 else 0.08)
+    truth_drawn = False
+    for gi, group in enumerate(groups):
+        r, c = gi // cols + 1, gi % cols + 1
+        truth_done = False
+        for i, (name, frame) in enumerate(curves):
+            part = frame[frame["group"].astype(str) == group].sort_values("x")
+            if part.empty:
+                continue
+            if not truth_done and "truth" in part and part["truth"].notna().any():
+                fig.add_trace(go.Scatter(x=part["x"], y=part["truth"], name="truth", mode="lines",
+                                         line=dict(color=TRUTH_COLOR, dash="dash", width=2.5),
+                                         legendgroup="truth", showlegend=not truth_drawn),
+                              row=r, col=c)
+                truth_done = truth_drawn = True
+            key = methods[i] if methods is not None and i < len(methods) else name
+            fig.add_trace(go.Scatter(x=part["x"], y=part["estimate"], name=name, mode="lines",
+                                     line=dict(color=color_for(key, i), width=2),
+                                     legendgroup=name, showlegend=gi == 0), row=r, col=c)
+    fig.update_layout(**_LAYOUT, title=title, height=260 * rows + 120 if rows > 1 else 430)
+    for c in range(1, cols + 1):
+        fig.update_xaxes(title_text=x_title, row=rows, col=c)
+    for r in range(1, rows + 1):
+        fig.update_yaxes(title_text=y_title, row=r, col=1)
+    return fig
+
+
+# ----------------------------------------------------------------- losses
+def losses_from_record(fold_losses: Sequence[Mapping]) -> dict:
+    """``record["fold_losses"]`` as ``{"s"|"g": {fold: history}}``, the shape of a job's losses."""
+    out: dict = {}
+    for entry in fold_losses or []:
+        for model in ("s", "g"):
+            if entry.get(model):
+                out.setdefault(model, {})[entry.get("fold")] = entry[model]
+    return out
+
+
+def loss_figure(losses: Mapping, *, models: Sequence[str] = ("s", "g", "f"),
+                title: str | None = None, height: int = 340) -> go.Figure:
+    """Loss histories, one panel per model, one colour per fold; training solid, validation dashed.
+
+    ``losses`` is ``{"s"|"g"|"f": {fold: {"epoch": [...], "train": [...], "val": [...]}}}``.
+    Losses are on the standardized scale; the conditional distribution model reports a
+    negative log-likelihood, which may be negative.
+    """
+    present = [m for m in models if losses.get(m)]
+    if not present:
+        fig = go.Figure()
+        fig.update_layout(**_LAYOUT, title=title or "No losses recorded yet", height=200)
+        return fig
+    fig = make_subplots(rows=1, cols=len(present), subplot_titles=[MODEL_TITLES.get(m, m) for m in present],
+                        horizontal_spacing=0.08)
+    for ci, model in enumerate(present, start=1):
+        folds = losses[model]
+        for fi, fold in enumerate(sorted(folds, key=lambda f: -1 if f is None else f)):
+            hist = folds[fold]
+            color = PALETTE[fi % len(PALETTE)]
+            name = "all rows" if fold is None else f"fold {fold}"
+            epochs = list(hist.get("epoch", []))
+            fig.add_trace(go.Scatter(x=epochs, y=hist.get("train", []), mode="lines", name=name,
+                                     legendgroup=name, showlegend=ci == 1 or fold is None,
+                                     line=dict(color=color, width=1.6),
+                                     hovertemplate=f"{name} train<br>epoch %{{x}}<br>loss %{{y:.4f}}<extra></extra>"),
+                          row=1, col=ci)
+            val = hist.get("val", [])
+            if any(v is not None for v in val):
+                fig.add_trace(go.Scatter(x=epochs, y=[np.nan if v is None else v for v in val], mode="lines",
+                                         name=f"{name} (validation)", legendgroup=name, showlegend=False,
+                                         line=dict(color=color, width=1.6, dash="dot"),
+                                         hovertemplate=f"{name} validation<br>epoch %{{x}}<br>loss %{{y:.4f}}<extra></extra>"),
+                              row=1, col=ci)
+        fig.update_xaxes(title_text="epoch / stage", row=1, col=ci)
+    fig.update_yaxes(title_text="loss (solid: train, dotted: validation)", row=1, col=1)
+    fig.update_layout(**_LAYOUT, title=title, height=height)
+    return fig
+
+
+def second_stage_figure(fold_losses: Sequence[Mapping], title: str | None = None) -> go.Figure:
+    """Second-stage loss of f on each fold's rows (standardized scale), as bars."""
+    folds = [f"fold {e.get('fold')}" for e in fold_losses]
+    values = [e.get("second_stage_loss") for e in fold_losses]
+    fig = go.Figure(go.Bar(x=folds, y=values, marker_color="#1f77b4",
+                           hovertemplate="%{x}<br>loss %{y:.4f}<extra></extra>"))
+    fig.update_layout(**_LAYOUT, title=title or "Second-stage loss per fold", height=300,
+                      yaxis_title="mean (t - mean f(x))² / Var(y)")
+    return fig
+
+
+# ------------------------------------------------------------------ data
+def column_figure(table: pd.DataFrame, x: str, y: str | None = None, *, color: str | None = None,
+                  max_points: int = 5000) -> go.Figure:
+    """A histogram of ``x``, or a scatter plot of ``y`` against ``x`` (a sample of rows)."""
+    frame = table if len(table) <= max_points else table.sample(max_points, random_state=0)
+    if y is None or y == x:
+        fig = go.Figure(go.Histogram(x=frame[x], nbinsx=40, marker_color="#1f77b4"))
+        fig.update_layout(**_LAYOUT, xaxis_title=x, yaxis_title="rows", height=360, bargap=0.02)
+        return fig
+    marker = dict(size=5, opacity=0.6, color="#1f77b4")
+    if color is not None and pd.api.types.is_numeric_dtype(frame[color]):
+        marker.update(color=frame[color], colorscale="Viridis", showscale=True,
+                      colorbar=dict(title=color))
+    fig = go.Figure(go.Scattergl(x=frame[x], y=frame[y], mode="markers", marker=marker,
+                                 hovertemplate=f"{x} %{{x}}<br>{y} %{{y}}<extra></extra>"))
+    fig.update_layout(**_LAYOUT, xaxis_title=x, yaxis_title=y, height=360)
+    if len(table) > max_points:
+        fig.update_layout(title=f"{max_points:,} of {len(table):,} rows")
+    return fig
+
+
+def image_grid_figure(images: Sequence[np.ndarray], titles: Sequence[str], columns: int = 6) -> go.Figure:
+    """A row (or grid) of grey-scale images with titles, for image data sets."""
+    cols = min(columns, len(images)) or 1
+    rows = math.ceil(len(images) / cols) or 1
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=list(titles), horizontal_spacing=0.02,
+                        vertical_spacing=0.08)
+    for i, img in enumerate(images):
+        fig.add_trace(go.Heatmap(z=np.flipud(img), colorscale="gray_r", showscale=False), row=i // cols + 1,
+                      col=i % cols + 1)
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, scaleanchor="x")
+    fig.update_layout(**_LAYOUT, height=170 * rows + 40)
+    return fig
+
+
+# ------------------------------------------------------------- teaching
+def folds_figure(folds: Sequence[np.ndarray], n: int, *, max_rows: int = 120) -> go.Figure:
+    """Which rows train and which rows use each fold's nuisances, for K-fold cross-fitting.
+
+    One line per fold k: cells of the rows in fold k are "scored" (the second stage uses s_k and
+    g_k there), all others "train" s_k and g_k. Shows the first ``max_rows`` rows.
+    """
+    shown = min(n, max_rows)
+    k = len(folds)
+    z = np.zeros((k, shown))
+    for i, rows in enumerate(folds):
+        z[i, :] = 1.0
+        inside = np.asarray(rows)[np.asarray(rows) < shown]
+        z[i, inside] = 2.0
+    text = np.where(z == 2.0, "held out: second stage uses s_k, g_k here", "trains s_k and g_k")
+    fig = go.Figure(go.Heatmap(
+        z=z, x=list(range(shown)), y=[f"fold {i}" for i in range(k)], zmin=1, zmax=2,
+        colorscale=[[0, "#c6dbef"], [0.5, "#c6dbef"], [0.5, "#e6550d"], [1, "#e6550d"]],
+        showscale=False, xgap=1, ygap=2, customdata=text,
+        hovertemplate="row %{x}, %{y}: %{customdata}<extra></extra>"))
+    fig.update_layout(**_LAYOUT, height=70 + 32 * k, xaxis_title=f"data row (first {shown} of {n:,})",
+                      yaxis=dict(autorange="reversed"),
+                      title="Blue: trains the nuisances s_k, g_k · orange: held out, scored with them")
+    return fig
+
+
+def bar_figure(names: Sequence[str], values: Sequence[float], *, keys: Sequence[str] | None = None,
+               y_title: str = "", title: str | None = None, reference: float | None = None,
+               reference_name: str = "truth") -> go.Figure:
+    """Bars, one per method (coloured by method key), with an optional reference line."""
+    colors = [color_for(keys[i] if keys else n, i) for i, n in enumerate(names)]
+    fig = go.Figure(go.Bar(x=list(names), y=list(values), marker_color=colors,
+                           text=[f"{v:.3g}" for v in values], textposition="outside"))
+    if reference is not None:
+        fig.add_hline(y=reference, line=dict(color=TRUTH_COLOR, dash="dash"),
+                      annotation_text=reference_name, annotation_position="top left")
+    fig.update_layout(**_LAYOUT, title=title, yaxis_title=y_title, height=320)
+    return fig

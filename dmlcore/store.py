@@ -1,0 +1,204 @@
+"""Finished runs kept on disk in an embedded SQLite file, so they outlive a server restart.
+
+Public API
+----------
+``default_store_path() -> Path``
+    ``$DMLCORE_HOME/runs.sqlite3`` (``DMLCORE_HOME`` defaults to ``~/.dmlcore``); creates the folder.
+
+``RunStore(path: str | os.PathLike)``
+    Opens (creating if needed) the database in WAL mode. Thread-safe: every call opens its own
+    connection, so one object may be shared by all threads of a server, and several processes
+    may use the same file.
+
+    * ``save(run: Run, owner: str, label: str = "") -> str`` -- stores the record (JSON), the
+      predictions and the plotting curve (parquet bytes); returns the new run id (uuid4 hex).
+      Image pixel columns are left out of the stored predictions (they would make every row
+      thousands of values wide); ``curve`` is stored as None when the run has none.
+    * ``list(owner: str | None = None, *, limit: int | None = None) -> list[dict]`` -- summaries,
+      newest first, each ``{"id", "owner", "label", "method", "dataset", "n", "mse", "seconds",
+      "created"}`` (``created``: ISO 8601 UTC string). ``owner=None`` lists every owner's runs.
+    * ``load(run_id: str, owner: str | None = None) -> StoredRun | None`` -- None when the id is
+      unknown OR belongs to another owner (the two cases look the same, so ids of other users'
+      runs cannot be probed). ``owner=None`` skips the check (command line, admin use).
+    * ``delete(run_id: str, owner: str) -> bool`` -- True when a run of that owner was deleted.
+
+``StoredRun`` (frozen dataclass): ``id``, ``owner``, ``label``, ``created`` (ISO string),
+``record`` (dict, as ``Run.record``), ``predictions`` (DataFrame: input columns and ``f_hat``),
+``curve`` (DataFrame as ``Run.curve()``, or None).
+
+``safe_filename(name: str, default: str = "download") -> str``
+    A download name with only letters, digits, ``.``, ``-`` and ``_``: never a path, never hidden,
+    never empty, at most 100 characters.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import sqlite3
+import time
+import unicodedata
+import uuid
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from dmlcore.errors import DMLCoreError
+from dmlcore.runs import Run
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    label TEXT NOT NULL,
+    method TEXT,
+    dataset TEXT,
+    n INTEGER,
+    mse REAL,
+    seconds REAL,
+    created TEXT NOT NULL,
+    created_ts REAL NOT NULL,
+    record TEXT NOT NULL,
+    predictions BLOB,
+    curve BLOB
+);
+CREATE INDEX IF NOT EXISTS runs_by_owner ON runs (owner, created_ts);
+"""
+SUMMARY_COLUMNS = ("id", "owner", "label", "method", "dataset", "n", "mse", "seconds", "created")
+MAX_FILENAME = 100
+WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
+                    *(f"LPT{i}" for i in range(1, 10))}
+
+
+def default_store_path() -> Path:
+    """``$DMLCORE_HOME/runs.sqlite3`` (default ``~/.dmlcore``), creating the folder."""
+    home = Path(os.environ.get("DMLCORE_HOME", "~/.dmlcore")).expanduser()
+    home.mkdir(parents=True, exist_ok=True)
+    return home / "runs.sqlite3"
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run read back from the store: its record and the tables the dashboard draws."""
+
+    id: str
+    owner: str
+    label: str
+    created: str
+    record: dict
+    predictions: pd.DataFrame
+    curve: pd.DataFrame | None
+
+
+class RunStore:
+    """Runs saved in one SQLite file; safe to share between threads and processes."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(SCHEMA)
+
+    @contextmanager
+    def _connect(self):
+        """A fresh connection that commits on success, rolls back on error and always closes."""
+        with closing(sqlite3.connect(self.path, timeout=30)) as conn:
+            conn.row_factory = sqlite3.Row
+            with conn:
+                yield conn
+
+    def save(self, run: Run, owner: str, label: str = "") -> str:
+        """Store ``run`` for ``owner``; returns its id."""
+        _check_owner(owner)
+        record = run.record
+        now = time.time()
+        row = {
+            "id": uuid.uuid4().hex, "owner": owner, "label": str(label),
+            "method": record.get("method"), "dataset": record.get("dataset"), "n": record.get("n"),
+            "mse": record.get("mse"), "seconds": record.get("seconds"),
+            "created": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds"),
+            "created_ts": now, "record": run.to_json(),
+            "predictions": _to_parquet(_stored_predictions(run)), "curve": _to_parquet(_curve_or_none(run)),
+        }
+        names = ", ".join(row)
+        marks = ", ".join(f":{name}" for name in row)
+        with self._connect() as conn:
+            conn.execute(f"INSERT INTO runs ({names}) VALUES ({marks})", row)
+        return row["id"]
+
+    def list(self, owner: str | None = None, *, limit: int | None = None) -> list[dict]:
+        """Summaries of the stored runs (of ``owner``, or of everyone), newest first."""
+        sql = f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM runs"
+        params: list = []
+        if owner is not None:
+            sql += " WHERE owner = ?"
+            params.append(owner)
+        sql += " ORDER BY created_ts DESC, rowid DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        with self._connect() as conn:
+            return [dict(row) for row in conn.execute(sql, params)]
+
+    def load(self, run_id: str, owner: str | None = None) -> StoredRun | None:
+        """The run ``run_id``; None when unknown or, with ``owner`` given, owned by someone else."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None or (owner is not None and row["owner"] != owner):
+            return None
+        return StoredRun(id=row["id"], owner=row["owner"], label=row["label"], created=row["created"],
+                         record=json.loads(row["record"]), predictions=_from_parquet(row["predictions"]),
+                         curve=_from_parquet(row["curve"]))
+
+    def delete(self, run_id: str, owner: str) -> bool:
+        """Delete ``owner``'s run ``run_id``; False when there is no such run of that owner."""
+        with self._connect() as conn:
+            cursor = conn.execute("DELETE FROM runs WHERE id = ? AND owner = ?", (run_id, owner))
+        return cursor.rowcount > 0
+
+
+def _check_owner(owner: str) -> None:
+    if not isinstance(owner, str) or not owner:
+        raise DMLCoreError(f"A run's owner must be a non-empty string; got {owner!r}.")
+
+
+def _stored_predictions(run: Run) -> pd.DataFrame:
+    """The predictions without image pixel columns."""
+    return run.predictions().drop(columns=run.data.image_columns, errors="ignore")
+
+
+def _curve_or_none(run: Run) -> pd.DataFrame | None:
+    try:
+        return run.curve()
+    except DMLCoreError:  # e.g. several treatments and no ground truth: nothing to draw
+        return None
+
+
+def _to_parquet(frame: pd.DataFrame | None) -> bytes | None:
+    if frame is None:
+        return None
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def _from_parquet(blob: bytes | None) -> pd.DataFrame | None:
+    return None if blob is None else pd.read_parquet(io.BytesIO(blob))
+
+
+def safe_filename(name: str, default: str = "download") -> str:
+    """``name`` reduced to a plain file name that cannot leave its folder."""
+    ascii_name = unicodedata.normalize("NFKD", str(name)).encode("ascii", "ignore").decode()
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", ascii_name)
+    cleaned = re.sub(r"\.{2,}", ".", cleaned).strip("._-")[:MAX_FILENAME].rstrip("._-")
+    if not cleaned:
+        return default
+    if cleaned.split(".")[0].upper() in WINDOWS_RESERVED:
+        cleaned = "_" + cleaned
+    return cleaned
