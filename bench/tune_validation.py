@@ -9,7 +9,11 @@ best validation loss of s (MSE), of the mixture density network (NLL) and of the
 
 import argparse
 import itertools
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 import numpy as np
 

@@ -37,10 +37,17 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-draws", type=int, default=8, help="draws per row to estimate E[f(X)|c]")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line, like every other error of the CLI."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m dmlcore",
+    parser = _Parser(prog="python -m dmlcore",
                                      description="DML-CMR for IV regression and proximal causal learning.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     fit = sub.add_parser("fit", help="fit one estimator and report its metrics")
     _add_common(fit)
@@ -122,6 +129,9 @@ def _bench(args) -> int:
             for seed in range(args.seed_offset, args.seed_offset + args.reps):
                 loaded = load_dataset(args.dataset, n=n, seed=seed, rho=args.rho, iv_strength=args.iv_strength,
                                       ood_test=args.ood_test, data_dir=args.data_dir)
+                if loaded.truth is None:
+                    raise DMLCoreError(f"bench scores against a known truth; {args.dataset!r} has none. "
+                                       f"Use a simulated data set, or 'fit' to explore real data.")
                 for method in methods:
                     try:
                         rec = fit_run(loaded.data, method, truth=loaded.truth, dataset=args.dataset,

@@ -36,7 +36,8 @@ def color_for(key: str, index: int = 0) -> str:
 # ----------------------------------------------------------------- curves
 def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "treatment",
                  y_title: str = "causal function", title: str | None = None,
-                 methods: Sequence[str] | None = None, max_columns: int = 4) -> go.Figure:
+                 methods: Sequence[str] | None = None, max_columns: int = 4,
+                 clip_to_truth: bool = True) -> go.Figure:
     """Estimated causal functions of several runs, with the truth where it is known.
 
     Parameters
@@ -47,6 +48,9 @@ def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "
         The method key of each curve, for its colour.
     max_columns : int
         Panels per row when the curves have several groups (one panel per group).
+    clip_to_truth : bool
+        Where the truth is known, keep each panel's y axis within the truth's range widened by
+        its own span, so that one far-off estimate does not flatten the others.
     """
     groups: list[str] = []
     for _, frame in curves:
@@ -63,6 +67,7 @@ def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "
     for gi, group in enumerate(groups):
         r, c = gi // cols + 1, gi % cols + 1
         truth_done = False
+        values, truth_values = [], []
         for i, (name, frame) in enumerate(curves):
             part = frame[frame["group"].astype(str) == group].sort_values("x")
             if part.empty:
@@ -73,16 +78,35 @@ def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "
                                          legendgroup="truth", showlegend=not truth_drawn),
                               row=r, col=c)
                 truth_done = truth_drawn = True
+                truth_values = part["truth"].dropna().tolist()
             key = methods[i] if methods is not None and i < len(methods) else name
             fig.add_trace(go.Scatter(x=part["x"], y=part["estimate"], name=name, mode="lines",
                                      line=dict(color=color_for(key, i), width=2),
                                      legendgroup=name, showlegend=gi == 0), row=r, col=c)
-    fig.update_layout(**_LAYOUT, title=title, height=260 * rows + 120 if rows > 1 else 430)
+            values += part["estimate"].dropna().tolist()
+        y_range = _focus_range(truth_values, values) if clip_to_truth else None
+        if y_range is not None:
+            fig.update_yaxes(range=y_range, row=r, col=c)
+    fig.update_layout(**_LAYOUT, title=title, height=250 * rows + 90 if rows > 1 else 430)
+    fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1.0, xanchor="left", x=1.01),
+                      margin=dict(l=60, r=10, t=40 if title is None else 70, b=50))
     for c in range(1, cols + 1):
         fig.update_xaxes(title_text=x_title, row=rows, col=c)
     for r in range(1, rows + 1):
-        fig.update_yaxes(title_text=y_title, row=r, col=1)
+        fig.update_yaxes(title_text=y_title if r == (rows + 1) // 2 else None, row=r, col=1)
     return fig
+
+
+def _focus_range(truth: list, values: list) -> list[float] | None:
+    """A y range around the truth that cuts off estimates far outside it (they leave the panel)."""
+    if not truth:
+        return None
+    lo, hi = min(truth), max(truth)
+    span = max(hi - lo, 1e-9 + 0.1 * abs(hi))
+    vals = truth + [v for v in values if np.isfinite(v)]
+    bottom, top = max(min(vals), lo - span), min(max(vals), hi + span)
+    pad = 0.05 * (top - bottom)
+    return [bottom - pad, top + pad]
 
 
 # ----------------------------------------------------------------- losses
@@ -96,13 +120,28 @@ def losses_from_record(fold_losses: Sequence[Mapping]) -> dict:
     return out
 
 
+def _thin(hist: Mapping, max_points: int | None) -> tuple[list, list, list]:
+    """Every k-th point of a loss history (and always the last), at most about ``max_points``."""
+    epochs, train, val = list(hist.get("epoch", [])), list(hist.get("train", [])), list(hist.get("val", []))
+    if max_points and len(epochs) > max_points:
+        step = math.ceil(len(epochs) / max_points)
+        keep = list(range(0, len(epochs), step))
+        if keep[-1] != len(epochs) - 1:
+            keep.append(len(epochs) - 1)
+        epochs = [epochs[i] for i in keep]
+        train = [train[i] for i in keep]
+        val = [val[i] for i in keep] if val else val
+    return epochs, train, val
+
+
 def loss_figure(losses: Mapping, *, models: Sequence[str] = ("s", "g", "f"),
-                title: str | None = None, height: int = 340) -> go.Figure:
+                title: str | None = None, height: int = 340, max_points: int | None = None) -> go.Figure:
     """Loss histories, one panel per model, one colour per fold; training solid, validation dashed.
 
     ``losses`` is ``{"s"|"g"|"f": {fold: {"epoch": [...], "train": [...], "val": [...]}}}``.
     Losses are on the standardized scale; the conditional distribution model reports a
-    negative log-likelihood, which may be negative.
+    negative log-likelihood, which may be negative. ``max_points`` thins long histories (for
+    live charts that are redrawn every second).
     """
     present = [m for m in models if losses.get(m)]
     if not present:
@@ -114,16 +153,14 @@ def loss_figure(losses: Mapping, *, models: Sequence[str] = ("s", "g", "f"),
     for ci, model in enumerate(present, start=1):
         folds = losses[model]
         for fi, fold in enumerate(sorted(folds, key=lambda f: -1 if f is None else f)):
-            hist = folds[fold]
+            epochs, train, val = _thin(folds[fold], max_points)
             color = PALETTE[fi % len(PALETTE)]
             name = "all rows" if fold is None else f"fold {fold}"
-            epochs = list(hist.get("epoch", []))
-            fig.add_trace(go.Scatter(x=epochs, y=hist.get("train", []), mode="lines", name=name,
+            fig.add_trace(go.Scatter(x=epochs, y=train, mode="lines", name=name,
                                      legendgroup=name, showlegend=ci == 1 or fold is None,
                                      line=dict(color=color, width=1.6),
                                      hovertemplate=f"{name} train<br>epoch %{{x}}<br>loss %{{y:.4f}}<extra></extra>"),
                           row=1, col=ci)
-            val = hist.get("val", [])
             if any(v is not None for v in val):
                 fig.add_trace(go.Scatter(x=epochs, y=[np.nan if v is None else v for v in val], mode="lines",
                                          name=f"{name} (validation)", legendgroup=name, showlegend=False,

@@ -70,21 +70,25 @@ class _TwoStageCMR:
         if f_model not in SECOND_STAGES:
             raise DMLCoreError(f"Unknown f_model {f_model!r}; choose one of {', '.join(SECOND_STAGES)}.")
         check_positive("n_draws", self.n_draws, integer=True)
-        nuis = dict(self.nuisance_params or {})
         fpar = dict(self.f_params or {})
         if self.epochs is not None:
             check_positive("epochs", self.epochs, integer=True)
-            key = {"nn": "max_epochs", "gb": "max_iter"}.get(self.learner)
-            if key:
-                nuis.setdefault(key, self.epochs)
             fpar.setdefault("max_stages" if f_model == "boost" else "max_epochs", self.epochs)
-        return f_model, nuis, fpar
+        return f_model, fpar
+
+    def _nuisance_params(self, learner: str) -> dict:
+        """``nuisance_params`` belong to the main learner; an overriding learner gets only the epochs."""
+        params = dict(self.nuisance_params or {}) if learner == self.learner else {}
+        key = {"nn": "max_epochs", "gb": "max_iter"}.get(learner)
+        if self.epochs is not None and key:
+            params.setdefault(key, self.epochs)
+        return params
 
     def fit(self, data: CausalData, *, callback=None, should_stop=None):
         """Fit on ``data``; ``callback(event)`` gets progress, ``should_stop()`` cancels."""
         if not isinstance(data, CausalData):
             raise DMLCoreError(f"fit expects a CausalData object, got {type(data).__name__}.")
-        f_model, nuis_params, f_params = self._settings()
+        f_model, f_params = self._settings()
         if self.cross_fit:
             data.check_folds(self.folds)
         start = time.perf_counter()
@@ -93,6 +97,8 @@ class _TwoStageCMR:
         n = arr.n
         folds = make_folds(n, self.folds, self.seed) if self.cross_fit else [np.arange(n)]
         train_sets = [np.setdiff1d(np.arange(n), rows) for rows in folds] if self.cross_fit else folds
+        image_c = _image_spec(data, arr.conditioning_names)
+        image_f = _image_spec(data, arr.input_names)
         fold_of = np.empty(n, dtype=int)
         for k, rows in enumerate(folds):
             fold_of[rows] = k
@@ -100,13 +106,15 @@ class _TwoStageCMR:
         s_model = g_model = None
         if self.score == "orthogonal":
             monitor.stage("outcome model s(c)", start=0.0, end=0.35)
-            s_model = make_outcome_learner(self.outcome_learner or self.learner, nuis_params,
-                                           self.seed).fit(arr.conditioning, arr.y, train_sets, monitor)
+            name = self.outcome_learner or self.learner
+            s_model = make_outcome_learner(name, self._nuisance_params(name), self.seed,
+                                           image_c).fit(arr.conditioning, arr.y, train_sets, monitor)
         if arr.modelled_names:
             monitor.stage("conditional distribution of " + ", ".join(arr.modelled_names[:3]),
                           start=0.35, end=0.7)
-            g_model = make_sampler(self.sampler or self.learner, nuis_params,
-                                   self.seed).fit(arr.conditioning, arr.modelled, train_sets, monitor)
+            name = self.sampler or self.learner
+            g_model = make_sampler(name, self._nuisance_params(name), self.seed,
+                                   image_c).fit(arr.conditioning, arr.modelled, train_sets, monitor)
 
         rng = np.random.default_rng([self.seed, 11])
         bank = DRAW_BANK * int(self.n_draws) if g_model is not None else 1
@@ -122,7 +130,8 @@ class _TwoStageCMR:
                 draws[rows] = arr.inputs[rows][:, None, :]
 
         monitor.stage("second stage f", start=0.7, end=1.0)
-        f = SECOND_STAGES[f_model](f_params, self.n_draws, self.seed).fit(targets, draws, arr.inputs, monitor)
+        f = SECOND_STAGES[f_model](f_params, self.n_draws, self.seed,
+                                   image_f).fit(targets, draws, arr.inputs, monitor)
 
         per_row = f.score_per_row(targets, draws)
         y_scale = float(np.std(arr.y)) or 1.0
@@ -156,12 +165,24 @@ class _TwoStageCMR:
             missing = [c for c in self.input_columns_ if c not in X.columns]
             if missing:
                 raise DMLCoreError(f"predict needs the columns {', '.join(missing)}.")
-            X = X[self.input_columns_].to_numpy(dtype=float)
-        X = np.asarray(X, dtype=float)
+            X = X[self.input_columns_]
+        try:
+            X = np.asarray(X, dtype=float)
+        except (TypeError, ValueError):
+            raise DMLCoreError(f"predict needs numbers in the columns {', '.join(self.input_columns_)}.") from None
+        if not np.isfinite(X).all():
+            raise DMLCoreError("predict got missing (NaN) or infinite values; remove or impute them first.")
         if X.ndim != 2 or X.shape[1] != len(self.input_columns_):
             raise DMLCoreError(f"predict expects {len(self.input_columns_)} columns "
                                f"({', '.join(self.input_columns_)}); got shape {X.shape}.")
         return self.f_.predict(X)
+
+
+def _image_spec(data: CausalData, names: list[str]):
+    """(positions of the image columns in ``names``, image shape), or None without images."""
+    if not data.image_columns or data.image_shape is None or not set(data.image_columns) <= set(names):
+        return None
+    return [names.index(c) for c in data.image_columns], tuple(data.image_shape)
 
 
 class DMLCMR(_TwoStageCMR):

@@ -28,7 +28,7 @@ import torch
 from sklearn.tree import DecisionTreeRegressor
 
 from dmlcore.learners.base import Scaler, check_positive, validation_split
-from dmlcore.learners.nn import BatchedMLP
+from dmlcore.learners.nn import make_network
 
 NN_DEFAULTS = dict(hidden=(128, 64, 32), dropout=0.0, lr=2e-3, weight_decay=1e-3, batch_size=256,
                    max_epochs=150, patience=12, val_fraction=0.1, clip=5.0)
@@ -39,10 +39,11 @@ BOOST_DEFAULTS = dict(learning_rate=0.1, max_stages=400, max_depth=4, min_sample
 class SecondStage:
     """Common interface: ``fit(targets, draws, inputs, monitor)`` then ``predict(X)``."""
 
-    def __init__(self, params: dict | None = None, n_draws: int = 8, seed: int = 0):
+    def __init__(self, params: dict | None = None, n_draws: int = 8, seed: int = 0, image=None):
         self.params = params
         self.n_draws = n_draws
         self.seed = seed
+        self.image = image
 
     def score_per_row(self, targets: np.ndarray, draws: np.ndarray) -> np.ndarray:
         """(t_i - mean_j f(x_ij))^2 for each row, on the scale of the targets."""
@@ -61,12 +62,16 @@ class NeuralF(SecondStage):
         torch.manual_seed(self.seed + 2)
         gen = torch.Generator().manual_seed(self.seed + 2)
         self.x_scale_ = Scaler(inputs)
+        if self.image is not None:  # pixels stay raw
+            self.x_scale_.mean[self.image[0]] = 0.0
+            self.x_scale_.std[self.image[0]] = 1.0
         self.t_scale_ = Scaler(targets)
         n, bank, d = draws.shape
         X = torch.as_tensor(self.x_scale_.transform(draws), dtype=torch.float32)
         T = torch.as_tensor(self.t_scale_.transform(targets), dtype=torch.float32)
         fit_rows, val_rows = validation_split(np.arange(n), p["val_fraction"], rng)
-        model = BatchedMLP(1, d, p["hidden"], 1, p["dropout"], gen)
+        model = make_network(1, d, p, 1, gen, self.image)
+        shared = {"shared_images": min(int(self.n_draws), bank)} if self.image is not None else {}
         opt = torch.optim.AdamW(model.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
         m = min(int(self.n_draws), bank)
         bs = int(p["batch_size"])
@@ -81,7 +86,7 @@ class NeuralF(SecondStage):
                 rows = order[step * bs:(step + 1) * bs]
                 pick = rng.choice(bank, size=m, replace=False) if m < bank else slice(None)
                 xb = X[rows][:, pick].reshape(1, -1, d)
-                g = model(xb).reshape(len(rows), -1).mean(1)
+                g = model(xb, **shared).reshape(len(rows), -1).mean(1)
                 loss = (T[rows] - g).pow(2).mean()
                 opt.zero_grad(set_to_none=True)
                 loss.backward()

@@ -23,8 +23,9 @@ from dmlcore.estimators.tsls import _check_data, check_fitted, check_identified,
 
 DEGREE = 3
 KNOT_GRID = (8, 12, 16)
-RIDGE_GRID = tuple(10.0 ** np.arange(-9.0, 1.0))
+RIDGE_GRID = tuple(float(f"1e{e}") for e in range(-9, 1))
 FIRST_STAGE_RIDGE = 1e-6   # mu / n, the penalty of the first stage
+VALIDATION_MAX_KNOTS = 100
 RIDGE_SHARE = 1e-6         # weight of the identity in Omega and Omega_Z: keeps them definite
 
 
@@ -178,12 +179,17 @@ class Sieve2SLS:
 
     Notes
     -----
-    The validation loss of a candidate on a held-out fold v is
-    ``mean_v (y - z(c)' Pi theta)^2``, where theta and the first-stage coefficients Pi (of
-    the basis of f on the instrument basis) are fitted on the other folds, as in the
-    stage-2 validation of kernel IV. Since
-    ``E[(Y - E[f(X) | C])^2] = E[Var(Y | C)] + E[(E[Y - f(X) | C])^2]``, it estimates the
-    projected residual ``||E[Y - f(X) | C]||^2`` out of sample, up to a constant.
+    Validation: theta is fitted on K - 1 folds; on the held-out fold its structural residual
+    ``r = y - mean(y) - B theta`` is regressed, on the held-out rows only and with the
+    first-stage penalty, on a validation basis of the conditioning columns, and the loss is
+    the sum of squares of the fitted values, ``||P_Z r||^2``, summed over folds and divided
+    by n. The candidate with the smallest loss wins. The loss estimates the projected
+    residual ``E[(E[Y - f(X) | C])^2]`` plus the leverage term
+    ``(dim Z / m) E[Var(r | C)]``, m the held-out rows per cell, which penalises erratic,
+    under-regularised fits that the projected residual alone cannot see. The validation
+    basis is the same for all candidates: the instrument basis with the most knots (up to
+    ``VALIDATION_MAX_KNOTS``) that has at most ``m / 4`` functions (or none if even that
+    is too many).
     """
 
     def __init__(self, n_knots=None, ridge=None, folds=5, max_levels=10, max_features=800,
@@ -224,17 +230,24 @@ class Sieve2SLS:
         if len(bases) > 1 or len(ridge_grid) > 1:
             data.check_folds(self.folds)
             fold = np.random.default_rng(self.random_state).permutation(a.n) % self.folds
+            names = [a.conditioning_names[j] for j in free_c]
+            block = a.n / (self.folds * len(np.unique(cell)))      # held-out rows per cell
+            val_basis = (_TensorBasis.build(c, names, VALIDATION_MAX_KNOTS, self.max_levels,
+                                            min(self.max_features, int(block / 4)))
+                         or _TensorBasis.build(c, names, 0, self.max_levels, self.max_features))
+            z_val = val_basis(c)
             for i, (k, (fb, cb)) in enumerate(bases.items()):
                 if monitor is not None:
-                    monitor.stage(f"sieve validation, {k} knots", progress=i / len(bases))
-                losses = _validate(fb(x), cb(c), y, cell, fold, fb.penalty(), cb.penalty(),
-                                   ridge_grid)
-                self.cv_loss_.update({(k, r): v for r, v in zip(ridge_grid, losses)})
+                    monitor.stage(f"sieve validation, {k} knots", start=0.9 * i / len(bases),
+                                  end=0.9 * (i + 1) / len(bases))
+                losses = _validate(fb(x), cb(c), z_val, y, cell, fold,
+                                   (fb.penalty(), cb.penalty(), val_basis.penalty()), ridge_grid)
+                self.cv_loss_.update({(k, r): float(v) for r, v in zip(ridge_grid, losses)})
             self.n_knots_, self.ridge_ = min(self.cv_loss_, key=self.cv_loss_.get)
         else:
             self.n_knots_, self.ridge_ = next(iter(bases)), ridge_grid[0]
         if monitor is not None:
-            monitor.stage("sieve final fit", progress=1.0)
+            monitor.stage("sieve final fit", start=0.9, end=1.0)
         fb, cb = bases[self.n_knots_]
         b, z, omega, omega_z = fb(x), cb(c), fb.penalty(), cb.penalty()
         self.theta_, self.cov_ = {}, {}
@@ -320,15 +333,21 @@ def _candidates(value, grid, name, integer):
     return [value]
 
 
+def _spd_solve(a, b):
+    """a^-1 b for a symmetric positive definite a."""
+    return sla.cho_solve(sla.cho_factor(a, check_finite=False), b, check_finite=False)
+
+
 def _first_stage(zz, zb, zy, omega_z, mu):
-    """W^-1 [Z'B, Z'y] with W = Z'Z + mu Omega_Z."""
-    factor = sla.cho_factor(zz + mu * omega_z)
-    return sla.cho_solve(factor, zb), sla.cho_solve(factor, zy)
+    """W^-1 Z'B and W^-1 Z'y with W = Z'Z + mu Omega_Z."""
+    both = _spd_solve(zz + mu * omega_z, np.column_stack([zb, zy]))
+    return both[:, :-1], both[:, -1]
 
 
-def _validate(b, z, y, cell, fold, omega, omega_z, ridge_grid):
-    """Held-out loss of each ridge value, summed over cells and folds (see Sieve2SLS)."""
-    sse = np.zeros(len(ridge_grid))
+def _validate(b, z, z_val, y, cell, fold, omegas, ridge_grid):
+    """Held-out projected residual of each ridge value, summed over cells and folds."""
+    omega, omega_z, omega_val = omegas
+    loss = np.zeros(len(ridge_grid))
     for code in np.unique(cell):
         rows = np.flatnonzero(cell == code)
         held = [rows[fold[rows] == k] for k in range(fold.max() + 1)]
@@ -342,11 +361,12 @@ def _validate(b, z, y, cell, fold, omega, omega_z, ridge_grid):
             pi_b, pi_y = _first_stage(total[0] - zz, zb_t, total[2] - zy, omega_z,
                                       n_train * FIRST_STAGE_RIDGE)
             m, v = zb_t.T @ pi_b, zb_t.T @ pi_y
-            thetas = np.column_stack([sla.solve(m + n_train * r * omega, v, assume_a="pos")
-                                      for r in ridge_grid])
-            pred = z[held[k]] @ (pi_b @ thetas)
-            sse += np.sum((y[held[k], None] - pred) ** 2, axis=0)
-    return sse / len(y)
+            thetas = np.column_stack([_spd_solve(m + n_train * r * omega, v) for r in ridge_grid])
+            resid = y[held[k], None] - b[held[k]] @ thetas
+            zh = z_val[held[k]]
+            w = zh.T @ zh + (len(y) - n_train) * FIRST_STAGE_RIDGE * omega_val
+            loss += np.sum((zh @ _spd_solve(w, zh.T @ resid)) ** 2, axis=0)
+    return loss / len(y)
 
 
 def _cell_fit(b, z, y, omega, omega_z, penalty, mu):
@@ -354,6 +374,6 @@ def _cell_fit(b, z, y, omega, omega_z, penalty, mu):
     zb = z.T @ b
     pi_b, pi_y = _first_stage(z.T @ z, zb, z.T @ y, omega_z, mu)
     m = zb.T @ pi_b + penalty * omega
-    theta = sla.solve(m, zb.T @ pi_y, assume_a="pos")
-    hz = sla.solve(m, pi_b.T, assume_a="pos") @ (z * (y - b @ theta)[:, None]).T
+    theta = _spd_solve(m, zb.T @ pi_y)
+    hz = _spd_solve(m, pi_b.T) @ (z * (y - b @ theta)[:, None]).T
     return theta, hz @ hz.T

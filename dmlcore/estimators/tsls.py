@@ -112,8 +112,9 @@ def check_identified(data: CausalData) -> None:
 def check_full_rank(a: np.ndarray, names: list[str], what: str, hint: str | None = None) -> None:
     """Raise a DMLCoreError naming the first column of ``a`` spanned by the columns before it."""
     norms = np.linalg.norm(a, axis=0)
-    for j in np.flatnonzero(norms == 0):
-        raise DMLCoreError(f"Among the {what}, column '{names[j]}' is all zeros. Drop it.")
+    if np.any(norms == 0):
+        raise DMLCoreError(f"Among the {what}, column '{names[int(np.argmin(norms))]}' is all "
+                           f"zeros. Drop it.")
     scaled = a / norms
     r = np.linalg.qr(scaled, mode="r")
     small = np.flatnonzero(np.abs(np.diag(r)) < _RANK_TOL * max(1, a.shape[0]) ** 0.5)

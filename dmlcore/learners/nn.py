@@ -164,6 +164,22 @@ def train_batched(model, data: _FoldData, loss_fn, params: dict, monitor, name: 
     return model
 
 
+def make_network(folds, d_in, params, d_out, gen, image=None, data: "_FoldData | None" = None):
+    """A BatchedMLP, or with ``image=(pixel positions, shape)`` a CNN feature extractor + MLP head.
+
+    Pixels stay raw (already in [0, 1]): per-column standardization would blow up near-constant pixels.
+    """
+    if image is None:
+        return BatchedMLP(folds, d_in, params["hidden"], d_out, params["dropout"], gen)
+    from dmlcore.learners.image import BatchedImageMLP
+    idx, shape = image
+    if data is not None:
+        data.c_mean[:, :, idx] = 0.0
+        data.c_std[:, :, idx] = 1.0
+    return BatchedImageMLP(folds, d_in, params["hidden"], d_out, params["dropout"], gen,
+                           image_index=list(idx), image_shape=tuple(shape))
+
+
 def _resolve(params: dict | None, n: int) -> dict:
     merged = {**DEFAULTS, **(params or {})}
     if merged["dropout"] is None:
@@ -183,9 +199,10 @@ class NeuralOutcome(OutcomeLearner):
 
     name = "nn"
 
-    def __init__(self, params: dict | None = None, seed: int = 0):
+    def __init__(self, params: dict | None = None, seed: int = 0, image=None):
         self.params = params
         self.seed = seed
+        self.image = image
 
     def fit(self, C, y, train_sets, monitor):
         p = _resolve(self.params, len(y))
@@ -193,7 +210,7 @@ class NeuralOutcome(OutcomeLearner):
         torch.manual_seed(self.seed)
         self.data_ = _FoldData(C, y.reshape(-1, 1), train_sets, p["val_fraction"],
                                np.random.default_rng(self.seed))
-        self.model_ = BatchedMLP(len(train_sets), C.shape[1], p["hidden"], 1, p["dropout"], gen)
+        self.model_ = make_network(len(train_sets), C.shape[1], p, 1, gen, self.image, self.data_)
         mse = lambda out, t: (out - t).pow(2).mean(dim=-1)
         train_batched(self.model_, self.data_, mse, p, monitor, "s", self.seed)
         return self
@@ -201,13 +218,16 @@ class NeuralOutcome(OutcomeLearner):
     def predict(self, k, C):
         d = self.data_
         with torch.no_grad():
-            x = (torch.as_tensor(C, dtype=torch.float32) - d.c_mean[k]) / d.c_std[k]
+            x = (torch.tensor(np.asarray(C), dtype=torch.float32) - d.c_mean[k]) / d.c_std[k]
             out = _single(self.model_, k, x) * d.t_std[k] + d.t_mean[k]
         return out[:, 0].numpy().astype(float)
 
 
 def _single(model: BatchedMLP, k: int, x):
     """Evaluate fold model k on x (B, d)."""
+    if not isinstance(model, BatchedMLP):
+        from dmlcore.learners.image import single_forward
+        return single_forward(model, k, x)
     last = len(model.weights) - 1
     for i, (w, b) in enumerate(zip(model.weights, model.biases)):
         x = torch.addmm(b[k], x, w[k])
@@ -221,9 +241,10 @@ class MixtureDensity(ConditionalSampler):
 
     name = "nn"
 
-    def __init__(self, params: dict | None = None, seed: int = 0):
+    def __init__(self, params: dict | None = None, seed: int = 0, image=None):
         self.params = params
         self.seed = seed
+        self.image = image
 
     def _split(self, out):
         m, d = self.components_, self.dim_
@@ -245,14 +266,14 @@ class MixtureDensity(ConditionalSampler):
         torch.manual_seed(self.seed + 1)
         self.data_ = _FoldData(C, X, train_sets, p["val_fraction"], np.random.default_rng(self.seed + 1))
         d_out = self.components_ * (1 + 2 * self.dim_)
-        self.model_ = BatchedMLP(len(train_sets), C.shape[1], p["hidden"], d_out, p["dropout"], gen)
+        self.model_ = make_network(len(train_sets), C.shape[1], p, d_out, gen, self.image, self.data_)
         train_batched(self.model_, self.data_, self._nll, p, monitor, "g", self.seed + 1)
         return self
 
     def sample(self, k, C, n_draws, rng):
         d = self.data_
         with torch.no_grad():
-            x = (torch.as_tensor(C, dtype=torch.float32) - d.c_mean[k]) / d.c_std[k]
+            x = (torch.tensor(np.asarray(C), dtype=torch.float32) - d.c_mean[k]) / d.c_std[k]
             log_pi, mean, log_std = self._split(_single(self.model_, k, x))
         pi = log_pi.exp().numpy().astype(float)
         pi /= pi.sum(1, keepdims=True)

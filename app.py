@@ -1,0 +1,27 @@
+"""dmlcore dashboard: entry point and navigation.
+
+Run with ``bash scripts/run.sh`` (or ``python -m streamlit run app.py``). The pages in ``pages/``
+gather choices, call :mod:`dmlcore` and draw what comes back; shared Streamlit helpers live in
+the ``dashboard`` package.
+"""
+
+import streamlit as st
+
+from dashboard import state, ui
+
+st.set_page_config(page_title="dmlcore · DML-CMR dashboard", page_icon=":material/query_stats:",
+                   layout="wide")
+state.init()
+
+PAGES = [
+    st.Page(ui.HOME, title="Home", icon=":material/home:", default=True),
+    st.Page(ui.DATA, title="Data", icon=":material/table:"),
+    st.Page(ui.ROLES, title="Roles", icon=":material/account_tree:"),
+    st.Page(ui.ESTIMATORS, title="Estimators", icon=":material/tune:"),
+    st.Page(ui.TRAIN, title="Train", icon=":material/model_training:"),
+    st.Page(ui.RESULTS, title="Results", icon=":material/insights:"),
+    st.Page(ui.LEARN, title="Learn", icon=":material/school:"),
+]
+page = st.navigation(PAGES, position="top")
+ui.sidebar_status()
+page.run()

@@ -1,0 +1,106 @@
+"""Speed of dmlcore on demand-iv: wall time and peak memory per fit, with in-run baselines.
+
+Each configuration runs in a fresh subprocess (so peak RSS is its own) and prints one JSON
+line; the summary gives the ratios the speed issue asks for (K-fold / CE, batched / one fold
+model at a time) and how the cost grows with N and K.
+
+    python bench/speed.py --out bench/results/speed.jsonl            # the full set
+    python bench/speed.py --only one --method dml-cmr --learner nn --n 5000 --folds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere
+
+PLAN = [  # (method, learner, n, folds)
+    ("dml-cmr", "nn", 5000, 10), ("ce-dml-cmr", "nn", 5000, 10), ("naive", "nn", 5000, 10),
+    ("dml-cmr", "gb", 5000, 10), ("ce-dml-cmr", "gb", 5000, 10),
+    ("dml-cmr", "nn", 2000, 10), ("dml-cmr", "nn", 10000, 10),
+    ("dml-cmr", "nn", 5000, 2), ("dml-cmr", "nn", 5000, 5), ("dml-cmr", "nn", 5000, 20),
+    ("sequential-folds", "nn", 5000, 10),
+]
+
+
+def one(method: str, learner: str, n: int, folds: int, seed: int) -> dict:
+    """Fit once in this process and return wall time, MSE and peak RSS."""
+    from dmlcore.data.simulate import simulate_demand_iv
+    from dmlcore.runs import fit_run
+
+    sim = simulate_demand_iv(n, seed=seed)
+    if method == "sequential-folds":
+        return sequential_nuisances(sim.data, folds, seed)
+    run = fit_run(sim.data, method, truth=sim.truth, learner=learner, folds=folds, seed=seed)
+    return {"method": method, "learner": learner, "n": n, "folds": folds, "seed": seed,
+            "seconds": run.record["seconds"], "mse": run.record["mse"], "peak_rss_mb": _peak_mb()}
+
+
+def sequential_nuisances(data, folds: int, seed: int) -> dict:
+    """Baseline: the K fold models of s and of the MDN trained one after another vs batched."""
+    from dmlcore.estimators.dml import make_folds
+    from dmlcore.learners.nn import MixtureDensity, NeuralOutcome
+    from dmlcore.progress import Monitor
+
+    arr = data.cmr()
+    parts = make_folds(arr.n, folds, seed)
+    train_sets = [np.setdiff1d(np.arange(arr.n), p) for p in parts]
+    start = time.perf_counter()
+    for rows in train_sets:
+        NeuralOutcome(seed=seed).fit(arr.conditioning, arr.y, [rows], Monitor())
+        MixtureDensity(seed=seed).fit(arr.conditioning, arr.modelled, [rows], Monitor())
+    sequential = time.perf_counter() - start
+    start = time.perf_counter()
+    NeuralOutcome(seed=seed).fit(arr.conditioning, arr.y, train_sets, Monitor())
+    MixtureDensity(seed=seed).fit(arr.conditioning, arr.modelled, train_sets, Monitor())
+    batched = time.perf_counter() - start
+    return {"method": "sequential-folds", "learner": "nn", "n": arr.n, "folds": folds, "seed": seed,
+            "seconds_sequential": sequential, "seconds_batched": batched, "peak_rss_mb": _peak_mb()}
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "speed.jsonl"))
+    parser.add_argument("--seeds", default="1")
+    parser.add_argument("--only", choices=["one"])
+    parser.add_argument("--method", default="dml-cmr")
+    parser.add_argument("--learner", default="nn")
+    parser.add_argument("--n", type=int, default=5000)
+    parser.add_argument("--folds", type=int, default=10)
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if args.only:
+        print(json.dumps(one(args.method, args.learner, args.n, args.folds, seeds[0])), flush=True)
+        return
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as handle:
+        for method, learner, n, folds in PLAN:
+            for seed in seeds:
+                cmd = [sys.executable, __file__, "--only", "one", "--method", method, "--learner", learner,
+                       "--n", str(n), "--folds", str(folds), "--seeds", str(seed)]
+                res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+                if res.returncode != 0:
+                    print(f"{method} {learner} n={n} K={folds}: failed\n{res.stderr[-500:]}", file=sys.stderr)
+                    continue
+                line = res.stdout.strip().splitlines()[-1]
+                handle.write(line + "\n")
+                handle.flush()
+                print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Small Streamlit pieces several pages use: page paths, guards, messages, the sidebar status."""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from dashboard import state
+from dmlcore.data.roles import ROLE_NAMES
+from dmlcore.runs import METHOD_TITLES
+
+HOME = "pages/0_home.py"
+DATA = "pages/1_data.py"
+ROLES = "pages/2_roles.py"
+ESTIMATORS = "pages/3_estimators.py"
+TRAIN = "pages/4_train.py"
+RESULTS = "pages/5_results.py"
+LEARN = "pages/6_learn.py"
+
+PROBLEM_TITLES = {"iv": "Instrumental variables (IV)", "pcl": "Proximal causal learning (PCL)",
+                  "cmr": "General conditional moment restriction"}
+ROLE_LABELS = {"outcome": "Outcome Y", "treatment": "Treatment A", "instrument": "Instrument(s) Z",
+               "treatment_proxy": "Treatment proxies Z", "outcome_proxy": "Outcome proxies W",
+               "covariates": "Covariates X (observed confounders)", "inputs": "Inputs of f",
+               "conditioning": "Conditioning variables C"}
+STATUS_ICONS = {"queued": ":gray[:material/schedule:]", "running": ":blue[:material/autorenew:]",
+                "done": ":green[:material/check_circle:]", "failed": ":red[:material/error:]",
+                "cancelled": ":gray[:material/cancel:]"}
+
+
+def need_data() -> state.Dataset:
+    """The session's data, or a pointer to the Data page and stop."""
+    ds = state.dataset()
+    if ds is None:
+        st.info("No data loaded yet. Simulate a data set, upload a file or pick a real data set first.")
+        st.page_link(DATA, label="Go to Data", icon=":material/table:")
+        st.stop()
+    return ds
+
+
+def offending_role(message: str, roles: dict) -> str | None:
+    """The role a CausalData validation message is about (to show it next to that widget)."""
+    two = re.search(r"has two roles, (\w+) and (\w+)", message)
+    if two:
+        return two.group(2)
+    for role in ROLE_NAMES:
+        if f"role '{role}'" in message or f"(role {role})" in message:
+            return role
+    if message.startswith("Give one treatment column") or message.startswith("Treatment column"):
+        return "treatment"
+    if message.startswith("The outcome '"):
+        return "outcome"
+    column = re.search(r"[Cc]olumn '([^']+)'", message)
+    if column:
+        name = column.group(1)
+        for role, value in roles.items():
+            cols = [value] if isinstance(value, str) else list(value or [])
+            if name in cols:
+                return role
+    return None
+
+
+def show_problem(message: str) -> None:
+    """A validation message: a to-do (missing role) as a warning, anything else as an error."""
+    if "needs a column with the role" in message:
+        st.warning(message, icon=":material/edit:")
+    else:
+        st.error(message, icon=":material/error:")
+
+
+def sidebar_status() -> None:
+    """Where the session stands: data, roles, runs."""
+    with st.sidebar:
+        st.markdown("### Session")
+        ds = state.dataset()
+        if ds is None:
+            st.caption("No data loaded.")
+        else:
+            st.markdown(f"**Data:** {ds.name} · {len(ds.table):,} rows")
+            data = state.causal()
+            if data is None:
+                st.markdown("**Roles:** not valid yet")
+            else:
+                st.markdown(f"**Problem:** {data.problem.upper()} · "
+                            f"{'truth known' if state.truth() is not None else 'truth unknown'}")
+        snaps = state.snapshots()
+        if snaps:
+            counts = {}
+            for s in snaps:
+                counts[s.status] = counts.get(s.status, 0) + 1
+            st.markdown("**Runs:** " + ", ".join(f"{STATUS_ICONS[k]} {v} {k}" for k, v in counts.items()))
+        st.caption(f"Methods: {', '.join(METHOD_TITLES.values())}")

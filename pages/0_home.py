@@ -1,0 +1,58 @@
+"""Home: what the tool does, the one-click demo, and the way through the pages."""
+
+import streamlit as st
+
+from dashboard import state, training, ui
+from dashboard.plan import DEMO_DATA
+
+state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
+
+st.title("dmlcore: causal functions from conditional moment restrictions")
+st.markdown(
+    "Hidden confounders make a plain regression of an outcome on a treatment misleading. "
+    "**Instrumental variables** and **proxies** of the confounder still identify the causal "
+    "function *f*, through a conditional moment restriction "
+    "E[Y − f(X) | C] = 0. This dashboard estimates *f* with **DML-CMR** (double machine learning "
+    "with a Neyman-orthogonal score and K-fold cross-fitting), its cheaper variant **CE-DML-CMR**, "
+    "the **naive two-stage plug-in** and classical **2SLS**, all with the same learners, so that "
+    "the comparison is fair.")
+
+c1, c2, c3 = st.columns(3)
+with c1.container(border=True):
+    st.markdown("**Teaching**  \nShow a class why regression fails under confounding, how an "
+                "instrument or two proxies fix it, and what cross-fitting does: see *Learn*.")
+with c2.container(border=True):
+    st.markdown("**Your data**  \nUpload a CSV or Parquet file, assign the roles of the columns, "
+                "check the instrument's strength and estimate the causal curve.")
+with c3.container(border=True):
+    st.markdown("**Research**  \nCompare estimators on simulations with a known truth: MSE, "
+                "wall time and the fold-wise losses of every nuisance.")
+
+st.subheader("One-click demo")
+st.markdown(
+    f"Simulates the IV ticket-demand data (Hartford et al. 2017: {DEMO_DATA['n']:,} rows, "
+    f"confounding ρ = {DEMO_DATA['rho']}, fuel price as instrument), then fits **DML-CMR** "
+    "(K = 5) and the **naive plug-in**, both with gradient-boosting learners, and **2SLS** in the "
+    "background. Results follow in about 20 seconds; you can watch the training meanwhile.")
+if st.button("Run the demo", key="demo_run", type="primary", icon=":material/play_arrow:"):
+    with st.spinner("Simulating and queuing the fits..."):
+        batch, ids, problems = training.start_demo()
+    for problem in problems:
+        st.error(problem)
+    if ids:
+        st.session_state["demo_goto_results"] = True
+        st.switch_page(ui.TRAIN)
+
+st.subheader("Step by step")
+steps = [
+    (ui.DATA, "Data", "simulate, upload, or load Card / Mroz"),
+    (ui.ROLES, "Roles", "choose the problem and what each column is"),
+    (ui.ESTIMATORS, "Estimators", "methods, learners, K, seed, advanced settings"),
+    (ui.TRAIN, "Train", "background fits with live progress and losses"),
+    (ui.RESULTS, "Results", "curves against the truth, MSE, losses, downloads"),
+    (ui.LEARN, "Learn", "IV, proximal learning and cross-fitting explained, with experiments"),
+]
+for i, (path, title, what) in enumerate(steps, start=1):
+    left, right = st.columns([1, 4])
+    left.page_link(path, label=f"{i}. {title}")
+    right.markdown(what)

@@ -1,0 +1,156 @@
+"""Data: simulate a data set with a known truth, upload a table, or load a real data set."""
+
+import streamlit as st
+
+from dashboard import state, training, ui
+from dmlcore import plots
+from dmlcore.data.datasets import REAL_DATASETS
+from dmlcore.data.io import load_table, numeric_problems, summarize
+from dmlcore.data.registry import SIMULATED
+from dmlcore.errors import DMLCoreError
+
+state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
+
+SIM_PARAMS = {  # which knobs each simulation has
+    "demand-iv": ("n", "rho", "iv_strength", "seed"),
+    "digits-iv": ("n", "rho", "iv_strength", "seed"),
+    "demand-pcl": ("n", "seed"),
+    "dsprites-pcl": ("n", "seed"),
+    "ihdp-like": ("seed",),
+}
+MAX_BYTES = int(st.get_option("server.maxUploadSize")) * 2**20
+ss = st.session_state
+
+
+def simulate_tab():
+    name = st.selectbox("Simulation", list(SIMULATED), key="sim_name", persist_state="session",
+                        format_func=lambda n: f"{n}: {SIMULATED[n].split(':')[0].split('(')[0].strip()}")
+    st.caption(SIMULATED[name])
+    knobs = SIM_PARAMS.get(name, ("n", "seed"))
+    cols = st.columns(4)
+    params = {}
+    if "n" in knobs:
+        params["n"] = cols[0].number_input("Rows N", min_value=50, max_value=100_000, step=500,
+                                           value=2000, key="sim_n", persist_state="session")
+    if "rho" in knobs:
+        params["rho"] = cols[1].slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key="sim_rho",
+                                       persist_state="session",
+                                       help="Correlation of the outcome noise with the price noise.")
+    if "iv_strength" in knobs:
+        params["iv_strength"] = cols[2].slider("Instrument strength", 0.0, 3.0, 1.0, 0.05, key="sim_strength",
+                                               persist_state="session",
+                                               help="How strongly the fuel price moves the ticket price.")
+    params["seed"] = cols[3].number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="sim_seed",
+                                          persist_state="session")
+    if name in ("digits-iv", "dsprites-pcl"):
+        st.caption("Image data: use the neural-network learner; tree learners see thousands of pixels.")
+    if st.button("Simulate", key="sim_run", type="primary", icon=":material/casino:"):
+        try:
+            with st.spinner("Simulating..."):
+                state.set_dataset(training.dataset_from_registry(name, **params))
+            st.success(f"Simulated {name}: roles are filled in, the truth is known.")
+        except DMLCoreError as err:
+            st.error(str(err))
+
+
+def upload_tab():
+    st.caption(f"CSV, TSV or Parquet, up to {MAX_BYTES // 2**20} MB. The file stays in this session.")
+    upload = st.file_uploader("Your table", key="upload")
+    if upload is None:
+        ss.pop("upload_error", None)
+        ss.pop("upload_id", None)
+    elif ss.get("upload_id") != upload.file_id:
+        try:
+            table = load_table(upload, name=upload.name, max_bytes=MAX_BYTES)
+        except DMLCoreError as err:
+            ss["upload_error"] = str(err)
+        else:
+            ss.pop("upload_error", None)
+            state.set_dataset(state.Dataset(name=upload.name, source="upload", table=table, suggested=None,
+                                            params={"file": upload.name}, title=upload.name))
+        ss["upload_id"] = upload.file_id
+    if ss.get("upload_error"):
+        st.error(ss["upload_error"])
+    elif upload is not None:
+        st.success(f"Loaded {upload.name}. Next: assign the roles of its columns.")
+        st.page_link(ui.ROLES, label="Assign roles", icon=":material/account_tree:")
+
+
+def real_tab():
+    name = st.selectbox("Data set", list(REAL_DATASETS), key="real_name", persist_state="session",
+                        format_func=lambda n: REAL_DATASETS[n].title)
+    info = REAL_DATASETS[name]
+    st.markdown(info.description)
+    st.markdown(f"**Suggested roles:** outcome `{info.outcome}`, treatment `{info.treatment}`, "
+                f"instrument {', '.join(f'`{c}`' for c in info.instrument)}, "
+                f"covariates {', '.join(f'`{c}`' for c in info.covariates)}.")
+    st.warning(info.caveat, icon=":material/help:")
+    if st.button("Load this data set", key="real_load", type="primary"):
+        try:
+            state.set_dataset(training.dataset_from_registry(name))
+            st.success(f"Loaded {name} with its suggested roles.")
+        except DMLCoreError as err:
+            st.error(str(err))
+
+
+def current_data(ds: state.Dataset):
+    table = ds.table
+    columns = ds.scalar_columns
+    st.subheader(f"Current data: {ds.title or ds.name}")
+    kind = {"simulated": "simulated, truth known", "upload": "uploaded", "real": "real, truth unknown"}[ds.source]
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Rows", f"{len(table):,}")
+    m2.metric("Columns", f"{table.shape[1]:,}")
+    m3.metric("Source", kind)
+    if ds.caveat:
+        st.warning(ds.caveat, icon=":material/help:")
+    if ds.has_images:
+        st.caption(f"{len(ds.suggested.image_columns):,} pixel columns are hidden from the preview.")
+    tab_prev, tab_sum, tab_plot = st.tabs(["Preview", "Column types and statistics", "Plot"])
+    with tab_prev:
+        st.dataframe(table[columns].head(200), height=300, key="data_preview")
+    with tab_sum:
+        st.dataframe(summarize(table[columns]), key="data_summary")
+        problems = numeric_problems(table, columns)
+        for problem in problems[:5]:
+            st.caption(f":orange[:material/warning:] {problem}")
+    with tab_plot:
+        numeric = [c for c in columns if table[c].dtype.kind in "biuf"]
+        if not numeric:
+            st.info("No numeric column to plot.")
+        else:
+            c1, c2, c3 = st.columns(3)
+            default_x = ds.suggested.treatment[0] if ds.suggested is not None and ds.suggested.treatment \
+                and ds.suggested.treatment[0] in numeric else numeric[0]
+            x = c1.selectbox("x", numeric, index=numeric.index(default_x), key="plot_x")
+            y = c2.selectbox("y (none: histogram of x)", [None, *numeric], key="plot_y",
+                             format_func=lambda c: "(histogram)" if c is None else c,
+                             index=1 + numeric.index(ds.suggested.outcome)
+                             if ds.suggested is not None and ds.suggested.outcome in numeric else 0)
+            color = c3.selectbox("colour", [None, *numeric], key="plot_color",
+                                 format_func=lambda c: "(none)" if c is None else c)
+            st.plotly_chart(plots.column_figure(table, x, y, color=color), key="data_plot")
+        if ds.has_images:
+            shape = ds.suggested.image_shape
+            pixels = table[ds.suggested.image_columns].to_numpy()
+            idx = list(range(min(6, len(table))))
+            st.plotly_chart(plots.image_grid_figure([pixels[i].reshape(shape) for i in idx],
+                                                    [f"row {i}" for i in idx]), key="data_images")
+
+
+st.title("Data")
+tab_sim, tab_up, tab_real = st.tabs(["Simulate", "Upload a file", "Real data sets"])
+with tab_sim:
+    simulate_tab()
+with tab_up:
+    upload_tab()
+with tab_real:
+    real_tab()
+
+st.divider()
+current = state.dataset()
+if current is None:
+    st.info("No data loaded yet: simulate, upload or load one above.")
+else:
+    current_data(current)
+    st.page_link(ui.ROLES, label="Next: roles", icon=":material/arrow_forward:")

@@ -1,0 +1,134 @@
+"""Roles: the problem (IV, PCL, general CMR) and what each column is, with the causal diagram."""
+
+import streamlit as st
+
+from dashboard import state, ui
+from dashboard.diagram import causal_dot, moment_text
+from dashboard.state import PROBLEM_KEY, ROLE_KEYS, SINGLE_ROLES
+from dmlcore.data.roles import ALLOWED, PROBLEMS, REQUIRED, CausalData
+from dmlcore.diagnostics import first_stage
+from dmlcore.errors import DMLCoreError
+
+state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
+
+ROLE_HELP = {
+    "outcome": "What the treatment acts on, e.g. sales or log wage.",
+    "treatment": "The variable whose causal effect you want (one column).",
+    "instrument": "Moves the treatment but affects the outcome only through it, and shares no hidden cause with it.",
+    "treatment_proxy": "Proxies of the hidden confounder that may affect the treatment but not the outcome directly.",
+    "outcome_proxy": "Proxies of the hidden confounder that may affect the outcome but not the treatment.",
+    "covariates": "Observed variables that affect treatment and outcome; f depends on them too.",
+    "inputs": "The columns f takes.",
+    "conditioning": "The columns C of E[Y - f(X) | C] = 0 (may overlap with the inputs).",
+}
+ss = st.session_state
+
+
+def validate(ds: state.Dataset, kwargs: dict):
+    """CausalData for the chosen roles, or (None, message, offending role)."""
+    problem = kwargs["problem"]
+    roles = {k: v for k, v in kwargs.items() if k != "problem"}
+    try:
+        return CausalData(ds.table, problem, name=ds.name, **roles), None, None
+    except DMLCoreError as err:
+        return None, str(err), ui.offending_role(str(err), roles)
+
+
+def role_widgets(ds: state.Dataset, problem: str, message: str | None, offending: str | None):
+    columns = ds.scalar_columns
+    for role in ALLOWED[problem]:
+        key = ROLE_KEYS[role]
+        label = ui.ROLE_LABELS[role] + (" *" if role in REQUIRED[problem] else "")
+        if role in SINGLE_ROLES:
+            if ss.get(key) not in columns:
+                ss[key] = None
+            st.selectbox(label, columns, key=key, placeholder="Choose a column", help=ROLE_HELP[role],
+                         persist_state="session")
+        else:
+            ss[key] = [c for c in ss.get(key) or [] if c in columns]
+            st.multiselect(label, columns, key=key, placeholder="Choose columns", help=ROLE_HELP[role],
+                           persist_state="session")
+        if message and offending == role:
+            ui.show_problem(message)
+    if message and offending not in ALLOWED[problem]:
+        ui.show_problem(message)
+
+
+def diagnostics(ds: state.Dataset, data: CausalData):
+    st.subheader("First stage: is the instrument strong?")
+    flexible = st.toggle("Also fit a flexible (boosted) first stage (a few seconds)", key="roles_np")
+    cache = ss.setdefault("first_stage_cache", {})
+    key = (id(ds.table), data.describe_roles(), flexible)
+    if key not in cache:
+        try:
+            with st.spinner("Fitting the first stage..."):
+                cache[key] = first_stage(data, nonparametric=flexible)
+        except DMLCoreError as err:
+            cache[key] = str(err)
+    result = cache[key]
+    if isinstance(result, str):
+        st.error(result)
+        return
+    for name, d in result["treatments"].items():
+        c1, c2, c3 = st.columns(3)
+        c1.metric(f"First-stage F ({name})", f"{d['f_stat']:,.1f}",
+                  help="F statistic of the instruments in the regression of the treatment on instruments "
+                       "and covariates. Below about 10 the instrument is weak.")
+        c2.metric("Partial R² of the instruments", f"{d['partial_r2']:.3f}",
+                  help="Share of the treatment's variation left after the covariates that the instruments "
+                       "explain (linear).")
+        if d.get("np_r2_gain") is not None:
+            c3.metric("Held-out R² gain, boosted", f"{d['np_r2_gain']:.3f}",
+                      help="How much a flexible first stage on instruments + covariates beats one on the "
+                           "covariates alone (5-fold held-out R²).")
+    if result["weak"]:
+        st.warning(result["warning"], icon=":material/warning:")
+    else:
+        st.success("The instrument looks strong enough: first-stage F above the rule-of-thumb 10.",
+                   icon=":material/check_circle:")
+
+
+st.title("Roles")
+ds = ui.need_data()
+st.caption(f"Data: **{ds.title or ds.name}**, {len(ds.table):,} rows.")
+
+if ds.has_images:
+    data = ds.suggested
+    st.info("This simulation has an image among the inputs; its roles are fixed.", icon=":material/image:")
+    ss["causal"] = data
+    left, right = st.columns([2, 3])
+    with left:
+        for role, cols in data.roles().items():
+            shown = ", ".join(cols[:3]) + (f" … ({len(cols)} columns)" if len(cols) > 3 else "")
+            st.markdown(f"**{ui.ROLE_LABELS[role]}:** {shown}")
+    with right:
+        st.graphviz_chart(causal_dot(data.problem, data.roles()))
+    st.stop()
+
+problem = st.radio("Problem", PROBLEMS, key=PROBLEM_KEY, horizontal=True, persist_state="session",
+                   format_func=lambda p: ui.PROBLEM_TITLES[p])
+kwargs = state.roles_from_widgets()
+data, message, offending = validate(ds, kwargs)
+ss["causal"] = data
+
+left, right = st.columns([2, 3], gap="large")
+with left:
+    role_widgets(ds, problem, message, offending)
+with right:
+    st.graphviz_chart(causal_dot(problem, kwargs))
+    st.latex(moment_text(problem))
+    if data is not None:
+        st.success(f"Roles are valid: {data.describe_roles()}.", icon=":material/check_circle:")
+        truth = state.truth()
+        if ds.truth is not None and truth is None:
+            st.info("These roles differ from the simulation's, so results will not be scored against the "
+                    "truth.", icon=":material/info:")
+        elif truth is not None:
+            st.caption(f"Ground truth known: {truth.description}.")
+        if ds.caveat:
+            st.warning(ds.caveat, icon=":material/help:")
+
+if data is not None and data.problem == "iv":
+    diagnostics(ds, data)
+if data is not None:
+    st.page_link(ui.ESTIMATORS, label="Next: estimators", icon=":material/arrow_forward:")

@@ -1,0 +1,110 @@
+"""Estimators: which methods to compare, with which learners, K, seed, draws and advanced settings."""
+
+import streamlit as st
+
+from dashboard import plan, state, ui
+from dmlcore.learners import LEARNER_TITLES, LEARNERS
+from dmlcore.runs import METHOD_TITLES, METHODS, NEURAL_METHODS
+
+state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
+
+F_TITLES = {"nn": "neural network f", "boost": "boosted f (gradient boosting of the score)", "linear": "linear f"}
+ss = st.session_state
+
+
+def field_widget(fld: plan.Field, key: str):
+    """One advanced setting; the widget value lives in st.session_state[key]."""
+    common = dict(key=key, help=fld.help or None, persist_state="session")
+    if fld.kind == "sizes":
+        st.text_input(fld.label, **common)
+    elif fld.kind == "int":
+        st.number_input(fld.label, min_value=1 if fld.param not in ("patience", "n_iter_no_change") else 0,
+                        step=1, **common)
+    else:
+        default = fld.default if isinstance(fld.default, (int, float)) else 0.1
+        step = max(float(default) / 10, 1e-6) if default else 0.05
+        st.number_input(fld.label, min_value=0.0, step=step, format="%g",
+                        placeholder="automatic" if fld.kind == "optional_float" else None, **common)
+
+
+def reset_advanced():
+    for key, value in plan.ESTIMATOR_DEFAULTS.items():
+        if key.startswith("adv_") or key == "est_epochs":
+            ss[key] = value
+
+
+st.title("Estimators")
+data = state.causal()
+if data is None:
+    st.info("The data has no valid roles yet; you can choose the estimators now and start them once "
+            "the roles are set.", icon=":material/info:")
+    st.page_link(ui.ROLES, label="Go to Roles", icon=":material/account_tree:")
+_, errors = plan.build_plan(ss, data)
+
+st.multiselect("Methods to compare", METHODS, key="est_methods", persist_state="session",
+               format_func=lambda m: METHOD_TITLES[m])
+if "est_methods" in errors:
+    st.error(errors["est_methods"])
+for method in ss["est_methods"]:
+    st.caption(f"**{METHOD_TITLES[method]}** — {plan.METHOD_HELP[method]}")
+
+c1, c2, c3, c4 = st.columns(4)
+c1.selectbox("Nuisance learner (all methods)", LEARNERS, key="est_learner", persist_state="session",
+             format_func=lambda lr: LEARNER_TITLES[lr],
+             help="Learns s(c) = E[Y | C] and the distribution of the treatment given C; the second "
+                  "stage f uses the matching model (network, boosted trees or linear).")
+c2.number_input("Folds K (DML-CMR)", min_value=2, max_value=50, step=1, key="est_folds",
+                persist_state="session", help="Cross-fitting folds; the paper uses K = 10.")
+c3.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="est_seed", persist_state="session")
+c4.number_input("Draws per row", min_value=1, max_value=256, step=1, key="est_draws", persist_state="session",
+                help="Draws from the conditional distribution averaged in E[f(X) | c].")
+if "est_folds" in errors:
+    st.error(errors["est_folds"])
+
+neural = [m for m in ss["est_methods"] if m in NEURAL_METHODS]
+if neural:
+    with st.expander("A different learner for one method"):
+        cols = st.columns(len(neural))
+        for col, method in zip(cols, neural):
+            col.selectbox(METHOD_TITLES[method], [plan.SAME, *LEARNERS], key=plan.learner_override_key(method),
+                          persist_state="session",
+                          format_func=lambda lr: lr if lr == plan.SAME else LEARNER_TITLES[lr])
+
+with st.expander("Advanced settings (dmlcore's defaults)"):
+    st.number_input("Maximum epochs / boosting stages", min_value=1, step=1, key="est_epochs",
+                    persist_state="session", placeholder=f"default: {plan.EPOCH_DEFAULTS}",
+                    help="Caps the training of every network and boosted model. Empty: dmlcore's "
+                         f"defaults ({plan.EPOCH_DEFAULTS}). Early stopping still applies.")
+    used = plan.learners_in_use(ss)
+    if not used:
+        st.caption("The chosen methods have no learner to tune.")
+    for learner in used:
+        st.markdown(f"**Nuisance learner: {LEARNER_TITLES[learner]}**")
+        cols = st.columns(4)
+        for i, fld in enumerate(plan.NUISANCE_FIELDS[learner]):
+            key = plan.nuisance_key(learner, fld.param)
+            with cols[i % 4]:
+                field_widget(fld, key)
+                if key in errors:
+                    st.error(errors[key])
+        f_model = plan.F_MODEL_FOR[learner]
+        f_fields = plan.F_FIELDS[f_model]
+        if f_fields:
+            st.markdown(f"**Second stage: {F_TITLES[f_model]}**")
+            cols = st.columns(4)
+            for i, fld in enumerate(f_fields):
+                key = plan.f_key(f_model, fld.param)
+                with cols[i % 4]:
+                    field_widget(fld, key)
+                    if key in errors:
+                        st.error(errors[key])
+    st.button("Reset to dmlcore's defaults", key="est_reset", on_click=reset_advanced)
+
+st.subheader("What will run")
+fits, errors = plan.build_plan(ss, data)
+if errors:
+    st.error("Fix the settings marked above first.")
+for fit in fits:
+    st.markdown(f"- {plan.describe(fit)}")
+if data is not None and not errors:
+    st.page_link(ui.TRAIN, label="Next: train", icon=":material/arrow_forward:")

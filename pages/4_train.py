@@ -1,0 +1,117 @@
+"""Train: start the chosen fits in the background and follow them (progress, live losses, cancel)."""
+
+import time
+
+import streamlit as st
+
+from dashboard import plan, state, training, ui
+from dmlcore import plots
+
+state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
+
+POLL_SECONDS = 1.5
+LIVE_POINTS = 60      # points per loss curve in the live chart (redrawn at every poll)
+ss = st.session_state
+
+
+def status_line(snap) -> str:
+    if snap.status == "queued":
+        return "waiting for a free worker"
+    if snap.status == "running":
+        where = f" · fold {snap.fold}" if snap.fold is not None else ""
+        stop = " · stopping after this step" if snap.cancel_requested else ""
+        return f"{snap.stage or 'starting'}{where}{stop}"
+    if snap.status == "done":
+        rec = snap.run.record if snap.run is not None else {}
+        mse = rec.get("mse")
+        return (f"done in {rec.get('seconds', 0):.1f} s" + (f" · MSE {mse:.4g}" if mse is not None else ""))
+    if snap.status == "cancelled":
+        return "cancelled"
+    return "failed"
+
+
+def job_card(snap, *, live_losses: bool):
+    with st.container(border=True, key=f"job_{snap.id}"):
+        head, button = st.columns([5, 1])
+        head.markdown(f"{ui.STATUS_ICONS[snap.status]} **{snap.label}** — {status_line(snap)}")
+        if snap.active and not snap.cancel_requested:
+            if button.button("Cancel", key=f"cancel_{snap.id}", icon=":material/stop:"):
+                state.registry().cancel(snap.id, state.owner())
+                st.rerun(scope="fragment")
+        st.progress(min(1.0, max(0.0, snap.progress)), text=f"{snap.progress:.0%}")
+        if snap.status == "failed":
+            st.error(snap.error or "The fit failed.")
+        elif snap.error:
+            st.warning(snap.error)
+        if live_losses and snap.losses:
+            st.plotly_chart(plots.loss_figure(snap.losses, height=280, max_points=LIVE_POINTS),
+                            key=f"losses_{snap.id}")
+
+
+def jobs_panel():
+    snaps = state.snapshots()
+    if not snaps:
+        st.info("No runs yet in this session.")
+        return
+    active = [s for s in snaps if s.active]
+    batches: dict[int | None, list] = {}
+    for snap in snaps:
+        batches.setdefault(state.batch_of(snap.label), []).append(snap)
+    watched = next((s.id for s in snaps if s.status == "running" and s.losses), None)
+    for batch in sorted(batches, key=lambda b: -1 if b is None else b, reverse=True):
+        group = batches[batch]
+        done = sum(s.status == "done" for s in group)
+        st.markdown(f"#### Batch {batch if batch is not None else '?'} · {done} of {len(group)} done")
+        for snap in group:
+            job_card(snap, live_losses=snap.id == watched)
+    if ss.get("jobs_active") and not active:
+        ss["jobs_active"] = False
+        st.rerun()          # once, when the last job ends: the whole page catches up
+    ss["jobs_active"] = bool(active)
+
+
+st.title("Train")
+ds, data = state.dataset(), state.causal()
+st.subheader("Next batch")
+if ds is None or data is None:
+    st.info("Load data and assign valid roles before training.", icon=":material/info:")
+    st.page_link(ui.DATA if ds is None else ui.ROLES, label="Go to " + ("Data" if ds is None else "Roles"))
+else:
+    fits, errors = plan.build_plan(ss, data, state.next_batch())
+    truth = state.truth()
+    st.markdown(f"On **{ds.name}** ({len(data.table):,} rows, {data.problem.upper()}; "
+                f"{'scored against the truth' if truth is not None else 'truth unknown'}):")
+    for fit in fits:
+        st.markdown(f"- {plan.describe(fit)}")
+    for message in errors.values():
+        st.error(message)
+    if errors:
+        st.page_link(ui.ESTIMATORS, label="Fix the settings on Estimators", icon=":material/tune:")
+    if st.button("Start training", key="train_start", type="primary", disabled=bool(errors) or not fits,
+                 icon=":material/play_arrow:"):
+        batch, ids, problems = training.start_batch()
+        for problem in problems:
+            st.error(problem)
+        if ids:
+            st.toast(f"Batch {batch}: {len(ids)} run(s) queued.")
+
+st.subheader("Runs")
+snaps = state.snapshots()
+running = any(s.active for s in snaps)
+ss["jobs_active"] = running
+st.fragment(run_every=POLL_SECONDS if running else None)(jobs_panel)()
+
+follow = ss.get("follow_batch")
+batch_snaps = [s for s in snaps if state.batch_of(s.label) == follow]
+if follow and batch_snaps and all(s.ended for s in batch_snaps):
+    if ss.pop("demo_goto_results", False) and any(s.status == "done" for s in batch_snaps):
+        ss["demo_seconds"] = time.time() - ss.get("demo_clicked", time.time())
+        st.switch_page(ui.RESULTS)
+    st.success(f"Batch {follow} has finished.", icon=":material/check_circle:")
+    st.page_link(ui.RESULTS, label="See the results", icon=":material/insights:")
+
+ended = [s.id for s in snaps if s.ended]
+if ended and st.button("Clear finished runs from this list", key="train_clear",
+                       help="They stay in the run store: reload them on the Results page."):
+    state.forget_jobs(ended)
+    st.rerun()

@@ -1,0 +1,195 @@
+"""Results: estimated against true causal functions, MSE and time, fold-wise losses, downloads, stored runs."""
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import results, state, ui
+from dmlcore import plots
+from dmlcore.data.datasets import REAL_DATASETS, TRUTH_UNKNOWN
+from dmlcore.errors import DMLCoreError
+from dmlcore.runs import METHOD_TITLES, fit_run
+from dmlcore.store import safe_filename
+
+state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
+
+ss = st.session_state
+
+
+def choose_runs(items):
+    """Which runs to compare: the newest batch (and reloaded runs) unless the user picked others."""
+    keys = [it.key for it in items]
+    labels = {it.key: it.title for it in items}
+    latest = max((it.batch for it in items if it.batch is not None), default=None)
+    if "res_selected" not in ss or ss.get("res_latest_batch") != latest:
+        ss["res_selected"] = [it.key for it in items if it.batch == latest] or keys[-3:]
+        ss["res_latest_batch"] = latest
+    current = [k for k in ss["res_selected"] if k in keys]
+    current += [k for k in ss.pop("res_add", []) if k in keys and k not in current]
+    ss["res_selected"] = current
+    chosen = st.multiselect("Runs to compare", keys, key="res_selected", persist_state="session",
+                            format_func=lambda k: labels[k])
+    return [it for it in items if it.key in chosen]
+
+
+def axis_titles(item):
+    roles = item.record.get("roles") or {}
+    treatment = (roles.get("treatment") or ["treatment"])[0]
+    if item.record.get("problem") == "pcl":
+        return treatment, f"E[Y | do({treatment})]"
+    if item.has_truth and item.record.get("dataset") in ("demand-iv", "digits-iv"):
+        return treatment, "f(price, time = 5, type)"
+    return treatment, "average structural function"
+
+
+def reference_2sls(items):
+    """For real data: a 2SLS fit on the same data when none was selected (live runs only)."""
+    if any(it.method == "2sls" for it in items):
+        return None
+    live = next((it for it in items if it.run is not None), None)
+    if live is None:
+        return None
+    cache = ss.setdefault("reference_2sls", {})
+    if live.key not in cache:
+        try:
+            cache[live.key] = fit_run(live.run.data, "2sls", dataset=live.record.get("dataset"))
+        except DMLCoreError as err:
+            cache[live.key] = str(err)
+    return cache[live.key]
+
+
+def curves_section(chosen):
+    st.subheader("Estimated causal function")
+    real = [it for it in chosen if not it.has_truth]
+    named, methods = [], []
+    for item in chosen:
+        curve = item.curve()
+        if curve is None:
+            st.caption(f"{item.title}: no curve to draw (several treatment columns).")
+            continue
+        named.append((item.title, curve))
+        methods.append(item.method)
+    ref = reference_2sls(chosen) if real else None
+    if ref is not None and not isinstance(ref, str):
+        named.append(("2SLS (reference)", ref.curve()))
+        methods.append("2sls")
+    if not named:
+        return
+    x_title, y_title = axis_titles(chosen[0])
+    fig = plots.curve_figure(named, methods=methods, x_title=x_title, y_title=y_title)
+    if real:
+        left, right = st.columns([3, 2], gap="large")
+        with left:
+            st.plotly_chart(fig, key="res_curves")
+        with right:
+            dataset = chosen[0].record.get("dataset")
+            info = REAL_DATASETS.get(dataset)
+            st.warning(info.caveat if info else TRUTH_UNKNOWN, icon=":material/help:")
+            coef_item = next((it for it in chosen if it.method == "2sls"), None)
+            record = coef_item.record if coef_item else (ref.record if ref is not None and not isinstance(ref, str) else None)
+            if record and record.get("coefficients"):
+                st.markdown("**2SLS, side by side:** linear coefficients ± standard errors")
+                table = pd.DataFrame({"coefficient": record["coefficients"],
+                                      "std. error": record.get("std_errors", {})})
+                st.dataframe(table, key="res_2sls")
+            st.caption("The curves average f over the data's other inputs (the average structural "
+                       "function). Where they bend away from the 2SLS line, a linear model may be too "
+                       "simple, or the flexible fit may be overfitting: with the truth unknown, only "
+                       "theory and robustness checks can tell.")
+    else:
+        st.plotly_chart(fig, key="res_curves")
+        st.caption("Dashed black: the true causal function. For IV demand, f against price at time 5 "
+                   "for each customer type; for PCL, E[Y | do(price)].")
+
+
+def metrics_section(chosen):
+    st.subheader("Accuracy and cost")
+    table = results.metrics_table(chosen)
+    with_truth = table.dropna(subset=["MSE"]) if "MSE" in table else table.iloc[0:0]
+    if not with_truth.empty:
+        cols = st.columns(min(len(with_truth), 5))
+        best = with_truth["MSE"].min()
+        for col, (_, row) in zip(cols, with_truth.iterrows()):
+            col.metric(row["method"] + (f" · {row['learner']}" if row["method"] not in ("2SLS", "Sieve 2SLS") else ""),
+                       f"{row['MSE']:.4g}", help="Mean squared error against the truth (lower is better).",
+                       delta="best" if row["MSE"] == best and len(with_truth) > 1 else None, delta_color="off")
+    st.dataframe(table, key="res_metrics", hide_index=True,
+                 column_config={"MSE": st.column_config.NumberColumn(format="%.4g"),
+                                "MSE (fresh draws)": st.column_config.NumberColumn(format="%.4g"),
+                                "seconds": st.column_config.NumberColumn(format="%.1f")})
+
+
+def details_section(chosen):
+    st.subheader("One run in detail: losses and downloads")
+    labels = {it.key: it.title for it in chosen}
+    key = st.selectbox("Run", list(labels), key="res_detail", format_func=lambda k: labels[k])
+    item = next(it for it in chosen if it.key == key)
+    fold_losses = item.record.get("fold_losses") or []
+    if fold_losses:
+        losses = plots.losses_from_record(fold_losses)
+        history = item.record.get("second_stage_history") or {}
+        if history.get("epoch"):
+            losses["f"] = {None: history}
+        st.plotly_chart(plots.loss_figure(losses), key="res_losses")
+        st.plotly_chart(plots.second_stage_figure(fold_losses), key="res_second_stage")
+        st.caption("Losses are on the standardized scale; g reports a negative log-likelihood (neural "
+                   "network) or a squared error (trees, linear). Each fold's nuisances are trained on the "
+                   "other folds; the second-stage loss of fold k uses only them.")
+    else:
+        st.caption(f"{METHOD_TITLES.get(item.method, item.method)} has no nuisance models, so no fold-wise losses.")
+    if item.record.get("coefficients"):
+        st.dataframe(pd.DataFrame({"coefficient": item.record["coefficients"],
+                                   "std. error": item.record.get("std_errors", {})}), key="res_coefficients")
+    name = safe_filename(f"{item.record.get('dataset', 'data')}_{item.method}_{item.key[:8]}")
+    c1, c2 = st.columns(2)
+    c1.download_button("Predictions (CSV)", item.predictions().to_csv(index=False), file_name=f"{name}.csv",
+                       mime="text/csv", key="dl_predictions", icon=":material/download:")
+    c2.download_button("Full run record (JSON)", item.to_json(), file_name=f"{name}.json",
+                       mime="application/json", key="dl_record", icon=":material/download:",
+                       help="Configuration, metrics and losses: enough to reproduce the run.")
+
+
+def stored_section(items):
+    st.subheader("Stored runs")
+    rows = state.stored_runs()
+    if not rows:
+        st.caption("Runs of this session are saved as they finish and listed here.")
+        return
+    shown = pd.DataFrame(rows)[["label", "method", "dataset", "n", "mse", "seconds", "created"]]
+    st.dataframe(shown, key="store_table", hide_index=True,
+                 column_config={"mse": st.column_config.NumberColumn("MSE", format="%.4g"),
+                                "seconds": st.column_config.NumberColumn(format="%.1f")})
+    present = {it.key for it in items}
+    options = [r["id"] for r in rows if r["id"] not in present]
+    if not options:
+        st.caption("All stored runs of this session are already in the comparison above.")
+        return
+    labels = {r["id"]: f"{r['label']} · {r['dataset']} · {r['created']}" for r in rows}
+    pick = st.multiselect("Reload stored runs", options, key="store_pick", format_func=lambda k: labels[k])
+    if st.button("Load", key="store_load", disabled=not pick):
+        for run_id in pick:
+            if results.load_stored(run_id) is None:
+                st.error(f"Run {run_id} is no longer in the store.")
+        ss["res_add"] = list(pick)
+        st.rerun()
+
+
+st.title("Results")
+if ss.get("demo_seconds"):
+    st.success(f"Demo finished: {ss.pop('demo_seconds'):.1f} s from the click to these results.",
+               icon=":material/timer:")
+items = results.collect()
+active = [s for s in state.snapshots() if s.active]
+if active:
+    st.info(f"{len(active)} run(s) still training.", icon=":material/hourglass_top:")
+    st.page_link(ui.TRAIN, label="Follow them on Train", icon=":material/model_training:")
+if not items:
+    st.info("No finished runs yet. Start some on Train, try the demo on Home, or reload a stored run below.")
+else:
+    chosen = choose_runs(items)
+    if chosen:
+        curves_section(chosen)
+        metrics_section(chosen)
+        details_section(chosen)
+    else:
+        st.info("Choose at least one run to compare.")
+stored_section(items)

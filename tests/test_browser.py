@@ -1,0 +1,208 @@
+"""The dashboard in a real browser: Streamlit server + Playwright + Debian's Chromium.
+
+Drives the whole flow (demo, data, roles, estimators, training, results, a reload, learn) and
+saves a screenshot of every page to artifacts/screenshots/. Skipped when /usr/bin/chromium or
+Playwright is missing (install Chromium with apt, never with `playwright install`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = ROOT / "artifacts" / "screenshots"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
+
+sync_api = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A Streamlit server on a free port with its own DMLCORE_HOME; stopped by its PID."""
+    home = tmp_path_factory.mktemp("dmlcore_home")
+    port = _free_port()
+    log_path = home / "server.log"
+    env = dict(os.environ, DMLCORE_HOME=str(home), PYTHONPATH=str(ROOT))
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+             "--server.port", str(port), "--server.headless", "true"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                if urllib.request.urlopen(f"{base}/_stcore/health", timeout=1).read() == b"ok":
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                pytest.fail(f"The Streamlit server did not start:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    log = log_path.read_text()
+    assert "Traceback" not in log, log[-3000:]
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        pg = browser.new_page(viewport={"width": 1400, "height": 900})
+        pg.set_default_timeout(60_000)
+        yield pg
+        browser.close()
+
+
+def idle(page, pause: int = 400):
+    page.wait_for_selector(IDLE)
+    page.wait_for_timeout(pause)
+    page.wait_for_selector(IDLE)
+
+
+def nav(page, title: str):
+    page.locator("[data-testid=stTopNavLink]", has_text=title).click()
+    page.wait_for_url(re.compile(rf"/{title.lower()}\b|/$"))
+    idle(page, 800)
+
+
+def shoot(page, name: str):
+    """A screenshot of the whole page (the viewport grows to the content, then shrinks back)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+    page.set_viewport_size({"width": 1400, "height": max(900, min(int(height) + 40, 7000))})
+    page.wait_for_timeout(700)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    page.set_viewport_size({"width": 1400, "height": 900})
+
+
+def no_exception(page):
+    assert page.locator("[data-testid=stException]").count() == 0, page.locator(
+        "[data-testid=stException]").first.inner_text()
+
+
+def test_full_flow_in_chromium(page, server):
+    # Home: one clean menu (the top navigation, no automatic page list in the sidebar)
+    page.goto(server)
+    idle(page, 800)
+    assert page.locator("[data-testid=stTopNavLink]").count() == 7
+    assert page.locator("[data-testid=stSidebarNav]").count() == 0
+    page.get_by_text("One-click demo").wait_for()
+    shoot(page, "01_home")
+
+    # The demo: click -> Train (live) -> Results, timed
+    start = time.perf_counter()
+    page.locator(".st-key-demo_run button").click()
+    page.wait_for_url(re.compile(r"/results"), timeout=120_000)
+    page.get_by_text("Estimated causal function").wait_for(timeout=60_000)
+    page.locator("[data-testid=stPlotlyChart]").first.wait_for()
+    demo_seconds = time.perf_counter() - start
+    idle(page, 1500)
+    print(f"\ndemo: {demo_seconds:.1f} s from the click to the results plot")
+    (SHOTS.parent / "demo_seconds.txt").write_text(f"{demo_seconds:.1f}\n")
+    assert demo_seconds < 60
+    body = page.locator("[data-testid=stMain]").inner_text()
+    assert "DML-CMR" in body and "Naive plug-in" in body and "2SLS" in body
+    assert page.locator("[data-testid=stDataFrame]").count() >= 1
+    no_exception(page)
+    shoot(page, "06_results_demo")
+
+    # Data: a small simulation
+    nav(page, "Data")
+    n_input = page.locator(".st-key-sim_n input")
+    n_input.fill("400")
+    n_input.press("Enter")
+    idle(page)
+    page.locator(".st-key-sim_run button").click()
+    idle(page, 800)
+    page.get_by_text("Current data: IV ticket demand").wait_for()
+    no_exception(page)
+    shoot(page, "02_data")
+
+    # Roles: filled in, diagram and first-stage diagnostics
+    nav(page, "Roles")
+    page.get_by_text("Roles are valid").wait_for()
+    page.get_by_text("First-stage F").first.wait_for()
+    assert page.locator("[data-testid=stGraphVizChart]").count() == 1
+    no_exception(page)
+    shoot(page, "03_roles")
+
+    # Estimators: neural-network learners, 3 folds, at most 3 epochs
+    nav(page, "Estimators")
+    page.locator(".st-key-est_learner").click()
+    page.get_by_role("option", name="neural network").click()
+    idle(page)
+    folds = page.locator(".st-key-est_folds input")
+    folds.fill("3")
+    folds.press("Enter")
+    idle(page)
+    page.get_by_text("Advanced settings").click()
+    epochs = page.locator(".st-key-est_epochs input")
+    epochs.fill("3")
+    epochs.press("Enter")
+    idle(page)
+    page.get_by_text("at most 3 epochs").first.wait_for()
+    no_exception(page)
+    shoot(page, "04_estimators")
+
+    # Train: start, see progress, survive a reload
+    nav(page, "Train")
+    page.locator(".st-key-train_start button").click()
+    page.get_by_text("Batch 2").first.wait_for()
+    page.locator("[data-testid=stProgress]").first.wait_for()
+    page.wait_for_timeout(1500)
+    shoot(page, "05_train_running")
+    page.reload()
+    idle(page, 800)
+    page.get_by_text("Batch 2").first.wait_for()        # reattached from the URL
+    page.get_by_text("Batch 2 · 3 of 3 done").wait_for(timeout=120_000)
+    idle(page, 800)
+    no_exception(page)
+    shoot(page, "05_train_done")
+
+    # Results of the new batch, downloads present
+    nav(page, "Results")
+    page.get_by_text("Estimated causal function").wait_for()
+    assert page.locator(".st-key-dl_predictions").count() == 1
+    assert page.locator(".st-key-dl_record").count() == 1
+    no_exception(page)
+    shoot(page, "06_results_small")
+
+    # Learn: the graphs and the experiment
+    nav(page, "Learn")
+    page.get_by_text("The problem.").wait_for()
+    shoot(page, "07_learn_iv")
+    page.get_by_role("tab", name="Cross-fitting").click()
+    page.wait_for_timeout(800)
+    shoot(page, "07_learn_crossfit")
+    page.get_by_role("tab", name="Experiment").click()
+    page.get_by_text("Price slope").wait_for()
+    page.wait_for_timeout(800)
+    no_exception(page)
+    shoot(page, "07_learn_experiment")

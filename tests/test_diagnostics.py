@@ -1,0 +1,80 @@
+import numpy as np
+import pandas as pd
+import pytest
+from linearmodels.iv import IV2SLS
+
+from dmlcore.data.roles import CausalData
+from dmlcore.data.simulate import simulate_demand_iv, simulate_demand_pcl
+from dmlcore.diagnostics import first_stage
+from dmlcore.errors import DMLCoreError
+
+
+def _reference(data):
+    t = data.table.assign(const=1.0)
+    fit = IV2SLS(t[data.outcome], t[["const"] + data.covariates], t[data.treatment],
+                 t[data.instrument]).fit(cov_type="unadjusted", debiased=True)
+    return fit.first_stage
+
+
+def test_strong_instrument_matches_linearmodels():
+    data = simulate_demand_iv(n=2000, seed=0).data
+    out = first_stage(data)
+    ref = _reference(data)
+    row = ref.diagnostics.loc["price"]
+    d = out["treatments"]["price"]
+    np.testing.assert_allclose(d["partial_r2"], row["partial.rsquared"], rtol=1e-6)
+    np.testing.assert_allclose(d["f_stat"], row["f.stat"], rtol=1e-6)
+    np.testing.assert_allclose(d["f_pvalue"], row["f.pval"], atol=1e-9)
+    np.testing.assert_allclose(out["cragg_donald_f"], ref.cragg_donald_f, rtol=1e-6)
+    assert (d["df_num"], d["df_denom"]) == (1, 2000 - 1 - 3)
+    assert out["weak"] is False and out["warning"] is None
+    # price = 25 + (z + 3) psi(t) + w: the instrument acts through an interaction with time
+    assert d["np_r2_gain"] > 0.2
+    assert d["np_r2_gain"] == pytest.approx(d["np_r2"] - d["np_r2_covariates"])
+
+
+def test_weak_instrument_flagged():
+    data = simulate_demand_iv(n=2000, seed=0, iv_strength=0.01).data
+    out = first_stage(data, nonparametric=False)
+    d = out["treatments"]["price"]
+    assert d["f_stat"] < 10 and out["weak"] is True
+    assert "fuel_price" in out["warning"] and "weak" in out["warning"]
+    assert f"{d['f_stat']:.2f}" in out["warning"]
+    assert d["np_r2"] is None and d["np_r2_gain"] is None
+
+
+def test_several_instruments_cragg_donald():
+    rng = np.random.default_rng(5)
+    n = 1500
+    z1, z2, x, u = rng.normal(size=(4, n))
+    a = 0.3 * z1 + 0.1 * z2 + 0.5 * x + u + rng.normal(size=n)
+    table = pd.DataFrame({"y": a + u, "a": a, "z1": z1, "z2": z2, "x": x})
+    data = CausalData(table, "iv", "y", treatment="a", instrument=["z1", "z2"], covariates="x")
+    out = first_stage(data, nonparametric=False)
+    ref = _reference(data)
+    np.testing.assert_allclose(out["treatments"]["a"]["f_stat"], ref.diagnostics.loc["a", "f.stat"],
+                               rtol=1e-6)
+    np.testing.assert_allclose(out["treatments"]["a"]["partial_r2"],
+                               ref.diagnostics.loc["a", "partial.rsquared"], rtol=1e-6)
+    np.testing.assert_allclose(out["cragg_donald_f"], ref.cragg_donald_f, rtol=1e-6)
+    assert out["treatments"]["a"]["df_num"] == 2
+
+
+def test_no_covariates():
+    data = simulate_demand_iv(n=500, seed=2).data
+    bare = CausalData(data.table, "iv", "sales", treatment="price", instrument="fuel_price")
+    out = first_stage(bare)
+    row = _reference(bare).diagnostics.loc["price"]
+    np.testing.assert_allclose(out["treatments"]["price"]["f_stat"], row["f.stat"], rtol=1e-6)
+    assert abs(out["treatments"]["price"]["np_r2_covariates"]) < 0.02   # the fold mean
+
+
+def test_errors():
+    with pytest.raises(DMLCoreError, match="IV problems.*'pcl'"):
+        first_stage(simulate_demand_pcl(n=200).data)
+    data = simulate_demand_iv(n=300, seed=0).data
+    table = data.table.assign(z_copy=-data.table["fuel_price"])
+    dup = CausalData(table, "iv", "sales", treatment="price", instrument=["fuel_price", "z_copy"],
+                     covariates=["time"])
+    with pytest.raises(DMLCoreError, match="'z_copy' is a linear combination of 'fuel_price'"):
+        first_stage(dup)
