@@ -93,6 +93,11 @@ def _fit(args) -> int:
     run = fit_run(data, args.method, truth=truth, dataset=dataset, learner=args.learner, folds=args.folds,
                   seed=args.seed, epochs=args.epochs, n_draws=args.n_draws, data_params=params)
     rec = run.record
+    if data.problem == "iv":
+        from dmlcore.diagnostics import first_stage
+        rec["diagnostics"] = first_stage(data, nonparametric=False)
+        if rec["diagnostics"]["warning"]:
+            print(f"warning: {rec['diagnostics']['warning']}", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(run.to_json())
     if args.predictions:
