@@ -16,10 +16,11 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.interpolate import BSpline
 from scipy.stats import norm
+from threadpoolctl import threadpool_limits
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.tsls import _check_data, check_fitted, check_identified, input_matrix
+from dmlcore.estimators.tsls import check_data, check_fitted, check_identified, input_matrix
 
 DEGREE = 3
 KNOT_GRID = (8, 12, 16)
@@ -188,8 +189,8 @@ class Sieve2SLS:
     ``(dim Z / m) E[Var(r | C)]``, m the held-out rows per cell, which penalises erratic,
     under-regularised fits that the projected residual alone cannot see. The validation
     basis is the same for all candidates: the instrument basis with the most knots (up to
-    ``VALIDATION_MAX_KNOTS``) that has at most ``m / 4`` functions (or none if even that
-    is too many).
+    ``VALIDATION_MAX_KNOTS``) that has at most ``m / 4`` functions (or the one without
+    interior knots if even that is too big).
     """
 
     def __init__(self, n_knots=None, ridge=None, folds=5, max_levels=10, max_features=800,
@@ -202,8 +203,16 @@ class Sieve2SLS:
         self.random_state = random_state
 
     def fit(self, data: CausalData, monitor=None) -> "Sieve2SLS":
-        """Choose the basis size and penalty unless given, then fit theta on all of ``data``."""
-        _check_data(data, type(self).__name__)
+        """Choose the basis size and penalty unless given, then fit theta on all of ``data``.
+
+        BLAS runs on one thread meanwhile: the many small dense solves are faster so, and
+        multithreaded BLAS on a busy machine can slow them down a hundredfold.
+        """
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._fit(data, monitor)
+
+    def _fit(self, data, monitor):
+        check_data(data, type(self).__name__)
         check_identified(data)
         knot_grid = _candidates(self.n_knots, KNOT_GRID, "n_knots", integer=True)
         ridge_grid = _candidates(self.ridge, RIDGE_GRID, "ridge", integer=False)
@@ -229,20 +238,7 @@ class Sieve2SLS:
         self.cv_loss_ = {}
         if len(bases) > 1 or len(ridge_grid) > 1:
             data.check_folds(self.folds)
-            fold = np.random.default_rng(self.random_state).permutation(a.n) % self.folds
-            names = [a.conditioning_names[j] for j in free_c]
-            block = a.n / (self.folds * len(np.unique(cell)))      # held-out rows per cell
-            val_basis = (_TensorBasis.build(c, names, VALIDATION_MAX_KNOTS, self.max_levels,
-                                            min(self.max_features, int(block / 4)))
-                         or _TensorBasis.build(c, names, 0, self.max_levels, self.max_features))
-            z_val = val_basis(c)
-            for i, (k, (fb, cb)) in enumerate(bases.items()):
-                if monitor is not None:
-                    monitor.stage(f"sieve validation, {k} knots", start=0.9 * i / len(bases),
-                                  end=0.9 * (i + 1) / len(bases))
-                losses = _validate(fb(x), cb(c), z_val, y, cell, fold,
-                                   (fb.penalty(), cb.penalty(), val_basis.penalty()), ridge_grid)
-                self.cv_loss_.update({(k, r): float(v) for r, v in zip(ridge_grid, losses)})
+            self.cv_loss_ = self._validation_losses(a, x, c, y, cell, bases, ridge_grid, monitor)
             self.n_knots_, self.ridge_ = min(self.cv_loss_, key=self.cv_loss_.get)
         else:
             self.n_knots_, self.ridge_ = next(iter(bases)), ridge_grid[0]
@@ -262,6 +258,25 @@ class Sieve2SLS:
         self.n_ = a.n
         self.fold_losses_ = []
         return self
+
+    def _validation_losses(self, a, x, c, y, cell, bases, ridge_grid, monitor):
+        """{(n_knots, ridge): held-out loss} (see Notes)."""
+        fold = np.random.default_rng(self.random_state).permutation(a.n) % self.folds
+        names = [col.name for col in next(iter(bases.values()))[1].columns]
+        block = a.n / (self.folds * len(np.unique(cell)))      # held-out rows per cell
+        val_basis = (_TensorBasis.build(c, names, VALIDATION_MAX_KNOTS, self.max_levels,
+                                        min(self.max_features, int(block / 4)))
+                     or _TensorBasis.build(c, names, 0, self.max_levels, self.max_features))
+        z_val, omega_val = val_basis(c), val_basis.penalty()
+        losses = {}
+        for i, (k, (fb, cb)) in enumerate(bases.items()):
+            if monitor is not None:
+                monitor.stage(f"sieve validation, {k} knots", start=0.9 * i / len(bases),
+                              end=0.9 * (i + 1) / len(bases))
+            loss = _validate(fb(x), cb(c), z_val, y, cell, fold,
+                             (fb.penalty(), cb.penalty(), omega_val), ridge_grid)
+            losses.update({(k, r): float(v) for r, v in zip(ridge_grid, loss)})
+        return losses
 
     def _split(self, a):
         """Cells from the shared categorical columns; positions of the other inputs and
@@ -334,7 +349,8 @@ def _candidates(value, grid, name, integer):
 
 
 def _spd_solve(a, b):
-    """a^-1 b for a symmetric positive definite a."""
+    """a^-1 b for a symmetric positive definite a (with a relative 1e-10 jitter against rounding)."""
+    a = a + 1e-10 * np.trace(a) / len(a) * np.eye(len(a))
     return sla.cho_solve(sla.cho_factor(a, check_finite=False), b, check_finite=False)
 
 

@@ -44,7 +44,7 @@ class TwoStageLeastSquares:
 
     def fit(self, data: CausalData, monitor=None) -> "TwoStageLeastSquares":
         """Estimate the coefficients of f on ``data``; ``monitor`` is only checked for cancellation."""
-        _check_data(data, type(self).__name__)
+        check_data(data, type(self).__name__)
         if monitor is not None:
             monitor.stage("2SLS")
         inputs, cond = data.input_columns, data.conditioning_columns
@@ -83,14 +83,15 @@ class TwoStageLeastSquares:
         check_fitted(self, "coef_")
         x = input_matrix(X, self.input_columns_, type(self).__name__)
         slopes = self.coef_[self.input_columns_].to_numpy()
-        return x @ slopes + (self.coef_["const"] if self.add_constant else 0.0)
+        return x @ slopes + self.coef_.get("const", 0.0)
 
 
 def _with_constant(a: np.ndarray) -> np.ndarray:
     return np.column_stack([np.ones(len(a)), a])
 
 
-def _check_data(data, owner: str) -> None:
+def check_data(data, owner: str) -> None:
+    """Raise unless ``data`` is a CausalData."""
     if not isinstance(data, CausalData):
         raise DMLCoreError(f"{owner}.fit expects a CausalData; got {type(data).__name__}. "
                            f"Wrap the table with CausalData(table, problem, ...).")
