@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -30,6 +31,7 @@ PLAN = [  # (method, learner, n, folds)
     ("dml-cmr", "nn", 5000, 2), ("dml-cmr", "nn", 5000, 5), ("dml-cmr", "nn", 5000, 20),
     ("sequential-folds", "nn", 5000, 10),
 ]
+TWO_THREADS = [("dml-cmr", "nn", 5000, 10), ("ce-dml-cmr", "nn", 5000, 10)]  # DMLCORE_TORCH_THREADS=2
 
 
 def one(method: str, learner: str, n: int, folds: int, seed: int) -> dict:
@@ -87,16 +89,18 @@ def main() -> None:
         return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    jobs = [(cfg, "1") for cfg in PLAN] + [(cfg, "2") for cfg in TWO_THREADS]
     with out.open("a") as handle:
-        for method, learner, n, folds in PLAN:
+        for (method, learner, n, folds), threads in jobs:
             for seed in seeds:
                 cmd = [sys.executable, __file__, "--only", "one", "--method", method, "--learner", learner,
                        "--n", str(n), "--folds", str(folds), "--seeds", str(seed)]
-                res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+                env = {**os.environ, "DMLCORE_TORCH_THREADS": threads}
+                res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
                 if res.returncode != 0:
                     print(f"{method} {learner} n={n} K={folds}: failed\n{res.stderr[-500:]}", file=sys.stderr)
                     continue
-                line = res.stdout.strip().splitlines()[-1]
+                line = json.dumps({**json.loads(res.stdout.strip().splitlines()[-1]), "torch_threads": int(threads)})
                 handle.write(line + "\n")
                 handle.flush()
                 print(line, flush=True)
