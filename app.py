@@ -23,5 +23,5 @@ PAGES = [
     st.Page(ui.LEARN, title="Learn", icon=":material/school:"),
 ]
 page = st.navigation(PAGES, position="top")
-ui.sidebar_status()
 page.run()
+ui.sidebar_status()   # after the page, so that it shows what the page just changed

@@ -26,8 +26,8 @@ METHOD_HELP = {
     "ce-dml-cmr": "Orthogonal score, nuisances fitted once on all rows (cheaper, no cross-fitting).",
     "naive": "Plugs the first stage straight into the second (DeepIV-style); biased when the first stage is off.",
     "2sls": "Classical linear two-stage least squares, with standard errors.",
-    "sieve-2sls": "Spline (sieve) 2SLS: nonparametric but slow (about 1.5 min for 2,000 rows on 2 cores) "
-                  "and it cannot be cancelled once started.",
+    "sieve-2sls": "Spline (sieve) 2SLS: tensor-product B-splines, knots and ridge chosen by validation on "
+                  "the training rows; a few seconds for 5,000 rows.",
 }
 
 

@@ -112,7 +112,7 @@ def metrics_table(items: list[ResultItem]) -> pd.DataFrame:
             "run": item.title,
             "method": METHOD_TITLES.get(rec.get("method"), rec.get("method")),
             "learner": rec.get("learner"),
-            "K": rec.get("folds"),
+            "K": str(rec.get("folds")) if rec.get("method") == "dml-cmr" else "—",
             "n": rec.get("n"),
             "seed": rec.get("seed"),
             "MSE": rec.get("mse"),

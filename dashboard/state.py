@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -26,6 +28,7 @@ MULTI_ROLES = ("instrument", "treatment_proxy", "outcome_proxy", "covariates", "
 ROLE_KEYS = {role: f"role_{role}" for role in (*SINGLE_ROLES, *MULTI_ROLES)}
 PROBLEM_KEY = "role_problem"
 MAX_JOBS_KEPT = 40
+MAX_REMEMBERED = 200           # sessions whose data and choices survive a browser reload
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
 _BATCH = re.compile(r"^#(\d+) ")
 
@@ -42,6 +45,7 @@ class Dataset:
     params: dict = field(default_factory=dict)
     title: str = ""
     caveat: str | None = None
+    description: str = ""
 
     @property
     def has_images(self) -> bool:
@@ -66,15 +70,58 @@ def store() -> RunStore:
     return registry().store
 
 
+class _Memory:
+    """What each owner had loaded and chosen, kept in the server process (bounded, newest kept)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, dict] = OrderedDict()
+
+    def save(self, owner: str, values: dict) -> None:
+        with self._lock:
+            self._items[owner] = values
+            self._items.move_to_end(owner)
+            while len(self._items) > MAX_REMEMBERED:
+                self._items.popitem(last=False)
+
+    def load(self, owner: str) -> dict:
+        with self._lock:
+            return dict(self._items.get(owner, {}))
+
+
+@st.cache_resource(show_spinner=False)
+def memory() -> _Memory:
+    return _Memory()
+
+
+def _remembered_keys() -> list[str]:
+    from dashboard.plan import ESTIMATOR_DEFAULTS
+    return ["dataset", "causal", "follow_batch", "loaded_runs", PROBLEM_KEY, *ROLE_KEYS.values(),
+            *ESTIMATOR_DEFAULTS]
+
+
+def remember() -> None:
+    """Keep this session's data and choices for its owner, so that a browser reload finds them."""
+    ss = st.session_state
+    if "owner" in ss:
+        memory().save(ss["owner"], {k: ss[k] for k in _remembered_keys() if k in ss})
+
+
 # --------------------------------------------------------------------- init
 def init() -> None:
-    """Create the session's state (owner token, job ids, defaults) and mirror it in the URL."""
+    """Create the session's state (owner token, job ids, defaults) and mirror it in the URL.
+
+    A new session whose URL carries an owner token (a browser reload) gets back that owner's
+    jobs, data and choices.
+    """
     ss = st.session_state
     if "owner" not in ss:
         token = st.query_params.get("owner", "")
         ss["owner"] = token if _TOKEN.match(token or "") else uuid.uuid4().hex
         ids = [j for j in (st.query_params.get("jobs", "") or "").split(",") if _TOKEN.match(j)]
         ss["job_ids"] = ids[-MAX_JOBS_KEPT:]
+        for key, value in memory().load(ss["owner"]).items():
+            ss[key] = list(value) if isinstance(value, list) else value
     ss.setdefault("dataset", None)
     ss.setdefault("causal", None)
     ss.setdefault("loaded_runs", {})
@@ -192,9 +239,15 @@ def next_batch() -> int:
     return 1 + max([n for n in numbers if n is not None], default=0)
 
 
-def stored_runs() -> list[dict]:
-    """Summaries of this session's runs in the store, newest first."""
+def stored_runs(safe: bool = True) -> list[dict]:
+    """Summaries of this session's runs in the store, newest first.
+
+    With ``safe`` a store that cannot be read gives an empty list (for counters); the Results
+    page passes ``safe=False`` and shows the error.
+    """
     try:
         return store().list(owner())
-    except Exception:  # a broken store must not break the page; the Results page says so
+    except Exception:
+        if not safe:
+            raise
         return []

@@ -11,34 +11,30 @@ from dashboard import state
 from dashboard.plan import DEMO_DATA, DEMO_SETTINGS, build_plan
 from dmlcore.data.registry import SIMULATED, load_dataset
 from dmlcore.errors import DMLCoreError
-from dmlcore.runs import fit_run
 
 
-def fit_task(data, method: str, *, truth, dataset: str, **kwargs):
-    """A JobRegistry task running ``fit_run`` with one OpenMP thread.
+def one_openmp_thread():
+    """A context in which OpenMP code (scikit-learn's gradient boosting) uses one thread.
 
-    torch and scikit-learn each bring their own OpenMP runtime; in a worker thread with two
-    threads each, gradient boosting ran 5x slower here (58 s instead of 11 s for DML-CMR on
-    2,000 rows). One OpenMP thread per worker, two workers, measured fastest on 2 cores.
+    torch and scikit-learn each bring their own OpenMP runtime (two libgomp copies). Outside the
+    main thread -- here Streamlit's script thread; job workers do the same in dmlcore.jobs --
+    gradient boosting with two OpenMP threads ran about 5x slower than with one.
     """
-    def task(report, should_stop):
-        with threadpool_limits(limits=1, user_api="openmp"):
-            return fit_run(data, method, truth=truth, dataset=dataset, callback=report,
-                           should_stop=should_stop, **kwargs)
-    return task
+    return threadpool_limits(limits=1, user_api="openmp")
 
 
 def dataset_from_registry(name: str, **params) -> state.Dataset:
     """Load a built-in data set (simulated or real) by name; raises DMLCoreError."""
     loaded = load_dataset(name, **params)
-    title, caveat = SIMULATED.get(name, ""), None
+    description, caveat = SIMULATED.get(name, ""), None
+    title = description.split(":")[0]
     if name not in SIMULATED:
         from dmlcore.data.datasets import REAL_DATASETS
         info = REAL_DATASETS[name]
-        title, caveat = info.title, info.caveat
+        title, caveat, description = info.title, info.caveat, ""
     return state.Dataset(name=name, source="simulated" if name in SIMULATED else "real",
                          table=loaded.data.table, suggested=loaded.data, truth=loaded.truth,
-                         params=dict(loaded.params), title=title, caveat=caveat)
+                         params=dict(loaded.params), title=title, caveat=caveat, description=description)
 
 
 def start_batch() -> tuple[int, list[str], list[str]]:
@@ -55,14 +51,13 @@ def start_batch() -> tuple[int, list[str], list[str]]:
     ids, problems = [], []
     for fit in fits:
         try:
-            ids.append(reg.submit(owner, fit.label, fit_task(data, fit.method, truth=truth, dataset=ds.name,
-                                                             data_params=ds.params, **fit.kwargs)))
+            ids.append(reg.submit_fit(owner, fit.label, data=data, method=fit.method, truth=truth,
+                                      dataset=ds.name, data_params=ds.params, **fit.kwargs))
         except DMLCoreError as err:
             problems.append(f"{fit.label}: {err}")
     state.add_jobs(ids)
     if ids:
         ss["follow_batch"] = batch
-        ss["batch_started"] = time.time()
     return batch, ids, problems
 
 
@@ -73,7 +68,5 @@ def start_demo() -> tuple[int, list[str], list[str]]:
     state.set_dataset(ds)
     for key, value in DEMO_SETTINGS.items():
         st.session_state[key] = list(value) if isinstance(value, list) else value
-    batch, ids, problems = start_batch()
-    st.session_state["demo_batch"] = batch
     st.session_state["demo_clicked"] = time.time()
-    return batch, ids, problems
+    return start_batch()

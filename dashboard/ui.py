@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import re
+from contextlib import contextmanager
 
 import streamlit as st
 
 from dashboard import state
 from dmlcore.data.roles import ROLE_NAMES
+from dmlcore.errors import DMLCoreError
 from dmlcore.runs import METHOD_TITLES
+
+logger = logging.getLogger("dashboard")
 
 HOME = "pages/0_home.py"
 DATA = "pages/1_data.py"
@@ -29,14 +34,29 @@ STATUS_ICONS = {"queued": ":gray[:material/schedule:]", "running": ":blue[:mater
                 "cancelled": ":gray[:material/cancel:]"}
 
 
-def need_data() -> state.Dataset:
-    """The session's data, or a pointer to the Data page and stop."""
+def need_data() -> state.Dataset | None:
+    """The session's data; None, with a pointer to the Data page, when there is none."""
     ds = state.dataset()
     if ds is None:
         st.info("No data loaded yet. Simulate a data set, upload a file or pick a real data set first.")
         st.page_link(DATA, label="Go to Data", icon=":material/table:")
-        st.stop()
     return ds
+
+
+@contextmanager
+def guarded(what: str):
+    """Show a failure inside the block as a message, never as a traceback; the page goes on.
+
+    DMLCoreError messages are shown as they are; anything else (a bug) is logged with its
+    traceback and summarized. Streamlit's own rerun/stop signals are BaseExceptions and pass.
+    """
+    try:
+        yield
+    except DMLCoreError as err:
+        st.error(str(err), icon=":material/error:")
+    except Exception as err:
+        logger.exception("Failed to %s", what)
+        st.error(f"Could not {what}: {type(err).__name__}: {err}", icon=":material/error:")
 
 
 def offending_role(message: str, roles: dict) -> str | None:

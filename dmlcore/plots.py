@@ -63,6 +63,8 @@ def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=groups if len(groups) > 1 else None,
                         shared_xaxes=True, horizontal_spacing=0.05,
                         vertical_spacing=0.12 if rows > 1 else 0.08)
+    colors = _distinct_colors([methods[i] if methods is not None and i < len(methods) else name
+                               for i, (name, _) in enumerate(curves)])
     truth_drawn = False
     for gi, group in enumerate(groups):
         r, c = gi // cols + 1, gi % cols + 1
@@ -79,9 +81,8 @@ def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "
                               row=r, col=c)
                 truth_done = truth_drawn = True
                 truth_values = part["truth"].dropna().tolist()
-            key = methods[i] if methods is not None and i < len(methods) else name
             fig.add_trace(go.Scatter(x=part["x"], y=part["estimate"], name=name, mode="lines",
-                                     line=dict(color=color_for(key, i), width=2),
+                                     line=dict(color=colors[i], width=2),
                                      legendgroup=name, showlegend=gi == 0), row=r, col=c)
             values += part["estimate"].dropna().tolist()
         y_range = _focus_range(truth_values, values) if clip_to_truth else None
@@ -89,12 +90,24 @@ def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "
             fig.update_yaxes(range=y_range, row=r, col=c)
     fig.update_layout(**_LAYOUT, title=title, height=250 * rows + 90 if rows > 1 else 430)
     fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1.0, xanchor="left", x=1.01),
-                      margin=dict(l=60, r=10, t=40 if title is None else 70, b=50))
+                      margin=dict(l=60, r=10, t=60 if title is None else 80, b=50))
     for c in range(1, cols + 1):
         fig.update_xaxes(title_text=x_title, row=rows, col=c)
     for r in range(1, rows + 1):
         fig.update_yaxes(title_text=y_title if r == (rows + 1) // 2 else None, row=r, col=1)
     return fig
+
+
+def _distinct_colors(keys: Sequence[str]) -> list[str]:
+    """A colour per curve: its method's colour the first time, then unused palette colours."""
+    used: list[str] = []
+    for i, key in enumerate(keys):
+        color = color_for(key, i)
+        if color in used:
+            color = next((c for c in PALETTE if c not in used and c not in METHOD_COLORS.values()),
+                         PALETTE[i % len(PALETTE)])
+        used.append(color)
+    return used
 
 
 def _focus_range(truth: list, values: list) -> list[float] | None:
@@ -154,7 +167,7 @@ def loss_figure(losses: Mapping, *, models: Sequence[str] = ("s", "g", "f"),
         folds = losses[model]
         for fi, fold in enumerate(sorted(folds, key=lambda f: -1 if f is None else f)):
             epochs, train, val = _thin(folds[fold], max_points)
-            color = PALETTE[fi % len(PALETTE)]
+            color = "#444444" if fold is None else PALETTE[fi % len(PALETTE)]
             name = "all rows" if fold is None else f"fold {fold}"
             fig.add_trace(go.Scatter(x=epochs, y=train, mode="lines", name=name,
                                      legendgroup=name, showlegend=ci == 1 or fold is None,
@@ -168,9 +181,19 @@ def loss_figure(losses: Mapping, *, models: Sequence[str] = ("s", "g", "f"),
                                          hovertemplate=f"{name} validation<br>epoch %{{x}}<br>loss %{{y:.4f}}<extra></extra>"),
                               row=1, col=ci)
         fig.update_xaxes(title_text="epoch / stage", row=1, col=ci)
+        if _wide_positive(folds.values()):
+            fig.update_yaxes(type="log", dtick=1, row=1, col=ci)
     fig.update_yaxes(title_text="loss (solid: train, dotted: validation)", row=1, col=1)
     fig.update_layout(**_LAYOUT, title=title, height=height)
+    fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1.0, xanchor="left", x=1.01),
+                      margin=dict(l=60, r=10, t=40 if title is None else 70, b=45))
     return fig
+
+
+def _wide_positive(histories) -> bool:
+    """True when all losses are positive and span more than two decades (draw on a log axis)."""
+    values = [v for h in histories for key in ("train", "val") for v in h.get(key, []) if v is not None]
+    return bool(values) and min(values) > 0 and max(values) / min(values) > 100
 
 
 def second_stage_figure(fold_losses: Sequence[Mapping], title: str | None = None) -> go.Figure:

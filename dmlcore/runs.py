@@ -21,6 +21,7 @@ from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, bridge_curve
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn
+from dmlcore.progress import Monitor
 
 NEURAL_METHODS = {"dml-cmr": DMLCMR, "ce-dml-cmr": CEDMLCMR, "naive": NaivePlugIn}
 METHOD_TITLES = {"dml-cmr": "DML-CMR", "ce-dml-cmr": "CE-DML-CMR", "naive": "Naive plug-in",
@@ -100,7 +101,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     if method in NEURAL_METHODS:
         estimator.fit(data, callback=callback, should_stop=should_stop)
     else:
-        estimator.fit(data)
+        estimator.fit(data, monitor=Monitor(callback, should_stop))
     seconds = time.perf_counter() - start
     metrics = truth.score(estimator) if truth is not None else {}
     record = {

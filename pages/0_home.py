@@ -17,14 +17,14 @@ st.markdown(
     "the **naive two-stage plug-in** and classical **2SLS**, all with the same learners, so that "
     "the comparison is fair.")
 
-c1, c2, c3 = st.columns(3)
-with c1.container(border=True):
+c1, c2, c3 = st.columns(3, border=True)
+with c1:
     st.markdown("**Teaching**  \nShow a class why regression fails under confounding, how an "
                 "instrument or two proxies fix it, and what cross-fitting does: see *Learn*.")
-with c2.container(border=True):
+with c2:
     st.markdown("**Your data**  \nUpload a CSV or Parquet file, assign the roles of the columns, "
                 "check the instrument's strength and estimate the causal curve.")
-with c3.container(border=True):
+with c3:
     st.markdown("**Research**  \nCompare estimators on simulations with a known truth: MSE, "
                 "wall time and the fold-wise losses of every nuisance.")
 
@@ -56,3 +56,4 @@ for i, (path, title, what) in enumerate(steps, start=1):
     left, right = st.columns([1, 4])
     left.page_link(path, label=f"{i}. {title}")
     right.markdown(what)
+state.remember()  # a browser reload (same ?owner=) finds the data and choices again

@@ -19,6 +19,7 @@ SIM_PARAMS = {  # which knobs each simulation has
     "ihdp-like": ("seed",),
 }
 MAX_BYTES = int(st.get_option("server.maxUploadSize")) * 2**20
+HIST, NO_COLOR = "(histogram of x)", "(none)"
 ss = st.session_state
 
 
@@ -84,7 +85,9 @@ def real_tab():
     st.markdown(f"**Suggested roles:** outcome `{info.outcome}`, treatment `{info.treatment}`, "
                 f"instrument {', '.join(f'`{c}`' for c in info.instrument)}, "
                 f"covariates {', '.join(f'`{c}`' for c in info.covariates)}.")
-    st.warning(info.caveat, icon=":material/help:")
+    current = state.dataset()
+    if current is None or current.name != name:      # once loaded, the caveat is shown below
+        st.warning(info.caveat, icon=":material/help:")
     if st.button("Load this data set", key="real_load", type="primary"):
         try:
             state.set_dataset(training.dataset_from_registry(name))
@@ -97,11 +100,14 @@ def current_data(ds: state.Dataset):
     table = ds.table
     columns = ds.scalar_columns
     st.subheader(f"Current data: {ds.title or ds.name}")
-    kind = {"simulated": "simulated, truth known", "upload": "uploaded", "real": "real, truth unknown"}[ds.source]
-    m1, m2, m3 = st.columns(3)
+    if ds.description:
+        st.caption(ds.description)
+    m1, m2, m3, m4 = st.columns(4)
     m1.metric("Rows", f"{len(table):,}")
     m2.metric("Columns", f"{table.shape[1]:,}")
-    m3.metric("Source", kind)
+    m3.metric("Source", {"simulated": "simulated", "upload": "your file", "real": "real data"}[ds.source])
+    m4.metric("Ground truth", "known" if ds.truth is not None else "unknown",
+              help="Only simulations know the true causal function, so only they can be scored.")
     if ds.caveat:
         st.warning(ds.caveat, icon=":material/help:")
     if ds.has_images:
@@ -123,12 +129,11 @@ def current_data(ds: state.Dataset):
             default_x = ds.suggested.treatment[0] if ds.suggested is not None and ds.suggested.treatment \
                 and ds.suggested.treatment[0] in numeric else numeric[0]
             x = c1.selectbox("x", numeric, index=numeric.index(default_x), key="plot_x")
-            y = c2.selectbox("y (none: histogram of x)", [None, *numeric], key="plot_y",
-                             format_func=lambda c: "(histogram)" if c is None else c,
-                             index=1 + numeric.index(ds.suggested.outcome)
-                             if ds.suggested is not None and ds.suggested.outcome in numeric else 0)
-            color = c3.selectbox("colour", [None, *numeric], key="plot_color",
-                                 format_func=lambda c: "(none)" if c is None else c)
+            y_default = ds.suggested.outcome if ds.suggested is not None and ds.suggested.outcome in numeric else HIST
+            y = c2.selectbox("y", [HIST, *numeric], index=[HIST, *numeric].index(y_default), key="plot_y")
+            color = c3.selectbox("colour", [NO_COLOR, *numeric], key="plot_color")
+            y = None if y == HIST else y
+            color = None if color == NO_COLOR else color
             st.plotly_chart(plots.column_figure(table, x, y, color=color), key="data_plot")
         if ds.has_images:
             shape = ds.suggested.image_shape
@@ -152,5 +157,7 @@ current = state.dataset()
 if current is None:
     st.info("No data loaded yet: simulate, upload or load one above.")
 else:
-    current_data(current)
+    with ui.guarded("show the data"):
+        current_data(current)
     st.page_link(ui.ROLES, label="Next: roles", icon=":material/arrow_forward:")
+state.remember()  # a browser reload (same ?owner=) finds the data and choices again

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from dashboard import state, ui
+from dashboard.training import one_openmp_thread
 from dashboard.diagram import causal_dot, moment_text
 from dashboard.state import PROBLEM_KEY, ROLE_KEYS, SINGLE_ROLES
 from dmlcore.data.roles import ALLOWED, PROBLEMS, REQUIRED, CausalData
@@ -61,7 +62,7 @@ def diagnostics(ds: state.Dataset, data: CausalData):
     key = (id(ds.table), data.describe_roles(), flexible)
     if key not in cache:
         try:
-            with st.spinner("Fitting the first stage..."):
+            with st.spinner("Fitting the first stage..."), one_openmp_thread():
                 cache[key] = first_stage(data, nonparametric=flexible)
         except DMLCoreError as err:
             cache[key] = str(err)
@@ -88,12 +89,7 @@ def diagnostics(ds: state.Dataset, data: CausalData):
                    icon=":material/check_circle:")
 
 
-st.title("Roles")
-ds = ui.need_data()
-st.caption(f"Data: **{ds.title or ds.name}**, {len(ds.table):,} rows.")
-
-if ds.has_images:
-    data = ds.suggested
+def fixed_roles(data: CausalData):
     st.info("This simulation has an image among the inputs; its roles are fixed.", icon=":material/image:")
     ss["causal"] = data
     left, right = st.columns([2, 3])
@@ -103,32 +99,43 @@ if ds.has_images:
             st.markdown(f"**{ui.ROLE_LABELS[role]}:** {shown}")
     with right:
         st.graphviz_chart(causal_dot(data.problem, data.roles()))
-    st.stop()
 
-problem = st.radio("Problem", PROBLEMS, key=PROBLEM_KEY, horizontal=True, persist_state="session",
-                   format_func=lambda p: ui.PROBLEM_TITLES[p])
-kwargs = state.roles_from_widgets()
-data, message, offending = validate(ds, kwargs)
-ss["causal"] = data
 
-left, right = st.columns([2, 3], gap="large")
-with left:
-    role_widgets(ds, problem, message, offending)
-with right:
-    st.graphviz_chart(causal_dot(problem, kwargs))
-    st.latex(moment_text(problem))
+def assign_roles(ds: state.Dataset):
+    problem = st.radio("Problem", PROBLEMS, key=PROBLEM_KEY, horizontal=True, persist_state="session",
+                       format_func=lambda p: ui.PROBLEM_TITLES[p])
+    kwargs = state.roles_from_widgets()
+    data, message, offending = validate(ds, kwargs)
+    ss["causal"] = data
+
+    left, right = st.columns([2, 3], gap="large")
+    with left:
+        role_widgets(ds, problem, message, offending)
+    with right:
+        st.graphviz_chart(causal_dot(problem, kwargs))
+        st.latex(moment_text(problem))
+        if data is not None:
+            st.success(f"Roles are valid: {data.describe_roles()}.", icon=":material/check_circle:")
+            truth = state.truth()
+            if ds.truth is not None and truth is None:
+                st.info("These roles differ from the simulation's, so results will not be scored against "
+                        "the truth.", icon=":material/info:")
+            elif truth is not None:
+                st.caption(f"Ground truth known: {truth.description}.")
+            if ds.caveat:
+                st.warning(ds.caveat, icon=":material/help:")
+    if data is not None and data.problem == "iv":
+        diagnostics(ds, data)
     if data is not None:
-        st.success(f"Roles are valid: {data.describe_roles()}.", icon=":material/check_circle:")
-        truth = state.truth()
-        if ds.truth is not None and truth is None:
-            st.info("These roles differ from the simulation's, so results will not be scored against the "
-                    "truth.", icon=":material/info:")
-        elif truth is not None:
-            st.caption(f"Ground truth known: {truth.description}.")
-        if ds.caveat:
-            st.warning(ds.caveat, icon=":material/help:")
+        st.page_link(ui.ESTIMATORS, label="Next: estimators", icon=":material/arrow_forward:")
 
-if data is not None and data.problem == "iv":
-    diagnostics(ds, data)
-if data is not None:
-    st.page_link(ui.ESTIMATORS, label="Next: estimators", icon=":material/arrow_forward:")
+
+st.title("Roles")
+current = ui.need_data()
+if current is not None:
+    st.caption(f"Data: **{current.title or current.name}**, {len(current.table):,} rows.")
+    if current.has_images:
+        fixed_roles(current.suggested)
+    else:
+        assign_roles(current)
+state.remember()  # a browser reload (same ?owner=) finds the data and choices again

@@ -108,3 +108,4 @@ for fit in fits:
     st.markdown(f"- {plan.describe(fit)}")
 if data is not None and not errors:
     st.page_link(ui.TRAIN, label="Next: train", icon=":material/arrow_forward:")
+state.remember()  # a browser reload (same ?owner=) finds the data and choices again

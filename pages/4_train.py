@@ -31,19 +31,22 @@ def status_line(snap) -> str:
 
 
 def job_card(snap, *, live_losses: bool):
+    """One run: status, progress while active, cancel, errors, and (for one running job) live losses."""
     with st.container(border=True, key=f"job_{snap.id}"):
-        head, button = st.columns([5, 1])
+        head, button = st.columns([6, 1], vertical_alignment="center")
         head.markdown(f"{ui.STATUS_ICONS[snap.status]} **{snap.label}** — {status_line(snap)}")
         if snap.active and not snap.cancel_requested:
             if button.button("Cancel", key=f"cancel_{snap.id}", icon=":material/stop:"):
                 state.registry().cancel(snap.id, state.owner())
-                st.rerun(scope="fragment")
-        st.progress(min(1.0, max(0.0, snap.progress)), text=f"{snap.progress:.0%}")
+                st.rerun()
+        if snap.active:
+            st.progress(min(1.0, max(0.0, snap.progress)), text=f"{snap.progress:.0%}")
         if snap.status == "failed":
             st.error(snap.error or "The fit failed.")
         elif snap.error:
             st.warning(snap.error)
         if live_losses and snap.losses:
+            st.caption("Live losses of this run, per fold (solid: training, dotted: validation).")
             st.plotly_chart(plots.loss_figure(snap.losses, height=280, max_points=LIVE_POINTS),
                             key=f"losses_{snap.id}")
 
@@ -58,12 +61,19 @@ def jobs_panel():
     for snap in snaps:
         batches.setdefault(state.batch_of(snap.label), []).append(snap)
     watched = next((s.id for s in snaps if s.status == "running" and s.losses), None)
-    for batch in sorted(batches, key=lambda b: -1 if b is None else b, reverse=True):
+    order = sorted(batches, key=lambda b: -1 if b is None else b, reverse=True)
+    for i, batch in enumerate(order):
         group = batches[batch]
         done = sum(s.status == "done" for s in group)
-        st.markdown(f"#### Batch {batch if batch is not None else '?'} · {done} of {len(group)} done")
-        for snap in group:
-            job_card(snap, live_losses=snap.id == watched)
+        title = f"Batch {batch if batch is not None else '?'} · {done} of {len(group)} done"
+        if i == 0 or any(s.active for s in group):
+            st.markdown(f"#### {title}")
+            for snap in group:
+                job_card(snap, live_losses=snap.id == watched)
+        else:
+            with st.expander(title):
+                for snap in group:
+                    job_card(snap, live_losses=False)
     if ss.get("jobs_active") and not active:
         ss["jobs_active"] = False
         st.rerun()          # once, when the last job ends: the whole page catches up
@@ -104,7 +114,8 @@ st.fragment(run_every=POLL_SECONDS if running else None)(jobs_panel)()
 follow = ss.get("follow_batch")
 batch_snaps = [s for s in snaps if state.batch_of(s.label) == follow]
 if follow and batch_snaps and all(s.ended for s in batch_snaps):
-    if ss.pop("demo_goto_results", False) and any(s.status == "done" for s in batch_snaps):
+    just_ended = max(s.finished or 0 for s in batch_snaps) > time.time() - 10
+    if ss.pop("demo_goto_results", False) and just_ended and any(s.status == "done" for s in batch_snaps):
         ss["demo_seconds"] = time.time() - ss.get("demo_clicked", time.time())
         st.switch_page(ui.RESULTS)
     st.success(f"Batch {follow} has finished.", icon=":material/check_circle:")
@@ -115,3 +126,4 @@ if ended and st.button("Clear finished runs from this list", key="train_clear",
                        help="They stay in the run store: reload them on the Results page."):
     state.forget_jobs(ended)
     st.rerun()
+state.remember()  # a browser reload (same ?owner=) finds the data and choices again

@@ -31,14 +31,23 @@ def choose_runs(items):
     return [it for it in items if it.key in chosen]
 
 
-def axis_titles(item):
+def axis_titles(item, curve):
+    """x: the curve's own column that the x values come from (else the treatment); y: what f means."""
     roles = item.record.get("roles") or {}
-    treatment = (roles.get("treatment") or ["treatment"])[0]
+    treatments = roles.get("treatment") or []
+    x_title = treatments[0] if len(treatments) == 1 else "x"
+    if curve is not None:
+        for col in curve.columns:
+            if col not in ("x", "estimate", "truth", "group") and curve[col].equals(curve["x"]):
+                x_title = col
+                break
     if item.record.get("problem") == "pcl":
-        return treatment, f"E[Y | do({treatment})]"
-    if item.has_truth and item.record.get("dataset") in ("demand-iv", "digits-iv"):
-        return treatment, "f(price, time = 5, type)"
-    return treatment, "average structural function"
+        return x_title, f"E[Y | do({x_title})]"
+    if item.record.get("dataset") in ("demand-iv", "digits-iv") and item.has_truth:
+        return x_title, "f(price, time = 5, type)"
+    if not item.has_truth:
+        return x_title, "average structural function"
+    return x_title, "causal function f"
 
 
 def reference_2sls(items):
@@ -74,7 +83,7 @@ def curves_section(chosen):
         methods.append("2sls")
     if not named:
         return
-    x_title, y_title = axis_titles(chosen[0])
+    x_title, y_title = axis_titles(chosen[0], named[0][1])
     fig = plots.curve_figure(named, methods=methods, x_title=x_title, y_title=y_title)
     if real:
         left, right = st.columns([3, 2], gap="large")
@@ -97,8 +106,13 @@ def curves_section(chosen):
                        "theory and robustness checks can tell.")
     else:
         st.plotly_chart(fig, key="res_curves")
-        st.caption("Dashed black: the true causal function. For IV demand, f against price at time 5 "
-                   "for each customer type; for PCL, E[Y | do(price)].")
+        scored = chosen[0].record.get("truth")
+        caption = "Dashed black: the true causal function."
+        if chosen[0].record.get("dataset") in ("demand-iv", "digits-iv"):
+            caption += " One panel per customer type: f against price at time 5."
+        if scored:
+            caption += f" Scored by the {scored}."
+        st.caption(caption)
 
 
 def metrics_section(chosen):
@@ -109,9 +123,9 @@ def metrics_section(chosen):
         cols = st.columns(min(len(with_truth), 5))
         best = with_truth["MSE"].min()
         for col, (_, row) in zip(cols, with_truth.iterrows()):
-            col.metric(row["method"] + (f" · {row['learner']}" if row["method"] not in ("2SLS", "Sieve 2SLS") else ""),
-                       f"{row['MSE']:.4g}", help="Mean squared error against the truth (lower is better).",
-                       delta="best" if row["MSE"] == best and len(with_truth) > 1 else None, delta_color="off")
+            col.metric(row["run"], f"{row['MSE']:.4g}", help="Mean squared error against the truth (lower is better).",
+                       delta="lowest MSE" if row["MSE"] == best and len(with_truth) > 1 else None,
+                       delta_color="off", delta_arrow="off")
     st.dataframe(table, key="res_metrics", hide_index=True,
                  column_config={"MSE": st.column_config.NumberColumn(format="%.4g"),
                                 "MSE (fresh draws)": st.column_config.NumberColumn(format="%.4g"),
@@ -150,7 +164,7 @@ def details_section(chosen):
 
 def stored_section(items):
     st.subheader("Stored runs")
-    rows = state.stored_runs()
+    rows = state.stored_runs(safe=False)
     if not rows:
         st.caption("Runs of this session are saved as they finish and listed here.")
         return
@@ -161,9 +175,10 @@ def stored_section(items):
     present = {it.key for it in items}
     options = [r["id"] for r in rows if r["id"] not in present]
     if not options:
-        st.caption("All stored runs of this session are already in the comparison above.")
+        st.caption("Every stored run of this session is already among the runs to compare above.")
         return
     labels = {r["id"]: f"{r['label']} · {r['dataset']} · {r['created']}" for r in rows}
+    ss["store_pick"] = [k for k in ss.get("store_pick", []) if k in options]
     pick = st.multiselect("Reload stored runs", options, key="store_pick", format_func=lambda k: labels[k])
     if st.button("Load", key="store_load", disabled=not pick):
         for run_id in pick:
@@ -187,9 +202,14 @@ if not items:
 else:
     chosen = choose_runs(items)
     if chosen:
-        curves_section(chosen)
-        metrics_section(chosen)
-        details_section(chosen)
+        with ui.guarded("draw the estimated curves"):
+            curves_section(chosen)
+        with ui.guarded("summarize the runs"):
+            metrics_section(chosen)
+        with ui.guarded("show the run's losses and downloads"):
+            details_section(chosen)
     else:
         st.info("Choose at least one run to compare.")
-stored_section(items)
+with ui.guarded("read the run store"):
+    stored_section(items)
+state.remember()  # a browser reload (same ?owner=) finds the data and choices again

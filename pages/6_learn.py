@@ -7,11 +7,12 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state, ui
+from dashboard.training import one_openmp_thread
 from dashboard.diagram import causal_dot, moment_text
 from dmlcore import plots
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
-from dmlcore.data.simulate import psi
+from dmlcore.data.simulate import bridge_curve, demand_f0
 from dmlcore.diagnostics import first_stage
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.dml import make_folds
@@ -25,9 +26,19 @@ INPUTS = ["price", "time", "customer_type"]
 ss = st.session_state
 
 
+class _TrueDemand:
+    """The true structural function of demand-iv, with the predict() of a fitted estimator."""
+
+    def predict(self, frame):
+        return np.asarray(demand_f0(frame["price"], frame["time"], frame["customer_type"]), dtype=float)
+
+
 @st.cache_data(show_spinner=False, max_entries=200)
 def experiment(strength: float, rho: float, n: int, seed: int, with_naive: bool) -> dict:
-    """OLS, 2SLS and fast DML-CMR (and naive) on one simulated IV demand data set."""
+    """OLS, 2SLS and fast DML-CMR (and naive) on one simulated IV demand data set.
+
+    Curves are average demand curves: the mean over the data's rows of f(price, time_i, type_i).
+    """
     loaded = load_dataset("demand-iv", n=n, seed=seed, rho=rho, iv_strength=strength)
     data, truth = loaded.data, loaded.truth
     # OLS is 2SLS with every input instrumenting itself: E[Y - f(X) | X] = 0.
@@ -36,13 +47,16 @@ def experiment(strength: float, rho: float, n: int, seed: int, with_naive: bool)
             ("DML-CMR (small boosting)", "dml-cmr", data, FAST_GB)]
     if with_naive:
         fits.append(("Naive plug-in (small boosting)", "naive", data, {k: v for k, v in FAST_GB.items() if k != "folds"}))
+    grid = np.linspace(*np.quantile(data.table["price"], [0.02, 0.98]), 40)
+    true_curve = bridge_curve(_TrueDemand(), data, grid)
     out = {}
     for name, key, d, kwargs in fits:
         run = fit_run(d, "2sls" if key == "ols" else key, truth=truth, **kwargs)
-        out[name] = {"key": key, "curve": run.curve(), "mse": run.record["mse"], "seconds": run.record["seconds"],
+        curve = pd.DataFrame({"x": grid, "estimate": bridge_curve(run.estimator, data, grid),
+                              "truth": true_curve, "group": "average over customers"})
+        out[name] = {"key": key, "curve": curve, "mse": run.record["mse"], "seconds": run.record["seconds"],
                      "slope": (run.record.get("coefficients") or {}).get("price")}
-    table = data.table
-    true_slope = float(np.mean(table["customer_type"] * psi(table["time"])) - 2.0)
+    true_slope = float(np.polyfit(grid, true_curve, 1)[0])
     try:
         diag = first_stage(data, nonparametric=False)
     except DMLCoreError:
@@ -99,8 +113,8 @@ def score_tab():
         "Every estimator here works in two stages. The **first stage** learns nuisances: the "
         "conditional distribution of the treatment given C, which gives g(f, c) = E[f(X) | c], and, for "
         "DML-CMR, s(c) = E[Y | c]. The **second stage** fits f by minimizing a loss.")
-    c1, c2 = st.columns(2)
-    with c1.container(border=True):
+    c1, c2 = st.columns(2, border=True)
+    with c1:
         st.markdown("**Naive plug-in** (DeepIV, two-stage least squares in spirit)")
         st.latex(r"\ell_{\text{naive}}(f) = \big(Y - \hat g(f, c)\big)^2")
         st.markdown(
@@ -108,7 +122,7 @@ def score_tab():
             "stopping, or overfitting the same rows) shift the minimizer of the loss **at first order**: "
             "a first stage that is 10 % off gives an f that is off by about as much. The loss is not "
             "*Neyman orthogonal*: its derivative with respect to g at the truth is not zero.")
-    with c2.container(border=True):
+    with c2:
         st.markdown("**DML-CMR: the orthogonal score**")
         st.latex(r"\psi(f; s, g) = \big(\hat s(c) - \hat g(f, c)\big)^2")
         st.markdown(
@@ -151,54 +165,59 @@ def crossfit_tab():
 def experiment_panel():
     st.markdown(
         "Simulated ticket demand with a known causal function. Move the sliders: how do ordinary "
-        "regression (OLS), linear 2SLS and a fast DML-CMR (small gradient-boosting learners, K = 3) react?")
+        "regression (OLS), linear 2SLS and a fast DML-CMR (small gradient-boosting learners, K = 3) react? "
+        "The plot shows the **average demand curve**: expected sales if every customer were offered "
+        "the same price.")
     c1, c2, c3, c4 = st.columns(4)
-    strength = c1.slider("Instrument strength", 0.0, 3.0, 1.0, 0.05, key="exp_strength", persist_state="session")
-    rho = c2.slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key="exp_rho", persist_state="session")
+    strength = c1.slider("Instrument strength", 0.0, 3.0, 1.0, 0.05, key="exp_strength", persist_state="session",
+                         help="How much the fuel price moves the ticket price.")
+    rho = c2.slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key="exp_rho", persist_state="session",
+                    help="How strongly the hidden demand shock drives both price and sales.")
     n = c3.select_slider("Rows", [500, 1000, 2000], value=1000, key="exp_n", persist_state="session")
-    group = c4.select_slider("Customer type shown", list(range(1, 8)), value=4, key="exp_type",
-                             persist_state="session")
+    seed = c4.number_input("Seed", min_value=0, max_value=10_000, value=0, step=1, key="exp_seed",
+                           persist_state="session")
     with_naive = st.checkbox("also the naive plug-in (same learners)", key="exp_naive", persist_state="session")
     start = time.perf_counter()
     try:
-        with st.spinner("Fitting..."):
-            result = experiment(float(strength), float(rho), int(n), 0, bool(with_naive))
+        with st.spinner("Fitting..."), one_openmp_thread():
+            result = experiment(float(strength), float(rho), int(n), int(seed), bool(with_naive))
     except DMLCoreError as err:
         st.error(str(err))
         return
     seconds = time.perf_counter() - start
     fits = result["fits"]
-    named = [(name, fit["curve"][fit["curve"]["group"] == f"type {group}"]) for name, fit in fits.items()]
+    named = [(name, fit["curve"]) for name, fit in fits.items()]
     left, right = st.columns([3, 2], gap="large")
     with left:
         st.plotly_chart(plots.curve_figure(named, methods=[f["key"] for f in fits.values()], x_title="price",
-                                           y_title=f"sales, type {group}, time 5"), key="exp_curves")
+                                           y_title="average sales", title="Average demand curve"),
+                        key="exp_curves")
     with right:
         st.plotly_chart(plots.bar_figure(list(fits), [f["mse"] for f in fits.values()],
                                          keys=[f["key"] for f in fits.values()], y_title="MSE vs truth",
-                                         title="Error against the truth (lower is better)"), key="exp_mse")
+                                         title="Error of f on the test grid (lower is better)"), key="exp_mse")
         diag = result["first_stage"]
         if diag is not None:
             f_stat = diag["treatments"]["price"]["f_stat"]
-            st.metric("First-stage F", f"{f_stat:,.1f}", delta="weak (below 10)" if diag["weak"] else "strong",
-                      delta_color="inverse" if diag["weak"] else "normal")
+            st.metric("First-stage F", f"{f_stat:,.1f}", delta="weak: below 10" if diag["weak"] else "strong",
+                      delta_color="inverse" if diag["weak"] else "normal", delta_arrow="off")
     slope = {name: f["slope"] for name, f in fits.items() if f["slope"] is not None}
     st.markdown(
-        f"**Price slope** (linear models; the true average ∂f/∂price over these rows is "
-        f"{result['true_slope']:.2f}): " + ", ".join(f"{k} {v:.2f}" for k, v in slope.items()) + ".")
+        f"**Price slope** of the average demand curve: truth {result['true_slope']:.2f}; "
+        + ", ".join(f"{k} {v:.2f}" for k, v in slope.items()) + ".")
     notes = []
     if rho > 0.5:
-        notes.append("With strong confounding, OLS mistakes the demand shock for a price effect: its slope "
-                     "is pulled towards the confounded direction; 2SLS uses only the price variation caused "
-                     "by the fuel price.")
+        notes.append("With strong confounding, OLS mistakes the demand shock (which raises prices *and* sales) "
+                     "for a price effect: its slope is far too flat. 2SLS uses only the price variation "
+                     "caused by the fuel price, which is unrelated to the shock.")
     if strength < 0.3:
         notes.append("With a weak instrument little price variation is left for 2SLS and DML-CMR: estimates "
                      "get noisy and drift back towards OLS.")
-    notes.append("The true f is nonlinear (price × type × season), which no linear model captures; the "
-                 "flexible DML-CMR can.")
+    notes.append("The true f is nonlinear (price × customer type × season): the average curve is a line, "
+                 "but f itself is not, so the linear models' MSE stays high while DML-CMR can fit the shape.")
     for note in notes:
         st.markdown(f"- {note}")
-    st.caption(f"Answered in {seconds:.2f} s (repeated settings come from a cache).")
+    st.caption(f"Answered in {seconds:.2f} s (settings seen before come from a cache).")
 
 
 st.title("Learn")
@@ -215,3 +234,4 @@ with tabs[3]:
 with tabs[4]:
     st.fragment(experiment_panel)()
 st.page_link(ui.DATA, label="Try it on data: go to Data", icon=":material/table:")
+state.remember()  # a browser reload (same ?owner=) finds the data and choices again

@@ -16,6 +16,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,11 +110,19 @@ def no_exception(page):
 
 
 def test_full_flow_in_chromium(page, server):
-    # Home: one clean menu (the top navigation, no automatic page list in the sidebar)
+    # Home, as the first visitor after the server start: one clean menu (the top navigation),
+    # and Streamlit's automatic list of pages/ never appears, not even for a moment
+    page.add_init_script("""
+        window.__sawAutoNav = false;
+        new MutationObserver(() => {
+            if (document.querySelector('[data-testid=stSidebarNav]')) window.__sawAutoNav = true;
+        }).observe(document, {childList: true, subtree: true});
+    """)
     page.goto(server)
     idle(page, 800)
     assert page.locator("[data-testid=stTopNavLink]").count() == 7
     assert page.locator("[data-testid=stSidebarNav]").count() == 0
+    assert page.evaluate("window.__sawAutoNav") is False
     page.get_by_text("One-click demo").wait_for()
     shoot(page, "01_home")
 
@@ -133,8 +143,24 @@ def test_full_flow_in_chromium(page, server):
     no_exception(page)
     shoot(page, "06_results_demo")
 
-    # Data: a small simulation
+    # Data: an uploaded CSV (preview, types, plot), then a small simulation
     nav(page, "Data")
+    page.get_by_role("tab", name="Upload a file").click()
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=300)
+    u = rng.normal(size=300)
+    a = 10 + z + u
+    table = pd.DataFrame({"wage": 2 * a + 3 * u + rng.normal(size=300), "school": a, "distance": z,
+                          "age": rng.integers(20, 60, size=300)})
+    page.locator(".st-key-upload input[type=file]").set_input_files(
+        files=[{"name": "wages.csv", "mimeType": "text/csv", "buffer": table.to_csv(index=False).encode()}])
+    page.get_by_text("Loaded wages.csv").wait_for()
+    idle(page, 800)
+    page.get_by_role("tab", name="Plot").click()
+    page.wait_for_timeout(800)
+    no_exception(page)
+    shoot(page, "02_data_upload")
+    page.get_by_role("tab", name="Simulate").click()
     n_input = page.locator(".st-key-sim_n input")
     n_input.fill("400")
     n_input.press("Enter")
@@ -153,7 +179,7 @@ def test_full_flow_in_chromium(page, server):
     no_exception(page)
     shoot(page, "03_roles")
 
-    # Estimators: neural-network learners, 3 folds, at most 3 epochs
+    # Estimators: neural-network learners, 3 folds, at most 60 epochs (a few seconds of training)
     nav(page, "Estimators")
     page.locator(".st-key-est_learner").click()
     page.get_by_role("option", name="neural network").click()
@@ -164,19 +190,23 @@ def test_full_flow_in_chromium(page, server):
     idle(page)
     page.get_by_text("Advanced settings").click()
     epochs = page.locator(".st-key-est_epochs input")
-    epochs.fill("3")
+    epochs.fill("60")
     epochs.press("Enter")
     idle(page)
-    page.get_by_text("at most 3 epochs").first.wait_for()
+    page.get_by_text("at most 60 epochs").first.wait_for()
     no_exception(page)
     shoot(page, "04_estimators")
 
-    # Train: start, see progress, survive a reload
+    # Train: start, watch progress and live losses, reload while it runs, see it finish
     nav(page, "Train")
     page.locator(".st-key-train_start button").click()
     page.get_by_text("Batch 2").first.wait_for()
-    page.locator("[data-testid=stProgress]").first.wait_for()
-    page.wait_for_timeout(1500)
+    try:
+        page.get_by_text("Live losses of this run").wait_for(timeout=15_000)
+        page.locator("[data-testid=stProgress]").first.wait_for(timeout=1_000)
+        page.wait_for_timeout(1200)
+    except sync_api.TimeoutError:
+        pass                                              # finished before a chart was drawn
     shoot(page, "05_train_running")
     page.reload()
     idle(page, 800)

@@ -115,8 +115,9 @@ def test_dml_uses_one_fold_model_per_fold_and_orthogonal_targets():
     assert not np.allclose(est.targets_, arr.y)
     # draws: the modelled treatment varies, the known covariates are the row's own values
     assert est.draws_.shape == (300, DRAW_BANK * 4, 3)
-    np.testing.assert_array_equal(est.draws_[:, :, 1], np.repeat(arr.inputs[:, [1]], DRAW_BANK * 4, axis=1))
-    np.testing.assert_array_equal(est.draws_[:, :, 2], np.repeat(arr.inputs[:, [2]], DRAW_BANK * 4, axis=1))
+    known = arr.inputs.astype(np.float32)  # draws are stored in float32
+    np.testing.assert_array_equal(est.draws_[:, :, 1], np.repeat(known[:, [1]], DRAW_BANK * 4, axis=1))
+    np.testing.assert_array_equal(est.draws_[:, :, 2], np.repeat(known[:, [2]], DRAW_BANK * 4, axis=1))
     assert np.all(est.draws_[:, :, 0].std(1) > 0)
 
 
@@ -156,7 +157,7 @@ def test_pcl_treatment_is_known_and_outcome_proxy_is_modelled():
     est = DMLCMR("gb", folds=2, epochs=5, n_draws=4).fit(data)
     arr = data.cmr()
     assert arr.input_names == ["price", "views"]
-    np.testing.assert_array_equal(est.draws_[:, :, 0], np.repeat(arr.inputs[:, [0]], est.draws_.shape[1], axis=1))
+    np.testing.assert_array_equal(est.draws_[:, :, 0], np.repeat(arr.inputs[:, [0]].astype(np.float32), est.draws_.shape[1], axis=1))
     assert np.all(est.draws_[:, :, 1].std(1) > 0)
     assert np.all(np.isfinite(est.predict(data.table[["price", "views"]])))
 
@@ -167,7 +168,7 @@ def test_cmr_without_modelled_inputs_needs_no_sampler():
     table = pd.DataFrame({"y": 1.5 * x + 0.5 + 0.1 * rng.normal(size=300), "x": x})
     est = DMLCMR("linear", folds=3).fit(CausalData(table, "cmr", "y", inputs=["x"], conditioning=["x"]))
     assert est.g_model_ is None and est.draws_.shape == (300, 1, 1)
-    np.testing.assert_array_equal(est.draws_[:, 0, 0], x)
+    np.testing.assert_array_equal(est.draws_[:, 0, 0], x.astype(np.float32))
     np.testing.assert_allclose(est.f_.coef_, [0.5, 1.5], atol=0.05)
 
 

@@ -1,0 +1,423 @@
+"""The dashboard through Streamlit's AppTest: every page, validation messages, and the whole flow.
+
+Fragments with ``run_every`` never tick in AppTest, so background jobs are followed by polling
+(``time.sleep`` + ``at.run()``). Each test gets a fresh job registry (``st.cache_resource`` is
+cleared) and its own run store under a temporary DMLCORE_HOME.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+DATA, ROLES, ESTIMATORS, TRAIN, RESULTS, LEARN = (
+    "pages/1_data.py", "pages/2_roles.py", "pages/3_estimators.py", "pages/4_train.py",
+    "pages/5_results.py", "pages/6_learn.py")
+
+
+@pytest.fixture(autouse=True)
+def fresh_runtime(tmp_path, monkeypatch):
+    """A new job registry and run store per test."""
+    monkeypatch.setenv("DMLCORE_HOME", str(tmp_path / "home"))
+    st.cache_resource.clear()
+    yield
+    try:
+        from dashboard import state
+        state.registry().close()
+    finally:
+        st.cache_resource.clear()
+
+
+def start(page: str | None = None, query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    if query:
+        at.query_params.update(query)
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(elements) -> list[str]:
+    return [e.value for e in elements]
+
+
+def all_text(at) -> str:
+    parts = []
+    for kind in ("markdown", "caption", "title", "subheader", "info", "success", "warning", "error"):
+        parts += [str(v) for v in texts(getattr(at, kind))]
+    return "\n".join(parts)
+
+
+def simulate(at, n=300, name="demand-iv"):
+    at.switch_page(DATA).run()
+    at.selectbox(key="sim_name").set_value(name).run()
+    if n is not None:
+        at.number_input(key="sim_n").set_value(n).run()
+    at.button(key="sim_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def wait_for_jobs(at, timeout=90):
+    """Poll the Train page until no run is queued or running."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        time.sleep(0.5)
+        at.run()
+        labels = [m for m in texts(at.markdown) if m.startswith(":") and "**#" in m]
+        if labels and not any("autorenew" in m or "schedule" in m for m in labels):
+            return labels
+    pytest.fail("The runs did not finish in time:\n" + all_text(at))
+
+
+def flat(node) -> list:
+    """The elements under ``node`` in page order (blocks expanded)."""
+    children = getattr(node, "children", None)
+    if not children:
+        return [node]
+    out = []
+    for key in sorted(children):
+        out += flat(children[key])
+    return out
+
+
+def next_after(at, key: str):
+    """The element drawn right after the widget with ``key`` (where its message goes)."""
+    elements = flat(at.main)
+    for i, el in enumerate(elements):
+        if getattr(el, "key", None) == key:
+            return elements[i + 1] if i + 1 < len(elements) else None
+    raise AssertionError(f"no widget {key}")
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    buffer = io.StringIO()
+    frame.to_csv(buffer, index=False)
+    return buffer.getvalue().encode()
+
+
+def small_iv_table(n=400, seed=1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n)
+    u = rng.normal(size=n)
+    a = z + u + rng.normal(scale=0.5, size=n)
+    y = 2 * a + 3 * u + rng.normal(size=n)
+    return pd.DataFrame({"y": y, "a": a, "z": z, "x": rng.normal(size=n), "label": ["p"] * n})
+
+
+# ---------------------------------------------------------------- pages
+def test_home_explains_and_offers_the_demo():
+    at = start()
+    assert "dmlcore" in at.title[0].value
+    body = all_text(at)
+    assert "DML-CMR" in body and "naive two-stage plug-in" in body and "2SLS" in body
+    assert at.button(key="demo_run").label == "Run the demo"
+    assert len(at.get("page_link")) >= 6
+
+
+def test_every_page_guides_a_new_session():
+    at = start()
+    expected = {DATA: "No data loaded yet", ROLES: "No data loaded yet", ESTIMATORS: "no valid roles yet",
+                TRAIN: "Load data and assign valid roles", RESULTS: "No finished runs yet",
+                LEARN: "Price slope"}
+    for page, text in expected.items():
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        assert text in all_text(at), page
+
+
+def test_simulated_data_arrive_with_roles_and_truth():
+    at = start()
+    simulate(at, n=300)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Rows"] == "300" and metrics["Columns"] == "5" and metrics["Ground truth"] == "known"
+    assert at.dataframe[0].value.shape == (200, 5)                  # preview
+    summary = at.dataframe[1].value
+    assert list(summary.index) == ["sales", "price", "time", "customer_type", "fuel_price"]
+    assert {"dtype", "mean", "std", "min", "max"} <= set(summary.columns)
+    assert len(at.get("plotly_chart")) == 1
+    at.switch_page(ROLES).run()
+    assert at.radio(key="role_problem").value == "iv"
+    assert at.selectbox(key="role_outcome").value == "sales"
+    assert at.selectbox(key="role_treatment").value == "price"
+    assert at.multiselect(key="role_instrument").value == ["fuel_price"]
+    assert "Roles are valid" in texts(at.success)[0]
+    assert len(at.get("graphviz_chart")) == 1
+    metrics = {m.label: m.value for m in at.metric}
+    assert float(metrics["First-stage F (price)"].replace(",", "")) > 10
+    assert any("instrument looks strong" in s for s in texts(at.success))
+
+
+def test_pcl_simulation_shows_the_proxy_roles():
+    at = start()
+    simulate(at, n=300, name="demand-pcl")
+    at.switch_page(ROLES).run()
+    assert at.radio(key="role_problem").value == "pcl"
+    assert at.multiselect(key="role_treatment_proxy").value == ["fuel_price_1", "fuel_price_2"]
+    assert at.multiselect(key="role_outcome_proxy").value == ["views"]
+    assert "Roles are valid" in texts(at.success)[0]
+    assert not at.get("metric")        # no first-stage diagnostics outside IV
+
+
+def test_upload_roles_validation_next_to_the_widget():
+    at = start(DATA)
+    table = small_iv_table()
+    at.file_uploader(key="upload").set_value(("mine.csv", csv_bytes(table), "text/csv")).run()
+    assert not at.exception
+    assert any("Loaded mine.csv" in s for s in texts(at.success))
+    assert {m.label: m.value for m in at.metric}["Ground truth"] == "unknown"
+
+    at.switch_page(ROLES).run()
+    # nothing assigned yet: a to-do, not an error
+    assert any("needs a column with the role 'outcome'" in w for w in texts(at.warning))
+    at.selectbox(key="role_outcome").set_value("y").run()
+    at.multiselect(key="role_instrument").set_value(["z"]).run()
+    assert any("needs a column with the role 'treatment'" in w for w in texts(at.warning))
+    at.selectbox(key="role_treatment").set_value("y").run()
+    assert any("has two roles, outcome and treatment" in e for e in texts(at.error))
+    shown = next_after(at, "role_treatment")
+    assert shown.type == "error" and "has two roles" in shown.value
+    at.selectbox(key="role_treatment").set_value("a").run()
+    at.multiselect(key="role_instrument").set_value(["label"]).run()
+    assert any("Column 'label' is not numeric" in e for e in texts(at.error))
+    assert "is not numeric" in next_after(at, "role_instrument").value
+    at.multiselect(key="role_instrument").set_value(["z"]).run()
+    at.multiselect(key="role_covariates").set_value(["x"]).run()
+    assert not at.error
+    assert "Roles are valid" in texts(at.success)[0]
+    f_stat = float({m.label: m.value for m in at.metric}["First-stage F (a)"].replace(",", ""))
+    assert f_stat > 10
+
+    # a weak instrument is flagged
+    at.multiselect(key="role_instrument").set_value(["x"]).run()
+    at.multiselect(key="role_covariates").set_value([]).run()
+    assert any("look weak" in w for w in texts(at.warning))
+
+    # the problem switch changes the roles on offer and the diagram follows
+    at.radio(key="role_problem").set_value("cmr").run()
+    assert at.multiselect(key="role_inputs") is not None
+    assert "conditioning" in at.get("graphviz_chart")[0].proto.spec
+
+
+def test_bad_upload_keeps_the_loaded_data():
+    at = start()
+    simulate(at, n=300)
+    at.file_uploader(key="upload").set_value(("book.xlsx", b"PK\x03\x04junk", "application/octet-stream")).run()
+    assert not at.exception
+    assert any("Spreadsheets are not read directly" in e for e in texts(at.error))
+    assert {m.label: m.value for m in at.metric}["Rows"] == "300"     # still the simulation
+    at.file_uploader(key="upload").set_value(("empty.csv", b"", "text/csv")).run()
+    assert any("is empty" in e for e in texts(at.error))
+
+
+def test_real_data_set_with_caveat_and_suggested_roles():
+    at = start(DATA)
+    at.selectbox(key="real_name").set_value("mroz").run()
+    at.button(key="real_load").click().run()
+    assert not at.exception
+    assert any("true causal function is unknown" in w for w in texts(at.warning))
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Rows"] == "428" and metrics["Ground truth"] == "unknown"
+    at.switch_page(ROLES).run()
+    assert at.selectbox(key="role_outcome").value == "lwage"
+    assert at.multiselect(key="role_instrument").value == ["fatheduc", "motheduc"]
+    assert "First-stage F (educ)" in [m.label for m in at.metric]
+
+
+def test_estimator_choices_and_their_errors():
+    at = start()
+    simulate(at, n=300)
+    at.switch_page(ESTIMATORS).run()
+    assert at.multiselect(key="est_methods").value == ["dml-cmr", "naive", "2sls"]
+    assert at.number_input(key="est_folds").value == 10
+    # dmlcore's own defaults in the advanced section
+    from dmlcore.learners.nn import DEFAULTS
+    assert at.number_input(key="adv_nn_lr").value == DEFAULTS["lr"]
+    assert at.text_input(key="adv_nn_hidden").value == ", ".join(map(str, DEFAULTS["hidden"]))
+
+    at.number_input(key="est_folds").set_value(40).run()
+    assert any("40 folds need at least 400 rows" in e for e in texts(at.error))
+    at.number_input(key="est_folds").set_value(3).run()
+    at.text_input(key="adv_nn_hidden").set_value("64, lots").run()
+    assert any("Hidden layer sizes must be whole numbers" in e for e in texts(at.error))
+    at.text_input(key="adv_nn_hidden").set_value("32, 16").run()
+    at.multiselect(key="est_methods").set_value([]).run()
+    assert any("Choose at least one method" in e for e in texts(at.error))
+    at.multiselect(key="est_methods").set_value(["dml-cmr", "2sls"]).run()
+    at.selectbox(key="est_learner").set_value("gb").run()
+    at.selectbox(key="est_learner").set_value("nn").run()
+    assert not at.error
+    plan = [m for m in texts(at.markdown) if m.startswith("- ")]
+    assert plan[0].startswith("- DML-CMR · learner neural network · K = 3")
+    assert "changed: hidden=(32, 16)" in plan[0]
+    assert plan[1] == "- 2SLS"
+    # choices survive a page switch
+    at.switch_page(DATA).run()
+    at.switch_page(ESTIMATORS).run()
+    assert at.number_input(key="est_folds").value == 3
+    assert at.text_input(key="adv_nn_hidden").value == "32, 16"
+
+
+def test_whole_flow_simulate_train_results_and_reload():
+    at = start()
+    simulate(at, n=300)
+    at.switch_page(ROLES).run()
+    at.switch_page(ESTIMATORS).run()
+    at.selectbox(key="est_learner").set_value("nn").run()
+    at.number_input(key="est_folds").set_value(3).run()
+    at.number_input(key="est_epochs").set_value(2).run()
+    at.switch_page(TRAIN).run()
+    assert "scored against the truth" in all_text(at)
+    at.button(key="train_start").click().run()
+    assert not at.exception
+    labels = wait_for_jobs(at)
+    assert len(labels) == 3 and all("done in" in m for m in labels), labels
+    assert any("Batch 1 · 3 of 3 done" in m for m in texts(at.markdown))
+
+    at.switch_page(RESULTS).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.multiselect(key="res_selected").value and len(at.multiselect(key="res_selected").value) == 3
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 3                             # curves, fold losses, second stage per fold
+    curves = json.loads(charts[0].proto.spec)
+    names = {trace.get("name") for trace in curves["data"]}
+    assert {"truth", "#1 DML-CMR · nn", "#1 Naive plug-in · nn", "#1 2SLS"} <= names
+    table = at.dataframe[0].value
+    assert list(table["method"]) == ["DML-CMR", "Naive plug-in", "2SLS"]
+    assert all(math.isfinite(v) and v > 0 for v in table["MSE"])
+    assert all(v >= 0 for v in table["seconds"])
+    assert [m.label for m in at.metric] == list(table["run"])
+    losses = json.loads(charts[1].proto.spec)
+    assert {"fold 0", "fold 1", "fold 2"} <= {t.get("name") for t in losses["data"]}
+    downloads = at.get("download_button")
+    assert len(downloads) == 2
+    stored = at.dataframe[-1].value
+    assert len(stored) == 3 and set(stored["method"]) == {"dml-cmr", "naive", "2sls"}
+
+    # a browser reload: a new session with the owner and job ids from the URL reattaches
+    owner, jobs = at.session_state["owner"], ",".join(at.session_state["job_ids"])
+    again = start(TRAIN, query={"owner": owner, "jobs": jobs})
+    assert any("Batch 1 · 3 of 3 done" in m for m in texts(again.markdown))
+    assert "On **demand-iv** (300 rows" in all_text(again)        # data and choices remembered
+    assert any("Batch 1 has finished" in m for m in texts(again.success))
+    assert [m for m in texts(again.markdown) if m.startswith("- ")][0].startswith(
+        "- DML-CMR · learner neural network · K = 3")
+    again.switch_page(RESULTS).run()
+    assert len(again.dataframe[0].value) == 3
+    # another owner sees nothing
+    stranger = start(RESULTS, query={"jobs": jobs})
+    assert "No finished runs yet" in all_text(stranger)
+
+
+def test_stored_runs_reload_into_the_comparison():
+    at = start()
+    simulate(at, n=300)
+    at.switch_page(ESTIMATORS).run()
+    at.multiselect(key="est_methods").set_value(["2sls"]).run()
+    at.switch_page(TRAIN).run()
+    at.button(key="train_start").click().run()
+    wait_for_jobs(at)
+    at.button(key="train_clear").click().run()                     # forget the live job
+    at.switch_page(RESULTS).run()
+    assert "No finished runs yet" in all_text(at)
+    assert len(at.dataframe[-1].value) == 1                        # but it is stored
+    run_id = at.multiselect(key="store_pick").options[0]
+    at.multiselect(key="store_pick").set_value([at.multiselect(key="store_pick").options[0]]).run()
+    at.button(key="store_load").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.dataframe[0].value["method"].tolist() == ["2SLS"]
+    assert run_id
+    assert len(at.get("download_button")) == 2
+
+
+def test_cancel_a_running_fit():
+    at = start()
+    simulate(at, n=2000)
+    at.switch_page(ESTIMATORS).run()
+    at.multiselect(key="est_methods").set_value(["dml-cmr"]).run()
+    at.selectbox(key="est_learner").set_value("nn").run()
+    at.switch_page(TRAIN).run()
+    at.button(key="train_start").click().run()
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        time.sleep(0.3)
+        at.run()
+        cancel = [b for b in at.button if b.key and b.key.startswith("cancel_")]
+        if cancel and any("autorenew" in m for m in texts(at.markdown)):
+            break
+    assert at.get("progress"), "a running job shows a progress bar"
+    cancel[0].click().run()
+    labels = wait_for_jobs(at, timeout=30)
+    assert any("cancelled" in m for m in labels), labels
+
+
+def test_demo_runs_and_lands_on_results(monkeypatch):
+    from dashboard import training
+    monkeypatch.setattr(training, "DEMO_DATA", dict(training.DEMO_DATA, n=300))
+    at = start()
+    at.button(key="demo_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    deadline = time.time() + 60
+    while "Estimated causal function" not in texts(at.subheader) and time.time() < deadline:
+        time.sleep(0.5)
+        at.run()
+    assert "Estimated causal function" in texts(at.subheader)
+    assert any(s.startswith("Demo finished") for s in texts(at.success))
+    assert at.dataframe[0].value["method"].tolist() == ["DML-CMR", "Naive plug-in", "2SLS"]
+    assert at.dataframe[0].value["learner"].tolist()[:2] == ["gb", "gb"]
+
+
+def test_learn_pages_and_the_experiment():
+    at = start()
+    simulate(at, n=300)
+    at.switch_page(LEARN).run()
+    assert not at.exception
+    assert [t.label for t in at.tabs] == ["Instrumental variables", "Proximal learning",
+                                          "Naive vs orthogonal score", "Cross-fitting", "Experiment"]
+    assert len(at.get("graphviz_chart")) == 2
+    body = all_text(at)
+    assert "300 rows" in body and "K = 10" in body                # the user's own folds
+    folds = at.dataframe[0].value
+    assert len(folds) == 10 and folds["held-out rows (scored)"].sum() == 300
+    assert "Price slope" in body
+    start_time = time.perf_counter()
+    at.slider(key="exp_strength").set_value(0.1).run()
+    assert time.perf_counter() - start_time < 10
+    assert any("weak instrument" in m for m in texts(at.markdown))
+    keys = {c.proto.id for c in at.get("plotly_chart")}
+    assert len(keys) >= 3                                         # folds, curves, MSE bars
+
+
+def test_real_data_results_side_by_side_with_2sls():
+    at = start(DATA)
+    at.selectbox(key="real_name").set_value("mroz").run()
+    at.button(key="real_load").click().run()
+    at.switch_page(ESTIMATORS).run()
+    at.multiselect(key="est_methods").set_value(["dml-cmr"]).run()
+    at.selectbox(key="est_learner").set_value("linear").run()
+    at.switch_page(TRAIN).run()
+    assert "truth unknown" in all_text(at)
+    at.button(key="train_start").click().run()
+    wait_for_jobs(at)
+    at.switch_page(RESULTS).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("true causal function is unknown" in w for w in texts(at.warning))
+    curves = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert {"#1 DML-CMR · linear", "2SLS (reference)"} <= {t.get("name") for t in curves["data"]}
+    assert "truth" not in {t.get("name") for t in curves["data"]}
+    coefficients = at.dataframe[0].value                       # the 2SLS reference, side by side
+    assert 0.0 < coefficients.loc["educ", "coefficient"] < 0.2
+    assert "MSE" in at.dataframe[1].value and at.dataframe[1].value["MSE"].isna().all()

@@ -1,0 +1,71 @@
+"""dmlcore.plots: the figures the dashboard draws, checked without Streamlit."""
+
+import numpy as np
+import pandas as pd
+
+from dmlcore import plots
+from dmlcore.estimators.dml import make_folds
+
+
+def _curve(offset=0.0, groups=("type 1", "type 2")):
+    frames = []
+    for g in groups:
+        x = np.linspace(10, 25, 5)
+        frames.append(pd.DataFrame({"x": x, "estimate": -2 * x + offset, "truth": -2 * x, "group": g}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_curve_figure_one_panel_per_group_and_one_truth_legend():
+    fig = plots.curve_figure([("DML-CMR", _curve(1.0)), ("2SLS", _curve(500.0))], methods=["dml-cmr", "2sls"])
+    names = [t.name for t in fig.data]
+    assert names.count("truth") == 2 and names.count("DML-CMR") == 2
+    assert sum(t.showlegend is not False for t in fig.data if t.name == "truth") == 1
+    truth = next(t for t in fig.data if t.name == "truth")
+    assert truth.line.dash == "dash" and truth.line.color == plots.TRUTH_COLOR
+    # the far-off 2SLS curve does not set the y range: it stays near the truth
+    low, high = fig.layout.yaxis.range
+    assert high < 100 and low > -100
+
+
+def test_curve_figure_without_truth_has_no_truth_trace():
+    frame = _curve().assign(truth=np.nan)
+    fig = plots.curve_figure([("run", frame)])
+    assert "truth" not in [t.name for t in fig.data]
+
+
+def test_loss_figure_from_a_record_and_thinning():
+    hist = {"epoch": list(range(500)), "train": list(np.linspace(1, 0.1, 500)), "val": [None] * 500}
+    record = [{"fold": 0, "s": hist, "g": hist, "second_stage_loss": 0.1},
+              {"fold": 1, "s": hist, "second_stage_loss": 0.2}]
+    losses = plots.losses_from_record(record)
+    assert set(losses) == {"s", "g"} and set(losses["s"]) == {0, 1}
+    fig = plots.loss_figure(losses, max_points=50)
+    assert len(fig.data) == 3                       # no validation traces: all None
+    assert all(len(t.x) <= 51 and t.x[-1] == 499 for t in fig.data)
+    wide = {"f": {None: {"epoch": [0, 1, 2], "train": [10_000.0, 100.0, 10.0], "val": [None] * 3}}}
+    assert plots.loss_figure(wide).layout.yaxis.type == "log"
+    empty = plots.loss_figure({})
+    assert "No losses" in empty.layout.title.text
+
+
+def test_folds_figure_marks_each_row_held_out_once():
+    folds = make_folds(50, 5, 0)
+    fig = plots.folds_figure(folds, 50)
+    z = np.asarray(fig.data[0].z)
+    assert z.shape == (5, 50)
+    assert ((z == 2).sum(axis=0) == 1).all()         # every row held out by exactly one fold
+
+
+def test_column_and_bar_figures():
+    table = pd.DataFrame({"a": np.arange(10.0), "b": np.arange(10.0) ** 2})
+    assert plots.column_figure(table, "a").data[0].type == "histogram"
+    assert plots.column_figure(table, "a", "b", color="b").data[0].type == "scattergl"
+    bars = plots.bar_figure(["OLS", "2SLS"], [0.5, 0.3], keys=["ols", "2sls"])
+    assert list(bars.data[0].marker.color) == [plots.METHOD_COLORS["ols"], plots.METHOD_COLORS["2sls"]]
+
+
+def test_two_runs_of_one_method_get_different_colours():
+    fig = plots.curve_figure([("#1 DML-CMR", _curve(1.0)), ("#2 DML-CMR", _curve(2.0))],
+                             methods=["dml-cmr", "dml-cmr"])
+    colors = {t.name: t.line.color for t in fig.data if t.name != "truth"}
+    assert colors["#1 DML-CMR"] == plots.METHOD_COLORS["dml-cmr"] != colors["#2 DML-CMR"]
