@@ -9,16 +9,19 @@ exactly what was changed.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.dml import F_MODEL_FOR
+from dmlcore.estimators.dml import DMLCMR, F_MODEL_FOR
 from dmlcore.estimators.second_stage import BOOST_DEFAULTS, NN_DEFAULTS
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
 from dmlcore.learners.nn import DEFAULTS as NN_NUISANCE_DEFAULTS
 from dmlcore.learners.tabular import DEFAULTS as TABULAR_DEFAULTS
 from dmlcore.runs import METHOD_TITLES, METHODS, NEURAL_METHODS
+
+DEFAULT_DRAWS = inspect.signature(DMLCMR).parameters["n_draws"].default
 
 SAME = "same as above"
 METHOD_HELP = {
@@ -116,7 +119,7 @@ ESTIMATOR_DEFAULTS: dict[str, object] = {
     "est_learner": "nn",
     "est_folds": 10,
     "est_seed": 0,
-    "est_draws": 16,
+    "est_draws": DEFAULT_DRAWS,
     "est_epochs": None,
     **{learner_override_key(m): SAME for m in NEURAL_METHODS},
     **{nuisance_key(lr, f.param): _widget_default(f) for lr, fields in NUISANCE_FIELDS.items() for f in fields},
@@ -126,7 +129,7 @@ ESTIMATOR_DEFAULTS: dict[str, object] = {
 # What the one-click demo uses: fast on 2 cores, and the three kinds of estimator.
 DEMO_DATA = dict(name="demand-iv", n=2000, seed=0, rho=0.9, iv_strength=1.0)
 DEMO_SETTINGS = {"est_methods": ["dml-cmr", "naive", "2sls"], "est_learner": "gb", "est_folds": 5,
-                 "est_seed": 0, "est_draws": 16, "est_epochs": None}
+                 "est_seed": 0, "est_draws": DEFAULT_DRAWS, "est_epochs": None}
 
 
 @dataclass(frozen=True)
@@ -200,7 +203,7 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
             errors["est_folds"] = str(err)
     epochs = state.get("est_epochs")
     epochs = int(epochs) if epochs not in (None, 0) else None
-    common = dict(folds=folds, seed=int(state.get("est_seed", 0)), n_draws=int(state.get("est_draws", 16)),
+    common = dict(folds=folds, seed=int(state.get("est_seed", 0)), n_draws=int(state.get("est_draws", DEFAULT_DRAWS)),
                   epochs=epochs)
     fits = []
     for method in methods:
