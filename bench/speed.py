@@ -100,7 +100,8 @@ def main() -> None:
                 if res.returncode != 0:
                     print(f"{method} {learner} n={n} K={folds}: failed\n{res.stderr[-500:]}", file=sys.stderr)
                     continue
-                line = json.dumps({**json.loads(res.stdout.strip().splitlines()[-1]), "torch_threads": int(threads)})
+                line = json.dumps({**json.loads(res.stdout.strip().splitlines()[-1]), "torch_threads": int(threads),
+                                   "load_avg_1min": round(os.getloadavg()[0], 2)})
                 handle.write(line + "\n")
                 handle.flush()
                 print(line, flush=True)
