@@ -36,39 +36,76 @@ METHOD_HELP = {
 
 @dataclass(frozen=True)
 class Field:
-    """One advanced setting: its dmlcore parameter, label, kind and default."""
+    """One advanced setting: its dmlcore parameter, label, kind, default and allowed range.
+
+    The range is ``low`` (inclusive, or exclusive with ``low_open``) to ``high`` (inclusive, or
+    exclusive with ``high_open``); None is unbounded.
+    """
 
     param: str
     label: str
     kind: str          # "int", "float", "optional_float" or "sizes"
     default: object
     help: str = ""
+    low: float | None = 0.0
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def problem(self, value) -> str | None:
+        """Why ``value`` is out of range (a message naming the setting), or None."""
+        if value is None or self.kind == "sizes":
+            return None
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return f"{self.label} must be a number; got {value!r}."
+        below = self.low is not None and (number <= self.low if self.low_open else number < self.low)
+        above = self.high is not None and (number >= self.high if self.high_open else number > self.high)
+        if not (below or above) and number == number and abs(number) != float("inf"):
+            return None
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'greater than' if self.low_open else 'at least'} {self.low:g}")
+        if self.high is not None:
+            parts.append(f"{'less than' if self.high_open else 'at most'} {self.high:g}")
+        return f"{self.label} must be {' and '.join(parts)}; got {value:g}. Change it or reset to the default."
+
+
+def _positive(param, label, kind, default, help=""):
+    """A setting that must be greater than 0 (learning rates, penalties that scale a step)."""
+    return Field(param, label, kind, default, help, low=0.0, low_open=True)
+
+
+def _count(param, label, default, help="", low=1):
+    """A whole number of at least ``low``."""
+    return Field(param, label, "int", default, help, low=low)
 
 
 NUISANCE_FIELDS: dict[str, tuple[Field, ...]] = {
     "nn": (
         Field("hidden", "Hidden layer sizes", "sizes", NN_NUISANCE_DEFAULTS["hidden"],
               "Comma-separated widths of the MLP layers."),
-        Field("lr", "Learning rate", "float", NN_NUISANCE_DEFAULTS["lr"]),
-        Field("batch_size", "Batch size", "int", NN_NUISANCE_DEFAULTS["batch_size"]),
+        _positive("lr", "Learning rate", "float", NN_NUISANCE_DEFAULTS["lr"]),
+        _count("batch_size", "Batch size", NN_NUISANCE_DEFAULTS["batch_size"]),
         Field("dropout", "Dropout", "optional_float", NN_NUISANCE_DEFAULTS["dropout"],
-              "Empty: the paper's rule 1000 / (5000 + N), at most 0.5."),
+              "Empty: the paper's rule 1000 / (5000 + N), at most 0.5.", high=1.0, high_open=True),
         Field("weight_decay", "Weight decay (AdamW)", "float", NN_NUISANCE_DEFAULTS["weight_decay"]),
-        Field("patience", "Early-stopping patience (epochs)", "int", NN_NUISANCE_DEFAULTS["patience"]),
-        Field("components", "Mixture components of g", "int", NN_NUISANCE_DEFAULTS["components"]),
+        _count("patience", "Early-stopping patience (epochs)", NN_NUISANCE_DEFAULTS["patience"], low=0),
+        _count("components", "Mixture components of g", NN_NUISANCE_DEFAULTS["components"]),
     ),
     "gb": (
-        Field("learning_rate", "Learning rate", "float", TABULAR_DEFAULTS["gb"]["learning_rate"]),
-        Field("max_leaf_nodes", "Leaves per tree", "int", TABULAR_DEFAULTS["gb"]["max_leaf_nodes"]),
-        Field("min_samples_leaf", "Rows per leaf (minimum)", "int", TABULAR_DEFAULTS["gb"]["min_samples_leaf"]),
+        _positive("learning_rate", "Learning rate", "float", TABULAR_DEFAULTS["gb"]["learning_rate"]),
+        _count("max_leaf_nodes", "Leaves per tree", TABULAR_DEFAULTS["gb"]["max_leaf_nodes"], low=2),
+        _count("min_samples_leaf", "Rows per leaf (minimum)", TABULAR_DEFAULTS["gb"]["min_samples_leaf"]),
         Field("l2_regularization", "L2 regularization", "float", TABULAR_DEFAULTS["gb"]["l2_regularization"]),
-        Field("n_iter_no_change", "Early-stopping patience (stages)", "int",
-              TABULAR_DEFAULTS["gb"]["n_iter_no_change"]),
+        _count("n_iter_no_change", "Early-stopping patience (stages)", TABULAR_DEFAULTS["gb"]["n_iter_no_change"]),
     ),
     "rf": (
-        Field("n_estimators", "Trees", "int", TABULAR_DEFAULTS["rf"]["n_estimators"]),
-        Field("min_samples_leaf", "Rows per leaf (minimum)", "int", TABULAR_DEFAULTS["rf"]["min_samples_leaf"]),
-        Field("max_features", "Share of features per split", "float", TABULAR_DEFAULTS["rf"]["max_features"]),
+        _count("n_estimators", "Trees", TABULAR_DEFAULTS["rf"]["n_estimators"]),
+        _count("min_samples_leaf", "Rows per leaf (minimum)", TABULAR_DEFAULTS["rf"]["min_samples_leaf"]),
+        Field("max_features", "Share of features per split", "float", TABULAR_DEFAULTS["rf"]["max_features"],
+              low=0.0, low_open=True, high=1.0),
     ),
     "linear": (
         Field("alpha", "Ridge penalty", "float", TABULAR_DEFAULTS["linear"]["alpha"]),
@@ -77,18 +114,19 @@ NUISANCE_FIELDS: dict[str, tuple[Field, ...]] = {
 F_FIELDS: dict[str, tuple[Field, ...]] = {
     "nn": (
         Field("hidden", "Hidden layer sizes", "sizes", NN_DEFAULTS["hidden"]),
-        Field("lr", "Learning rate", "float", NN_DEFAULTS["lr"]),
-        Field("batch_size", "Batch size", "int", NN_DEFAULTS["batch_size"]),
-        Field("dropout", "Dropout", "float", NN_DEFAULTS["dropout"]),
+        _positive("lr", "Learning rate", "float", NN_DEFAULTS["lr"]),
+        _count("batch_size", "Batch size", NN_DEFAULTS["batch_size"]),
+        Field("dropout", "Dropout", "float", NN_DEFAULTS["dropout"], high=1.0, high_open=True),
         Field("weight_decay", "Weight decay (AdamW)", "float", NN_DEFAULTS["weight_decay"]),
-        Field("patience", "Early-stopping patience (epochs)", "int", NN_DEFAULTS["patience"]),
+        _count("patience", "Early-stopping patience (epochs)", NN_DEFAULTS["patience"], low=0),
     ),
     "boost": (
-        Field("learning_rate", "Learning rate", "float", BOOST_DEFAULTS["learning_rate"]),
-        Field("max_depth", "Tree depth", "int", BOOST_DEFAULTS["max_depth"]),
-        Field("min_samples_leaf", "Rows per leaf (minimum)", "int", BOOST_DEFAULTS["min_samples_leaf"]),
-        Field("subsample", "Row subsample per stage", "float", BOOST_DEFAULTS["subsample"]),
-        Field("patience", "Early-stopping patience (stages)", "int", BOOST_DEFAULTS["patience"]),
+        _positive("learning_rate", "Learning rate", "float", BOOST_DEFAULTS["learning_rate"]),
+        _count("max_depth", "Tree depth", BOOST_DEFAULTS["max_depth"]),
+        _count("min_samples_leaf", "Rows per leaf (minimum)", BOOST_DEFAULTS["min_samples_leaf"]),
+        Field("subsample", "Row subsample per stage", "float", BOOST_DEFAULTS["subsample"],
+              low=0.0, low_open=True, high=1.0),
+        _count("patience", "Early-stopping patience (stages)", BOOST_DEFAULTS["patience"], low=0),
     ),
     "linear": (),
 }
@@ -167,6 +205,10 @@ def _changed(fields, key_of, state, errors) -> dict | None:
                 continue
             if tuple(value) != tuple(fld.default):
                 out[fld.param] = value
+            continue
+        problem = fld.problem(value)
+        if problem:
+            errors[key] = problem
         elif value != fld.default:
             out[fld.param] = int(value) if fld.kind == "int" else value
     return out or None
@@ -195,6 +237,11 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
     methods = [m for m in state.get("est_methods", []) if m in METHODS]
     if not methods:
         errors["est_methods"] = "Choose at least one method to compare."
+    elif "sieve-2sls" in methods and data is not None and data.image_columns:
+        errors["est_methods"] = ("Sieve 2SLS builds a spline basis of every input of f, so it cannot take "
+                                 f"the {len(data.image_columns):,} image pixel columns of this data. "
+                                 "Remove it; use DML-CMR or the naive plug-in with the neural-network "
+                                 "learner on image data.")
     folds = int(state.get("est_folds", 10))
     if "dml-cmr" in methods and data is not None:
         try:

@@ -227,6 +227,12 @@ def snapshots() -> list[JobSnapshot]:
     return out
 
 
+def lost_job_ids() -> list[str]:
+    """The session's job ids this server no longer knows (it restarted, or they were dropped)."""
+    reg, who = registry(), owner()
+    return [jid for jid in job_ids() if reg.get(jid, who) is None]
+
+
 def batch_of(label: str) -> int | None:
     """The batch number in a job label such as '#3 DML-CMR · nn'."""
     match = _BATCH.match(label or "")

@@ -17,6 +17,7 @@ import numpy as np
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError, FitDiverged
+from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS
 from dmlcore.runs import METHODS, fit_run
 
@@ -35,6 +36,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--folds", type=int, default=10, help="K for DML-CMR cross-fitting")
     p.add_argument("--epochs", type=int, help="maximum epochs (boosting stages) per model")
     p.add_argument("--n-draws", type=int, default=8, help="draws per row to estimate E[f(X)|c]")
+    p.add_argument("--f-model", choices=tuple(SECOND_STAGES),
+                   help="second stage f (default: the learner's own; sieve gives confidence bands)")
+    p.add_argument("--reps-crossfit", type=int, default=1,
+                   help="repeat the fit R times with seeds seed..seed+R-1 (median f-hat, split-spread band)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,12 +96,17 @@ def _fit(args) -> int:
                               ood_test=args.ood_test, data_dir=args.data_dir)
         data, truth, params, dataset = loaded.data, loaded.truth, loaded.params, args.dataset
     run = fit_run(data, args.method, truth=truth, dataset=dataset, learner=args.learner, folds=args.folds,
-                  seed=args.seed, epochs=args.epochs, n_draws=args.n_draws, data_params=params)
+                  seed=args.seed, epochs=args.epochs, n_draws=args.n_draws, f_model=args.f_model,
+                  reps_crossfit=args.reps_crossfit, data_params=params)
     rec = run.record
     if data.problem == "iv":
         from dmlcore.diagnostics import first_stage
-        rec["diagnostics"] = first_stage(data, nonparametric=False)
-        if rec["diagnostics"]["warning"]:
+        try:
+            rec["diagnostics"] = first_stage(data, nonparametric=False)
+        except DMLCoreError as exc:  # e.g. blank pixel covariates: the fit itself went fine
+            rec["diagnostics"] = {"error": str(exc)}
+            print(f"warning: no first-stage diagnostics: {exc}", file=sys.stderr)
+        if rec["diagnostics"].get("warning"):
             print(f"warning: {rec['diagnostics']['warning']}", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(run.to_json())
@@ -106,6 +116,9 @@ def _fit(args) -> int:
     extra = ""
     if rec.get("coefficients"):
         extra = " coefficients " + ", ".join(f"{k}={v:.4g}" for k, v in list(rec["coefficients"].items())[:4])
+    if rec["band_width"] is not None:
+        covered = "n/a" if rec["band_coverage"] is None else f"{rec['band_coverage']:.3f}"
+        extra += f" band_coverage={covered} band_width={rec['band_width']:.4g}"
     print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}, folds={rec['folds']}, "
           f"seed={rec['seed']}): mse={mse} seconds={rec['seconds']:.1f}{extra}")
     return 0
@@ -141,7 +154,8 @@ def _bench(args) -> int:
                     try:
                         rec = fit_run(loaded.data, method, truth=loaded.truth, dataset=args.dataset,
                                       learner=args.learner, folds=args.folds, seed=seed, epochs=args.epochs,
-                                      n_draws=args.n_draws).record
+                                      n_draws=args.n_draws, f_model=args.f_model,
+                                      reps_crossfit=args.reps_crossfit).record
                     except FitDiverged as exc:
                         print(f"  n={n} seed={seed} {method}: diverged ({exc})", file=sys.stderr)
                         continue

@@ -14,7 +14,8 @@ max_finished_per_owner: int = 20)``
   :mod:`dmlcore.progress`; ``should_stop()`` turns True once the job is cancelled. Raises
   DMLCoreError when the owner already has ``max_pending_per_owner`` jobs queued or running.
 * ``submit_fit(owner, label, *, data, method, truth=None, dataset=None, **fit_kwargs) -> str`` --
-  a job running ``dmlcore.runs.fit_run(data, method, truth=..., dataset=..., **fit_kwargs)``.
+  a job running ``dmlcore.runs.fit_run(data, method, truth=..., dataset=..., **fit_kwargs)``; the
+  estimator's ``notes_`` (2SLS: constant columns it left out) are copied to ``run.record["notes"]``.
   An unknown method raises DMLCoreError and a bad keyword TypeError at once, not in the worker.
 * ``get(job_id: str, owner: str) -> JobSnapshot | None`` -- None for an unknown id, another
   owner's job, or a finished job dropped from memory (see below; its run stays in the store).
@@ -216,8 +217,10 @@ class JobRegistry:
                                         should_stop=None, **fit_kwargs)
 
         def task(report: Report, should_stop: ShouldStop) -> Run:
-            return fit_run(data, method, truth=truth, dataset=dataset, callback=report,
-                           should_stop=should_stop, **fit_kwargs)
+            run = fit_run(data, method, truth=truth, dataset=dataset, callback=report,
+                          should_stop=should_stop, **fit_kwargs)
+            _record_notes(run)
+            return run
 
         return self.submit(owner, label, task)
 
@@ -360,6 +363,17 @@ class JobRegistry:
         ended = sorted((job for job in self._owned(owner) if job.status in ENDED), key=lambda j: -j.seq)
         for job in ended[self.max_finished_per_owner:]:
             del self._jobs[job.id]
+
+
+def _record_notes(run: Run) -> None:
+    """Copy the estimator's ``notes_`` (e.g. 2SLS's dropped constant columns) into the run record.
+
+    So that they are stored with the run and shown by the dashboard; a record that already has
+    ``notes`` keeps them.
+    """
+    notes = [str(note) for note in (getattr(run.estimator, "notes_", None) or [])]
+    if notes and isinstance(run.record, dict):
+        run.record.setdefault("notes", notes)
 
 
 def _unexpected(exc: Exception) -> str:

@@ -3,7 +3,9 @@
 A run record is a JSON-ready dict with the fields of the CLI contract: ``method``, ``dataset``,
 ``n``, ``seed``, ``folds``, ``learner``, ``mse`` (None without ground truth), ``seconds`` (wall
 time of the fit), ``fold_losses`` (one entry per fold), ``coefficients`` and ``std_errors``
-(linear methods), plus ``metrics``, ``config``, ``roles`` and ``second_stage_history``.
+(linear methods), plus ``metrics``, ``config``, ``roles`` and ``second_stage_history``; and
+``bands`` (see :func:`band_summary`) with the headline ``band_coverage`` and ``band_width``
+(None when the estimator gives no band).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import numpy as np
 import pandas as pd
 
 from dmlcore.data.roles import CausalData
-from dmlcore.data.simulate import GroundTruth, bridge_curve
+from dmlcore.data.simulate import GroundTruth, bridge_curve, demand_f0, demand_iv_grid, demand_pcl_do
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn
 from dmlcore.progress import Monitor
 
@@ -27,15 +30,27 @@ NEURAL_METHODS = {"dml-cmr": DMLCMR, "ce-dml-cmr": CEDMLCMR, "naive": NaivePlugI
 METHOD_TITLES = {"dml-cmr": "DML-CMR", "ce-dml-cmr": "CE-DML-CMR", "naive": "Naive plug-in",
                  "2sls": "2SLS", "sieve-2sls": "Sieve 2SLS"}
 METHODS = tuple(METHOD_TITLES)
+BAND_LEVEL = 0.95
+PCL_PRICES = np.linspace(10.0, 30.0, 100)  # the treatment values at which demand-pcl is scored
 
 
 def make_estimator(method: str, *, learner: str = "nn", folds: int = 10, seed: int = 0,
                    epochs: int | None = None, n_draws: int = 8, nuisance_params: dict | None = None,
-                   f_params: dict | None = None):
-    """The estimator for ``method`` with the given learners and budget."""
+                   f_params: dict | None = None, f_model: str | None = None, reps_crossfit: int = 1):
+    """The estimator for ``method`` with the given learners and budget.
+
+    For the DML-CMR family only: ``f_model`` picks the second stage (None: the learner's own),
+    and ``reps_crossfit`` > 1 repeats the fit with seeds seed, seed + 1, ... (RepeatedCrossFit).
+    """
     if method in NEURAL_METHODS:
-        return NEURAL_METHODS[method](learner, folds, n_draws=n_draws, epochs=epochs, seed=seed,
-                                      nuisance_params=nuisance_params, f_params=f_params)
+        est = NEURAL_METHODS[method](learner, folds, n_draws=n_draws, epochs=epochs, seed=seed,
+                                     nuisance_params=nuisance_params, f_params=f_params, f_model=f_model)
+        return est if reps_crossfit == 1 else RepeatedCrossFit(est, reps_crossfit)
+    if method in METHODS:
+        for name, value, default in (("f_model", f_model, None), ("reps_crossfit", reps_crossfit, 1)):
+            if value != default:
+                raise DMLCoreError(f"{name}={value!r} applies to dml-cmr, ce-dml-cmr and naive only, "
+                                   f"not to {method}; leave it out.")
     if method == "2sls":
         from dmlcore.estimators.tsls import TwoStageLeastSquares
         return TwoStageLeastSquares()
@@ -93,10 +108,12 @@ def _json_default(value):
 def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, dataset: str | None = None,
             learner: str = "nn", folds: int = 10, seed: int = 0, epochs: int | None = None,
             n_draws: int = 8, nuisance_params: dict | None = None, f_params: dict | None = None,
-            data_params: dict | None = None, callback=None, should_stop=None) -> Run:
-    """Fit ``method`` on ``data`` and score it against ``truth`` when given."""
+            f_model: str | None = None, reps_crossfit: int = 1, data_params: dict | None = None,
+            callback=None, should_stop=None) -> Run:
+    """Fit ``method`` on ``data`` and score it (and its bands) against ``truth`` when given."""
     estimator = make_estimator(method, learner=learner, folds=folds, seed=seed, epochs=epochs,
-                               n_draws=n_draws, nuisance_params=nuisance_params, f_params=f_params)
+                               n_draws=n_draws, nuisance_params=nuisance_params, f_params=f_params,
+                               f_model=f_model, reps_crossfit=reps_crossfit)
     start = time.perf_counter()
     if method in NEURAL_METHODS:
         estimator.fit(data, callback=callback, should_stop=should_stop)
@@ -104,6 +121,9 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         estimator.fit(data, monitor=Monitor(callback, should_stop))
     seconds = time.perf_counter() - start
     metrics = truth.score(estimator) if truth is not None else {}
+    bands = band_summary(estimator, data, truth)
+    headline = bands.get("confidence") or bands.get("split_spread") or {}
+    fitted = estimator.estimators_[0] if isinstance(estimator, RepeatedCrossFit) else estimator
     record = {
         "method": method,
         "dataset": dataset or data.name,
@@ -118,15 +138,72 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         "second_stage_history": getattr(estimator, "second_stage_history_", {}),
         "problem": data.problem,
         "roles": data.roles(),
+        "f_model": getattr(fitted, "f_model_name_", None),
+        "reps_crossfit": int(reps_crossfit),
+        "bands": bands,
+        "band_coverage": headline.get("coverage"),
+        "band_width": headline.get("mean_width"),
         "config": {"method": method, "learner": learner, "folds": folds, "seed": seed, "epochs": epochs,
                    "n_draws": n_draws, "nuisance_params": nuisance_params, "f_params": f_params,
-                   "data": data_params or {}},
+                   "f_model": f_model, "reps_crossfit": reps_crossfit, "data": data_params or {}},
         "truth": truth.description if truth is not None else None,
         "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    record["notes"] = list(getattr(estimator, "notes_", []) or [])
     for attr, key in (("coef_", "coefficients"), ("std_errors_", "std_errors")):
         value = getattr(estimator, attr, None)
         if value is not None:
             record[key] = {str(k): float(v) for k, v in pd.Series(value).items()}
     return Run(record, estimator, data, truth)
+
+
+def band_summary(estimator, data: CausalData, truth: GroundTruth | None = None, level: float = BAND_LEVEL) -> dict:
+    """The estimator's ``level`` bands, evaluated where the truth is scored when it is known.
+
+    Returns {"confidence": ..., "split_spread": ...} with the entries that exist: a confidence
+    band when the estimator has one (``f_model="sieve"``; median-aggregated over repeated
+    cross-fits), the spread of repeated cross-fits when there are several. Each entry holds
+    ``what`` (the band in words), ``points`` (where it was evaluated), ``n_points``,
+    ``mean_width`` and ``coverage``: the fraction of the points where the band contains the
+    truth (None without a known truth).
+    """
+    reps = isinstance(estimator, RepeatedCrossFit)
+    if not getattr(estimator, "has_bands", False) and not reps:
+        return {}
+    X, groups, true, where = _band_points(data, truth)
+    first = estimator.estimators_[0] if reps else estimator
+    out = {}
+    if estimator.has_bands:
+        what = f"pointwise normal band, sandwich variance '{first.f_.variance_}'"
+        if reps:
+            what += f", median-aggregated over {estimator.reps} cross-fits"
+        band = estimator.predict_interval(X, level, groups=groups)
+        out["confidence"] = _band_record(*band, true, what, where, level)
+    if reps:
+        what = (f"{level:.0%} range of {estimator.reps} cross-fits' f-hat: split-to-split variability "
+                f"given the data, not a confidence band")
+        band = estimator.predict_spread(X, level, groups=groups)
+        out["split_spread"] = _band_record(*band, true, what, where, level)
+    return out
+
+
+def _band_points(data: CausalData, truth: GroundTruth | None):
+    """(X, groups, true values or None, description) of where bands are evaluated."""
+    if truth is not None and data.name == "demand-iv":
+        grid = demand_iv_grid()
+        true = demand_f0(grid["price"], grid["time"], grid["customer_type"]).to_numpy()
+        return grid, None, true, "demand-iv test grid (2,800 points)"
+    if truth is not None and data.name == "demand-pcl":
+        rows = data.table[data.input_columns]
+        X = pd.concat([rows.assign(**{data.treatment[0]: a}) for a in PCL_PRICES], ignore_index=True)
+        groups = np.repeat(np.arange(len(PCL_PRICES)), len(rows))
+        return (X, groups, demand_pcl_do(PCL_PRICES),
+                "E[Y | do(price)] at 100 prices in [10, 30], the mean of f over the data's rows")
+    return data.table[data.input_columns], None, None, "the data's rows (no known truth)"
+
+
+def _band_record(lower, upper, true, what, where, level) -> dict:
+    return {"what": what, "level": level, "points": where, "n_points": int(len(lower)),
+            "mean_width": float(np.mean(upper - lower)),
+            "coverage": None if true is None else float(np.mean((lower <= true) & (true <= upper)))}

@@ -46,12 +46,11 @@ def simulate_tab():
     if name in ("digits-iv", "dsprites-pcl"):
         st.caption("Image data: use the neural-network learner; tree learners see thousands of pixels.")
     if st.button("Simulate", key="sim_run", type="primary", icon=":material/casino:"):
-        try:
+        with ui.guarded(f"simulate {name}"):      # on failure the data loaded before is kept
             with st.spinner("Simulating..."):
-                state.set_dataset(training.dataset_from_registry(name, **params))
+                ds = training.dataset_from_registry(name, **params)
+            state.set_dataset(ds)
             st.success(f"Simulated {name}: roles are filled in, the truth is known.")
-        except DMLCoreError as err:
-            st.error(str(err))
 
 
 def upload_tab():
@@ -63,7 +62,7 @@ def upload_tab():
     elif ss.get("upload_id") != upload.file_id:
         try:
             table = load_table(upload, name=upload.name, max_bytes=MAX_BYTES)
-        except DMLCoreError as err:
+        except DMLCoreError as err:             # the data loaded before stays
             ss["upload_error"] = str(err)
         else:
             ss.pop("upload_error", None)
@@ -89,11 +88,9 @@ def real_tab():
     if current is None or current.name != name:      # once loaded, the caveat is shown below
         st.warning(info.caveat, icon=":material/help:")
     if st.button("Load this data set", key="real_load", type="primary"):
-        try:
+        with ui.guarded(f"load {name}"):          # on failure the data loaded before is kept
             state.set_dataset(training.dataset_from_registry(name))
             st.success(f"Loaded {name} with its suggested roles.")
-        except DMLCoreError as err:
-            st.error(str(err))
 
 
 def current_data(ds: state.Dataset):

@@ -18,12 +18,14 @@ def field_widget(fld: plan.Field, key: str):
     if fld.kind == "sizes":
         st.text_input(fld.label, **common)
     elif fld.kind == "int":
-        st.number_input(fld.label, min_value=1 if fld.param not in ("patience", "n_iter_no_change") else 0,
-                        step=1, **common)
+        st.number_input(fld.label, min_value=int(fld.low or 0), step=1, **common)
     else:
+        # the widget keeps values in the closed range; open ends (a learning rate of 0, a
+        # dropout of 1) are caught by plan.build_plan and shown under the widget
         default = fld.default if isinstance(fld.default, (int, float)) else 0.1
         step = max(float(default) / 10, 1e-6) if default else 0.05
-        st.number_input(fld.label, min_value=0.0, step=step, format="%g",
+        st.number_input(fld.label, min_value=float(fld.low or 0.0),
+                        max_value=None if fld.high is None else float(fld.high), step=step, format="%g",
                         placeholder="automatic" if fld.kind == "optional_float" else None, **common)
 
 

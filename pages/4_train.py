@@ -45,6 +45,9 @@ def job_card(snap, *, live_losses: bool):
             st.error(snap.error or "The fit failed.")
         elif snap.error:
             st.warning(snap.error)
+        if snap.run is not None:
+            for note in snap.run.record.get("notes") or []:
+                st.caption(f":material/info: {note}")
         if live_losses and snap.losses:
             st.caption("Live losses of this run, per fold (solid: training, dotted: validation).")
             st.plotly_chart(plots.loss_figure(snap.losses, height=280, max_points=LIVE_POINTS),
@@ -106,6 +109,15 @@ else:
             st.toast(f"Batch {batch}: {len(ids)} run(s) queued.")
 
 st.subheader("Runs")
+lost = state.lost_job_ids()
+if lost:
+    st.info(f"{len(lost)} earlier run(s) of this session are no longer held by the server: it was "
+            f"restarted, or they are old. Finished runs are kept in the run store: reload them on "
+            f"Results. A run that was still training when the server stopped is lost: start it again.",
+            icon=":material/history:")
+    if st.button("Dismiss", key="train_forget_lost"):
+        state.forget_jobs(lost)
+        st.rerun()
 snaps = state.snapshots()
 running = any(s.active for s in snaps)
 ss["jobs_active"] = running

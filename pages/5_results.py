@@ -150,6 +150,8 @@ def details_section(chosen):
                    "other folds; the second-stage loss of fold k uses only them.")
     else:
         st.caption(f"{METHOD_TITLES.get(item.method, item.method)} has no nuisance models, so no fold-wise losses.")
+    for note in item.record.get("notes") or []:
+        st.info(note, icon=":material/info:")
     if item.record.get("coefficients"):
         st.dataframe(pd.DataFrame({"coefficient": item.record["coefficients"],
                                    "std. error": item.record.get("std_errors", {})}), key="res_coefficients")

@@ -74,7 +74,7 @@ def test_errors():
         first_stage(simulate_demand_pcl(n=200).data)
     data = simulate_demand_iv(n=300, seed=0).data
     table = data.table.assign(z_copy=-data.table["fuel_price"])
-    dup = CausalData(table, "iv", "sales", treatment="price", instrument=["fuel_price", "z_copy"],
-                     covariates=["time"])
-    with pytest.raises(DMLCoreError, match="'z_copy' is a linear combination of 'fuel_price'"):
-        first_stage(dup)
+    # collinear instruments are now rejected when the roles are set, before any diagnostic
+    with pytest.raises(DMLCoreError, match=r"'z_copy' \(instrument\) is a linear combination of 'fuel_price'"):
+        CausalData(table, "iv", "sales", treatment="price", instrument=["fuel_price", "z_copy"],
+                   covariates=["time"])

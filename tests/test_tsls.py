@@ -81,8 +81,9 @@ def test_under_identified():
 
 def test_collinear_instruments_named(iv_data):
     table = iv_data.table.assign(fuel_copy=2.0 * iv_data.table["fuel_price"] + 1.0)
-    data = CausalData(table, "iv", "sales", treatment="price", instrument=["fuel_price", "fuel_copy"],
-                      covariates=["time"])
+    # (problem "iv" rejects such instruments already in CausalData; "cmr" leaves it to 2SLS)
+    data = CausalData(table, "cmr", "sales", inputs=["price", "time"],
+                      conditioning=["fuel_price", "fuel_copy", "time"])
     with pytest.raises(DMLCoreError, match=r"instruments\) are perfectly collinear: column "
                                            r"'fuel_copy' is a linear combination of 'const', 'fuel_price'"):
         TwoStageLeastSquares().fit(data)

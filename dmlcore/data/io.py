@@ -349,8 +349,9 @@ def _column_summary(series: pd.Series) -> dict:
     out = {"dtype": str(series.dtype), "non_null": len(series) - missing, "missing": missing,
            "unique": _nunique(series)}
     values = pd.Series(_as_float(series)) if _is_numeric(series) else pd.Series(dtype=float)
-    return out | {"mean": values.mean(), "std": values.std(), "min": values.min(),
-                  "max": values.max()}
+    with np.errstate(invalid="ignore", over="ignore"):     # inf gives NaN statistics, quietly
+        return out | {"mean": values.mean(), "std": values.std(), "min": values.min(),
+                      "max": values.max()}
 
 
 def _nunique(series: pd.Series) -> int:
@@ -366,6 +367,15 @@ def _is_numeric(series: pd.Series) -> bool:
 
 def _as_float(series: pd.Series) -> np.ndarray:
     return series.to_numpy(dtype=float, na_value=np.nan)
+
+
+def looks_like_formatted_number(value) -> bool:
+    """True for text such as '1,234', '1.234,5' or '3,5': a number with separators or a decimal comma."""
+    return isinstance(value, str) and _NUMBER_WITH_SEPARATORS.fullmatch(value.strip()) is not None
+
+
+FORMATTED_NUMBER_HINT = ("It looks like a number with thousands separators or a decimal comma: save the "
+                         "file with plain numbers ('.' as decimal mark, no thousands separators).")
 
 
 def numeric_problems(df: pd.DataFrame, columns) -> list[str]:
@@ -413,9 +423,8 @@ def _text_problem(series: pd.Series, col: str) -> str:
         return (f"Column '{col}' holds numbers stored as {series.dtype}; convert it to a numeric "
                 f"type.")
     value = str(series.iloc[bad[0]])
-    if _NUMBER_WITH_SEPARATORS.fullmatch(value.strip()):
-        hint = ("It looks like a number with thousands separators or a decimal comma: save the "
-                "file with plain numbers ('.' as decimal mark, no thousands separators).")
+    if looks_like_formatted_number(value):
+        hint = FORMATTED_NUMBER_HINT
     else:
         hint = "Encode the column as numbers or do not use it in a numeric role."
     return (f"Column '{col}' is not numeric: {len(bad)} value(s) are not numbers, the first "

@@ -21,6 +21,9 @@ import pandas as pd
 from dmlcore.errors import DMLCoreError
 
 PROBLEMS = ("iv", "pcl", "cmr")
+MIN_ROWS = 4
+RANK_TOL = 1e-9          # relative residual under which a column counts as a linear combination
+MAX_RANK_COLUMNS = 500   # covariates compared with an instrument at most (the first ones)
 ROLE_NAMES = ("outcome", "treatment", "instrument", "treatment_proxy", "outcome_proxy",
               "covariates", "inputs", "conditioning")
 REQUIRED = {
@@ -97,7 +100,8 @@ class CausalData:
         columns = [str(c) for c in self.table.columns]
         if len(set(columns)) != len(columns):
             dup = sorted({c for c in columns if columns.count(c) > 1})
-            raise DMLCoreError(f"Column names must be unique; repeated: {', '.join(dup)}. Rename them.")
+            raise DMLCoreError(f"Column names must be unique; repeated: {', '.join(map(repr, dup))}. "
+                               f"Rename them.")
         for role in REQUIRED[self.problem]:
             if not (self.outcome if role == "outcome" else getattr(self, role)):
                 raise DMLCoreError(f"The {self.problem.upper()} problem needs a column with the role "
@@ -111,6 +115,9 @@ class CausalData:
                                f"{', '.join(self.treatment)}.")
         seen: dict[str, str] = {}
         for role, cols in self.roles().items():
+            twice = next((c for c in cols if cols.count(c) > 1), None)
+            if twice is not None:
+                raise DMLCoreError(f"Column '{twice}' is listed twice as {role}; list it once.")
             for col in cols:
                 if col not in self.table.columns:
                     raise DMLCoreError(f"Column '{col}' (role {role}) is not in the table. "
@@ -125,28 +132,53 @@ class CausalData:
                                f"conditioning variable.")
 
     def _check_values(self):
+        rows = len(self.table)
+        if rows < MIN_ROWS:
+            raise DMLCoreError(f"The table has {rows} row(s); the {self.problem.upper()} problem needs at "
+                               f"least {MIN_ROWS} (and cross-fitting 10 per fold). Load more rows.")
         for col in self.used_columns():
-            series = self.table[col]
-            if not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)):
-                sample = next((v for v in series if not _is_number(v)), series.iloc[0] if len(series) else "")
-                raise DMLCoreError(f"Column '{col}' is not numeric (for example {sample!r}). "
-                                   f"Encode it as numbers or drop it from the roles.")
-            values = series.to_numpy(dtype=float)
-            bad = ~np.isfinite(values)
-            if bad.any():
-                row = int(np.flatnonzero(bad)[0])
-                what = "missing (NaN)" if np.isnan(values[row]) else "infinite"
-                raise DMLCoreError(f"Column '{col}' has {int(bad.sum())} {what} or non-finite "
-                                   f"value(s), the first in row {row}. Remove or impute those rows.")
+            _check_numeric(self.table[col], col)
         for col in self.instrument + self.treatment_proxy:
             if self.table[col].nunique() < 2:
                 raise DMLCoreError(f"Column '{col}' ({'instrument' if col in self.instrument else 'treatment proxy'})"
                                    f" is constant; it carries no information. Choose another column.")
+        if self.table[self.outcome].nunique() < 2:
+            raise DMLCoreError(f"Outcome column '{self.outcome}' is constant; there is nothing to explain. "
+                               f"Choose another outcome.")
         for col in self.treatment:
-            if self.table[col].nunique() < 2:
+            if self.table[col].nunique() < 2 and col not in self.image_columns:
                 raise DMLCoreError(f"Treatment column '{col}' is constant; there is no effect to estimate.")
-        if self.problem in ("iv", "pcl") and len(self.table) < 4:
-            raise DMLCoreError(f"The table has {len(self.table)} row(s); at least 4 are needed.")
+        self._check_collinear_excluded()
+
+    def _check_collinear_excluded(self):
+        """Raise when an instrument (IV) or treatment proxy (PCL) is a linear combination of others.
+
+        Such a column adds nothing to the conditioning set: the columns before it in the role,
+        the covariates (and, in PCL, the treatment) already hold the same information. Image
+        pixel columns are left out of the comparison (there are thousands of them).
+        """
+        if self.problem == "iv":
+            role, excluded, base = "instrument", self.instrument, self.covariates
+        elif self.problem == "pcl":
+            role, excluded, base = "treatment proxy", self.treatment_proxy, self.treatment + self.covariates
+        else:
+            return
+        base = [c for c in base if c not in set(self.image_columns)][:MAX_RANK_COLUMNS]
+        if not excluded or len(base) + len(excluded) >= len(self.table):
+            return
+        for j, col in enumerate(excluded):
+            partners = _spanned_by(self.table, col, base + excluded[:j])
+            if partners is None:
+                continue
+            shown = ", ".join(repr(p) for p in partners) or "a constant"
+            if role == "instrument" and partners and set(partners) <= set(base):
+                why = ("given the covariates it carries no information, so the model is not identified "
+                       "with it. Remove it from the instruments or choose another instrument.")
+            elif role == "instrument":
+                why = "it adds no information (perfectly collinear). Remove it from the instruments."
+            else:
+                why = "it adds no information (perfectly collinear). Remove it from the treatment proxies."
+            raise DMLCoreError(f"Column '{col}' ({role}) is a linear combination of {shown}: {why}")
 
     def check_folds(self, folds: int) -> None:
         """Raise unless ``folds`` is a valid number of cross-fitting folds for this table."""
@@ -209,6 +241,66 @@ class CausalData:
 
     def describe_roles(self) -> str:
         return "; ".join(f"{r}: {', '.join(c)}" for r, c in self.roles().items())
+
+
+def _check_numeric(series: pd.Series, col: str) -> None:
+    """Raise unless ``series`` holds only finite real numbers (or booleans)."""
+    dtype = series.dtype
+    if pd.api.types.is_complex_dtype(dtype):
+        raise DMLCoreError(f"Column '{col}' holds complex numbers. Use real numbers (e.g. split it into "
+                           f"real and imaginary parts) or drop it from the roles.")
+    if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
+        values = series.dropna()
+        bad = next((v for v in values if not _is_number(v)), None)
+        if bad is not None:
+            from dmlcore.data.io import FORMATTED_NUMBER_HINT, looks_like_formatted_number
+            hint = (FORMATTED_NUMBER_HINT if looks_like_formatted_number(bad) else
+                    "Encode it as numbers or drop it from the roles.")
+            raise DMLCoreError(f"Column '{col}' is not numeric (for example {bad!r}). {hint}")
+        if len(values):
+            raise DMLCoreError(f"Column '{col}' is not numeric: it holds numbers stored as {dtype} "
+                               f"(for example {values.iloc[0]!r}). Convert it to a numeric type "
+                               f"(pandas.to_numeric) or drop it from the roles.")
+        if len(series):
+            raise DMLCoreError(f"Column '{col}' is not numeric and all its values are missing. Fill it "
+                               f"in or drop it from the roles.")
+        raise DMLCoreError(f"Column '{col}' is not numeric ({dtype}). Convert it or drop it from the roles.")
+    values = series.to_numpy(dtype=float, na_value=np.nan)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        what = "missing (NaN)" if np.isnan(values[row]) else "infinite"
+        raise DMLCoreError(f"Column '{col}' has {int(bad.sum())} {what} or non-finite "
+                           f"value(s), the first in row {row}. Remove or impute those rows.")
+
+
+def _spanned_by(table: pd.DataFrame, col: str, others: list[str]) -> list[str] | None:
+    """The columns of ``others`` (with a constant) whose combination equals ``col``; None if none does.
+
+    "Equals": the least-squares residual is below RANK_TOL of the column's spread. A random
+    subset of the rows is tried first: a column outside the span there is outside it on all rows.
+    """
+    n = len(table)
+    rows = np.arange(n)
+    small = 4 * (len(others) + 1) + 200
+    if n > 2 * small:
+        rows = np.sort(np.random.default_rng(0).choice(n, small, replace=False))
+    for subset in ((rows, np.arange(n)) if len(rows) < n else (rows,)):
+        v = table[col].to_numpy(dtype=float)[subset]
+        spread = np.linalg.norm(v - v.mean())
+        if spread == 0:                  # constant on the sample (e.g. a rare dummy): look at all rows
+            if len(subset) < n:
+                continue
+            return []
+        basis = np.column_stack([np.ones(len(subset))] +
+                                [table[c].to_numpy(dtype=float)[subset] for c in others])
+        scale = np.linalg.norm(basis, axis=0)
+        scale[scale == 0] = 1.0
+        coef, *_ = np.linalg.lstsq(basis / scale, v, rcond=None)
+        if np.linalg.norm(v - (basis / scale) @ coef) > RANK_TOL * spread:
+            return None
+    weights = np.abs(coef[1:]) * np.linalg.norm(basis[:, 1:] - basis[:, 1:].mean(0), axis=0) / scale[1:]
+    return [c for c, w in zip(others, weights) if w > 1e-6 * spread]
 
 
 def _is_number(value) -> bool:

@@ -8,7 +8,8 @@ All three share one machinery:
 3. for every row i of fold k, compute the target t_i -- s_k(c_i) for the orthogonal score,
    y_i for the naive score -- and a bank of draws of f's inputs from the fold-k distribution;
 4. fit f once on all rows by minimising mean_i (t_i - mean_j f(x_ij))^2
-   (:mod:`dmlcore.estimators.second_stage`).
+   (:mod:`dmlcore.estimators.second_stage`); with ``f_model="sieve"`` f is linear in a basis
+   and ``predict_interval`` gives confidence bands.
 
 Step 4 is the paper's second stage: each row's loss uses only nuisances that never saw that
 row, and the rows of all folds are pooled exactly as Algorithm 1 alternates over folds.
@@ -117,9 +118,10 @@ class _TwoStageCMR:
                                    image_c).fit(arr.conditioning, arr.modelled, train_sets, monitor)
 
         rng = np.random.default_rng([self.seed, 11])
-        bank = DRAW_BANK * int(self.n_draws) if g_model is not None else 1
+        # a smaller bank when f reads images: their pixels repeat in every draw
+        bank = (1 if image_f else DRAW_BANK) * int(self.n_draws) if g_model is not None else 1
         targets = arr.y.copy()
-        draws = np.empty((n, bank, arr.inputs.shape[1]))
+        draws = np.empty((n, bank, arr.inputs.shape[1]), dtype=np.float32)
         for k, rows in enumerate(folds):
             C = arr.conditioning[rows]
             if s_model is not None:
@@ -130,8 +132,9 @@ class _TwoStageCMR:
                 draws[rows] = arr.inputs[rows][:, None, :]
 
         monitor.stage("second stage f", start=0.7, end=1.0)
-        f = SECOND_STAGES[f_model](f_params, self.n_draws, self.seed,
-                                   image_f).fit(targets, draws, arr.inputs, monitor)
+        stage = SECOND_STAGES[f_model]
+        extra = dict(outcome=arr.y, names=arr.input_names) if stage.has_bands else {}
+        f = stage(f_params, self.n_draws, self.seed, image_f).fit(targets, draws, arr.inputs, monitor, **extra)
 
         per_row = f.score_per_row(targets, draws)
         y_scale = float(np.std(arr.y)) or 1.0
@@ -159,8 +162,35 @@ class _TwoStageCMR:
     # -------------------------------------------------------------- predict
     def predict(self, X) -> np.ndarray:
         """f-hat at the rows of X (a DataFrame with the input columns, or an array in that order)."""
+        X = self._inputs(X)
+        return self.f_.predict(X)
+
+    def predict_interval(self, X, level: float = 0.95, *, variance: str | None = None, groups=None):
+        """Pointwise ``level`` confidence band of f at the rows of X, as (lower, upper).
+
+        Only for second stages with bands (``f_model="sieve"``: see
+        :class:`~dmlcore.estimators.second_stage.SieveF` for ``variance`` and ``groups``).
+        """
+        X = self._inputs(X)
+        if not self.has_bands:
+            raise DMLCoreError(f"f_model {self.f_model_name_!r} gives no confidence bands; refit with "
+                               f"f_model='sieve', or use repeated cross-fitting (RepeatedCrossFit, "
+                               f"--reps-crossfit) for a band of the split-to-split spread.")
+        return self.f_.predict_interval(X, level, variance, groups)
+
+    @property
+    def has_bands(self) -> bool:
+        """Whether ``predict_interval`` works: the second stage gives confidence bands."""
+        self._check_fitted()
+        return self.f_.has_bands
+
+    def _check_fitted(self):
         if not hasattr(self, "f_"):
             raise DMLCoreError(f"This {type(self).__name__} is not fitted yet; call fit(data) first.")
+
+    def _inputs(self, X) -> np.ndarray:
+        """X as a float array of the input columns, checked."""
+        self._check_fitted()
         if isinstance(X, pd.DataFrame):
             missing = [c for c in self.input_columns_ if c not in X.columns]
             if missing:
@@ -175,7 +205,7 @@ class _TwoStageCMR:
         if X.ndim != 2 or X.shape[1] != len(self.input_columns_):
             raise DMLCoreError(f"predict expects {len(self.input_columns_)} columns "
                                f"({', '.join(self.input_columns_)}); got shape {X.shape}.")
-        return self.f_.predict(X)
+        return X
 
 
 def _image_spec(data: CausalData, names: list[str]):

@@ -17,6 +17,9 @@ as in the authors' code, leaves all of it); ``n_draws`` sets M.
   draw of row i), then takes the step that minimises L along that tree; early stopping on
   held-out rows.
 * :class:`LinearF` -- f linear in its inputs: L is least squares of t on mean_j x_ij.
+* :class:`SieveF` -- f linear in a sieve basis B (paper Assumption 3.1): L plus a P-spline
+  penalty is least squares of t on mean_j B(x_ij), solved in closed form, with sandwich
+  variances that give pointwise confidence bands (``predict_interval``).
 """
 
 from __future__ import annotations
@@ -25,8 +28,13 @@ import math
 
 import numpy as np
 import torch
+from scipy.sparse import csr_matrix
+from scipy.stats import norm
 from sklearn.tree import DecisionTreeRegressor
+from threadpoolctl import threadpool_limits
 
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.sieve import RIDGE_GRID, _Cells, _spd_solve, _TensorBasis, is_categorical
 from dmlcore.learners.base import Scaler, check_positive, validation_split
 from dmlcore.learners.nn import make_network
 
@@ -34,10 +42,22 @@ NN_DEFAULTS = dict(hidden=(128, 64, 32), dropout=0.0, lr=2e-3, weight_decay=1e-3
                    max_epochs=150, patience=12, val_fraction=0.1, clip=5.0)
 BOOST_DEFAULTS = dict(learning_rate=0.1, max_stages=400, max_depth=4, min_samples_leaf=20,
                       subsample=0.5, patience=25, val_fraction=0.1)
+SIEVE_DEFAULTS = dict(n_knots=None, ridge=None, variance="outcome", max_features=600,
+                      max_levels=10, val_folds=5)
+MAX_KNOTS = 20          # the knot rule's largest number of interior knots per continuous input
+ROWS_PER_FEATURE = 1    # the knot rule's fewest rows of the smallest cell per basis function
+VARIANCES = ("outcome", "structural", "score")
+CHUNK = 2 ** 21         # basis values computed at once (16 MB)
 
 
 class SecondStage:
-    """Common interface: ``fit(targets, draws, inputs, monitor)`` then ``predict(X)``."""
+    """Common interface: ``fit(targets, draws, inputs, monitor)`` then ``predict(X)``.
+
+    A second stage with ``has_bands`` also takes ``outcome`` (y) and ``names`` (of the inputs)
+    in ``fit`` and has ``predict_interval``.
+    """
+
+    has_bands = False
 
     def __init__(self, params: dict | None = None, n_draws: int = 8, seed: int = 0, image=None):
         self.params = params
@@ -67,7 +87,8 @@ class NeuralF(SecondStage):
             self.x_scale_.std[self.image[0]] = 1.0
         self.t_scale_ = Scaler(targets)
         n, bank, d = draws.shape
-        X = torch.as_tensor(self.x_scale_.transform(draws), dtype=torch.float32)
+        mean, std = self.x_scale_.mean.astype(np.float32), self.x_scale_.std.astype(np.float32)
+        X = torch.from_numpy((np.asarray(draws, dtype=np.float32) - mean) / std)
         T = torch.as_tensor(self.t_scale_.transform(targets), dtype=torch.float32)
         fit_rows, val_rows = validation_split(np.arange(n), p["val_fraction"], rng)
         model = make_network(1, d, p, 1, gen, self.image)
@@ -185,4 +206,224 @@ class LinearF(SecondStage):
         return self.coef_[0] + X @ self.coef_[1:]
 
 
-SECOND_STAGES = {"nn": NeuralF, "boost": BoostedF, "linear": LinearF}
+class SieveF(SecondStage):
+    """f(x) = B(x)'theta with the tensor-product sieve of :class:`~dmlcore.estimators.sieve.Sieve2SLS`.
+
+    Basis: each input gets cubic B-splines on quantile knots or, with at most ``max_levels``
+    integer values, level indicators; knots and levels come from the observed inputs and the
+    draws together (values outside their range are clipped to it). Categorical inputs known
+    given C (equal to the row's own value in every draw, such as a covariate) split the rows
+    into cells with coefficients of their own -- the tensor product with their indicators,
+    solved cell by cell. theta-hat minimises, in closed form,
+
+        mean_i (t_i - theta'Bbar_i)^2 + ridge * theta' Omega theta,   Bbar_i = mean_j B(x_ij),
+
+    over the whole bank of draws, Omega the P-spline penalty of Sieve2SLS (squared second
+    differences along each spline input, so functions linear in each input are not shrunk):
+    theta = A^-1 sum_i Bbar_i t_i with A = sum_i Bbar_i Bbar_i' + n ridge Omega.
+
+    Knot rule (``n_knots`` None): the most interior knots per continuous input, at most
+    MAX_KNOTS, for which a cell's basis has at most min(max_features, m / ROWS_PER_FEATURE)
+    functions, m the rows of the smallest cell -- many knots, the penalty doing the smoothing.
+    ``ridge`` None: the RIDGE_GRID value with the smallest held-out score (t_i - theta'Bbar_i)^2
+    over ``val_folds`` random folds of this stage's rows (no other data).
+
+    Variance: V = A^-1 (sum_i r_i^2 Bbar_i Bbar_i') A^-1 for three per-row residuals r_i
+    (all computed; ``variance`` names the default of ``predict_interval``). Without penalty,
+    exactly theta-hat - theta_0 = A^-1 sum_i Bbar_i [(s-hat - s_0)(c_i) - (g-hat - g_0)(f_0, c_i)]
+    at the truth theta_0: the nuisance errors enter to first order, because the gradient of
+    the score is linear in (s, g) -- the score is orthogonal in its value, not in its gradient.
+
+    * ``"score"``: r_i = t_i - theta'Bbar_i -- the plug-in of the paper's Theorem 3.4,
+      J^-1 E[psi psi'] J^-1 with psi the gradient of the score; it treats s and g as known. At
+      the truth s_0(c) = g_0(f_0, c) for every c, so psi is identically zero: the theorem's
+      variance is degenerate and its plug-in measures only the nuisances' misfit.
+    * ``"outcome"`` (default): r_i = y_i - theta'Bbar_i. For a cross-fitted regression s-hat
+      with small bias in the direction b(c) = E[B(X) | c], sum_i b(c_i)(s-hat - s_0)(c_i) ~
+      sum_i b(c_i)(y_i - s_0(c_i)); this r_i adds that term and leaves out g-hat's.
+    * ``"structural"``: r_i^2 = (y_i - theta'B(x_i))^2 + var_j(theta'B(x_ij)) / M. If g-hat
+      also behaves like that regression, of f_0(X) on C, it adds -(f_0(x_i) - g_0(f_0, c_i)),
+      and row i's influence is A^-1 b(c_i)(y_i - f_0(x_i)) -- the IV sandwich with instruments
+      Bbar -- plus the Monte-Carlo error of the M draws (second term).
+
+    The g-hat term cancels much of the s-hat term only when both nuisances smooth alike: in
+    simulations (docs/coverage.md) ``"structural"`` matched f-hat's spread with linear
+    nuisances and was too narrow with gradient boosting, where ``"outcome"`` matched it; the
+    theorem's ``"score"`` was too narrow everywhere. All treat the knots and penalty as fixed
+    and none sees the nuisances' regularisation bias, which enters theta-hat to first order
+    too: a band covers f only where that bias and the sieve's are small against its width.
+
+    Attributes: ``theta_`` and ``cov_`` ({cell: coefficients}, {variance: {cell: covariance}}),
+    ``basis_``, ``cells_``, ``free_inputs_``, ``n_knots_``, ``ridge_``, ``variance_``, ``cv_loss_``
+    ({ridge: held-out score}; empty when ``ridge`` was given).
+    """
+
+    has_bands = True
+
+    def fit(self, targets, draws, inputs, monitor, *, outcome, names):
+        with threadpool_limits(limits=1, user_api="blas"):  # many small solves (see Sieve2SLS.fit)
+            return self._fit(targets, draws, inputs, monitor, np.asarray(outcome, dtype=float), list(names))
+
+    def _fit(self, targets, draws, inputs, monitor, outcome, names):
+        p = {**SIEVE_DEFAULTS, **(self.params or {})}
+        if self.image is not None:
+            raise DMLCoreError("f_model 'sieve' needs tabular inputs, not images; use f_model 'nn'.")
+        if p["variance"] not in VARIANCES:
+            raise DMLCoreError(f"variance must be one of {', '.join(VARIANCES)}; got {p['variance']!r}.")
+        for key in ("max_features", "max_levels", "val_folds"):
+            check_positive(key, p[key], integer=True)
+        if p["n_knots"] is not None:
+            check_positive("n_knots", p["n_knots"], integer=True, allow_zero=True)
+        if p["ridge"] is not None:
+            check_positive("ridge", p["ridge"])
+        n, bank, d = draws.shape
+        known = [j for j in range(d) if is_categorical(np.unique(inputs[:, j]), int(p["max_levels"]))
+                 and np.array_equal(draws[:, :, j], np.repeat(inputs[:, j, None], bank, axis=1))]
+        self.cells_ = _Cells([(j, names[j]) for j in known], [np.unique(inputs[:, j]) for j in known])
+        self.free_inputs_ = [j for j in range(d) if j not in known]
+        cell = self.cells_.codes(inputs)
+        codes, sizes = np.unique(cell, return_counts=True)
+        cap = max(1, min(int(p["max_features"]), int(sizes.min()) // ROWS_PER_FEATURE))
+        free = np.vstack([inputs, draws.reshape(-1, d)])[:, self.free_inputs_]
+        basis = _TensorBasis.build(free, [names[j] for j in self.free_inputs_],
+                                   MAX_KNOTS if p["n_knots"] is None else int(p["n_knots"]),
+                                   int(p["max_levels"]), cap)
+        if basis is None:
+            raise DMLCoreError(f"The sieve basis of f's inputs ({', '.join(names)}) has more than {cap} "
+                               f"functions per cell even without interior knots (at most max_features="
+                               f"{p['max_features']} and the smallest cell's {sizes.min()} rows / "
+                               f"{ROWS_PER_FEATURE}). Use fewer inputs or levels, more rows, or raise "
+                               f"f_params max_features.")
+        self.basis_, self.n_knots_ = basis, basis.n_knots
+        omega = basis.penalty()
+        folds = np.random.default_rng(self.seed + 2).permutation(n) % min(int(p["val_folds"]), n)
+        held = np.bincount(folds)
+        parts = {c: [self._gram(draws[rows], targets[rows])
+                     for rows in (np.flatnonzero((cell == c) & (folds == k)) for k in range(len(held)))]
+                 for c in codes}
+        totals = {c: [sum(part[i] for part in parts[c]) for i in range(3)] for c in codes}
+        self.cv_loss_ = {}
+        if p["ridge"] is None and len(held) > 1:
+            for ridge in RIDGE_GRID:
+                loss = 0.0
+                for c in codes:
+                    gram, cross, _ = totals[c]
+                    for (g_k, c_k, sq_k), m in zip(parts[c], held):
+                        theta = _spd_solve(gram - g_k + (n - m) * ridge * omega, cross - c_k)
+                        loss += sq_k - 2 * theta @ c_k + theta @ g_k @ theta
+                self.cv_loss_[ridge] = float(loss / n)
+                monitor.check()
+            self.ridge_ = min(self.cv_loss_, key=self.cv_loss_.get)
+        else:
+            self.ridge_ = float(p["ridge"] if p["ridge"] is not None else RIDGE_GRID[0])
+        self.theta_, a_inv, train = {}, {}, 0.0
+        for c in codes:
+            gram, cross, sq = totals[c]
+            a_inv[c] = _spd_solve(gram + n * self.ridge_ * omega, np.eye(basis.size))
+            self.theta_[c] = a_inv[c] @ cross
+            train += sq - 2 * self.theta_[c] @ cross + self.theta_[c] @ gram @ self.theta_[c]
+        monitor.loss("f", None, 0, float(train / n), self.cv_loss_.get(self.ridge_), of=1)
+        self.cov_ = {name: {} for name in VARIANCES}
+        for c in codes:
+            rows = np.flatnonzero(cell == c)
+            meats = self._meats(self.theta_[c], targets[rows], draws[rows], inputs[rows], outcome[rows])
+            for name, meat in meats.items():
+                self.cov_[name][c] = a_inv[c] @ meat @ a_inv[c]
+        self.variance_ = p["variance"]
+        return self
+
+    def _chunks(self, rows, per_row):
+        step = max(1, CHUNK // (per_row * self.basis_.size))
+        return [slice(i, i + step) for i in range(0, rows, step)]
+
+    def _basis(self, x):
+        return self.basis_(x[..., self.free_inputs_].reshape(-1, len(self.free_inputs_)))
+
+    def _gram(self, draws, targets):
+        """sum Bbar Bbar', sum Bbar t and sum t^2 over the rows given (one cell's)."""
+        size = self.basis_.size
+        gram, cross = np.zeros((size, size)), np.zeros(size)
+        bank = draws.shape[1]
+        for rows in self._chunks(len(draws), bank):
+            bbar = self._basis(draws[rows]).reshape(-1, bank, size).mean(1)
+            gram += bbar.T @ bbar
+            cross += bbar.T @ targets[rows]
+        return gram, cross, float(targets @ targets)
+
+    def _meats(self, theta, targets, draws, inputs, outcome):
+        """{variance: sum_i r_i^2 Bbar_i Bbar_i'} over one cell's rows (class notes)."""
+        size = self.basis_.size
+        meats = {name: np.zeros((size, size)) for name in VARIANCES}
+        bank = draws.shape[1]
+        for rows in self._chunks(len(draws), bank):
+            b = self._basis(draws[rows]).reshape(-1, bank, size)
+            bbar = b.mean(1)
+            f_draws = b @ theta
+            fbar = f_draws.mean(1)
+            mc = f_draws.var(1, ddof=1) / bank if bank > 1 else 0.0
+            squares = {"score": (targets[rows] - fbar) ** 2, "outcome": (outcome[rows] - fbar) ** 2,
+                       "structural": (outcome[rows] - self._basis(inputs[rows]) @ theta) ** 2 + mc}
+            for name, r2 in squares.items():
+                meats[name] += (bbar * r2[:, None]).T @ bbar
+        return meats
+
+    def _cells_of(self, X):
+        """{cell: row positions} for the rows of X; a DMLCoreError for cells never seen in fit."""
+        cell = self.cells_.codes(X)
+        unseen = ~np.isin(cell, list(self.theta_))
+        if unseen.any():
+            row = int(np.flatnonzero(unseen)[0])
+            combo = ", ".join(f"{name}={X[row, j]:g}" for j, name in self.cells_.columns)
+            raise DMLCoreError(f"Row {row} has {combo}, a combination that never occurs in the "
+                               f"training data, so f is not estimated there.")
+        return {c: np.flatnonzero(cell == c) for c in np.unique(cell)}
+
+    def predict(self, X):
+        X = np.asarray(X, dtype=float)
+        out = np.empty(len(X))
+        for c, rows in self._cells_of(X).items():
+            for part in self._chunks(len(rows), 1):
+                out[rows[part]] = self._basis(X[rows[part]]) @ self.theta_[c]
+        return out
+
+    def predict_interval(self, X, level=0.95, variance=None, groups=None):
+        """Normal bands ``B'theta -/+ q * sqrt(B' V B)`` at the rows of X, as (lower, upper).
+
+        With ``groups`` (a label per row), the band of each group's mean of f, in the order of
+        ``np.unique(groups)``: B is the group's mean basis vector, the rows held fixed (e.g.
+        E[Y | do(a)] = mean_i h(a, w_i) in proximal learning).
+        """
+        if not 0 < level < 1:
+            raise DMLCoreError(f"level must be strictly between 0 and 1; got {level!r}.")
+        name = self.variance_ if variance is None else variance
+        if name not in self.cov_:
+            raise DMLCoreError(f"variance must be one of {', '.join(VARIANCES)}; got {name!r}.")
+        X = np.asarray(X, dtype=float)
+        points = len(X)
+        if groups is not None:
+            code = np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
+            points = int(code.max()) + 1 if len(code) else 0
+        center, var = np.zeros(points), np.zeros(points)
+        for c, rows in self._cells_of(X).items():
+            theta, cov = self.theta_[c], self.cov_[name][c]
+            total = np.zeros((points, self.basis_.size)) if groups is not None else None
+            for part in self._chunks(len(rows), 1):
+                b = self._basis(X[rows[part]])
+                if groups is None:
+                    center[rows[part]] = b @ theta
+                    var[rows[part]] = np.einsum("ij,jk,ik->i", b, cov, b)
+                else:
+                    member = csr_matrix((np.ones(len(b)), (code[rows[part]], np.arange(len(b)))),
+                                        shape=(points, len(b)))
+                    total += member @ b
+            if groups is not None:
+                center += total @ theta
+                var += np.einsum("ij,jk,ik->i", total, cov, total)
+        if groups is not None:
+            counts = np.bincount(code, minlength=points)
+            center, var = center / counts, var / counts ** 2
+        q = norm.ppf(0.5 + level / 2)
+        return center - q * np.sqrt(var), center + q * np.sqrt(var)
+
+
+SECOND_STAGES = {"nn": NeuralF, "boost": BoostedF, "linear": LinearF, "sieve": SieveF}
