@@ -1,11 +1,11 @@
 """Coverage of DML-CMR's 95 % pointwise bands (``f_model="sieve"``) by simulation.
 
 Each seed simulates a data set, fits DML-CMR with the sieve second stage and evaluates the
-band of every SieveF variance (``score``: the plug-in of the paper's Theorem 3.4;
-``outcome``; ``structural``, the default) at the design's evaluation points. Reported per band:
+band of every SieveF variance (``outcome``, the default; ``structural``; ``score``, the plug-in
+of the paper's Theorem 3.4) at the design's evaluation points. Reported per band:
 
 * ``cover``  -- the fraction of points whose band contains the true f, averaged over seeds;
-* ``@P1..``  -- the fraction of seeds whose band contains the truth at each fixed point;
+* ``@point`` -- the fraction of seeds whose band contains the truth at each fixed point;
 * ``cover E`` -- the same with the truth replaced by the seeds' mean f-hat: whether the width
   matches f-hat's spread, with the bias taken out;
 * ``se/sd``  -- median over points of the mean standard error (half-width / 1.96) over the

@@ -399,29 +399,28 @@ class SieveF(SecondStage):
         if name not in self.cov_:
             raise DMLCoreError(f"variance must be one of {', '.join(VARIANCES)}; got {name!r}.")
         X = np.asarray(X, dtype=float)
-        points = len(X)
-        if groups is not None:
+        if groups is None:
+            center, var = np.empty(len(X)), np.empty(len(X))
+            for c, rows in self._cells_of(X).items():
+                for part in self._chunks(len(rows), 1):
+                    b = self._basis(X[rows[part]])
+                    center[rows[part]] = b @ self.theta_[c]
+                    var[rows[part]] = np.einsum("ij,jk,ik->i", b, self.cov_[name][c], b)
+        else:
+            if len(groups) != len(X):
+                raise DMLCoreError(f"groups needs one label per row of X ({len(X)}); got {len(groups)}.")
             code = np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
-            points = int(code.max()) + 1 if len(code) else 0
-        center, var = np.zeros(points), np.zeros(points)
-        for c, rows in self._cells_of(X).items():
-            theta, cov = self.theta_[c], self.cov_[name][c]
-            total = np.zeros((points, self.basis_.size)) if groups is not None else None
-            for part in self._chunks(len(rows), 1):
-                b = self._basis(X[rows[part]])
-                if groups is None:
-                    center[rows[part]] = b @ theta
-                    var[rows[part]] = np.einsum("ij,jk,ik->i", b, cov, b)
-                else:
+            counts = np.bincount(code)
+            center, var = np.zeros(len(counts)), np.zeros(len(counts))
+            for c, rows in self._cells_of(X).items():  # cells have independent coefficients
+                mean_b = np.zeros((len(counts), self.basis_.size))
+                for part in self._chunks(len(rows), 1):
+                    b = self._basis(X[rows[part]])
                     member = csr_matrix((np.ones(len(b)), (code[rows[part]], np.arange(len(b)))),
-                                        shape=(points, len(b)))
-                    total += member @ b
-            if groups is not None:
-                center += total @ theta
-                var += np.einsum("ij,jk,ik->i", total, cov, total)
-        if groups is not None:
-            counts = np.bincount(code, minlength=points)
-            center, var = center / counts, var / counts ** 2
+                                        shape=(len(counts), len(b)))
+                    mean_b += member @ b / counts[:, None]
+                center += mean_b @ self.theta_[c]
+                var += np.einsum("ij,jk,ik->i", mean_b, self.cov_[name][c], mean_b)
         q = norm.ppf(0.5 + level / 2)
         return center - q * np.sqrt(var), center + q * np.sqrt(var)
 
