@@ -26,17 +26,7 @@ DATA, ROLES, ESTIMATORS, TRAIN, RESULTS, LEARN = (
     "pages/5_results.py", "pages/6_learn.py")
 
 
-@pytest.fixture(autouse=True)
-def fresh_runtime(tmp_path, monkeypatch):
-    """A new job registry and run store per test."""
-    monkeypatch.setenv("DMLCORE_HOME", str(tmp_path / "home"))
-    st.cache_resource.clear()
-    yield
-    try:
-        from dashboard import state
-        state.registry().close()
-    finally:
-        st.cache_resource.clear()
+pytestmark = pytest.mark.usefixtures("fresh_runtime")  # tests/conftest.py
 
 
 def start(page: str | None = None, query: dict | None = None) -> AppTest:

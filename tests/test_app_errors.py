@@ -22,17 +22,7 @@ APP = str(ROOT / "app.py")
 GOOD_ROWS = len(cases.base_table())
 
 
-@pytest.fixture(autouse=True)
-def fresh_runtime(tmp_path, monkeypatch):
-    """A new job registry and run store per test."""
-    monkeypatch.setenv("DMLCORE_HOME", str(tmp_path / "home"))
-    st.cache_resource.clear()
-    yield
-    try:
-        from dashboard import state
-        state.registry().close()
-    finally:
-        st.cache_resource.clear()
+pytestmark = pytest.mark.usefixtures("fresh_runtime")  # tests/conftest.py
 
 
 def no_exception(at, case=None):

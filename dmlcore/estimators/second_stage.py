@@ -369,13 +369,7 @@ class SieveF(SecondStage):
 
     def _cells_of(self, X):
         """{cell: row positions} for the rows of X; a DMLCoreError for cells never seen in fit."""
-        cell = self.cells_.codes(X)
-        unseen = ~np.isin(cell, list(self.theta_))
-        if unseen.any():
-            row = int(np.flatnonzero(unseen)[0])
-            combo = ", ".join(f"{name}={X[row, j]:g}" for j, name in self.cells_.columns)
-            raise DMLCoreError(f"Row {row} has {combo}, a combination that never occurs in the "
-                               f"training data, so f is not estimated there.")
+        cell = self.cells_.fitted_codes(X, self.theta_)
         return {c: np.flatnonzero(cell == c) for c in np.unique(cell)}
 
     def predict(self, X):

@@ -136,6 +136,17 @@ class _Cells:
             cell = cell * len(levels) + level_codes(inputs[:, j], levels, name)
         return cell
 
+    def fitted_codes(self, inputs, fitted) -> np.ndarray:
+        """``codes(inputs)``, with a DMLCoreError for a cell not in ``fitted`` (never seen in fit)."""
+        cell = self.codes(inputs)
+        unseen = ~np.isin(cell, list(fitted))
+        if unseen.any():
+            row = int(np.flatnonzero(unseen)[0])
+            combo = ", ".join(f"{name}={inputs[row, j]:g}" for j, name in self.columns)
+            raise DMLCoreError(f"Row {row} has {combo}, a combination that never occurs in the "
+                               f"training data, so f is not estimated there.")
+        return cell
+
 
 class Sieve2SLS:
     """Penalised sieve 2SLS with tensor-product cubic B-spline bases.
@@ -325,13 +336,7 @@ class Sieve2SLS:
     def _design(self, X):
         check_fitted(self, "theta_")
         x = input_matrix(X, self.input_columns_, type(self).__name__)
-        cell = self.cells_.codes(x)
-        unseen = ~np.isin(cell, list(self.theta_))
-        if unseen.any():
-            row = int(np.flatnonzero(unseen)[0])
-            combo = ", ".join(f"{name}={x[row, j]:g}" for j, name in self.cells_.columns)
-            raise DMLCoreError(f"Row {row} has {combo}, a combination that never occurs in the "
-                               f"training data, so f is not estimated there.")
+        cell = self.cells_.fitted_codes(x, self.theta_)
         return self.basis_(x[:, self.free_inputs_]), cell
 
 
