@@ -5,6 +5,7 @@ line; the summary gives the ratios the speed issue asks for (K-fold / CE, batche
 model at a time) and how the cost grows with N and K.
 
     python bench/speed.py --out bench/results/speed.jsonl            # the full set
+    python bench/speed.py --plan core --seeds 1,2,3 --out bench/results/speed-idle.jsonl  # ratio on an idle machine
     python bench/speed.py --only one --method dml-cmr --learner nn --n 5000 --folds 10
 """
 
@@ -32,6 +33,7 @@ PLAN = [  # (method, learner, n, folds)
     ("sequential-folds", "nn", 5000, 10),
 ]
 TWO_THREADS = [("dml-cmr", "nn", 5000, 10), ("ce-dml-cmr", "nn", 5000, 10)]  # DMLCORE_TORCH_THREADS=2
+CORE = [("dml-cmr", "nn", 5000, 10), ("ce-dml-cmr", "nn", 5000, 10), ("naive", "nn", 5000, 10)]  # --plan core
 
 
 def one(method: str, learner: str, n: int, folds: int, seed: int) -> dict:
@@ -78,6 +80,8 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "speed.jsonl"))
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--only", choices=["one"])
+    parser.add_argument("--plan", choices=["full", "core"], default="full",
+                        help="core: DML-CMR, CE and naive (nn, N=5000, K=10) with 1 and 2 torch threads")
     parser.add_argument("--method", default="dml-cmr")
     parser.add_argument("--learner", default="nn")
     parser.add_argument("--n", type=int, default=5000)
@@ -89,7 +93,10 @@ def main() -> None:
         return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    jobs = [(cfg, "1") for cfg in PLAN] + [(cfg, "2") for cfg in TWO_THREADS]
+    if args.plan == "core":
+        jobs = [(cfg, threads) for threads in ("1", "2") for cfg in CORE]
+    else:
+        jobs = [(cfg, "1") for cfg in PLAN] + [(cfg, "2") for cfg in TWO_THREADS]
     with out.open("a") as handle:
         for (method, learner, n, folds), threads in jobs:
             for seed in seeds:

@@ -103,7 +103,8 @@ def load_stored(run_id: str) -> StoredRun | None:
 
 
 def metrics_table(items: list[ResultItem]) -> pd.DataFrame:
-    """One row per run: what ran and how well (MSE against the truth, when known) and how long."""
+    """One row per run: what ran and how well (MSE against the truth, when known) and how long;
+    with "band coverage" and "band width" when any run has a band (``record["bands"]``)."""
     rows = []
     for item in items:
         rec = item.record
@@ -118,8 +119,27 @@ def metrics_table(items: list[ResultItem]) -> pd.DataFrame:
             "MSE": rec.get("mse"),
             "MSE (fresh draws)": metrics.get("mse_fresh"),
             "seconds": rec.get("seconds"),
+            "band coverage": rec.get("band_coverage"),
+            "band width": rec.get("band_width"),
         })
     frame = pd.DataFrame(rows)
+    if not any(item.record.get("bands") for item in items):
+        frame = frame.drop(columns=["band coverage", "band width"], errors="ignore")
     if not frame.empty and frame["MSE (fresh draws)"].isna().all():
         frame = frame.drop(columns=["MSE (fresh draws)"])
     return frame
+
+
+def band_notes(items: list[ResultItem]) -> list[str]:
+    """One line per run with a band: which band it is, where it was measured and how it did."""
+    notes = []
+    for item in items:
+        bands = item.record.get("bands") or {}
+        for entry in (bands.get("confidence"), bands.get("split_spread")):
+            if not entry:
+                continue
+            covered = ("" if entry.get("coverage") is None
+                       else f", contains the truth at {entry['coverage']:.0%} of them")
+            notes.append(f"**{item.title}** — {entry['what']}. Evaluated at: {entry['points']}; mean width "
+                         f"{entry['mean_width']:.3g}{covered}.")
+    return notes

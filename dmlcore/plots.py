@@ -2,8 +2,9 @@
 
 Every function returns a :class:`plotly.graph_objects.Figure` and never imports Streamlit.
 Inputs are plain tables and dicts: ``Run.curve()`` frames (columns ``x``, ``estimate``,
-``truth``, ``group``), ``record["fold_losses"]`` lists and the ``losses`` dict of a job
-snapshot (``{"s"|"g"|"f": {fold: {"epoch": [...], "train": [...], "val": [...]}}}``).
+``truth``, ``group``; with a band also ``lower``, ``upper``, ``band``), ``record["fold_losses"]``
+lists and the ``losses`` dict of a job snapshot
+(``{"s"|"g"|"f": {fold: {"epoch": [...], "train": [...], "val": [...]}}}``).
 """
 
 from __future__ import annotations
@@ -43,14 +44,17 @@ def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "
     Parameters
     ----------
     curves : sequence of (name, frame)
-        One ``Run.curve()`` table per run: columns ``x``, ``estimate``, ``truth``, ``group``.
+        One ``Run.curve()`` table per run: columns ``x``, ``estimate``, ``truth``, ``group``, and
+        for a run with a band ``lower``, ``upper`` and ``band`` (what the band is, in words),
+        drawn as a shaded area in the run's colour under its line.
     methods : sequence of str, optional
         The method key of each curve, for its colour.
     max_columns : int
         Panels per row when the curves have several groups (one panel per group).
     clip_to_truth : bool
-        Where the truth is known, keep each panel's y axis within the truth's range widened by
-        its own span, so that one far-off estimate does not flatten the others.
+        Keep each panel's y axis within the truth's range (without a truth and with bands, the
+        estimates' range) widened by its own span, so that one far-off estimate or a very wide
+        band does not flatten the others; moderate bands stay in view.
     """
     groups: list[str] = []
     for _, frame in curves:
@@ -66,10 +70,11 @@ def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "
     colors = _distinct_colors([methods[i] if methods is not None and i < len(methods) else name
                                for i, (name, _) in enumerate(curves)])
     truth_drawn = False
+    banded: set[str] = set()
     for gi, group in enumerate(groups):
         r, c = gi // cols + 1, gi % cols + 1
         truth_done = False
-        values, truth_values = [], []
+        values, truth_values, band_values = [], [], []
         for i, (name, frame) in enumerate(curves):
             part = frame[frame["group"].astype(str) == group].sort_values("x")
             if part.empty:
@@ -81,11 +86,17 @@ def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "
                               row=r, col=c)
                 truth_done = truth_drawn = True
                 truth_values = part["truth"].dropna().tolist()
+            band = _band_trace(name, part, colors[i], show_legend=name not in banded)
+            if band is not None:
+                fig.add_trace(band, row=r, col=c)
+                banded.add(name)
+                band_values += part["lower"].tolist() + part["upper"].tolist()
             fig.add_trace(go.Scatter(x=part["x"], y=part["estimate"], name=name, mode="lines",
                                      line=dict(color=colors[i], width=2),
                                      legendgroup=name, showlegend=gi == 0), row=r, col=c)
             values += part["estimate"].dropna().tolist()
-        y_range = _focus_range(truth_values, values) if clip_to_truth else None
+        reference = truth_values or (values if band_values else [])
+        y_range = _focus_range(reference, values + band_values) if clip_to_truth else None
         if y_range is not None:
             fig.update_yaxes(range=y_range, row=r, col=c)
     fig.update_layout(**_LAYOUT, title=title, height=250 * rows + 90 if rows > 1 else 430)
@@ -96,6 +107,31 @@ def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "
     for r in range(1, rows + 1):
         fig.update_yaxes(title_text=y_title if r == (rows + 1) // 2 else None, row=r, col=1)
     return fig
+
+
+def _band_trace(name: str, part: pd.DataFrame, color: str, show_legend: bool) -> go.Scatter | None:
+    """The shaded band of one curve panel (a closed outline, upper then lower reversed), or None
+    when the frame has no finite band there."""
+    if not {"lower", "upper"} <= set(part.columns):
+        return None
+    part = part[np.isfinite(part["lower"].astype(float)) & np.isfinite(part["upper"].astype(float))]
+    if part.empty:
+        return None
+    kind = str(part["band"].iloc[0]) if "band" in part else "band"
+    outline = pd.concat([part, part.iloc[::-1]])
+    y = np.concatenate([part["upper"].to_numpy(float), part["lower"].to_numpy(float)[::-1]])
+    return go.Scatter(x=outline["x"], y=y, name=f"{name}: {kind}", mode="lines", fill="toself",
+                      fillcolor=_rgba(color, 0.2), line=dict(color=color, width=0), hoveron="points",
+                      legendgroup=name, showlegend=show_legend,
+                      customdata=outline[["lower", "upper"]].to_numpy(float),
+                      hovertemplate=(f"{name}<br>{kind}<br>x %{{x:.4g}}: "
+                                     f"[%{{customdata[0]:.4g}}, %{{customdata[1]:.4g}}]<extra></extra>"))
+
+
+def _rgba(color: str, alpha: float) -> str:
+    """'#1f77b4' with opacity ``alpha`` as an rgba() string."""
+    red, green, blue = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red}, {green}, {blue}, {alpha})"
 
 
 def _distinct_colors(keys: Sequence[str]) -> list[str]:
@@ -110,13 +146,15 @@ def _distinct_colors(keys: Sequence[str]) -> list[str]:
     return used
 
 
-def _focus_range(truth: list, values: list) -> list[float] | None:
-    """A y range around the truth that cuts off estimates far outside it (they leave the panel)."""
-    if not truth:
+def _focus_range(reference: list, values: list) -> list[float] | None:
+    """A y range around ``reference`` (the truth) that covers ``values`` (estimates, bands) within
+    its span on either side and cuts off what lies further out (it leaves the panel)."""
+    reference = [v for v in reference if np.isfinite(v)]
+    if not reference:
         return None
-    lo, hi = min(truth), max(truth)
+    lo, hi = min(reference), max(reference)
     span = max(hi - lo, 1e-9 + 0.1 * abs(hi))
-    vals = truth + [v for v in values if np.isfinite(v)]
+    vals = reference + [v for v in values if np.isfinite(v)]
     bottom, top = max(min(vals), lo - span), min(max(vals), hi + span)
     pad = 0.05 * (top - bottom)
     return [bottom - pad, top + pad]
@@ -266,6 +304,33 @@ def folds_figure(folds: Sequence[np.ndarray], n: int, *, max_rows: int = 120) ->
     fig.update_layout(**_LAYOUT, height=70 + 32 * k, xaxis_title=f"data row (first {shown} of {n:,})",
                       yaxis=dict(autorange="reversed"),
                       title="Blue: trains the nuisances s_k, g_k · orange: held out, scored with them")
+    return fig
+
+
+def sweep_figure(x: Sequence[float], panels: Sequence[tuple[str, Sequence[float], float | None]], *,
+                 x_title: str, text: Sequence[str] | None = None, log_x: bool = False,
+                 title: str | None = None, color: str = PALETTE[0]) -> go.Figure:
+    """Quantities against one setting, one panel each: ``panels`` holds (title, values, reference
+    value or None, drawn as a dashed line); ``text`` labels the points on hover."""
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p[0] for p in panels],
+                        horizontal_spacing=0.12)
+    for ci, (name, values, reference) in enumerate(panels, start=1):
+        hover = f"{x_title} %{{x:g}}<br>{name} %{{y:.3g}}" + ("<br>%{text}" if text is not None else "")
+        fig.add_trace(go.Scatter(x=list(x), y=list(values), mode="lines+markers", name=name, showlegend=False,
+                                 line=dict(color=color, width=2), marker=dict(size=8),
+                                 text=list(text) if text is not None else None,
+                                 hovertemplate=hover + "<extra></extra>"),
+                      row=1, col=ci)
+        if reference is not None:
+            fig.add_hline(y=reference, line=dict(color=TRUTH_COLOR, dash="dash"), row=1, col=ci)
+            shown = [v for v in values if v is not None and np.isfinite(v)] + [reference]
+            pad = 0.08 * (max(shown) - min(shown) or abs(reference) or 1.0)
+            fig.update_yaxes(range=[min(shown) - pad, max(shown) + pad], row=1, col=ci)
+        fig.update_xaxes(title_text=x_title, type="log" if log_x else None, tickvals=list(x),
+                         ticktext=[f"{v:g}" for v in x], row=1, col=ci)
+    fig.update_layout(**_LAYOUT, title=title, height=340)
+    if title is not None:
+        fig.update_layout(margin=dict(t=90))
     return fig
 
 

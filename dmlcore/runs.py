@@ -5,7 +5,8 @@ A run record is a JSON-ready dict with the fields of the CLI contract: ``method`
 time of the fit), ``fold_losses`` (one entry per fold), ``coefficients`` and ``std_errors``
 (linear methods), plus ``metrics``, ``config``, ``roles`` and ``second_stage_history``; and
 ``bands`` (see :func:`band_summary`) with the headline ``band_coverage`` and ``band_width``
-(None when the estimator gives no band).
+(None when the estimator gives no band). :meth:`Run.curve` adds the band a curve can show
+(:func:`curve_band`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ METHOD_TITLES = {"dml-cmr": "DML-CMR", "ce-dml-cmr": "CE-DML-CMR", "naive": "Nai
 METHODS = tuple(METHOD_TITLES)
 BAND_LEVEL = 0.95
 PCL_PRICES = np.linspace(10.0, 30.0, 100)  # the treatment values at which demand-pcl is scored
+STACK_ROWS = 2 ** 20  # rows stacked at once for the band of an averaged curve
 
 
 def make_estimator(method: str, *, learner: str = "nn", folds: int = 10, seed: int = 0,
@@ -71,19 +73,26 @@ class Run:
     extra: dict = field(default_factory=dict)
 
     def curve(self, points: int = 60) -> pd.DataFrame:
-        """Estimated (and, when known, true) causal function for plotting.
+        """Estimated (and, when known, true) causal function for plotting, with its band.
 
         With a ground truth, its own curve; otherwise the average structural function
         a -> mean over rows of f(a, other inputs), over the central 98 % of the treatment.
+        Columns ``x``, ``estimate``, ``truth``, ``group`` (and the truth's own columns), plus
+        ``lower``, ``upper`` and ``band`` when the estimator has a band (:func:`curve_band`).
         """
+        treatment = self.data.treatment[0] if len(self.data.treatment) == 1 else None
         if self.truth is not None:
-            return self.truth.curve(self.estimator)
-        if len(self.data.treatment) != 1:
+            frame = self.truth.curve(self.estimator)
+            averaged = self.truth.kind == "pcl" and treatment in frame
+            values = frame[treatment].to_numpy(dtype=float) if averaged else None
+            return curve_band(self.estimator, self.data, frame, treatment_values=values)
+        if treatment is None:
             raise DMLCoreError("A curve needs a single treatment column.")
-        a = self.data.table[self.data.treatment[0]].to_numpy(dtype=float)
+        a = self.data.table[treatment].to_numpy(dtype=float)
         grid = np.linspace(*np.quantile(a, [0.01, 0.99]), points)
-        return pd.DataFrame({"x": grid, "estimate": bridge_curve(self.estimator, self.data, grid),
-                             "truth": np.nan, "group": "average over the data"})
+        frame = pd.DataFrame({"x": grid, "estimate": bridge_curve(self.estimator, self.data, grid),
+                              "truth": np.nan, "group": "average over the data"})
+        return curve_band(self.estimator, self.data, frame, treatment_values=grid)
 
     def predictions(self) -> pd.DataFrame:
         """The data's input columns with f-hat at each row."""
@@ -195,12 +204,59 @@ def _band_points(data: CausalData, truth: GroundTruth | None):
         true = demand_f0(grid["price"], grid["time"], grid["customer_type"]).to_numpy()
         return grid, None, true, "demand-iv test grid (2,800 points)"
     if truth is not None and data.name == "demand-pcl":
-        rows = data.table[data.input_columns]
-        X = pd.concat([rows.assign(**{data.treatment[0]: a}) for a in PCL_PRICES], ignore_index=True)
-        groups = np.repeat(np.arange(len(PCL_PRICES)), len(rows))
+        X, groups = _stacked(data, PCL_PRICES)
         return (X, groups, demand_pcl_do(PCL_PRICES),
                 "E[Y | do(price)] at 100 prices in [10, 30], the mean of f over the data's rows")
     return data.table[data.input_columns], None, None, "the data's rows (no known truth)"
+
+
+def _stacked(data: CausalData, values) -> tuple[pd.DataFrame, np.ndarray]:
+    """The data's input rows once per treatment value (the treatment set to it), and the value's index."""
+    rows = data.table[data.input_columns]
+    X = pd.concat([rows.assign(**{data.treatment[0]: a}) for a in values], ignore_index=True)
+    return X, np.repeat(np.arange(len(values)), len(rows))
+
+
+def curve_band(estimator, data: CausalData, frame: pd.DataFrame, *, treatment_values=None,
+               level: float = BAND_LEVEL) -> pd.DataFrame:
+    """``frame`` (a curve) with the estimator's ``level`` band in ``lower``, ``upper`` and ``band``.
+
+    ``band`` says which band it is: a confidence band when the estimator has one
+    (``f_model="sieve"``; median-aggregated over repeated cross-fits), otherwise, for repeated
+    cross-fits, the range of their f-hats, which is not a confidence band. Pointwise curves are
+    evaluated at the frame's own input columns; an averaged curve, the mean of f over the data's
+    rows with the treatment set to each of ``treatment_values`` (one per frame row), gets the
+    band of that mean. ``frame`` comes back unchanged when the estimator has no band or the
+    frame lacks the input columns (image inputs, for instance).
+    """
+    reps = isinstance(estimator, RepeatedCrossFit)
+    if getattr(estimator, "has_bands", False):
+        how = f"sandwich, median over {estimator.reps} cross-fits" if reps else "sandwich"
+        label = f"{level * 100:g} % confidence band ({how})"
+
+        def interval(X, groups):
+            return estimator.predict_interval(X, level, groups=groups)
+    elif reps:
+        label = f"{level * 100:g} % range of {estimator.reps} cross-fits, not a confidence band"
+
+        def interval(X, groups):
+            return estimator.predict_spread(X, level, groups=groups)
+    else:
+        return frame
+    if treatment_values is not None:
+        values = np.asarray(treatment_values, dtype=float)
+        if len(data.treatment) != 1 or len(values) != len(frame):
+            raise DMLCoreError(f"An averaged curve's band needs one treatment column and one treatment value "
+                               f"per curve row ({len(frame)}); got {len(data.treatment)} column(s) and "
+                               f"{len(values)} value(s).")
+        step = max(1, STACK_ROWS // max(1, len(data.table)))
+        parts = [interval(*_stacked(data, values[i:i + step])) for i in range(0, len(values), step)]
+        lower, upper = (np.concatenate(side) for side in zip(*parts))
+    elif set(data.input_columns) <= set(frame.columns):
+        lower, upper = interval(frame[data.input_columns], None)
+    else:
+        return frame
+    return frame.assign(lower=lower, upper=upper, band=label)
 
 
 def _band_record(lower, upper, true, what, where, level) -> dict:

@@ -64,6 +64,15 @@ if "est_folds" in errors:
     st.error(errors["est_folds"])
 
 neural = [m for m in ss["est_methods"] if m in NEURAL_METHODS]
+c5, c6 = st.columns([3, 1])
+c5.selectbox("Second stage f (DML-CMR, CE-DML-CMR, naive plug-in)", list(plan.F_MODEL_CHOICES), key="est_f_model",
+             persist_state="session", format_func=plan.F_MODEL_CHOICES.get, help=plan.F_MODEL_HELP,
+             disabled=not neural)
+c6.number_input("Repeated cross-fits R", min_value=1, max_value=plan.MAX_REPS, step=1, key="est_reps",
+                persist_state="session", help=plan.REPS_HELP, disabled=not neural)
+for key in ("est_f_model", "est_reps"):
+    if key in errors:
+        st.error(errors[key])
 if neural:
     with st.expander("A different learner for one method"):
         cols = st.columns(len(neural))
@@ -91,7 +100,9 @@ with st.expander("Advanced settings (dmlcore's defaults)"):
                     st.error(errors[key])
         f_model = plan.F_MODEL_FOR[learner]
         f_fields = plan.F_FIELDS[f_model]
-        if f_fields:
+        if ss["est_f_model"] == "sieve":
+            st.caption("Second stage: spline basis (sieve); its knots and penalty are chosen from the data.")
+        elif f_fields:
             st.markdown(f"**Second stage: {F_TITLES[f_model]}**")
             cols = st.columns(4)
             for i, fld in enumerate(f_fields):

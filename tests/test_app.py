@@ -107,6 +107,13 @@ def small_iv_table(n=400, seed=1) -> pd.DataFrame:
     return pd.DataFrame({"y": y, "a": a, "z": z, "x": rng.normal(size=n), "label": ["p"] * n})
 
 
+def stored_curve(at):
+    """The curve of the newest DML-CMR run in this test's run store."""
+    from dashboard import state
+    rows = [r for r in state.store().list(at.session_state["owner"]) if r["method"] == "dml-cmr"]
+    return state.store().load(rows[0]["id"]).curve
+
+
 # ---------------------------------------------------------------- pages
 def test_home_explains_and_offers_the_demo():
     at = start()
@@ -388,6 +395,55 @@ def test_learn_pages_and_the_experiment():
     assert any("weak instrument" in m for m in texts(at.markdown))
     keys = {c.proto.id for c in at.get("plotly_chart")}
     assert len(keys) >= 3                                         # folds, curves, MSE bars
+
+
+def test_sieve_f_bands_run_through_to_the_results():
+    at = start()
+    simulate(at, n=300)
+    at.switch_page(ESTIMATORS).run()
+    at.multiselect(key="est_methods").set_value(["dml-cmr", "2sls"]).run()
+    at.selectbox(key="est_learner").set_value("gb").run()
+    at.number_input(key="est_folds").set_value(3).run()
+    at.selectbox(key="est_f_model").set_value("sieve").run()
+    assert not at.error
+    plan = [m for m in texts(at.markdown) if m.startswith("- ")]
+    assert "second stage: spline basis (sieve) with 95 % confidence bands" in plan[0]
+    at.switch_page(TRAIN).run()
+    at.button(key="train_start").click().run()
+    labels = wait_for_jobs(at)
+    assert all("done in" in m for m in labels), labels
+    at.switch_page(RESULTS).run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    assert list(table["run"]) == ["#1 DML-CMR · gb · sieve f", "#1 2SLS"]
+    assert 0 <= table["band coverage"].iloc[0] <= 1 and table["band width"].iloc[0] > 0
+    assert table[["band coverage", "band width"]].iloc[1].isna().all()
+    curves = json.loads(at.get("plotly_chart")[0].proto.spec)
+    fills = [t for t in curves["data"] if t.get("fill")]
+    assert fills and fills[0]["name"] == "#1 DML-CMR · gb · sieve f: 95 % confidence band (sandwich)"
+    body = all_text(at)
+    assert "pointwise normal band, sandwich variance 'outcome'" in body
+    assert "about 86 %" in body and "93 %" in body and "short of the nominal 95 %" in body
+    # the stored run keeps the band of its curve
+    stored = stored_curve(at)
+    assert {"lower", "upper", "band"} <= set(stored.columns)
+
+
+def test_learn_bands_widen_as_the_instrument_weakens():
+    at = start(LEARN)
+    at.select_slider(key="exp_n").set_value(500).run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = next(d.value for d in at.dataframe if "instrument strength" in d.value)
+    table = table.set_index("instrument strength")
+    assert list(table.index) == [2.0, 1.0, 0.5, 0.25, 0.1]
+    assert table.loc[0.1, "band width (f, test grid)"] > 1.5 * table.loc[2.0, "band width (f, test grid)"]
+    assert table.loc[0.1, "first-stage F"] < table.loc[2.0, "first-stage F"]
+    assert table["coverage (f, test grid)"].between(0, 1).all()
+    band = json.loads(next(c for c in at.get("plotly_chart") if "Average demand curve with its 95 %"
+                           in c.proto.spec).proto.spec)
+    assert any(t.get("fill") for t in band["data"])
+    assert "nearly collinear" in all_text(at).replace("\n", " ")
+    assert any("fit's own time is in the table" in c for c in texts(at.caption))
 
 
 def test_real_data_results_side_by_side_with_2sls():

@@ -1,5 +1,6 @@
 """Tests of confidence bands: the sieve second stage (SieveF, ``f_model="sieve"``), repeated
-cross-fitting (RepeatedCrossFit, ``--reps-crossfit``) and the band fields of run records."""
+cross-fitting (RepeatedCrossFit, ``--reps-crossfit``), the band fields of run records and the
+band columns of ``Run.curve()``."""
 
 import json
 
@@ -7,15 +8,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dmlcore import runs
 from dmlcore.cli import main
 from dmlcore.data.roles import CausalData
-from dmlcore.data.simulate import simulate_demand_iv
+from dmlcore.data.simulate import simulate_demand_iv, simulate_demand_pcl
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
 from dmlcore.estimators.dml import DMLCMR
 from dmlcore.estimators.second_stage import SieveF
 from dmlcore.estimators.sieve import Sieve2SLS
 from dmlcore.progress import Monitor
+from dmlcore.runs import fit_run
 
 
 def linear_iv(n=500, seed=0):
@@ -231,3 +234,87 @@ def test_cli_unknown_f_model_is_a_usage_error(capsys):
     err = capsys.readouterr().err.strip()
     assert info.value.code == 2 and len(err.splitlines()) == 1
     assert "--f-model" in err and "'spline'" in err and "sieve" in err
+
+
+# ------------------------------------------------------------------ curves with bands
+FAST_GB = dict(learner="gb", folds=3, nuisance_params=dict(max_iter=30, learning_rate=0.2))
+
+
+@pytest.fixture(scope="module")
+def sieve_iv():
+    sim = simulate_demand_iv(400, seed=0)
+    return fit_run(sim.data, "dml-cmr", truth=sim.truth, f_model="sieve", **FAST_GB)
+
+
+@pytest.fixture(scope="module")
+def sieve_pcl():
+    sim = simulate_demand_pcl(300, seed=0)
+    return fit_run(sim.data, "dml-cmr", truth=sim.truth, f_model="sieve", **FAST_GB)
+
+
+def test_pointwise_curve_carries_the_confidence_band_at_its_rows(sieve_iv):
+    curve = sieve_iv.curve()
+    assert {"lower", "upper", "band"} <= set(curve.columns) and len(curve) == 420
+    assert set(curve["band"]) == {"95 % confidence band (sandwich)"}
+    lower, upper = sieve_iv.estimator.predict_interval(curve[["price", "time", "customer_type"]], 0.95)
+    np.testing.assert_allclose(curve["lower"], lower)
+    np.testing.assert_allclose(curve["upper"], upper)
+    np.testing.assert_allclose((curve["lower"] + curve["upper"]) / 2, curve["estimate"])
+    assert (curve["upper"] > curve["lower"]).all()
+
+
+def test_averaged_curve_carries_the_band_of_the_mean_over_the_rows(sieve_pcl, monkeypatch):
+    curve = sieve_pcl.curve()
+    assert len(curve) == 100 and {"lower", "upper", "band"} <= set(curve.columns)
+    # the centre of the band of the mean of f over the rows is that mean: the bridge curve
+    np.testing.assert_allclose((curve["lower"] + curve["upper"]) / 2, curve["estimate"], rtol=1e-9)
+    rows = sieve_pcl.data.table[sieve_pcl.data.input_columns]
+    one_price = rows.assign(price=curve["price"].iloc[40])
+    mean_lo, mean_hi = sieve_pcl.estimator.predict_interval(one_price, groups=np.zeros(len(rows)))
+    assert (curve["lower"].iloc[40], curve["upper"].iloc[40]) == pytest.approx((mean_lo[0], mean_hi[0]))
+    point_lo, point_hi = sieve_pcl.estimator.predict_interval(one_price)
+    assert 0 < mean_hi[0] - mean_lo[0] < np.mean(point_hi - point_lo)
+    # stacking the grid a few prices at a time gives the same band
+    monkeypatch.setattr(runs, "STACK_ROWS", 3 * len(rows) + 1)
+    pd.testing.assert_frame_equal(sieve_pcl.curve(), curve)
+
+
+def test_curve_without_truth_averages_over_the_data_with_its_band(sieve_iv):
+    no_truth = runs.Run(sieve_iv.record, sieve_iv.estimator, sieve_iv.data)
+    curve = no_truth.curve(points=15)
+    assert len(curve) == 15 and set(curve["group"]) == {"average over the data"}
+    assert curve["truth"].isna().all()
+    np.testing.assert_allclose((curve["lower"] + curve["upper"]) / 2, curve["estimate"], rtol=1e-9)
+    rows = sieve_iv.data.table[sieve_iv.data.input_columns].assign(price=curve["x"].iloc[7])
+    lower, upper = sieve_iv.estimator.predict_interval(rows, groups=np.zeros(len(rows)))
+    assert (curve["lower"].iloc[7], curve["upper"].iloc[7]) == pytest.approx((lower[0], upper[0]))
+
+
+def test_repeated_crossfits_without_confidence_bands_show_their_range():
+    sim = simulate_demand_iv(300, seed=1)
+    run = fit_run(sim.data, "ce-dml-cmr", truth=sim.truth, reps_crossfit=3, **FAST_GB)
+    curve = run.curve()
+    assert set(curve["band"]) == {"95 % range of 3 cross-fits, not a confidence band"}
+    lower, upper = run.estimator.predict_spread(curve[["price", "time", "customer_type"]], 0.95)
+    np.testing.assert_allclose(curve["lower"], lower)
+    np.testing.assert_allclose(curve["upper"], upper)
+    assert (curve["lower"] <= curve["estimate"] + 1e-9).all() and (curve["estimate"] <= curve["upper"] + 1e-9).all()
+
+
+def test_sieve_with_repeated_crossfits_shows_the_aggregated_confidence_band():
+    sim = simulate_demand_iv(300, seed=2)
+    run = fit_run(sim.data, "dml-cmr", truth=sim.truth, f_model="sieve", reps_crossfit=2, **FAST_GB)
+    assert set(run.curve()["band"]) == {"95 % confidence band (sandwich, median over 2 cross-fits)"}
+
+
+def test_runs_without_a_band_have_no_band_columns():
+    sim = simulate_demand_iv(300, seed=0)
+    for method, kwargs in (("dml-cmr", FAST_GB), ("2sls", {})):
+        curve = fit_run(sim.data, method, truth=sim.truth, **kwargs).curve()
+        assert not {"lower", "upper", "band"} & set(curve.columns), method
+
+
+def test_averaged_band_needs_one_value_per_curve_row(sieve_pcl):
+    frame = sieve_pcl.curve().head(5)
+    with pytest.raises(DMLCoreError, match=r"one treatment value per curve row \(5\).*3 value"):
+        runs.curve_band(sieve_pcl.estimator, sieve_pcl.data, frame, treatment_values=[10.0, 11.0, 12.0])

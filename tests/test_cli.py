@@ -119,6 +119,7 @@ def test_unknown_dataset_via_subprocess():
     (["bench", "--methods", "naive,magic", "--sizes", "200"], ["'magic'"]),
     (["bench", "--sizes", "200,abc"], ["--sizes"]),
     (["bench", "--reps", "0", "--sizes", "200"], ["--reps"]),
+    (["fit", *TINY, "--threads", "0"], ["--threads", "at least 1", "0"]),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, tmp_path, argv, words):
     code, out, err = run_main(capsys, *argv, *(["--out", str(tmp_path / "b.csv")] if argv[0] == "bench" else []))
@@ -182,6 +183,18 @@ def test_bench_writes_rows_and_prints_summary(capsys, tmp_path):
     assert code == 0
     text = out_csv.read_text().splitlines()
     assert len(text) == 1 + 8 and text.count(text[0]) == 1
+
+
+def test_threads_option_sets_torch_threads(capsys):
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        code, _, _ = run_main(capsys, "fit", *TINY, "--method", "2sls", "--threads", "2")
+        assert code == 0
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_summarize_statistics():

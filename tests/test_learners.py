@@ -119,6 +119,33 @@ def test_neural_loss_histories_recorded_per_fold():
     assert monitor.histories[("s", 0)]["train"][-1] < monitor.histories[("s", 0)]["train"][0]
 
 
+def test_neural_fit_is_reproducible_while_other_threads_draw_random_numbers():
+    """Dropout masks come from the model's own stream: a concurrent job (the dashboard runs
+    fits in threads) drawing from torch's global generator must not change the fit."""
+    import threading
+
+    import torch
+
+    C, y = regression_problem(400)
+    params = dict(NN_FAST, max_epochs=8, dropout=0.3)
+    alone = NeuralOutcome(params, seed=3).fit(C, y, [np.arange(400)], Monitor()).predict(0, C)
+    stop = threading.Event()
+
+    def other_job():
+        while not stop.is_set():
+            torch.rand(1000)
+            torch.manual_seed(0)
+
+    thread = threading.Thread(target=other_job)
+    thread.start()
+    try:
+        busy = NeuralOutcome(params, seed=3).fit(C, y, [np.arange(400)], Monitor()).predict(0, C)
+    finally:
+        stop.set()
+        thread.join()
+    np.testing.assert_array_equal(busy, alone)
+
+
 def test_neural_per_fold_standardization():
     C, y = regression_problem(n=300)
     y = y.copy()

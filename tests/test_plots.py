@@ -69,3 +69,48 @@ def test_two_runs_of_one_method_get_different_colours():
                              methods=["dml-cmr", "dml-cmr"])
     colors = {t.name: t.line.color for t in fig.data if t.name != "truth"}
     assert colors["#1 DML-CMR"] == plots.METHOD_COLORS["dml-cmr"] != colors["#2 DML-CMR"]
+
+
+def _banded(curve, half_width, kind="95 % confidence band (sandwich)"):
+    return curve.assign(lower=curve["estimate"] - half_width, upper=curve["estimate"] + half_width, band=kind)
+
+
+def test_curve_figure_shades_a_band_under_its_line_iff_the_frame_has_one():
+    plain = plots.curve_figure([("DML-CMR", _curve(1.0))], methods=["dml-cmr"])
+    assert not [t for t in plain.data if t.fill]
+    fig = plots.curve_figure([("DML-CMR", _banded(_curve(1.0), 2.0)), ("2SLS", _curve(3.0))],
+                             methods=["dml-cmr", "2sls"])
+    bands = [t for t in fig.data if t.fill]
+    assert len(bands) == 2 and {t.fill for t in bands} == {"toself"}           # one per panel
+    assert [t.name for t in bands] == ["DML-CMR: 95 % confidence band (sandwich)"] * 2
+    assert [t.showlegend for t in bands] == [True, False]
+    assert bands[0].fillcolor == "rgba(31, 119, 180, 0.2)"                      # the DML-CMR blue
+    assert bands[0].legendgroup == "DML-CMR" and "customdata[0]" in bands[0].hovertemplate
+    names = [t.name for t in fig.data]
+    assert names.index(bands[0].name) < names.index("DML-CMR")                 # drawn under the line
+    x = np.linspace(10, 25, 5)
+    np.testing.assert_allclose(bands[0].x, np.concatenate([x, x[::-1]]))
+    np.testing.assert_allclose(bands[0].y, np.concatenate([-2 * x + 3, (-2 * x - 1)[::-1]]))
+    nan_band = _curve(1.0).assign(lower=np.nan, upper=np.nan, band="none")
+    assert not [t for t in plots.curve_figure([("run", nan_band)]).data if t.fill]
+
+
+def test_y_range_takes_in_moderate_bands_but_not_wide_ones():
+    truth_span = 30.0                                   # truth: -2x over x in [10, 25]
+    moderate = plots.curve_figure([("run", _banded(_curve(), 5.0, "range of 3 cross-fits"))])
+    low, high = moderate.layout.yaxis.range
+    assert low < -50 - 5 and high > -20 + 5            # the band's edges are in view
+    wide = plots.curve_figure([("run", _banded(_curve(), 1000.0))])
+    low, high = wide.layout.yaxis.range
+    assert low > -50 - 1.2 * truth_span and high < -20 + 1.2 * truth_span
+    no_truth = plots.curve_figure([("run", _banded(_curve().assign(truth=np.nan), 1000.0))])
+    low, high = no_truth.layout.yaxis.range
+    assert low > -50 - 1.2 * truth_span and high < -20 + 1.2 * truth_span
+
+
+def test_sweep_figure_one_panel_per_quantity_with_reference_lines():
+    fig = plots.sweep_figure([2.0, 1.0, 0.5], [("width", [1.0, 2.0, 3.0], None), ("coverage", [0.9, 0.8, 0.7], 0.95)],
+                             x_title="instrument strength", log_x=True, text=["F 100", "F 20", "F 5"])
+    assert [t.name for t in fig.data] == ["width", "coverage"]
+    assert list(fig.data[1].y) == [0.9, 0.8, 0.7] and list(fig.data[0].text) == ["F 100", "F 20", "F 5"]
+    assert fig.layout.xaxis.type == "log" and [s.y0 for s in fig.layout.shapes] == [0.95]

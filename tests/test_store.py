@@ -146,3 +146,13 @@ def test_safe_filename_never_leaves_its_folder(name):
     assert 0 < len(cleaned) <= 100
     assert (folder / cleaned).parent == folder
     assert not cleaned.startswith(".") and ".." not in cleaned and "/" not in cleaned and "\\" not in cleaned
+
+
+def test_stored_curve_keeps_its_band_columns(store):
+    sim = simulate_demand_iv(n=300)
+    banded = fit_run(sim.data, "dml-cmr", truth=sim.truth, learner="gb", folds=3, f_model="sieve",
+                     nuisance_params=dict(max_iter=30))
+    stored = store.load(store.save(banded, "alice"), "alice")
+    assert {"lower", "upper", "band"} <= set(stored.curve.columns)
+    pd.testing.assert_frame_equal(stored.curve, banded.curve().reset_index(drop=True))
+    assert stored.record["bands"]["confidence"]["mean_width"] == banded.record["band_width"]

@@ -79,7 +79,6 @@ class NeuralF(SecondStage):
             check_positive(key, p[key], integer=key != "lr")
         check_positive("n_draws", self.n_draws, integer=True)
         rng = np.random.default_rng(self.seed + 2)
-        torch.manual_seed(self.seed + 2)
         gen = torch.Generator().manual_seed(self.seed + 2)
         self.x_scale_ = Scaler(inputs)
         if self.image is not None:  # pixels stay raw

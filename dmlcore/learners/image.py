@@ -51,7 +51,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dmlcore.errors import DMLCoreError
-from dmlcore.learners.nn import BatchedMLP, _single
+from dmlcore.learners.nn import BatchedMLP, _single, dropout_mask, dropout_noise
 
 # A layer is ("conv", out_channels, kernel, padding), ("pool", size) (max-pooling, stride =
 # size) or ("dropout",); "features" is the width of the final FC + ReLU layer.
@@ -117,6 +117,7 @@ class BatchedImageMLP(nn.Module):
         if len(set(index)) != len(index) or min(index) < 0 or max(index) >= d_in:
             raise DMLCoreError(f"image_index must hold distinct positions in 0..{d_in - 1}.")
         self.folds = int(folds)
+        self.noise = dropout_noise(generator)
         # channels-last activations measured 1.1-2x faster on CPU for the grouped convolutions
         # and the pooling (benchmarks in the module docstring)
         self.channels_last = True
@@ -194,11 +195,9 @@ class BatchedImageMLP(nn.Module):
             elif train and self.conv_dropout > 0:
                 # (K, B, C, h, w) masks for every fold, then the active ones
                 c = h.shape[1] // ka
-                keep = torch.rand(self.folds, batch, c, h.shape[2], h.shape[3], device=h.device) >= self.conv_dropout
-                if active is not None:
-                    keep = keep[active]
-                keep = keep.transpose(0, 1).reshape(h.shape)
-                h = h * keep / (1.0 - self.conv_dropout)
+                mask = dropout_mask((self.folds, batch, c, h.shape[2], h.shape[3]), self.conv_dropout,
+                                    self.noise, active)
+                h = h * mask.transpose(0, 1).reshape(h.shape)
         if relu_due:
             h = torch.relu(h)
         h = h.reshape(batch, ka, -1).transpose(0, 1)                           # (Ka, B, flat)

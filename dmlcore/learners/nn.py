@@ -52,6 +52,7 @@ class BatchedMLP(nn.Module):
             self.weights.append(nn.Parameter(w))
             self.biases.append(nn.Parameter(bias))
         self.dropout = float(dropout)
+        self.noise = dropout_noise(generator)
 
     def forward(self, x, active=None):
         """``active`` (fold indices) evaluates only those fold models; x is then (len(active), B, d)."""
@@ -63,13 +64,27 @@ class BatchedMLP(nn.Module):
             if i < last:
                 x = torch.relu(x)
                 if self.training and self.dropout > 0:
-                    # masks are drawn for every fold model, so one fold's randomness never
-                    # depends on which other folds are still training
-                    keep = torch.rand(self.weights[i].shape[0], x.shape[1], x.shape[2]) >= self.dropout
-                    if active is not None:
-                        keep = keep[active]
-                    x = x * keep / (1.0 - self.dropout)
+                    x = x * dropout_mask((self.weights[i].shape[0], *x.shape[1:]), self.dropout, self.noise, active)
         return x
+
+
+def dropout_noise(generator=None) -> np.random.Generator:
+    """The dropout masks' own random stream, seeded from the model's generator (no global state)."""
+    return np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=generator)))
+
+
+def dropout_mask(shape, rate: float, noise: np.random.Generator, active=None) -> torch.Tensor:
+    """Inverted-dropout multipliers (0 or 1 / (1 - rate)) for every fold model, then the active ones.
+
+    Masks are drawn for all K fold models (``shape[0]``), so one fold's randomness never
+    depends on which other folds are still training. Draws are 16-bit integers from numpy's
+    PCG64 (``rate`` is rounded to a multiple of 1/65536): on a CPU that is about three times
+    cheaper than ``torch.rand``, and the masks are a fifth of a small network's training time.
+    """
+    keep = torch.from_numpy(noise.integers(0, 65536, size=shape, dtype=np.uint16) >= round(rate * 65536))
+    if active is not None:
+        keep = keep[active]
+    return keep.to(torch.float32).mul_(1.0 / (1.0 - rate))
 
 
 def _clip_per_fold(params, max_norm: float) -> None:
@@ -133,10 +148,12 @@ def train_batched(model, data: _FoldData, loss_fn, params: dict, monitor, name: 
             break
         model.train()
         order = torch.as_tensor(_pad_rows(data.fit_rows, steps * bs, rng))[active]
+        # while every fold trains, skip the gathers of weights and statistics
+        sel, folds = (None, slice(None)) if len(active) == K else (active, active)
         total = torch.zeros(len(active))
         for step in range(steps):
             idx = order[:, step * bs:(step + 1) * bs]
-            per_fold = loss_fn(model(data.inputs(idx, active), active), data.targets(idx, active)).mean(dim=1)
+            per_fold = loss_fn(model(data.inputs(idx, folds), sel), data.targets(idx, folds)).mean(dim=1)
             opt.zero_grad(set_to_none=True)
             per_fold.sum().backward()
             _clip_per_fold(list(model.parameters()), params["clip"])
@@ -207,7 +224,6 @@ class NeuralOutcome(OutcomeLearner):
     def fit(self, C, y, train_sets, monitor):
         p = _resolve(self.params, len(y))
         gen = torch.Generator().manual_seed(self.seed)
-        torch.manual_seed(self.seed)
         self.data_ = _FoldData(C, y.reshape(-1, 1), train_sets, p["val_fraction"],
                                np.random.default_rng(self.seed))
         self.model_ = make_network(len(train_sets), C.shape[1], p, 1, gen, self.image, self.data_)
@@ -263,7 +279,6 @@ class MixtureDensity(ConditionalSampler):
         p = _resolve(self.params, len(X))
         self.components_, self.dim_ = int(p["components"]), X.shape[1]
         gen = torch.Generator().manual_seed(self.seed + 1)
-        torch.manual_seed(self.seed + 1)
         self.data_ = _FoldData(C, X, train_sets, p["val_fraction"], np.random.default_rng(self.seed + 1))
         d_out = self.components_ * (1 + 2 * self.dim_)
         self.model_ = make_network(len(train_sets), C.shape[1], p, d_out, gen, self.image, self.data_)

@@ -1,0 +1,74 @@
+"""dashboard.plan: the Estimators page's choices turned into fit_run keyword arguments (no Streamlit run)."""
+
+import inspect
+
+import pytest
+
+from dashboard import plan
+from dmlcore.data.registry import load_dataset
+from dmlcore.data.simulate import simulate_demand_iv
+from dmlcore.runs import fit_run
+
+
+@pytest.fixture(scope="module")
+def data():
+    return simulate_demand_iv(300, seed=0).data
+
+
+def choices(**changes):
+    return {**plan.ESTIMATOR_DEFAULTS, "est_learner": "gb", **changes}
+
+
+def test_defaults_pass_neither_f_model_nor_reps(data):
+    fits, errors = plan.build_plan(choices(), data)
+    assert not errors
+    for fit in fits:
+        assert "f_model" not in fit.kwargs and "reps_crossfit" not in fit.kwargs
+        assert "sieve" not in plan.describe(fit) and "repeated" not in plan.describe(fit)
+
+
+def test_sieve_and_repeated_crossfits_reach_the_neural_methods_only(data):
+    fits, errors = plan.build_plan(choices(est_methods=["dml-cmr", "ce-dml-cmr", "naive", "2sls"],
+                                           est_f_model="sieve", est_reps=4), data, batch=2)
+    assert not errors
+    by_method = {fit.method: fit for fit in fits}
+    for method in ("dml-cmr", "ce-dml-cmr", "naive"):
+        kwargs = by_method[method].kwargs
+        assert kwargs["f_model"] == "sieve" and kwargs["reps_crossfit"] == 4
+        assert kwargs.get("f_params") is None            # the boosted f's settings do not apply
+        assert by_method[method].label.endswith("· gb · sieve f · R = 4")
+        text = plan.describe(by_method[method])
+        assert "spline basis (sieve) with 95 % confidence bands" in text and "4 repeated cross-fits" in text
+    assert "f_model" not in by_method["2sls"].kwargs and "reps_crossfit" not in by_method["2sls"].kwargs
+    # what the Train page submits binds to fit_run
+    for fit in fits:
+        inspect.signature(fit_run).bind(data, fit.method, **fit.kwargs)
+
+
+def test_reps_alone_keeps_the_learners_second_stage(data):
+    fits, errors = plan.build_plan(choices(est_methods=["dml-cmr"], est_reps=3, adv_f_boost_max_depth=2), data)
+    assert not errors
+    assert fits[0].kwargs["reps_crossfit"] == 3 and "f_model" not in fits[0].kwargs
+    assert fits[0].kwargs["f_params"] == {"max_depth": 2}
+
+
+@pytest.mark.parametrize("reps", [0, 21, 2.5, "3"])
+def test_bad_reps_are_refused_with_the_value(data, reps):
+    _, errors = plan.build_plan(choices(est_reps=reps), data)
+    assert "from 1 to 20" in errors["est_reps"] and repr(reps) in errors["est_reps"]
+
+
+def test_sieve_f_is_refused_on_image_data():
+    images = load_dataset("digits-iv", n=100, seed=0).data
+    _, errors = plan.build_plan(choices(est_methods=["dml-cmr", "2sls"], est_learner="nn", est_f_model="sieve"),
+                                images)
+    assert "spline-basis (sieve) second stage" in errors["est_f_model"]
+    assert "64 image pixel columns" in errors["est_f_model"] and "learner's own" in errors["est_f_model"]
+    _, fine = plan.build_plan(choices(est_methods=["dml-cmr"], est_learner="nn"), images)
+    assert "est_f_model" not in fine
+    _, linear_only = plan.build_plan(choices(est_methods=["2sls"], est_f_model="sieve"), images)
+    assert "est_f_model" not in linear_only              # nothing to apply it to
+
+
+def test_the_demo_resets_the_band_choices():
+    assert plan.DEMO_SETTINGS["est_f_model"] == "own" and plan.DEMO_SETTINGS["est_reps"] == 1
