@@ -166,7 +166,7 @@ def details_section(chosen):
     if fold_losses:
         losses = plots.losses_from_record(fold_losses)
         history = item.record.get("second_stage_history") or {}
-        if history.get("epoch"):
+        if len(history.get("epoch", [])) > 1:  # closed-form f (linear, sieve) has no training curve
             losses["f"] = {None: history}
         st.plotly_chart(plots.loss_figure(losses), key="res_losses")
         st.plotly_chart(plots.second_stage_figure(fold_losses), key="res_second_stage")

@@ -7,69 +7,26 @@ Playwright is missing (install Chromium with apt, never with `playwright install
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
+from browser_support import ARGS, CHROMIUM, ROOT, idle, nav, needs_chromium, no_exception, streamlit_server
+
 SHOTS = ROOT / "artifacts" / "screenshots"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
 
 sync_api = pytest.importorskip("playwright.sync_api")
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """A Streamlit server on a free port with its own DMLCORE_HOME; stopped by its PID."""
-    home = tmp_path_factory.mktemp("dmlcore_home")
-    port = _free_port()
-    log_path = home / "server.log"
-    env = dict(os.environ, DMLCORE_HOME=str(home), PYTHONPATH=str(ROOT))
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-             "--server.port", str(port), "--server.headless", "true"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if urllib.request.urlopen(f"{base}/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                pytest.fail(f"The Streamlit server did not start:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.2)
+    """A Streamlit server with its own DMLCORE_HOME."""
+    with streamlit_server(tmp_path_factory.mktemp("dmlcore_home"), "server.log") as (base, _):
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    log = log_path.read_text()
-    assert "Traceback" not in log, log[-3000:]
 
 
 @pytest.fixture(scope="module")
@@ -82,18 +39,6 @@ def page(server):
         browser.close()
 
 
-def idle(page, pause: int = 400):
-    page.wait_for_selector(IDLE)
-    page.wait_for_timeout(pause)
-    page.wait_for_selector(IDLE)
-
-
-def nav(page, title: str):
-    page.locator("[data-testid=stTopNavLink]", has_text=title).click()
-    page.wait_for_url(re.compile(rf"/{title.lower()}\b|/$"))
-    idle(page, 800)
-
-
 def shoot(page, name: str):
     """A screenshot of the whole page (the viewport grows to the content, then shrinks back)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -104,9 +49,6 @@ def shoot(page, name: str):
     page.set_viewport_size({"width": 1400, "height": 900})
 
 
-def no_exception(page):
-    assert page.locator("[data-testid=stException]").count() == 0, page.locator(
-        "[data-testid=stException]").first.inner_text()
 
 
 def test_full_flow_in_chromium(page, server):
@@ -223,6 +165,26 @@ def test_full_flow_in_chromium(page, server):
     assert page.locator(".st-key-dl_record").count() == 1
     no_exception(page)
     shoot(page, "06_results_small")
+
+    # Bands: DML-CMR with boosting nuisances and a spline (sieve) f, drawn with its 95 % band
+    nav(page, "Estimators")
+    page.locator(".st-key-est_learner").click()
+    page.get_by_role("option", name="gradient boosting").click()
+    idle(page)
+    page.locator(".st-key-est_f_model").click()
+    page.get_by_role("option", name=re.compile("spline basis")).click()
+    idle(page)
+    page.get_by_text("spline basis (sieve) with 95 % confidence bands").first.wait_for()
+    nav(page, "Train")
+    page.locator(".st-key-train_start button").click()
+    page.get_by_text("Batch 3").first.wait_for()
+    page.get_by_text(re.compile(r"Batch 3 · (\d) of \1 done")).wait_for(timeout=120_000)
+    nav(page, "Results")
+    page.get_by_text("Estimated causal function").wait_for()
+    page.get_by_text("confidence band (sandwich)").first.wait_for()
+    idle(page, 1500)
+    no_exception(page)
+    shoot(page, "06_results_bands")
 
     # Learn: the graphs and the experiment
     nav(page, "Learn")

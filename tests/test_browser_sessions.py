@@ -15,90 +15,22 @@ Skipped when /usr/bin/chromium or Playwright is missing.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.parse
-import urllib.request
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from dmlcore.store import RunStore
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
+from browser_support import ARGS, CHROMIUM, idle, nav, needs_chromium, no_exception, streamlit_server
 
 sync_api = pytest.importorskip("playwright.sync_api")
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed")
-
-
-# ------------------------------------------------------------------ server (pattern of test_browser.py)
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def streamlit_server(home: Path, log_name: str):
-    """A Streamlit server on a free port with DMLCORE_HOME=home and one job worker.
-
-    Yields (base URL, process); stops the server by its PID unless the test killed it.
-    """
-    port = _free_port()
-    log_path = home / log_name
-    env = dict(os.environ, DMLCORE_HOME=str(home), PYTHONPATH=str(ROOT), DMLCORE_WORKERS="1")
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-             "--server.port", str(port), "--server.headless", "true"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if urllib.request.urlopen(f"{base}/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                pytest.fail(f"The Streamlit server did not start:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.2)
-        yield base, proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-    log = log_path.read_text()
-    assert "Traceback" not in log, log[-3000:]
+pytestmark = needs_chromium
 
 
 # ------------------------------------------------------------------ page helpers
-def idle(page, pause: int = 400):
-    page.wait_for_selector(IDLE)
-    page.wait_for_timeout(pause)
-    page.wait_for_selector(IDLE)
-
-
-def nav(page, title: str):
-    page.locator("[data-testid=stTopNavLink]", has_text=title).click()
-    page.wait_for_url(re.compile(rf"/{title.lower()}\b|/$"))
-    idle(page, 600)
-
-
 def fill(page, key: str, value):
     box = page.locator(f".st-key-{key} input")
     box.fill(str(value))
@@ -114,9 +46,6 @@ def sidebar_text(page) -> str:
     return page.locator("[data-testid=stSidebar]").inner_text()
 
 
-def no_exception(page):
-    assert page.locator("[data-testid=stException]").count() == 0, page.locator(
-        "[data-testid=stException]").first.inner_text()
 
 
 def owner_of(page) -> str:
@@ -161,7 +90,7 @@ def test_two_sessions_train_at_once_and_finished_runs_survive_a_killed_server(tm
         for page in (a, b):
             page.set_default_timeout(60_000)
         try:
-            with streamlit_server(home, "server1.log") as (base, proc):
+            with streamlit_server(home, "server1.log", DMLCORE_WORKERS="1") as (base, proc):
                 for page in (a, b):
                     page.goto(base)
                     idle(page, 800)
@@ -222,7 +151,7 @@ def test_two_sessions_train_at_once_and_finished_runs_survive_a_killed_server(tm
             assert finished_before == 3
 
             # a new server on the same run store: the finished runs are there, the lost one explained
-            with streamlit_server(home, "server2.log") as (base, _):
+            with streamlit_server(home, "server2.log", DMLCORE_WORKERS="1") as (base, _):
                 a.goto(f"{base}/train?{query}")
                 idle(a, 800)
                 no_exception(a)
