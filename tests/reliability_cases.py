@@ -69,7 +69,6 @@ class Case:
     widgets: dict = field(default_factory=dict)     # dashboard widget values
     ok: bool = False                       # True: not an error (e.g. a ';'-separated file loads)
     expect_dashboard: str | None = None    # the dashboard's words, where they differ from ``expect``
-    gap: str | None = None                 # a known library gap (message not a DMLCoreError)
 
 
 def _latin1() -> bytes:
@@ -155,19 +154,15 @@ SETTING_CASES = [
     Case("gb_lr_zero", "learning rate 0 (gradient boosting)", "learning_rate",
          method="ce-dml-cmr", settings=dict(learner="gb", nuisance_params={"learning_rate": 0.0}), cli=None,
          dashboard="estimators", widgets={"est_learner": "gb", "adv_gb_learning_rate": 0.0},
-         expect_dashboard="Learning rate must be greater than 0",
-         gap="dmlcore/learners/tabular.py passes the value to scikit-learn unchecked: its "
-             "InvalidParameterError (a ValueError) names the parameter and the allowed range"),
-    Case("nn_dropout_one", "dropout 1 (neural network)", "dropout must be in [0, 1)",
+         expect_dashboard="Learning rate must be greater than 0"),
+    Case("nn_dropout_one", "dropout 1 (neural network)", "dropout must be a number in [0, 1)",
          method="ce-dml-cmr", settings=dict(learner="nn", nuisance_params={"dropout": 1.0}, epochs=2), cli=None,
          dashboard="estimators", widgets={"est_learner": "nn", "adv_nn_dropout": 1.0},
          expect_dashboard="Dropout must be at least 0 and less than 1"),
-    Case("hidden_negative", "a hidden layer of width -1", "negative dimension",
+    Case("hidden_negative", "a hidden layer of width -1", "hidden must be a non-empty list of positive layer widths",
          method="ce-dml-cmr", settings=dict(learner="nn", nuisance_params={"hidden": (64, -1)}, epochs=2),
          cli=None, dashboard="estimators", widgets={"est_learner": "nn", "adv_nn_hidden": "64, -1"},
-         expect_dashboard="layer widths between 1 and 4096",
-         gap="dmlcore/learners/nn.py does not check the layer widths: torch's RuntimeError names "
-             "the negative dimension"),
+         expect_dashboard="layer widths between 1 and 4096"),
     Case("unknown_learner", "an unknown learner 'svm'", "'svm'", method="ce-dml-cmr",
          settings=dict(learner="svm"), cli=["--learner", "svm", "--method", "ce-dml-cmr"], dashboard=None),
     Case("unknown_method", "an unknown method 'magic'", "'magic'", method="magic", settings={},
@@ -208,7 +203,7 @@ def through_api(case: Case) -> Outcome:
     except (DMLCoreError, FitDiverged) as err:
         return Outcome("error", str(err), True, type(err).__name__)
     except Exception as err:                            # noqa: BLE001 - recorded, and a test fails
-        return Outcome("error", str(err), case.gap is not None, type(err).__name__)
+        return Outcome("error", str(err), False, type(err).__name__)
     return Outcome("ok")
 
 

@@ -361,6 +361,26 @@ def test_bad_settings_raise(kwargs, word):
         DMLCMR(**{"learner": "linear", "folds": 2, **kwargs}).fit(demand(200))
 
 
+@pytest.mark.parametrize("learner, f_model, f_params, word", [
+    ("linear", "nn", dict(hidden=(8, -1)), "hidden"),
+    ("linear", "nn", dict(dropout=1.0), "dropout"),
+    ("linear", "boost", dict(subsample=0.0), "subsample"),
+    ("linear", "boost", dict(subsample=2.0), "subsample"),
+    ("linear", "linear", dict(alpha=1.0), "Unknown linear second-stage setting"),
+    ("linear", "sieve", dict(max_epochs=5), "Unknown sieve second-stage setting.*'max_epochs'"),
+])
+def test_bad_f_params_raise(learner, f_model, f_params, word):
+    with pytest.raises(DMLCoreError, match=word):
+        CEDMLCMR(learner, f_model=f_model, f_params=f_params, epochs=2).fit(demand(200))
+
+
+def test_epochs_leave_closed_form_second_stages_alone():
+    """``epochs`` caps networks and boosting; a sieve or linear f has no epochs to cap."""
+    for f_model in ("sieve", "linear"):
+        est = CEDMLCMR("linear", f_model=f_model, epochs=2).fit(demand(300))
+        assert np.isfinite(est.predict(demand(20).table)).all()
+
+
 def test_fit_requires_causal_data():
     with pytest.raises(DMLCoreError, match="CausalData"):
         DMLCMR("linear").fit(demand(200).table)

@@ -75,6 +75,9 @@ def test_load_replicate_errors(tmp_path):
     pd.read_csv(folder / "test.csv").drop(columns=["z1"]).to_csv(folder / "train.csv", index=False)
     with pytest.raises(DMLCoreError, match="lacks the column"):
         load_replicate(folder, split_test="test")
+    (folder / "train.csv").write_bytes(b"\x80\x04\x95 not a table")  # a pickle named .csv
+    with pytest.raises(DMLCoreError, match="pickle"):
+        load_replicate(folder, split_test="test")
 
 
 def test_list_replicates_sorts_by_number_and_explains(tmp_path):

@@ -190,11 +190,29 @@ def test_mixture_density_fold_model_reads_only_its_training_rows():
 
 @pytest.mark.parametrize("params, word", [(dict(lr=-1.0), "lr"), (dict(batch_size=0), "batch_size"),
                                           (dict(max_epochs=2.5), "max_epochs"), (dict(dropout=1.0), "dropout"),
-                                          (dict(components=0), "components"), (dict(patience=-1), "patience")])
+                                          (dict(components=0), "components"), (dict(patience=-1), "patience"),
+                                          (dict(hidden=(64, -1)), "hidden"), (dict(hidden=()), "hidden"),
+                                          (dict(hidden=(64, 0)), "hidden"), (dict(val_fraction=0.0), "val_fraction"),
+                                          (dict(learning_rate=0.1), "Unknown nn nuisance setting.*'learning_rate'")])
 def test_neural_bad_params_raise(params, word):
     C, y = regression_problem(n=100)
     with pytest.raises(DMLCoreError, match=word):
         NeuralOutcome(params).fit(C, y, [np.arange(100)], Monitor())
+
+
+@pytest.mark.parametrize("kind, params, word", [
+    ("gb", dict(learning_rate=0.0), "learning_rate must be a positive"),
+    ("gb", dict(max_leaf_nodes=1), "max_leaf_nodes must be at least 2"),
+    ("gb", dict(validation_fraction=1.0), "validation_fraction"),
+    ("gb", dict(n_estimators=10), "Unknown gb nuisance setting.*'n_estimators'"),
+    ("rf", dict(max_features=0.0), "max_features"),
+    ("rf", dict(n_estimators=0), "n_estimators"),
+    ("linear", dict(alpha=-1.0), "alpha"),
+])
+def test_tabular_bad_params_raise(kind, params, word):
+    C, y = regression_problem(n=100)
+    with pytest.raises(DMLCoreError, match=word):
+        TabularOutcome(kind, params).fit(C, y, [np.arange(100)], Monitor())
 
 
 # ------------------------------------------------------------------ tabular learners

@@ -102,6 +102,13 @@ def test_errors(poly_iv):
         Sieve2SLS().fit(CausalData(table, "cmr", "y", inputs=["x", "x2"], conditioning=["z"]))
 
 
+def test_refuses_image_inputs_at_once():
+    from dmlcore.data.registry import load_dataset
+
+    with pytest.raises(DMLCoreError, match="64 image pixel columns"):
+        Sieve2SLS().fit(load_dataset("digits-iv", n=200, seed=0).data)
+
+
 def test_cancel(poly_iv):
     with pytest.raises(FitCancelled):
         Sieve2SLS().fit(poly_iv, monitor=Monitor(should_stop=lambda: True))

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dmlcore.data.io import load_table
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, Simulation
 from dmlcore.errors import DMLCoreError
@@ -53,7 +54,7 @@ def _read_split(folder: Path, split: str, columns: list[str]) -> pd.DataFrame:
     if not path.is_file():
         raise DMLCoreError(f"The replicate file {path} is missing. A replicate folder holds "
                            f"train.csv, val.csv and test.csv.")
-    table = pd.read_csv(path)
+    table = load_table(path)  # the checked loader of users' files: size, encoding, not a pickle
     missing = [c for c in columns if c not in table.columns]
     if missing:
         raise DMLCoreError(f"{path} lacks the column(s) {', '.join(missing)}; it has "

@@ -74,7 +74,9 @@ class _TwoStageCMR:
         fpar = dict(self.f_params or {})
         if self.epochs is not None:
             check_positive("epochs", self.epochs, integer=True)
-            fpar.setdefault("max_stages" if f_model == "boost" else "max_epochs", self.epochs)
+            key = {"boost": "max_stages", "nn": "max_epochs"}.get(f_model)
+            if key:  # closed-form second stages have no epochs
+                fpar.setdefault(key, self.epochs)
         return f_model, fpar
 
     def _nuisance_params(self, learner: str) -> dict:

@@ -35,7 +35,8 @@ from threadpoolctl import threadpool_limits
 
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.sieve import RIDGE_GRID, _Cells, _spd_solve, _TensorBasis, is_categorical
-from dmlcore.learners.base import Scaler, check_positive, validation_split
+from dmlcore.learners.base import (Scaler, check_fraction, check_hidden, check_positive, merge_params,
+                                   validation_split)
 from dmlcore.learners.nn import make_network
 
 NN_DEFAULTS = dict(hidden=(128, 64, 32), dropout=0.0, lr=2e-3, weight_decay=1e-3, batch_size=256,
@@ -74,9 +75,14 @@ class SecondStage:
 
 class NeuralF(SecondStage):
     def fit(self, targets, draws, inputs, monitor):
-        p = {**NN_DEFAULTS, **(self.params or {})}
-        for key in ("lr", "batch_size", "max_epochs"):
-            check_positive(key, p[key], integer=key != "lr")
+        p = merge_params(self.params, NN_DEFAULTS, "nn second-stage")
+        for key in ("lr", "batch_size", "max_epochs", "clip"):
+            check_positive(key, p[key], integer=key in ("batch_size", "max_epochs"))
+        check_positive("weight_decay", p["weight_decay"], allow_zero=True)
+        check_positive("patience", p["patience"], integer=True, allow_zero=True)
+        check_fraction("dropout", p["dropout"], allow_zero=True, allow_one=False)
+        check_fraction("val_fraction", p["val_fraction"], allow_one=False)
+        check_hidden(p["hidden"])
         check_positive("n_draws", self.n_draws, integer=True)
         rng = np.random.default_rng(self.seed + 2)
         gen = torch.Generator().manual_seed(self.seed + 2)
@@ -141,9 +147,12 @@ class NeuralF(SecondStage):
 
 class BoostedF(SecondStage):
     def fit(self, targets, draws, inputs, monitor):
-        p = {**BOOST_DEFAULTS, **(self.params or {})}
+        p = merge_params(self.params, BOOST_DEFAULTS, "boosted second-stage")
         for key in ("learning_rate", "max_stages", "max_depth", "min_samples_leaf"):
             check_positive(key, p[key], integer=key != "learning_rate")
+        check_positive("patience", p["patience"], integer=True, allow_zero=True)
+        check_fraction("subsample", p["subsample"])
+        check_fraction("val_fraction", p["val_fraction"], allow_one=False)
         rng = np.random.default_rng(self.seed + 2)
         n, bank, d = draws.shape
         m = min(int(self.n_draws), bank)
@@ -191,6 +200,7 @@ class BoostedF(SecondStage):
 
 class LinearF(SecondStage):
     def fit(self, targets, draws, inputs, monitor):
+        merge_params(self.params, {}, "linear second-stage")
         xbar = draws.mean(1)
         design = np.column_stack([np.ones(len(xbar)), xbar])
         ridge = 1e-8 * np.eye(design.shape[1])
@@ -264,7 +274,7 @@ class SieveF(SecondStage):
             return self._fit(targets, draws, inputs, monitor, np.asarray(outcome, dtype=float), list(names))
 
     def _fit(self, targets, draws, inputs, monitor, outcome, names):
-        p = {**SIEVE_DEFAULTS, **(self.params or {})}
+        p = merge_params(self.params, SIEVE_DEFAULTS, "sieve second-stage")
         if self.image is not None:
             raise DMLCoreError("f_model 'sieve' needs tabular inputs, not images; use f_model 'nn'.")
         if p["variance"] not in VARIANCES:

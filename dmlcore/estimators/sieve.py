@@ -224,6 +224,10 @@ class Sieve2SLS:
 
     def _fit(self, data, monitor):
         check_data(data, type(self).__name__)
+        if data.image_columns:
+            raise DMLCoreError(f"Sieve 2SLS builds a spline basis of every input, so it cannot take the "
+                               f"{len(data.image_columns):,} image pixel columns of this data. Use DML-CMR or "
+                               f"the naive plug-in with the neural-network learner on image data.")
         check_identified(data)
         knot_grid = _candidates(self.n_knots, KNOT_GRID, "n_knots", integer=True)
         ridge_grid = _candidates(self.ridge, RIDGE_GRID, "ridge", integer=False)

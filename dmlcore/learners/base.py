@@ -66,3 +66,33 @@ def check_positive(name: str, value, integer: bool = False, allow_zero: bool = F
     if isinstance(value, bool) or not ok_type or not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         kind = "integer" if integer else "number"
         raise DMLCoreError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} {kind}; got {value!r}.")
+
+
+def merge_params(params: dict | None, defaults: dict, what: str) -> dict:
+    """``defaults`` updated by ``params``; a DMLCoreError naming any key ``what`` does not know."""
+    if params is not None and not isinstance(params, dict):
+        raise DMLCoreError(f"The {what} settings must be a dict; got {type(params).__name__}.")
+    unknown = sorted(set(params or {}) - set(defaults), key=str)
+    if unknown:
+        known = ", ".join(sorted(defaults)) or "none"
+        raise DMLCoreError(f"Unknown {what} setting(s) {', '.join(map(repr, unknown))}; known: {known}.")
+    return {**defaults, **(params or {})}
+
+
+def check_fraction(name: str, value, *, allow_zero: bool = False, allow_one: bool = True) -> None:
+    """Raise a DMLCoreError unless ``value`` is a number in (0, 1] (ends as allowed)."""
+    ok = isinstance(value, (int, float, np.number)) and not isinstance(value, bool) and np.isfinite(value)
+    if not ok or value < 0 or value > 1 or (value == 0 and not allow_zero) or (value == 1 and not allow_one):
+        lo, hi = "[0" if allow_zero else "(0", "1]" if allow_one else "1)"
+        raise DMLCoreError(f"{name} must be a number in {lo}, {hi}; got {value!r}.")
+
+
+def check_hidden(hidden) -> None:
+    """Raise a DMLCoreError unless ``hidden`` is a non-empty sequence of positive integer widths."""
+    try:
+        widths = list(hidden)
+    except TypeError:
+        widths = []
+    if not widths or any(isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1 for w in widths):
+        raise DMLCoreError(f"hidden must be a non-empty list of positive layer widths, like (128, 64, 32); "
+                           f"got {hidden!r}.")

@@ -23,7 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from dmlcore.learners.base import ConditionalSampler, OutcomeLearner, check_positive, validation_split
+from dmlcore.learners.base import (ConditionalSampler, OutcomeLearner, check_fraction, check_hidden, check_positive,
+                                   merge_params, validation_split)
 
 # One thread per process measured fastest for these small networks on 2 cores (docs/benchmarks.md);
 # DMLCORE_TORCH_THREADS overrides it.
@@ -198,16 +199,16 @@ def make_network(folds, d_in, params, d_out, gen, image=None, data: "_FoldData |
 
 
 def _resolve(params: dict | None, n: int) -> dict:
-    merged = {**DEFAULTS, **(params or {})}
+    merged = merge_params(params, DEFAULTS, "nn nuisance")
     if merged["dropout"] is None:
         merged["dropout"] = default_dropout(n)
     for key in ("lr", "batch_size", "max_epochs", "components", "clip"):
         check_positive(key, merged[key], integer=key in ("batch_size", "max_epochs", "components"))
     check_positive("weight_decay", merged["weight_decay"], allow_zero=True)
     check_positive("patience", merged["patience"], integer=True, allow_zero=True)
-    if not 0.0 <= merged["dropout"] < 1.0:
-        from dmlcore.errors import DMLCoreError
-        raise DMLCoreError(f"dropout must be in [0, 1); got {merged['dropout']}.")
+    check_fraction("dropout", merged["dropout"], allow_zero=True, allow_one=False)
+    check_fraction("val_fraction", merged["val_fraction"], allow_one=False)
+    check_hidden(merged["hidden"])
     return merged
 
 

@@ -19,7 +19,9 @@ import numpy as np
 from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
 from sklearn.linear_model import Ridge
 
-from dmlcore.learners.base import ConditionalSampler, OutcomeLearner, Scaler, validation_split
+from dmlcore.errors import DMLCoreError
+from dmlcore.learners.base import (ConditionalSampler, OutcomeLearner, Scaler, check_fraction, check_positive,
+                                   merge_params, validation_split)
 
 DEFAULTS = {
     "gb": dict(learning_rate=0.1, max_iter=500, max_leaf_nodes=31, min_samples_leaf=20,
@@ -29,8 +31,23 @@ DEFAULTS = {
 }
 
 
+# (setting, integer?, allow zero?) of the positive numbers, and the fractions in (0, 1]
+_POSITIVE = {"gb": [("learning_rate", False, False), ("max_iter", True, False), ("max_leaf_nodes", True, False),
+                    ("min_samples_leaf", True, False), ("l2_regularization", False, True),
+                    ("n_iter_no_change", True, False)],
+             "rf": [("n_estimators", True, False), ("min_samples_leaf", True, False)],
+             "linear": [("alpha", False, True)]}
+_FRACTIONS = {"gb": ["validation_fraction"], "rf": ["max_features"], "linear": []}
+
+
 def make_regressor(kind: str, params: dict | None, seed: int):
-    p = {**DEFAULTS[kind], **(params or {})}
+    p = merge_params(params, DEFAULTS[kind], f"{kind} nuisance")
+    for key, integer, zero in _POSITIVE[kind]:
+        check_positive(key, p[key], integer=integer, allow_zero=zero)
+    for key in _FRACTIONS[kind]:
+        check_fraction(key, p[key], allow_one=key != "validation_fraction")
+    if kind == "gb" and p["max_leaf_nodes"] < 2:
+        raise DMLCoreError(f"max_leaf_nodes must be at least 2; got {p['max_leaf_nodes']!r}.")
     if kind == "gb":
         return HistGradientBoostingRegressor(early_stopping=True, scoring="loss", random_state=seed, **p)
     if kind == "rf":
