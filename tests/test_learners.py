@@ -119,6 +119,19 @@ def test_neural_loss_histories_recorded_per_fold():
     assert monitor.histories[("s", 0)]["train"][-1] < monitor.histories[("s", 0)]["train"][0]
 
 
+@pytest.mark.parametrize("rate", [0.1, 0.5])
+def test_dropout_mask_keeps_the_rate_and_scales_the_kept_units(rate):
+    from dmlcore.learners.nn import dropout_mask
+
+    mask = dropout_mask((4, 500, 50), rate, np.random.default_rng(0)).numpy()
+    assert set(np.unique(mask)) == {0.0, np.float32(1.0 / (1.0 - rate))}
+    assert abs((mask > 0).mean() - (1.0 - rate)) < 0.01    # 100,000 units
+    assert abs(mask.mean() - 1.0) < 0.02                    # inverted dropout keeps the mean
+    active = np.array([3, 1])
+    part = dropout_mask((4, 500, 50), rate, np.random.default_rng(0), active).numpy()
+    np.testing.assert_array_equal(part, mask[active])        # a fold's mask ignores the others
+
+
 def test_neural_fit_is_reproducible_while_other_threads_draw_random_numbers():
     """Dropout masks come from the model's own stream: a concurrent job (the dashboard runs
     fits in threads) drawing from torch's global generator must not change the fit."""
