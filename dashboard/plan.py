@@ -18,6 +18,7 @@ from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.dml import DMLCMR, F_MODEL_FOR
 from dmlcore.estimators.second_stage import BOOST_DEFAULTS, NN_DEFAULTS
+from dmlcore.estimators.sieve import check_tabular
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
 from dmlcore.learners.nn import DEFAULTS as NN_NUISANCE_DEFAULTS
 from dmlcore.learners.tabular import DEFAULTS as TABULAR_DEFAULTS
@@ -248,27 +249,31 @@ def learners_in_use(state) -> list[str]:
     return used
 
 
+def _refusal(errors: dict, key: str, data: CausalData, what: str, instead: str) -> None:
+    """dmlcore's refusal of spline bases on image data, as the message of widget ``key``."""
+    try:
+        check_tabular(data, what, instead)
+    except DMLCoreError as err:
+        errors[key] = str(err)
+
+
 def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[PlannedFit], dict[str, str]]:
     """The fits the current choices describe, and the problems with them by widget key."""
     errors: dict[str, str] = {}
     methods = [m for m in state.get("est_methods", []) if m in METHODS]
     if not methods:
         errors["est_methods"] = "Choose at least one method to compare."
-    elif "sieve-2sls" in methods and data is not None and data.image_columns:
-        errors["est_methods"] = ("Sieve 2SLS builds a spline basis of every input of f, so it cannot take "
-                                 f"the {len(data.image_columns):,} image pixel columns of this data. "
-                                 "Remove it; use DML-CMR or the naive plug-in with the neural-network "
-                                 "learner on image data.")
+    elif "sieve-2sls" in methods and data is not None:
+        _refusal(errors, "est_methods", data, "Sieve 2SLS", "Remove it; use DML-CMR or the naive plug-in "
+                 "with the neural-network learner on image data.")
     neural = [m for m in methods if m in NEURAL_METHODS]
     sieve_f = state.get("est_f_model", "own") == "sieve"
     if state.get("est_f_model", "own") not in F_MODEL_CHOICES:
         errors["est_f_model"] = (f"Unknown second stage {state.get('est_f_model')!r}; choose one of "
                                  f"{', '.join(F_MODEL_CHOICES.values())}.")
-    elif sieve_f and neural and data is not None and data.image_columns:
-        errors["est_f_model"] = ("The spline-basis (sieve) second stage builds a spline basis of every input "
-                                 f"of f, so it cannot take the {len(data.image_columns):,} image pixel columns "
-                                 "of this data. Choose the learner's own second stage (the neural network "
-                                 "learner) on image data.")
+    elif sieve_f and neural and data is not None:
+        _refusal(errors, "est_f_model", data, "The spline-basis (sieve) second stage",
+                 "Choose the learner's own second stage (the neural network learner) on image data.")
     reps = state.get("est_reps", 1)
     if isinstance(reps, bool) or not isinstance(reps, numbers.Integral) or not 1 <= reps <= MAX_REPS:
         errors["est_reps"] = (f"Repeated cross-fits R must be a whole number from 1 to {MAX_REPS}; got "

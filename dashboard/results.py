@@ -1,8 +1,9 @@
 """Finished runs as the Results page sees them: live (in the job registry) or read from the store.
 
 A live run has its fitted estimator and data; a stored run has its record, predictions and
-curve only. :class:`ResultItem` gives both the same face. Curves and predictions are computed
-once per session and cached in ``st.session_state``.
+curve only. :class:`ResultItem` gives both the same face. A live run computes its curve once
+(:meth:`Run.curve` keeps it); predictions are computed once per session and cached in
+``st.session_state``.
 """
 
 from __future__ import annotations
@@ -57,12 +58,10 @@ class ResultItem:
         if self.stored is not None:
             return self.stored.curve
 
-        def make():
-            try:
-                return self.run.curve()
-            except DMLCoreError:
-                return None
-        return self._cached("curve", make)
+        try:
+            return self.run.curve()      # computed once per run (Run caches it)
+        except DMLCoreError:
+            return None
 
     def predictions(self) -> pd.DataFrame:
         if self.stored is not None:

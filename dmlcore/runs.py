@@ -33,6 +33,7 @@ METHOD_TITLES = {"dml-cmr": "DML-CMR", "ce-dml-cmr": "CE-DML-CMR", "naive": "Nai
 METHODS = tuple(METHOD_TITLES)
 BAND_LEVEL = 0.95
 PCL_PRICES = np.linspace(10.0, 30.0, 100)  # the treatment values at which demand-pcl is scored
+CURVE_POINTS = 60     # treatment values of a curve without a known truth
 STACK_ROWS = 2 ** 20  # rows stacked at once for the band of an averaged curve
 
 
@@ -70,16 +71,22 @@ class Run:
     estimator: object
     data: CausalData
     truth: GroundTruth | None = None
-    extra: dict = field(default_factory=dict)
+    _curve: pd.DataFrame | None = field(default=None, init=False, repr=False)
 
-    def curve(self, points: int = 60) -> pd.DataFrame:
+    def curve(self) -> pd.DataFrame:
         """Estimated (and, when known, true) causal function for plotting, with its band.
 
         With a ground truth, its own curve; otherwise the average structural function
         a -> mean over rows of f(a, other inputs), over the central 98 % of the treatment.
         Columns ``x``, ``estimate``, ``truth``, ``group`` (and the truth's own columns), plus
         ``lower``, ``upper`` and ``band`` when the estimator has a band (:func:`curve_band`).
+        Computed once (the run store and the Results page both draw it); each call gets a copy.
         """
+        if self._curve is None:
+            self._curve = self._make_curve()
+        return self._curve.copy()
+
+    def _make_curve(self) -> pd.DataFrame:
         treatment = self.data.treatment[0] if len(self.data.treatment) == 1 else None
         if self.truth is not None:
             frame = self.truth.curve(self.estimator)
@@ -89,7 +96,7 @@ class Run:
         if treatment is None:
             raise DMLCoreError("A curve needs a single treatment column.")
         a = self.data.table[treatment].to_numpy(dtype=float)
-        grid = np.linspace(*np.quantile(a, [0.01, 0.99]), points)
+        grid = np.linspace(*np.quantile(a, [0.01, 0.99]), CURVE_POINTS)
         frame = pd.DataFrame({"x": grid, "estimate": bridge_curve(self.estimator, self.data, grid),
                               "truth": np.nan, "group": "average over the data"})
         return curve_band(self.estimator, self.data, frame, treatment_values=grid)
@@ -177,44 +184,58 @@ def band_summary(estimator, data: CausalData, truth: GroundTruth | None = None, 
     ``mean_width`` and ``coverage``: the fraction of the points where the band contains the
     truth (None without a known truth).
     """
-    reps = isinstance(estimator, RepeatedCrossFit)
-    if not getattr(estimator, "has_bands", False) and not reps:
+    kinds = _band_kinds(estimator, level)
+    if not kinds:
         return {}
-    X, groups, true, where = _band_points(data, truth)
-    first = estimator.estimators_[0] if reps else estimator
+    points, averaged, true = data.table[data.input_columns], False, None
+    where = "the data's rows (no known truth)"
+    if truth is not None and data.name == "demand-iv":
+        points = demand_iv_grid()
+        true = demand_f0(points["price"], points["time"], points["customer_type"]).to_numpy()
+        where = "demand-iv test grid (2,800 points)"
+    elif truth is not None and data.name == "demand-pcl":
+        averaged, true = True, demand_pcl_do(PCL_PRICES)
+        where = "E[Y | do(price)] at 100 prices in [10, 30], the mean of f over the data's rows"
     out = {}
-    if estimator.has_bands:
-        what = f"pointwise normal band, sandwich variance '{first.f_.variance_}'"
-        if reps:
-            what += f", median-aggregated over {estimator.reps} cross-fits"
-        band = estimator.predict_interval(X, level, groups=groups)
-        out["confidence"] = _band_record(*band, true, what, where, level)
-    if reps:
-        what = (f"{level:.0%} range of {estimator.reps} cross-fits' f-hat: split-to-split variability "
-                f"given the data, not a confidence band")
-        band = estimator.predict_spread(X, level, groups=groups)
-        out["split_spread"] = _band_record(*band, true, what, where, level)
+    for key, _, what, interval in kinds:
+        band = _averaged(interval, data, PCL_PRICES) if averaged else interval(points, None)
+        out[key] = _band_record(*band, true, what, where, level)
     return out
 
 
-def _band_points(data: CausalData, truth: GroundTruth | None):
-    """(X, groups, true values or None, description) of where bands are evaluated."""
-    if truth is not None and data.name == "demand-iv":
-        grid = demand_iv_grid()
-        true = demand_f0(grid["price"], grid["time"], grid["customer_type"]).to_numpy()
-        return grid, None, true, "demand-iv test grid (2,800 points)"
-    if truth is not None and data.name == "demand-pcl":
-        X, groups = _stacked(data, PCL_PRICES)
-        return (X, groups, demand_pcl_do(PCL_PRICES),
-                "E[Y | do(price)] at 100 prices in [10, 30], the mean of f over the data's rows")
-    return data.table[data.input_columns], None, None, "the data's rows (no known truth)"
+def _band_kinds(estimator, level: float) -> list[tuple]:
+    """The estimator's bands as (key, short label, description, interval(X, groups)), the
+    confidence band first; empty when it has none."""
+    reps = isinstance(estimator, RepeatedCrossFit)
+    kinds = []
+    if getattr(estimator, "has_bands", False):
+        first = estimator.estimators_[0] if reps else estimator
+        what = f"pointwise normal band, sandwich variance '{first.f_.variance_}'"
+        how = "sandwich"
+        if reps:
+            what += f", median-aggregated over {estimator.reps} cross-fits"
+            how += f", median over {estimator.reps} cross-fits"
+        kinds.append(("confidence", f"{level * 100:g} % confidence band ({how})", what,
+                      lambda X, groups: estimator.predict_interval(X, level, groups=groups)))
+    if reps:
+        kinds.append(("split_spread", f"{level * 100:g} % range of {estimator.reps} cross-fits, not a confidence band",
+                      f"{level:.0%} range of {estimator.reps} cross-fits' f-hat: split-to-split variability "
+                      f"given the data, not a confidence band",
+                      lambda X, groups: estimator.predict_spread(X, level, groups=groups)))
+    return kinds
 
 
-def _stacked(data: CausalData, values) -> tuple[pd.DataFrame, np.ndarray]:
-    """The data's input rows once per treatment value (the treatment set to it), and the value's index."""
+def _averaged(interval, data: CausalData, values) -> tuple[np.ndarray, np.ndarray]:
+    """``interval`` of the mean of f over the data's rows with the treatment set to each of
+    ``values``, stacking at most about STACK_ROWS rows at once."""
     rows = data.table[data.input_columns]
-    X = pd.concat([rows.assign(**{data.treatment[0]: a}) for a in values], ignore_index=True)
-    return X, np.repeat(np.arange(len(values)), len(rows))
+    step = max(1, STACK_ROWS // max(1, len(rows)))
+    parts = []
+    for i in range(0, len(values), step):
+        chunk = values[i:i + step]
+        X = pd.concat([rows.assign(**{data.treatment[0]: a}) for a in chunk], ignore_index=True)
+        parts.append(interval(X, np.repeat(np.arange(len(chunk)), len(rows))))
+    return tuple(np.concatenate(side) for side in zip(*parts))
 
 
 def curve_band(estimator, data: CausalData, frame: pd.DataFrame, *, treatment_values=None,
@@ -229,29 +250,17 @@ def curve_band(estimator, data: CausalData, frame: pd.DataFrame, *, treatment_va
     band of that mean. ``frame`` comes back unchanged when the estimator has no band or the
     frame lacks the input columns (image inputs, for instance).
     """
-    reps = isinstance(estimator, RepeatedCrossFit)
-    if getattr(estimator, "has_bands", False):
-        how = f"sandwich, median over {estimator.reps} cross-fits" if reps else "sandwich"
-        label = f"{level * 100:g} % confidence band ({how})"
-
-        def interval(X, groups):
-            return estimator.predict_interval(X, level, groups=groups)
-    elif reps:
-        label = f"{level * 100:g} % range of {estimator.reps} cross-fits, not a confidence band"
-
-        def interval(X, groups):
-            return estimator.predict_spread(X, level, groups=groups)
-    else:
+    kinds = _band_kinds(estimator, level)
+    if not kinds:
         return frame
+    _, label, _, interval = kinds[0]
     if treatment_values is not None:
         values = np.asarray(treatment_values, dtype=float)
         if len(data.treatment) != 1 or len(values) != len(frame):
             raise DMLCoreError(f"An averaged curve's band needs one treatment column and one treatment value "
                                f"per curve row ({len(frame)}); got {len(data.treatment)} column(s) and "
                                f"{len(values)} value(s).")
-        step = max(1, STACK_ROWS // max(1, len(data.table)))
-        parts = [interval(*_stacked(data, values[i:i + step])) for i in range(0, len(values), step)]
-        lower, upper = (np.concatenate(side) for side in zip(*parts))
+        lower, upper = _averaged(interval, data, values)
     elif set(data.input_columns) <= set(frame.columns):
         lower, upper = interval(frame[data.input_columns], None)
     else:

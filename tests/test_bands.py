@@ -20,6 +20,8 @@ from dmlcore.estimators.sieve import Sieve2SLS
 from dmlcore.progress import Monitor
 from dmlcore.runs import fit_run
 
+from test_cli import run_main
+
 
 def linear_iv(n=500, seed=0):
     """y = 1 + 2a + e with a = z + w and e = 1.8 w + noise: f is linear, in the sieve's span,
@@ -160,12 +162,6 @@ def test_repeated_crossfit_rejects_bad_settings(estimator, reps, word):
 
 
 # ------------------------------------------------------------------ command line and records
-def run_main(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_f_model_sieve_records_a_confidence_band(capsys, tmp_path):
     path = tmp_path / "run.json"
     code, out, err = run_main(capsys, "fit", "--n", "400", "--learner", "linear", "--folds", "2",
@@ -281,8 +277,8 @@ def test_averaged_curve_carries_the_band_of_the_mean_over_the_rows(sieve_pcl, mo
 
 def test_curve_without_truth_averages_over_the_data_with_its_band(sieve_iv):
     no_truth = runs.Run(sieve_iv.record, sieve_iv.estimator, sieve_iv.data)
-    curve = no_truth.curve(points=15)
-    assert len(curve) == 15 and set(curve["group"]) == {"average over the data"}
+    curve = no_truth.curve()
+    assert len(curve) == runs.CURVE_POINTS and set(curve["group"]) == {"average over the data"}
     assert curve["truth"].isna().all()
     np.testing.assert_allclose((curve["lower"] + curve["upper"]) / 2, curve["estimate"], rtol=1e-9)
     rows = sieve_iv.data.table[sieve_iv.data.input_columns].assign(price=curve["x"].iloc[7])
@@ -318,3 +314,17 @@ def test_averaged_band_needs_one_value_per_curve_row(sieve_pcl):
     frame = sieve_pcl.curve().head(5)
     with pytest.raises(DMLCoreError, match=r"one treatment value per curve row \(5\).*3 value"):
         runs.curve_band(sieve_pcl.estimator, sieve_pcl.data, frame, treatment_values=[10.0, 11.0, 12.0])
+
+
+def test_run_curve_is_computed_once_and_handed_out_as_copies(monkeypatch):
+    """The run store and the Results page both draw a live run's curve: it is made once."""
+    sim = simulate_demand_iv(300, seed=0)
+    run = fit_run(sim.data, "2sls", truth=sim.truth)
+    calls = []
+    make = run._make_curve
+    monkeypatch.setattr(run, "_make_curve", lambda: calls.append(1) or make())
+    first = run.curve()
+    first["estimate"] = 0.0                              # a caller's change stays with the caller
+    second = run.curve()
+    assert len(calls) == 1
+    assert not (second["estimate"] == 0.0).all()

@@ -5,6 +5,7 @@ import pytest
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import simulate_demand_iv, simulate_demand_pcl
 from dmlcore.errors import DMLCoreError, FitCancelled
+from dmlcore.estimators.dml import DMLCMR
 from dmlcore.estimators.sieve import Sieve2SLS
 from dmlcore.progress import Monitor
 
@@ -105,8 +106,13 @@ def test_errors(poly_iv):
 def test_refuses_image_inputs_at_once():
     from dmlcore.data.registry import load_dataset
 
+    data = load_dataset("digits-iv", n=200, seed=0).data
     with pytest.raises(DMLCoreError, match="64 image pixel columns"):
-        Sieve2SLS().fit(load_dataset("digits-iv", n=200, seed=0).data)
+        Sieve2SLS().fit(data)
+    events = []
+    with pytest.raises(DMLCoreError, match="f_model 'sieve'.*64 image pixel columns"):
+        DMLCMR("nn", folds=2, f_model="sieve").fit(data, callback=events.append)
+    assert events == []                                  # refused before any nuisance trained
 
 
 def test_cancel(poly_iv):

@@ -27,6 +27,7 @@ import pandas as pd
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.second_stage import SECOND_STAGES
+from dmlcore.estimators.sieve import check_tabular
 from dmlcore.learners import LEARNERS, make_outcome_learner, make_sampler
 from dmlcore.learners.base import check_positive
 from dmlcore.progress import Monitor
@@ -92,6 +93,8 @@ class _TwoStageCMR:
         if not isinstance(data, CausalData):
             raise DMLCoreError(f"fit expects a CausalData object, got {type(data).__name__}.")
         f_model, f_params = self._settings()
+        if f_model == "sieve":  # refused before any nuisance is trained
+            check_tabular(data, "f_model 'sieve'", "Use f_model 'nn' (the neural-network learner's own) on image data.")
         if self.cross_fit:
             data.check_folds(self.folds)
         start = time.perf_counter()

@@ -275,8 +275,6 @@ class SieveF(SecondStage):
 
     def _fit(self, targets, draws, inputs, monitor, outcome, names):
         p = merge_params(self.params, SIEVE_DEFAULTS, "sieve second-stage")
-        if self.image is not None:
-            raise DMLCoreError("f_model 'sieve' needs tabular inputs, not images; use f_model 'nn'.")
         if p["variance"] not in VARIANCES:
             raise DMLCoreError(f"variance must be one of {', '.join(VARIANCES)}; got {p['variance']!r}.")
         for key in ("max_features", "max_levels", "val_folds"):

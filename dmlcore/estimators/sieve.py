@@ -148,6 +148,13 @@ class _Cells:
         return cell
 
 
+def check_tabular(data: CausalData, what: str, instead: str) -> None:
+    """Spline bases need tabular inputs: a DMLCoreError naming the image columns otherwise."""
+    if data.image_columns:
+        raise DMLCoreError(f"{what} builds a spline basis of every input of f, so it cannot take the "
+                           f"{len(data.image_columns):,} image pixel columns of this data. {instead}")
+
+
 class Sieve2SLS:
     """Penalised sieve 2SLS with tensor-product cubic B-spline bases.
 
@@ -224,10 +231,8 @@ class Sieve2SLS:
 
     def _fit(self, data, monitor):
         check_data(data, type(self).__name__)
-        if data.image_columns:
-            raise DMLCoreError(f"Sieve 2SLS builds a spline basis of every input, so it cannot take the "
-                               f"{len(data.image_columns):,} image pixel columns of this data. Use DML-CMR or "
-                               f"the naive plug-in with the neural-network learner on image data.")
+        check_tabular(data, "Sieve 2SLS", "Use DML-CMR or the naive plug-in with the neural-network "
+                                           "learner on image data.")
         check_identified(data)
         knot_grid = _candidates(self.n_knots, KNOT_GRID, "n_knots", integer=True)
         ridge_grid = _candidates(self.ridge, RIDGE_GRID, "ridge", integer=False)
