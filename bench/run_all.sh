@@ -13,7 +13,8 @@ $PY -m dmlcore bench --dataset demand-pcl --sizes 1000,5000 --methods $M --learn
 I=naive,ce-dml-cmr,dml-cmr
 $PY -m dmlcore bench --dataset digits-iv --sizes 1000 --methods $I --learner nn --reps 5 --out $R/digits-iv-nn.csv
 $PY -m dmlcore bench --dataset digits-iv --sizes 5000 --methods $I --learner nn --reps 3 --out $R/digits-iv-nn.csv
-$PY -m dmlcore bench --dataset dsprites-pcl --sizes 1000 --methods $I --learner nn --reps 1 --out $R/dsprites-pcl-nn.csv
+$PY -m dmlcore bench --dataset dsprites-pcl --sizes 1000 --methods $I --learner nn --reps 2 --out $R/dsprites-pcl-nn.csv
+$PY -m dmlcore bench --dataset dsprites-pcl --sizes 5000 --methods $I --learner nn --reps 1 --threads 2 --out $R/dsprites-pcl-nn.csv   # about an hour
 for m in 1 16; do
   $PY -m dmlcore bench --dataset demand-iv --sizes 5000 --methods ce-dml-cmr --learner nn --reps 5 --n-draws $m --out $R/draws-$m.csv
 done

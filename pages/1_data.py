@@ -18,6 +18,11 @@ SIM_PARAMS = {  # which knobs each simulation has
     "dsprites-pcl": ("n", "seed"),
     "ihdp-like": ("seed",),
 }
+DSPRITES_COST = (  # measured, docs/benchmarks.md
+    "64×64 pictures are slow to fit on a CPU. On one core, at N = 1000, the naive plug-in took "
+    "about 1.2 min, CE-DML-CMR 2.3 min and DML-CMR with K = 10 folds 16 min; at N = 5000 one "
+    "took 70 min on two cores, before a change that cut such fits by about a third. Start with "
+    "N = 1000 and the naive or CE method, or fewer folds.")
 MAX_BYTES = int(st.get_option("server.maxUploadSize")) * 2**20
 HIST, NO_COLOR = "(histogram of x)", "(none)"
 ss = st.session_state
@@ -45,6 +50,8 @@ def simulate_tab():
                                           persist_state="session")
     if name in ("digits-iv", "dsprites-pcl"):
         st.caption("Image data: use the neural-network learner; tree learners see thousands of pixels.")
+    if name == "dsprites-pcl":
+        st.info(DSPRITES_COST, icon=":material/hourglass:")
     if st.button("Simulate", key="sim_run", type="primary", icon=":material/casino:"):
         with ui.guarded(f"simulate {name}"):      # on failure the data loaded before is kept
             with st.spinner("Simulating..."):

@@ -168,6 +168,14 @@ def test_pcl_simulation_shows_the_proxy_roles():
     assert not at.get("metric")        # no first-stage diagnostics outside IV
 
 
+def test_the_sprite_simulation_warns_of_its_cost_before_it_is_chosen_to_train():
+    at = start(DATA)
+    assert not any("slow to fit" in v for v in texts(at.info))
+    at.selectbox(key="sim_name").set_value("dsprites-pcl").run()
+    [note] = [v for v in texts(at.info) if "slow to fit" in v]
+    assert "DML-CMR" in note and "min" in note
+
+
 def test_upload_roles_validation_next_to_the_widget():
     at = start(DATA)
     table = small_iv_table()

@@ -1,6 +1,10 @@
 """Tests of BatchedImageMLP (dmlcore.learners.image): K fold CNNs run as one grouped convolution."""
 
-import time
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +16,7 @@ from dmlcore.learners.image import BatchedImageMLP, default_extractor, single_fo
 from dmlcore.learners.nn import _FoldData, train_batched
 from dmlcore.progress import Monitor
 
+ROOT = Path(__file__).resolve().parents[1]
 HIDDEN = (32, 16)
 
 
@@ -217,16 +222,27 @@ def test_train_batched_accepts_the_image_model():
         assert min(history["val"]) < history["val"][0]
 
 
-def test_timing_note_k10_b256_digits(capsys):
-    model, d_in = make(10, d_out=1, before=0, after=1)
-    x = torch.rand(10, 256, d_in)
-    model.train()
-    model(x).sum().backward()                          # warm-up
-    start = time.perf_counter()
-    for _ in range(3):
-        model.zero_grad()
-        model(x).pow(2).mean().backward()
-    per_step = (time.perf_counter() - start) / 3
-    with capsys.disabled():
-        print(f"\n[timing] BatchedImageMLP 8x8, K=10, B=256: forward+backward {per_step * 1000:.0f} ms "
-              f"({torch.get_num_threads()} torch threads)")
+REUSE_CHECK = """
+import resource, torch
+from dmlcore.learners.image import BatchedImageMLP
+BatchedImageMLP(2, 66, (8,), 1, 0.1, image_index=list(range(64)), image_shape=(8, 8))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(8):                             # 200 MB, far above glibc's 32 MB mmap limit
+    block = torch.ones(50_000_000)
+    del block
+print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 48_828)
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the setting is glibc's")
+@pytest.mark.parametrize("keep", ["1", "0"])
+def test_building_an_image_network_keeps_freed_memory_for_reuse(keep):
+    # a fresh process: in this one, memory freed by earlier tests decides what glibc trims
+    env = dict(os.environ, DMLCORE_KEEP_FREED_MEMORY=keep, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", REUSE_CHECK], env=env, capture_output=True, text=True,
+                         check=True, timeout=120)
+    fresh = float(out.stdout.split()[-1])   # blocks' worth of 4 KiB pages faulted in afresh
+    if keep == "1":     # the first block, sometimes the second (memalign padding), then reuse
+        assert fresh < 3
+    else:               # the opt-out: every block is mapped afresh
+        assert fresh > 7
