@@ -246,3 +246,15 @@ def test_building_an_image_network_keeps_freed_memory_for_reuse(keep):
         assert fresh < 3
     else:               # the opt-out: every block is mapped afresh
         assert fresh > 7
+
+
+def test_a_bad_keep_freed_memory_setting_is_named(monkeypatch):
+    from dmlcore.learners.image import keep_freed_memory
+
+    monkeypatch.setenv("DMLCORE_KEEP_FREED_MEMORY", "no")
+    keep_freed_memory.cache_clear()
+    try:
+        with pytest.raises(DMLCoreError, match=r"DMLCORE_KEEP_FREED_MEMORY must be 1 .* or 0 .*got 'no'"):
+            make(2)
+    finally:
+        keep_freed_memory.cache_clear()

@@ -53,6 +53,7 @@ translation invariance and blows up pixels that are almost always blank in train
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import os
 import platform
@@ -86,22 +87,23 @@ EXTRACTORS = {
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4     # mallopt parameters (glibc's malloc.h)
-_KEPT = {}
 
 
+@functools.cache
 def keep_freed_memory() -> bool:
     """Let glibc reuse freed memory of any size instead of unmapping it (once per process).
 
     Returns whether the setting is in force: False off glibc, or with
     ``DMLCORE_KEEP_FREED_MEMORY=0``. It affects the whole process (see the module docstring).
     """
-    if "on" not in _KEPT:
-        on = os.environ.get("DMLCORE_KEEP_FREED_MEMORY", "1") != "0" and platform.libc_ver()[0] == "glibc"
-        if on:
-            libc = ctypes.CDLL(None)
-            on = bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 2 ** 30))
-        _KEPT["on"] = on
-    return _KEPT["on"]
+    wanted = os.environ.get("DMLCORE_KEEP_FREED_MEMORY", "1").strip()
+    if wanted not in ("0", "1"):
+        raise DMLCoreError(f"DMLCORE_KEEP_FREED_MEMORY must be 1 (keep freed memory, the default) or 0 "
+                           f"(return it to the system); got {wanted!r}.")
+    if wanted == "0" or platform.libc_ver()[0] != "glibc":
+        return False
+    libc = ctypes.CDLL(None)
+    return bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 2 ** 30))
 
 
 def default_extractor(image_shape) -> str:
