@@ -17,6 +17,7 @@ import torch
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
+from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS
@@ -32,6 +33,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iv-strength", type=float, default=1.0, help="instrument strength of demand-iv")
     p.add_argument("--rho", type=float, default=0.9, help="confounding correlation of demand-iv")
     p.add_argument("--ood-test", action="store_true", help="demand-iv fresh test draws with time in [1, 11]")
+    p.add_argument("--noise-scale", default="standardized", choices=tuple(NOISE_SCALES),
+                   help="demand-iv/digits-iv outcome noise: 'standardized' (the authors' code behind the "
+                        "paper's numbers, default) or 'raw' (the appendix's literal text; almost no confounding)")
     p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
     p.add_argument("--learner", default="nn", choices=LEARNERS, help="nuisance learner")
     p.add_argument("--folds", type=int, default=10, help="K for DML-CMR cross-fitting")
@@ -97,7 +101,7 @@ def _fit(args) -> int:
         data, truth, params, dataset = _own_data(args), None, {"csv": args.csv}, Path(args.csv).name
     else:
         loaded = load_dataset(args.dataset, n=args.n, seed=args.seed, rho=args.rho, iv_strength=args.iv_strength,
-                              ood_test=args.ood_test, data_dir=args.data_dir)
+                              ood_test=args.ood_test, data_dir=args.data_dir, noise_scale=args.noise_scale)
         data, truth, params, dataset = loaded.data, loaded.truth, loaded.params, args.dataset
     run = fit_run(data, args.method, truth=truth, dataset=dataset, learner=args.learner, folds=args.folds,
                   seed=args.seed, epochs=args.epochs, n_draws=args.n_draws, f_model=args.f_model,
@@ -150,7 +154,7 @@ def _bench(args) -> int:
         for n in sizes:
             for seed in range(args.seed_offset, args.seed_offset + args.reps):
                 loaded = load_dataset(args.dataset, n=n, seed=seed, rho=args.rho, iv_strength=args.iv_strength,
-                                      ood_test=args.ood_test, data_dir=args.data_dir)
+                                      ood_test=args.ood_test, data_dir=args.data_dir, noise_scale=args.noise_scale)
                 if loaded.truth is None:
                     raise DMLCoreError(f"bench scores against a known truth; {args.dataset!r} has none. "
                                        f"Use a simulated data set, or 'fit' to explore real data.")

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from dmlcore.data.roles import CausalData
-from dmlcore.data.simulate import GroundTruth, bridge_curve, demand_f0, demand_iv_grid, demand_pcl_do
+from dmlcore.data.simulate import GroundTruth, bridge_curve
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn
@@ -29,10 +29,10 @@ from dmlcore.progress import Monitor
 
 NEURAL_METHODS = {"dml-cmr": DMLCMR, "ce-dml-cmr": CEDMLCMR, "naive": NaivePlugIn}
 METHOD_TITLES = {"dml-cmr": "DML-CMR", "ce-dml-cmr": "CE-DML-CMR", "naive": "Naive plug-in",
-                 "2sls": "2SLS", "sieve-2sls": "Sieve 2SLS"}
+                 "2sls": "2SLS", "sieve-2sls": "Sieve 2SLS", "regression": "Regression (ignores C)"}
+LEARNER_METHODS = {*NEURAL_METHODS, "regression"}  # methods that use the chosen learner and its callbacks
 METHODS = tuple(METHOD_TITLES)
 BAND_LEVEL = 0.95
-PCL_PRICES = np.linspace(10.0, 30.0, 100)  # the treatment values at which demand-pcl is scored
 CURVE_POINTS = 60     # treatment values of a curve without a known truth
 STACK_ROWS = 2 ** 20  # rows stacked at once for the band of an averaged curve
 
@@ -54,6 +54,9 @@ def make_estimator(method: str, *, learner: str = "nn", folds: int = 10, seed: i
             if value != default:
                 raise DMLCoreError(f"{name}={value!r} applies to dml-cmr, ce-dml-cmr and naive only, "
                                    f"not to {method}; leave it out.")
+    if method == "regression":
+        from dmlcore.estimators.regression import OutcomeRegression
+        return OutcomeRegression(learner, epochs=epochs, nuisance_params=nuisance_params, seed=seed)
     if method == "2sls":
         from dmlcore.estimators.tsls import TwoStageLeastSquares
         return TwoStageLeastSquares()
@@ -131,7 +134,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
                                n_draws=n_draws, nuisance_params=nuisance_params, f_params=f_params,
                                f_model=f_model, reps_crossfit=reps_crossfit)
     start = time.perf_counter()
-    if method in NEURAL_METHODS:
+    if method in LEARNER_METHODS:
         estimator.fit(data, callback=callback, should_stop=should_stop)
     else:
         estimator.fit(data, monitor=Monitor(callback, should_stop))
@@ -146,7 +149,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         "n": int(len(data.table)),
         "seed": int(seed),
         "folds": int(folds) if method == "dml-cmr" else (1 if method in NEURAL_METHODS else None),
-        "learner": learner if method in NEURAL_METHODS else "linear",
+        "learner": learner if method in LEARNER_METHODS else "linear",
         "mse": metrics.get("mse"),
         "metrics": metrics,
         "seconds": seconds,
@@ -187,18 +190,15 @@ def band_summary(estimator, data: CausalData, truth: GroundTruth | None = None, 
     kinds = _band_kinds(estimator, level)
     if not kinds:
         return {}
-    points, averaged, true = data.table[data.input_columns], False, None
-    where = "the data's rows (no known truth)"
-    if truth is not None and data.name == "demand-iv":
-        points = demand_iv_grid()
-        true = demand_f0(points["price"], points["time"], points["customer_type"]).to_numpy()
-        where = "demand-iv test grid (2,800 points)"
-    elif truth is not None and data.name == "demand-pcl":
-        averaged, true = True, demand_pcl_do(PCL_PRICES)
-        where = "E[Y | do(price)] at 100 prices in [10, 30], the mean of f over the data's rows"
+    evaluation = truth.evaluation if truth is not None else None
     out = {}
     for key, _, what, interval in kinds:
-        band = _averaged(interval, data, PCL_PRICES) if averaged else interval(points, None)
+        if evaluation is None:
+            band, true, where = interval(data.table[data.input_columns], None), None, "the data's rows (no known truth)"
+        elif evaluation.averaged:
+            band, true, where = _averaged(interval, data, evaluation.treatment_values), evaluation.values, evaluation.where
+        else:
+            band, true, where = interval(evaluation.points, None), evaluation.values, evaluation.where
         out[key] = _band_record(*band, true, what, where, level)
     return out
 

@@ -33,7 +33,7 @@ def with_rows_changed(data, rows, seed=5):
     table.loc[rows, "sales"] = table.loc[rows, "sales"] * 100 + rng.normal(size=len(rows))
     table.loc[rows, "price"] = table.loc[rows, "price"] * 3 + rng.normal(size=len(rows))
     return CausalData(table, "iv", "sales", treatment="price", instrument="fuel_price",
-                      covariates=["time", "customer_type"])
+                      covariates=["time", "customer_type"], categorical=data.categorical)
 
 
 def linear_iv(n=600, seed=0, effect=2.0):

@@ -48,14 +48,40 @@ def test_demand_iv_follows_the_structural_equations():
     assert list(t.columns) == ["sales", "price", "time", "customer_type", "fuel_price"]
     assert set(t["customer_type"].unique()) <= set(range(1, 8)) and t["customer_type"].nunique() == 7
     assert t["time"].between(0, 10).all()
-    # price noise w and outcome noise e recovered from the equations
+    # price noise w and outcome noise e recovered from the equations; the authors' code adds e
+    # on the standardized outcome scale (y + 292.1) / 158, so in sales it is 158 e
     w = t["price"] - 25 - (t["fuel_price"] + 3) * psi(t["time"])
-    e = t["sales"] - demand_f0(t["price"], t["time"], t["customer_type"])
+    e = (t["sales"] - demand_f0(t["price"], t["time"], t["customer_type"])) / 158.0
     assert abs(w.mean()) < 0.15 and 0.85 < w.std() < 1.15
     assert abs(e.mean()) < 0.15 and 0.85 < e.std() < 1.15
     assert 0.85 < np.corrcoef(w, e)[0, 1] < 0.95
     assert abs(np.corrcoef(t["fuel_price"], w)[0, 1]) < 0.12
     assert 0.85 < t["fuel_price"].std() < 1.15
+
+
+def test_raw_noise_scale_is_the_appendix_text():
+    standard = simulate_demand_iv(600, seed=3, rho=0.9).data.table
+    raw = simulate_demand_iv(600, seed=3, rho=0.9, noise_scale="raw").data.table
+    f0 = demand_f0(raw["price"], raw["time"], raw["customer_type"])
+    # the same draws; only the outcome noise's scale differs (sd 1 in sales vs 158)
+    np.testing.assert_allclose(standard["sales"] - f0, 158.0 * (raw["sales"] - f0), rtol=1e-9, atol=1e-9)
+    assert 0.85 < (raw["sales"] - f0).std() < 1.15
+    with pytest.raises(DMLCoreError, match="noise_scale must be one of standardized, raw; got 'big'"):
+        simulate_demand_iv(100, noise_scale="big")
+
+
+def test_regression_baseline_shows_confounding_only_on_the_authors_design():
+    """Ignoring the instrument costs a lot when the noise is on the standardized scale and
+    confounding is strong, little at rho = 0, and almost nothing on the raw-noise design."""
+    from dmlcore.runs import fit_run
+
+    def regression_mse(rho, noise_scale):
+        sim = simulate_demand_iv(3000, seed=0, rho=rho, noise_scale=noise_scale)
+        return fit_run(sim.data, "regression", truth=sim.truth, learner="gb").record["mse"]
+
+    strong, none, raw = regression_mse(0.9, "standardized"), regression_mse(0.0, "standardized"), regression_mse(0.9, "raw")
+    assert strong > 0.5 and strong > 4 * none
+    assert raw < 0.05
 
 
 def test_rho_sets_confounding():

@@ -21,15 +21,32 @@ def _linearmodels(table, outcome, exog, endog, instruments, constant=True):
         cov_type="unadjusted")
 
 
+def _dummies(table, first):
+    """customer_type as dummies type=2..7 (type=1..7 without ``first``), as linearmodels sees them."""
+    out = table.copy()
+    for v in range(1 if first else 2, 8):
+        out[f"customer_type={v}"] = (table["customer_type"] == v).astype(float)
+    return out, [f"customer_type={v}" for v in range(1 if first else 2, 8)]
+
+
 def test_matches_linearmodels_iv_with_covariates(iv_data):
     model = TwoStageLeastSquares().fit(iv_data)
-    ref = _linearmodels(iv_data.table, "sales", ["time", "customer_type"], ["price"], ["fuel_price"])
-    names = ["const", "price", "time", "customer_type"]
+    table, dummies = _dummies(iv_data.table, first=False)
+    ref = _linearmodels(table, "sales", ["time", *dummies], ["price"], ["fuel_price"])
+    names = ["const", "price", "time", *dummies]    # customer type is categorical: dummies, type 1 the base
     assert list(model.coef_.index) == names
     np.testing.assert_allclose(model.coef_[names], ref.params[names], rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(model.std_errors_[names], ref.std_errors[names], rtol=1e-6, atol=1e-10)
     assert model.n_ == 1000 and model.fold_losses_ == []
     assert model.input_columns_ == ["price", "time", "customer_type"]
+
+
+def test_numeric_covariate_enters_linearly(iv_data):
+    data = CausalData(iv_data.table, "iv", "sales", treatment="price", instrument="fuel_price",
+                      covariates=["time", "customer_type"])            # not declared categorical
+    model = TwoStageLeastSquares().fit(data)
+    ref = _linearmodels(iv_data.table, "sales", ["time", "customer_type"], ["price"], ["fuel_price"])
+    np.testing.assert_allclose(model.coef_[ref.params.index], ref.params, rtol=1e-6, atol=1e-8)
 
 
 def test_matches_linearmodels_pcl():
@@ -43,8 +60,8 @@ def test_matches_linearmodels_pcl():
 
 def test_without_constant(iv_data):
     model = TwoStageLeastSquares(add_constant=False).fit(iv_data)
-    ref = _linearmodels(iv_data.table, "sales", ["time", "customer_type"], ["price"], ["fuel_price"],
-                        constant=False)
+    table, dummies = _dummies(iv_data.table, first=True)   # every level a dummy: they hold the intercept
+    ref = _linearmodels(table, "sales", ["time", *dummies], ["price"], ["fuel_price"], constant=False)
     assert "const" not in model.coef_.index
     np.testing.assert_allclose(model.coef_[ref.params.index], ref.params, rtol=1e-6)
     np.testing.assert_allclose(model.std_errors_[ref.params.index], ref.std_errors, rtol=1e-6)
@@ -53,9 +70,9 @@ def test_without_constant(iv_data):
 def test_predict_frame_and_array(iv_data):
     model = TwoStageLeastSquares().fit(iv_data)
     frame = iv_data.table[["customer_type", "price", "time"]].head(20)   # order does not matter
+    type_effect = np.array([model.coef_.get(f"customer_type={v:g}", 0.0) for v in frame["customer_type"]])
     expected = (model.coef_["const"] + frame["price"] * model.coef_["price"]
-                + frame["time"] * model.coef_["time"]
-                + frame["customer_type"] * model.coef_["customer_type"]).to_numpy()
+                + frame["time"] * model.coef_["time"] + type_effect).to_numpy()
     out = model.predict(frame)
     assert out.shape == (20,)
     np.testing.assert_allclose(out, expected)
@@ -64,6 +81,8 @@ def test_predict_frame_and_array(iv_data):
         model.predict(frame.drop(columns="time"))
     with pytest.raises(DMLCoreError, match="3 column"):
         model.predict(np.zeros((4, 2)))
+    with pytest.raises(DMLCoreError, match="'customer_type' has the value 9, a level not seen"):
+        model.predict(frame.assign(customer_type=9.0))
 
 
 def test_not_fitted():

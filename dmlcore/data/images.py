@@ -23,8 +23,8 @@ import pandas as pd
 from sklearn.datasets import load_digits
 
 from dmlcore.data.roles import CausalData
-from dmlcore.data.simulate import (Y_STD, GroundTruth, Simulation, _check_n, _demand_iv_draw,
-                                   demand_f0, demand_iv_grid)
+from dmlcore.data.simulate import (METRIC_HELP, Y_STD, GroundTruth, Simulation, _check_n, _demand_iv_draw,
+                                   check_noise_scale, demand_f0, demand_iv_grid)
 from dmlcore.errors import DMLCoreError
 
 
@@ -75,10 +75,10 @@ def _digit_images(types, pool: dict, rng) -> np.ndarray:
 
 
 def simulate_digits_iv(n: int = 5000, seed: int = 0, rho: float = 0.9,
-                       iv_strength: float = 1.0) -> Simulation:
+                       iv_strength: float = 1.0, noise_scale: str = "standardized") -> Simulation:
     """IV ticket demand whose customer type is seen only as an 8x8 digit image.
 
-    The rows are those of ``simulate_demand_iv(n, seed, rho, iv_strength)`` (same draws), with
+    The rows are those of ``simulate_demand_iv(n, seed, rho, iv_strength, noise_scale=...)`` (same draws), with
     ``customer_type`` replaced by a random training image of that digit in ``pixel_00..63``.
     Scored like demand-iv, on the 2,800-point grid and on 10,000 fresh draws, each point with a
     random held-out image of its type: MSE of f-hat vs f0 on the scale (y + 292.1) / 158.
@@ -88,9 +88,10 @@ def simulate_digits_iv(n: int = 5000, seed: int = 0, rho: float = 0.9,
         raise DMLCoreError(f"rho must be in [0, 1); got {rho}.")
     if not np.isfinite(iv_strength):
         raise DMLCoreError(f"iv_strength must be a finite number; got {iv_strength}.")
+    check_noise_scale(noise_scale)
     train_pool, held_pool = digit_pools()
     rng = np.random.default_rng(seed)
-    rows = _demand_iv_draw(n, rng, rho, iv_strength)
+    rows = _demand_iv_draw(n, rng, rho, iv_strength, noise_scale=noise_scale)
     table = _table({c: rows[c].to_numpy() for c in ("sales", "price", "time", "fuel_price")},
                    _digit_images(rows["customer_type"], train_pool, rng), DIGIT_COLUMNS)
     data = CausalData(table, "iv", outcome="sales", treatment="price", instrument="fuel_price",
@@ -104,7 +105,8 @@ def simulate_digits_iv(n: int = 5000, seed: int = 0, rho: float = 0.9,
         return f0, _table({c: frame[c].to_numpy() for c in ("price", "time")}, images, DIGIT_COLUMNS)
 
     grid = held_out(demand_iv_grid(), np.random.default_rng([seed, 20_002]))
-    fresh = held_out(_demand_iv_draw(10_000, np.random.default_rng([seed, 10_001]), rho, iv_strength),
+    fresh = held_out(_demand_iv_draw(10_000, np.random.default_rng([seed, 10_001]), rho, iv_strength,
+                                     noise_scale=noise_scale),
                      np.random.default_rng([seed, 10_002]))
     cols = data.input_columns
 
@@ -131,9 +133,9 @@ def simulate_digits_iv(n: int = 5000, seed: int = 0, rho: float = 0.9,
 
     truth = GroundTruth("iv", score, curve,
                         "MSE of f-hat vs f0 on the 2,800-point grid with held-out digit images, "
-                        "outcome scaled (y + 292.1)/158")
+                        "outcome scaled (y + 292.1)/158", metric_help=METRIC_HELP)
     return Simulation(data, truth, dict(dataset="digits-iv", n=n, seed=seed, rho=rho,
-                                        iv_strength=iv_strength))
+                                        iv_strength=iv_strength, noise_scale=noise_scale))
 
 
 # --------------------------------------------------------------- dsprites-pcl

@@ -34,15 +34,18 @@ def dataset_names() -> list[str]:
 
 
 def load_dataset(name: str, *, n: int = 5000, seed: int = 0, rho: float = 0.9, iv_strength: float = 1.0,
-                 ood_test: bool = False, data_dir: str | None = None) -> Loaded:
-    """Load or simulate the data set ``name``; simulations come with their ground truth."""
+                 ood_test: bool = False, data_dir: str | None = None, noise_scale: str = "standardized") -> Loaded:
+    """Load or simulate the data set ``name``; simulations come with their ground truth.
+
+    ``noise_scale`` applies to demand-iv and digits-iv ("standardized", the authors' code, or "raw")."""
     if name == "demand-iv":
-        sim = simulate_demand_iv(n, seed, rho=rho, iv_strength=iv_strength, ood_test=ood_test)
+        sim = simulate_demand_iv(n, seed, rho=rho, iv_strength=iv_strength, ood_test=ood_test,
+                                 noise_scale=noise_scale)
     elif name == "demand-pcl":
         sim = simulate_demand_pcl(n, seed)
     elif name == "digits-iv":
         from dmlcore.data.images import simulate_digits_iv
-        sim = simulate_digits_iv(n, seed, rho=rho, iv_strength=iv_strength)
+        sim = simulate_digits_iv(n, seed, rho=rho, iv_strength=iv_strength, noise_scale=noise_scale)
     elif name == "dsprites-pcl":
         from dmlcore.data.images import simulate_dsprites_pcl
         sim = simulate_dsprites_pcl(n, seed)

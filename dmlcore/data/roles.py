@@ -24,6 +24,7 @@ PROBLEMS = ("iv", "pcl", "cmr")
 MIN_ROWS = 4
 RANK_TOL = 1e-9          # relative residual under which a column counts as a linear combination
 MAX_RANK_COLUMNS = 500   # covariates compared with an instrument at most (the first ones)
+MAX_LEVELS = 50          # levels a categorical column may have
 ROLE_NAMES = ("outcome", "treatment", "instrument", "treatment_proxy", "outcome_proxy",
               "covariates", "inputs", "conditioning")
 REQUIRED = {
@@ -57,6 +58,8 @@ class CausalData:
     outcome : str
     treatment, instrument, treatment_proxy, outcome_proxy, covariates : str or list of str
     inputs, conditioning : list of str, only for ``problem="cmr"``
+    categorical : str or list of str, columns whose numbers are codes of categories (2 to
+        MAX_LEVELS levels): neural networks one-hot encode them, 2SLS uses dummies
     name : str, a label for reports
     """
 
@@ -73,6 +76,7 @@ class CausalData:
     name: str = "data"
     image_shape: tuple[int, int] | None = None
     image_columns: list[str] = field(default_factory=list)
+    categorical: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         if not isinstance(self.table, pd.DataFrame):
@@ -83,8 +87,10 @@ class CausalData:
         for role in ROLE_NAMES[1:]:
             setattr(self, role, _as_list(getattr(self, role)))
         self.image_columns = _as_list(self.image_columns)
+        self.categorical = _as_list(self.categorical)
         self._check_roles()
         self._check_values()
+        self._check_categorical()
 
     # ------------------------------------------------------------------ roles
     def roles(self) -> dict[str, list[str]]:
@@ -149,6 +155,31 @@ class CausalData:
             if self.table[col].nunique() < 2 and col not in self.image_columns:
                 raise DMLCoreError(f"Treatment column '{col}' is constant; there is no effect to estimate.")
         self._check_collinear_excluded()
+
+    def _check_categorical(self):
+        used = set(self.used_columns())
+        for col in self.categorical:
+            if col not in used:
+                raise DMLCoreError(f"Categorical column '{col}' has no role; give it one or leave it out of "
+                                   f"the categorical columns.")
+            if col == self.outcome:
+                raise DMLCoreError(f"The outcome '{col}' cannot be categorical: every method models its mean. "
+                                   f"Code a binary outcome as 0/1 and leave it numeric.")
+            if col in self.image_columns:
+                raise DMLCoreError(f"Image column '{col}' cannot be categorical.")
+            values = self.table[col].to_numpy(dtype=float)
+            levels = np.unique(values)
+            if len(levels) < 2:
+                raise DMLCoreError(f"Categorical column '{col}' has a single level ({levels[0]:g}); it carries no "
+                                   f"information. Remove it from the roles.")
+            if len(levels) > MAX_LEVELS:
+                raise DMLCoreError(f"Categorical column '{col}' has {len(levels)} levels, more than {MAX_LEVELS}; "
+                                   f"treat it as a number, or group its levels first.")
+
+    def categorical_levels(self, columns: list[str]) -> dict[int, np.ndarray]:
+        """{position in ``columns``: sorted levels} of the categorical columns among ``columns``."""
+        return {j: np.unique(self.table[c].to_numpy(dtype=float)) for j, c in enumerate(columns)
+                if c in self.categorical}
 
     def _check_collinear_excluded(self):
         """Raise when an instrument (IV) or treatment proxy (PCL) is a linear combination of others.
@@ -237,7 +268,7 @@ class CausalData:
         kwargs = {role: getattr(self, role) for role in ROLE_NAMES[1:]}
         return CausalData(self.table.iloc[rows].reset_index(drop=True), self.problem, self.outcome,
                           name=self.name, image_shape=self.image_shape,
-                          image_columns=self.image_columns, **kwargs)
+                          image_columns=self.image_columns, categorical=self.categorical, **kwargs)
 
     def describe_roles(self) -> str:
         return "; ".join(f"{r}: {', '.join(c)}" for r, c in self.roles().items())

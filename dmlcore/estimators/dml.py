@@ -25,10 +25,12 @@ import numpy as np
 import pandas as pd
 
 from dmlcore.data.roles import CausalData
+from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.estimators.sieve import check_tabular
 from dmlcore.learners import LEARNERS, make_outcome_learner, make_sampler
+from dmlcore.learners.encoding import EncodedStage, encode_image_spec, encoder_for
 from dmlcore.learners.base import check_positive
 from dmlcore.progress import Monitor
 
@@ -43,7 +45,11 @@ def make_folds(n: int, folds: int, seed: int) -> list[np.ndarray]:
 
 
 class _TwoStageCMR:
-    """Shared fit/predict; subclasses set ``cross_fit`` and ``score``."""
+    """Shared fit/predict; subclasses set ``cross_fit`` and ``score``.
+
+    ``device`` is where the torch models (nn nuisances, nn f) and their data live: "auto" (CUDA
+    when torch sees one, else the CPU), "cpu", "cuda" or "cuda:N"; ``device_`` is the one a fit used.
+    """
 
     cross_fit = True
     score = "orthogonal"
@@ -52,7 +58,7 @@ class _TwoStageCMR:
     def __init__(self, learner: str = "nn", folds: int = 10, *, outcome_learner: str | None = None,
                  sampler: str | None = None, f_model: str | None = None, n_draws: int = 8,
                  epochs: int | None = None, nuisance_params: dict | None = None,
-                 f_params: dict | None = None, seed: int = 0):
+                 f_params: dict | None = None, seed: int = 0, device: str = "auto"):
         self.learner = learner
         self.folds = folds
         self.outcome_learner = outcome_learner
@@ -63,6 +69,7 @@ class _TwoStageCMR:
         self.nuisance_params = nuisance_params
         self.f_params = f_params
         self.seed = seed
+        self.device = device
 
     # ------------------------------------------------------------------ fit
     def _settings(self):
@@ -93,6 +100,7 @@ class _TwoStageCMR:
         if not isinstance(data, CausalData):
             raise DMLCoreError(f"fit expects a CausalData object, got {type(data).__name__}.")
         f_model, f_params = self._settings()
+        device = resolve_device(self.device)  # a CUDA device torch cannot see is refused before any work
         if f_model == "sieve":  # refused before any nuisance is trained
             check_tabular(data, "f_model 'sieve'", "Use f_model 'nn' (the neural-network learner's own) on image data.")
         if self.cross_fit:
@@ -109,18 +117,26 @@ class _TwoStageCMR:
         for k, rows in enumerate(folds):
             fold_of[rows] = k
 
+        categorical_modelled = [c for c in arr.modelled_names if c in data.categorical]
+        if categorical_modelled:
+            raise DMLCoreError(f"{type(self).__name__} models the distribution of '{categorical_modelled[0]}' "
+                               f"given the conditioning variables as a continuous variable, but it is marked "
+                               f"categorical. Use 2SLS, or leave the column numeric (a 0/1 treatment works).")
         s_model = g_model = None
+        s_name, g_name = self.outcome_learner or self.learner, self.sampler or self.learner
         if self.score == "orthogonal":
             monitor.stage("outcome model s(c)", start=0.0, end=0.35)
-            name = self.outcome_learner or self.learner
-            s_model = make_outcome_learner(name, self._nuisance_params(name), self.seed,
-                                           image_c).fit(arr.conditioning, arr.y, train_sets, monitor)
+            enc = encoder_for(data, arr.conditioning_names, s_name)
+            s_model = _Encoded(make_outcome_learner(s_name, self._nuisance_params(s_name), self.seed,
+                                                    encode_image_spec(image_c, enc), device), enc)
+            s_model.fit(arr.conditioning, arr.y, train_sets, monitor)
         if arr.modelled_names:
             monitor.stage("conditional distribution of " + ", ".join(arr.modelled_names[:3]),
                           start=0.35, end=0.7)
-            name = self.sampler or self.learner
-            g_model = make_sampler(name, self._nuisance_params(name), self.seed,
-                                   image_c).fit(arr.conditioning, arr.modelled, train_sets, monitor)
+            enc = encoder_for(data, arr.conditioning_names, g_name)
+            g_model = _Encoded(make_sampler(g_name, self._nuisance_params(g_name), self.seed,
+                                            encode_image_spec(image_c, enc), device), enc)
+            g_model.fit(arr.conditioning, arr.modelled, train_sets, monitor)
 
         rng = np.random.default_rng([self.seed, 11])
         # a smaller bank when f reads images: their pixels repeat in every draw
@@ -139,7 +155,9 @@ class _TwoStageCMR:
         monitor.stage("second stage f", start=0.7, end=1.0)
         stage = SECOND_STAGES[f_model]
         extra = dict(outcome=arr.y, names=arr.input_names) if stage.has_bands else {}
-        f = stage(f_params, self.n_draws, self.seed, image_f).fit(targets, draws, arr.inputs, monitor, **extra)
+        enc = encoder_for(data, arr.input_names, f_model)
+        f = stage(f_params, self.n_draws, self.seed, encode_image_spec(image_f, enc), device=device)
+        f = (EncodedStage(f, enc) if enc is not None else f).fit(targets, draws, arr.inputs, monitor, **extra)
 
         per_row = f.score_per_row(targets, draws)
         y_scale = float(np.std(arr.y)) or 1.0
@@ -159,6 +177,7 @@ class _TwoStageCMR:
         self.input_columns_ = list(arr.input_names)
         self.conditioning_columns_ = list(arr.conditioning_names)
         self.n_ = n
+        self.device_ = str(device)
         self.f_model_name_ = f_model
         self.seconds_ = time.perf_counter() - start
         monitor.stage("done", start=1.0)
@@ -211,6 +230,31 @@ class _TwoStageCMR:
             raise DMLCoreError(f"predict expects {len(self.input_columns_)} columns "
                                f"({', '.join(self.input_columns_)}); got shape {X.shape}.")
         return X
+
+
+class _Encoded:
+    """A nuisance learner that sees one-hot columns in place of category codes (``encoder`` None: as is)."""
+
+    def __init__(self, learner, encoder):
+        self.learner, self.encoder = learner, encoder
+
+    def _c(self, C):
+        return C if self.encoder is None else self.encoder.transform(C)
+
+    def fit(self, C, target, train_sets, monitor):
+        self.learner.fit(self._c(C), target, train_sets, monitor)
+        return self
+
+    def predict(self, k, C):
+        return self.learner.predict(k, self._c(C))
+
+    def sample(self, k, C, n_draws, rng):
+        return self.learner.sample(k, self._c(C), n_draws, rng)
+
+    def __getattr__(self, name):  # the fitted learner's own attributes (models_, histories, ...)
+        if name in ("learner", "encoder"):
+            raise AttributeError(name)
+        return getattr(self.learner, name)
 
 
 def _image_spec(data: CausalData, names: list[str]):

@@ -46,6 +46,9 @@ class TwoStageLeastSquares:
         Always finite: when they cannot be computed, ``fit`` raises a DMLCoreError.
     input_columns_ : list of str
         Every input column of f (``predict`` takes them all, the dropped ones included).
+    levels_ : dict
+        Levels of each categorical column (``data.categorical``); such a column enters as dummies
+        ``col=level`` (the first level left out when there is an intercept).
     dropped_columns_ : list of str
         Input and conditioning columns left out because they are constant.
     notes_ : list of str
@@ -70,15 +73,19 @@ class TwoStageLeastSquares:
         if self.add_constant and "const" in all_inputs + all_cond:
             raise DMLCoreError("A column is named 'const', which clashes with the intercept that "
                                "add_constant=True adds. Rename the column or pass add_constant=False.")
-        table = data.table
-        dropped = (constant_columns(table, list(dict.fromkeys(all_inputs + all_cond)), self.add_constant)
+        check_identified(data, all_inputs, all_cond)
+        self.levels_ = {c: np.unique(data.table[c].to_numpy(dtype=float)) for c in data.categorical
+                        if c in set(all_inputs) | set(all_cond)}
+        table = with_dummies(data.table, self.levels_, self.add_constant)
+        expanded_inputs, expanded_cond = (dummy_columns(cols, self.levels_, self.add_constant)
+                                          for cols in (all_inputs, all_cond))
+        dropped = (constant_columns(table, list(dict.fromkeys(expanded_inputs + expanded_cond)), self.add_constant)
                    if self.drop_constant else [])
-        inputs = [c for c in all_inputs if c not in dropped]
-        cond = [c for c in all_cond if c not in dropped]
+        inputs = [c for c in expanded_inputs if c not in dropped]
+        cond = [c for c in expanded_cond if c not in dropped]
         if not inputs and not self.add_constant:
             raise DMLCoreError(f"Every input of f is all zeros ({', '.join(all_inputs)}); there is nothing "
                                f"to estimate. Choose other input columns.")
-        check_identified(data, inputs, cond)
         y = table[data.outcome].to_numpy(dtype=float)
         x = table[inputs].to_numpy(dtype=float)
         z = table[cond].to_numpy(dtype=float)
@@ -130,9 +137,36 @@ class TwoStageLeastSquares:
         """f at the rows of ``X`` (DataFrame with the input columns, or an array in their order)."""
         check_fitted(self, "coef_")
         x = input_matrix(X, self.input_columns_, type(self).__name__)
-        kept = [c for c in self.input_columns_ if c in self.coef_.index]
-        slopes = self.coef_[kept].to_numpy()
-        return x[:, [self.input_columns_.index(c) for c in kept]] @ slopes + self.coef_.get("const", 0.0)
+        frame = with_dummies(pd.DataFrame(x, columns=self.input_columns_), self.levels_, self.add_constant,
+                             owner=type(self).__name__)
+        kept = [c for c in frame.columns if c in self.coef_.index]
+        return frame[kept].to_numpy() @ self.coef_[kept].to_numpy() + self.coef_.get("const", 0.0)
+
+
+def dummy_columns(columns: list[str], levels: dict, drop_first: bool) -> list[str]:
+    """``columns`` with each categorical one replaced by its dummies' names ``col=level``."""
+    out = []
+    for c in columns:
+        out += [f"{c}={v:g}" for v in levels[c][int(drop_first):]] if c in levels else [c]
+    return out
+
+
+def with_dummies(table: pd.DataFrame, levels: dict, drop_first: bool, owner: str | None = None) -> pd.DataFrame:
+    """``table`` with a 0/1 column ``col=level`` for each level of each categorical column present
+    (the first level left out when ``drop_first``: the intercept stands for it). With ``owner``
+    (at predict time) a level not seen in training is an error."""
+    extra = {}
+    for c, values in levels.items():
+        if c not in table:
+            continue
+        column = table[c].to_numpy(dtype=float)
+        unseen = ~np.isin(column, values)
+        if owner and unseen.any():
+            raise DMLCoreError(f"{owner}.predict: categorical column '{c}' has the value {column[unseen][0]:g}, "
+                               f"a level not seen in training. Predict only at levels present in the data.")
+        for v in values[int(drop_first):]:
+            extra[f"{c}={v:g}"] = (column == v).astype(float)
+    return table.assign(**extra) if extra else table
 
 
 _IMAGE_HINT = ("The image pixels have fixed roles, so they cannot be left out: 2SLS, linear in every "

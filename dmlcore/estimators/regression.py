@@ -1,0 +1,68 @@
+"""The baseline that shows confounding: the outcome regressed on f's inputs, ignoring C.
+
+``OutcomeRegression`` fits E[Y | inputs of f] with the chosen learner (``linear`` is OLS) and
+never looks at the instruments or treatment proxies. Under confounding E[Y | X] is not f: the
+gap between this baseline and the truth is the bias that IV and proximal methods remove, and
+it grows with the strength of the hidden confounder.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from dmlcore.data.roles import CausalData
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.dml import _Encoded, _image_spec
+from dmlcore.estimators.tsls import input_matrix
+from dmlcore.learners import LEARNERS, make_outcome_learner
+from dmlcore.learners.encoding import encode_image_spec, encoder_for
+from dmlcore.progress import Monitor
+
+
+class OutcomeRegression:
+    """Regression of the outcome on f's inputs with ``learner`` (no instrument, no proxy)."""
+
+    method = "regression"
+
+    def __init__(self, learner: str = "nn", *, epochs: int | None = None, nuisance_params: dict | None = None,
+                 seed: int = 0):
+        self.learner = learner
+        self.epochs = epochs
+        self.nuisance_params = nuisance_params
+        self.seed = seed
+
+    def fit(self, data: CausalData, *, callback=None, should_stop=None) -> "OutcomeRegression":
+        if not isinstance(data, CausalData):
+            raise DMLCoreError(f"fit expects a CausalData object, got {type(data).__name__}.")
+        if self.learner not in LEARNERS:
+            raise DMLCoreError(f"Unknown learner {self.learner!r}; choose one of {', '.join(LEARNERS)}.")
+        monitor = Monitor(callback, should_stop)
+        start = time.perf_counter()
+        arr = data.cmr()
+        params = dict(self.nuisance_params or {})
+        key = {"nn": "max_epochs", "gb": "max_iter"}.get(self.learner)
+        if self.epochs is not None and key:
+            params.setdefault(key, self.epochs)
+        enc = encoder_for(data, arr.input_names, self.learner)
+        image = encode_image_spec(_image_spec(data, arr.input_names), enc)
+        monitor.stage("regression of the outcome on " + ", ".join(arr.input_names[:3]), start=0.0, end=1.0)
+        # the learners' interface: one "fold" whose training rows are all rows (the learner
+        # keeps its own validation split for early stopping)
+        model = _Encoded(make_outcome_learner(self.learner, params, self.seed, image), enc)
+        model.fit(arr.inputs, arr.y, [np.arange(arr.n)], monitor)
+        self.model_ = model
+        self.input_columns_ = list(arr.input_names)
+        self.fold_losses_ = [{"fold": 0, "rows": int(arr.n), **({"s": monitor.histories[("s", 0)]}
+                                                                if ("s", 0) in monitor.histories else {})}]
+        self.seconds_ = time.perf_counter() - start
+        monitor.stage("done", start=1.0)
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        """E[Y | inputs] at the rows of X (a DataFrame with the input columns, or an array in that order)."""
+        if not hasattr(self, "model_"):
+            raise DMLCoreError("This OutcomeRegression is not fitted yet; call fit(data) first.")
+        return np.asarray(self.model_.predict(0, input_matrix(X, self.input_columns_, "OutcomeRegression")),
+                          dtype=float).ravel()
