@@ -12,15 +12,18 @@ from dashboard import state, ui
 st.set_page_config(page_title="dmlcore · DML-CMR dashboard", page_icon=":material/query_stats:",
                    layout="wide")
 state.init()
+with st.sidebar:
+    state.keep_owner_in_browser()
 
 PAGES = [
     st.Page(ui.HOME, title="Home", icon=":material/home:", default=True),
+    st.Page(ui.LEARN, title="Learn", icon=":material/school:"),
     st.Page(ui.DATA, title="Data", icon=":material/table:"),
     st.Page(ui.ROLES, title="Roles", icon=":material/account_tree:"),
     st.Page(ui.ESTIMATORS, title="Estimators", icon=":material/tune:"),
     st.Page(ui.TRAIN, title="Train", icon=":material/model_training:"),
     st.Page(ui.RESULTS, title="Results", icon=":material/insights:"),
-    st.Page(ui.LEARN, title="Learn", icon=":material/school:"),
+    st.Page(ui.STUDY, title="Study", icon=":material/stacked_bar_chart:"),
 ]
 page = st.navigation(PAGES, position="top")
 page.run()

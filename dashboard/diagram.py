@@ -14,7 +14,7 @@ _STYLE = {
 }
 _TITLES = {"outcome": "Y outcome", "treatment": "A treatment", "instrument": "Z instrument",
            "treatment_proxy": "Z treatment proxy", "outcome_proxy": "W outcome proxy",
-           "covariates": "X covariates", "inputs": "X inputs of f", "conditioning": "C conditioning"}
+           "covariates": "X covariates", "inputs": "inputs of f", "conditioning": "C conditioning"}
 
 
 def _columns(cols: Sequence[str] | str | None, limit: int = 4) -> str:
@@ -64,9 +64,9 @@ def causal_dot(problem: str, roles: Mapping[str, Sequence[str] | str | None]) ->
     else:
         body = [_node("conditioning", r["conditioning"]), _node("inputs", r["inputs"]),
                 _node("outcome", r["outcome"]),
-                'conditioning -> inputs [label=" draws X | C", style=dashed];',
+                'conditioning -> inputs [label=" draws | C", style=dashed];',
                 'inputs -> outcome [penwidth=2.2, label=" f"];',
-                'note [shape=note, fillcolor="#ffffee", label="E[Y - f(X) | C] = 0"];']
+                'note [shape=note, fillcolor="#ffffee", label="E[Y - f(inputs) | C] = 0"];']
     return "\n".join(head + body + ["}"])
 
 
@@ -75,5 +75,5 @@ def moment_text(problem: str) -> str:
     return {
         "iv": r"\mathbb{E}[\,Y - f(A, X) \mid Z, X\,] = 0",
         "pcl": r"\mathbb{E}[\,Y - h(A, W, X) \mid A, Z, X\,] = 0,\quad \mathbb{E}[Y \mid do(a)] = \mathbb{E}_{W,X}[h(a, W, X)]",
-        "cmr": r"\mathbb{E}[\,Y - f(X) \mid C\,] = 0",
+        "cmr": r"\mathbb{E}[\,Y - f(\text{inputs}) \mid C\,] = 0",
     }[problem]

@@ -5,7 +5,8 @@ Train page agree. Defaults of the advanced settings are dmlcore's own (the learn
 ``DEFAULTS`` and the second stages' ``NN_DEFAULTS`` / ``BOOST_DEFAULTS``); only values that
 differ from them are passed as ``nuisance_params`` / ``f_params``, so a run's record shows
 exactly what was changed. The same goes for the DML-CMR family's second stage (``f_model``)
-and repeated cross-fits (``reps_crossfit``): passed only when they differ from the defaults.
+and repeated cross-fits (``reps_crossfit``): passed only when they differ from the defaults;
+and the torch ``device``, a setting offered only when torch sees a GPU (``device_choices``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numbers
 from dataclasses import dataclass
 
 from dmlcore.data.roles import CausalData
+from dmlcore import device as torch_device
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.dml import DMLCMR, F_MODEL_FOR
 from dmlcore.estimators.second_stage import BOOST_DEFAULTS, NN_DEFAULTS
@@ -22,7 +24,8 @@ from dmlcore.estimators.sieve import check_tabular
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
 from dmlcore.learners.nn import DEFAULTS as NN_NUISANCE_DEFAULTS
 from dmlcore.learners.tabular import DEFAULTS as TABULAR_DEFAULTS
-from dmlcore.runs import METHOD_TITLES, METHODS, NEURAL_METHODS
+from dmlcore.estimators.peers import PEERS, peer_problem
+from dmlcore.runs import LEARNER_METHODS, METHOD_TITLES, METHODS, NEURAL_METHODS
 
 DEFAULT_DRAWS = inspect.signature(DMLCMR).parameters["n_draws"].default
 
@@ -32,9 +35,13 @@ METHOD_HELP = {
     "ce-dml-cmr": "Orthogonal score, nuisances fitted once on all rows (cheaper, no cross-fitting).",
     "naive": "Plugs the first stage straight into the second (DeepIV-style); biased when the first stage is off.",
     "2sls": "Classical linear two-stage least squares, with standard errors.",
-    "sieve-2sls": "Spline (sieve) 2SLS: tensor-product B-splines, knots and ridge chosen by validation on "
-                  "the training rows; a few seconds for 5,000 rows.",
+    "sieve-2sls": "Spline (sieve) 2SLS: tensor-product B-splines (with many covariates, a spline in the "
+                  "treatment plus a term per covariate), knots and ridge chosen by validation on the training "
+                  "rows; a few seconds for 5,000 rows.",
+    "regression": "The outcome regressed on f's inputs with the learner, ignoring instruments and proxies: "
+                  "what confounding does to an estimate that does not correct for it.",
 }
+METHOD_HELP.update({name: peer.help + " Its own settings: docs/peers.md." for name, peer in PEERS.items()})
 
 
 @dataclass(frozen=True)
@@ -137,14 +144,18 @@ F_MODEL_CHOICES = {"own": "the learner's own",
                    "sieve": "spline basis (sieve): gives 95 % confidence bands"}
 F_MODEL_HELP = ("The second stage f of DML-CMR, CE-DML-CMR and the naive plug-in. The learner's own: a "
                 "network, boosted trees or a linear model, as the nuisance learner. Spline basis (sieve): f "
-                "is a penalised tensor-product B-spline fitted in closed form, with sandwich standard errors "
-                "that give pointwise 95 % confidence bands (on demand-iv they covered about 86 % of the "
-                "truth, not 95 %: see docs/coverage.md). Tabular inputs only.")
+                "is a penalised B-spline (tensor-product; with many covariates, a spline in the treatment plus a "
+                "term per covariate) fitted in closed form, with sandwich standard errors "
+                "that give pointwise 95 % confidence bands (on demand-iv's raw-noise design they covered about "
+                "86 % of the truth, not 95 %: see docs/coverage.md). Tabular inputs only.")
 MAX_REPS = 20
 REPS_HELP = ("Fit the whole estimator R times with seeds seed, seed + 1, ... (new folds, learner "
              "randomness and draws) and take the pointwise median of the R fits. Costs R times the fit. "
              "With the spline second stage the band also widens by the split-to-split spread; otherwise "
              "the results show the range of the R fits, which is not a confidence band.")
+DEVICE_HELP = ("Where the neural networks train. Automatic: the first GPU torch sees, else the CPU. "
+               "The same seed gives somewhat different numbers on the CPU and on a GPU (their dropout "
+               "draws differ). Learners other than the neural network always run on the CPU.")
 EPOCH_DEFAULTS = (f"networks {NN_NUISANCE_DEFAULTS['max_epochs']} epochs, gradient boosting "
                   f"{TABULAR_DEFAULTS['gb']['max_iter']} stages, boosted f {BOOST_DEFAULTS['max_stages']} stages")
 
@@ -159,6 +170,12 @@ def f_key(model: str, param: str) -> str:
 
 def learner_override_key(method: str) -> str:
     return f"est_learner_{method}"
+
+
+def device_choices() -> list[str]:
+    """The options of the device setting; none (the setting is hidden) when torch sees no GPU."""
+    count = torch_device.cuda_count()
+    return ["auto", "cpu", *(f"cuda:{i}" for i in range(count))] if count else []
 
 
 def _widget_default(fld: Field):
@@ -176,14 +193,15 @@ ESTIMATOR_DEFAULTS: dict[str, object] = {
     "est_epochs": None,
     "est_f_model": "own",
     "est_reps": 1,
+    "est_device": "auto",
     **{learner_override_key(m): SAME for m in NEURAL_METHODS},
     **{nuisance_key(lr, f.param): _widget_default(f) for lr, fields in NUISANCE_FIELDS.items() for f in fields},
     **{f_key(m, f.param): _widget_default(f) for m, fields in F_FIELDS.items() for f in fields},
 }
 
-# What the one-click demo uses: fast on 2 cores, and the three kinds of estimator.
+# What the one-click demo uses: fast on 2 cores, the three kinds of estimator and the confounded regression.
 DEMO_DATA = dict(name="demand-iv", n=2000, seed=0, rho=0.9, iv_strength=1.0)
-DEMO_SETTINGS = {"est_methods": ["dml-cmr", "naive", "2sls"], "est_learner": "gb", "est_folds": 5,
+DEMO_SETTINGS = {"est_methods": ["dml-cmr", "naive", "2sls", "regression"], "est_learner": "gb", "est_folds": 5,
                  "est_seed": 0, "est_draws": DEFAULT_DRAWS, "est_epochs": None, "est_f_model": "own",
                  "est_reps": 1}
 
@@ -234,8 +252,10 @@ def _changed(fields, key_of, state, errors) -> dict | None:
 
 def learner_for(method: str, state) -> str | None:
     """The nuisance learner of ``method`` (None for the linear methods)."""
-    if method not in NEURAL_METHODS:
+    if method not in LEARNER_METHODS:
         return None
+    if method not in NEURAL_METHODS:
+        return state.get("est_learner", "nn")
     override = state.get(learner_override_key(method), SAME)
     return state.get("est_learner", "nn") if override in (None, SAME) else override
 
@@ -257,6 +277,12 @@ def _refusal(errors: dict, key: str, data: CausalData, what: str, instead: str) 
         errors[key] = str(err)
 
 
+def methods_for(data: CausalData | None) -> list[str]:
+    """The methods that can fit ``data``: all of them without data; the IV peers (KIV, DFIV,
+    DeepGMM) only for IV, the proximal ones (KPV, PMMR, NMMR) only for PCL, no kernel peer on images."""
+    return [m for m in METHODS if data is None or m not in PEERS or peer_problem(m, data) is None]
+
+
 def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[PlannedFit], dict[str, str]]:
     """The fits the current choices describe, and the problems with them by widget key."""
     errors: dict[str, str] = {}
@@ -266,6 +292,9 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
     elif "sieve-2sls" in methods and data is not None:
         _refusal(errors, "est_methods", data, "Sieve 2SLS", "Remove it; use DML-CMR or the naive plug-in "
                  "with the neural-network learner on image data.")
+    for method in (m for m in methods if m in PEERS and data is not None):
+        if peer_problem(method, data) and "est_methods" not in errors:
+            errors["est_methods"] = peer_problem(method, data)
     neural = [m for m in methods if m in NEURAL_METHODS]
     sieve_f = state.get("est_f_model", "own") == "sieve"
     if state.get("est_f_model", "own") not in F_MODEL_CHOICES:
@@ -289,6 +318,13 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
     epochs = int(epochs) if epochs not in (None, 0) else None
     common = dict(folds=folds, seed=int(state.get("est_seed", 0)), n_draws=int(state.get("est_draws", DEFAULT_DRAWS)),
                   epochs=epochs)
+    device = state.get("est_device", "auto")
+    try:
+        torch_device.resolve_device(device)
+        if device != "auto":
+            common["device"] = device
+    except DMLCoreError as err:
+        errors["est_device"] = str(err)
     fits = []
     for method in methods:
         learner = learner_for(method, state)
@@ -299,6 +335,9 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
         nuisance = _changed(NUISANCE_FIELDS[learner], lambda p, lr=learner: nuisance_key(lr, p), state, errors)
         kwargs = dict(common, learner=learner, nuisance_params=nuisance)
         label = f"#{batch} {title} · {learner}"
+        if method not in NEURAL_METHODS:     # the regression baseline: no second stage, no cross-fits
+            fits.append(PlannedFit(method, label, learner, kwargs))
+            continue
         if sieve_f:
             kwargs["f_model"] = "sieve"
             label += " · sieve f"
@@ -325,6 +364,8 @@ def describe(fit: PlannedFit) -> str:
         parts.append(f"at most {k['epochs']} epochs")
     if k.get("f_model") == "sieve":
         parts.append("second stage: spline basis (sieve) with 95 % confidence bands")
+    if k.get("device"):
+        parts.append(f"networks on {k['device']}")
     if k.get("reps_crossfit", 1) > 1:
         parts.append(f"{k['reps_crossfit']} repeated cross-fits (median; {k['reps_crossfit']}× the time)")
     changed = {**(k.get("nuisance_params") or {}), **{f"f.{a}": b for a, b in (k.get("f_params") or {}).items()}}
@@ -334,6 +375,6 @@ def describe(fit: PlannedFit) -> str:
 
 
 __all__ = ["ESTIMATOR_DEFAULTS", "DEMO_DATA", "DEMO_SETTINGS", "NUISANCE_FIELDS", "F_FIELDS", "Field",
-           "F_MODEL_CHOICES", "F_MODEL_HELP", "MAX_REPS", "REPS_HELP",
+           "F_MODEL_CHOICES", "F_MODEL_HELP", "MAX_REPS", "REPS_HELP", "DEVICE_HELP", "device_choices",
            "PlannedFit", "build_plan", "describe", "learner_for", "learners_in_use", "parse_sizes",
-           "LEARNERS", "SAME", "METHOD_HELP"]
+           "LEARNERS", "SAME", "METHOD_HELP", "methods_for"]

@@ -17,9 +17,10 @@ import streamlit as st
 from dashboard import state
 from dmlcore.errors import DMLCoreError
 from dmlcore.runs import METHOD_TITLES, Run
-from dmlcore.store import StoredRun
+from dmlcore.store import StoredRun, safe_filename
 
 _CACHE = "result_cache"
+TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".tab", ".parquet", ".pq")
 
 
 @dataclass
@@ -87,6 +88,8 @@ def collect() -> list[ResultItem]:
             key = snap.run_id or snap.id
             items.append(ResultItem(key, snap.label, snap.run.record, run=snap.run))
             seen.add(key)
+        elif snap.status == "done" and snap.run_id and snap.run_id not in st.session_state.get("loaded_runs", {}):
+            load_stored(snap.run_id)      # finished before a server restart: read back from the store
     for run_id, stored in st.session_state.get("loaded_runs", {}).items():
         if run_id not in seen:
             items.append(ResultItem(run_id, stored.label, stored.record, stored=stored))
@@ -101,9 +104,21 @@ def load_stored(run_id: str) -> StoredRun | None:
     return stored
 
 
+def metric_help(items) -> dict:
+    """What each MSE column measures, from the runs' records (the first run that says)."""
+    out = {}
+    for it in items:
+        for key, text in (it.record.get("metric_help") or {}).items():
+            out.setdefault(key, text)
+    out.setdefault("mse", "Mean squared error against the truth (lower is better)")
+    out.setdefault("mse_fresh", "Mean squared error at fresh draws from the data's distribution")
+    return out
+
+
 def metrics_table(items: list[ResultItem]) -> pd.DataFrame:
     """One row per run: what ran and how well (MSE against the truth, when known) and how long;
-    with "band coverage" and "band width" when any run has a band (``record["bands"]``)."""
+    with "band coverage" and "band width" when any run has a band (``record["bands"]``), and the
+    held-out score relative to Var(Y) with its standard error when any run has one."""
     rows = []
     for item in items:
         rec = item.record
@@ -120,10 +135,14 @@ def metrics_table(items: list[ResultItem]) -> pd.DataFrame:
             "seconds": rec.get("seconds"),
             "band coverage": rec.get("band_coverage"),
             "band width": rec.get("band_width"),
+            "held-out score": (rec.get("heldout") or {}).get("relative"),
+            "held-out s.e.": (rec.get("heldout") or {}).get("relative_std_error"),
         })
     frame = pd.DataFrame(rows)
     if not any(item.record.get("bands") for item in items):
         frame = frame.drop(columns=["band coverage", "band width"], errors="ignore")
+    if not any(item.record.get("heldout") for item in items):
+        frame = frame.drop(columns=["held-out score", "held-out s.e."], errors="ignore")
     if not frame.empty and frame["MSE (fresh draws)"].isna().all():
         frame = frame.drop(columns=["MSE (fresh draws)"])
     return frame
@@ -141,4 +160,98 @@ def band_notes(items: list[ResultItem]) -> list[str]:
                        else f", contains the truth at {entry['coverage']:.0%} of them")
             notes.append(f"**{item.title}** — {entry['what']}. Evaluated at: {entry['points']}; mean width "
                          f"{entry['mean_width']:.3g}{covered}.")
+    return notes
+
+
+def for_display(table: pd.DataFrame, items: list[ResultItem]) -> pd.DataFrame:
+    """``table`` with its MSE and band coverage columns as text, "no truth" for runs without one,
+    when any run has no truth (a number column would show None)."""
+    if all(item.has_truth for item in items):
+        return table
+    out = table.copy()
+    for col, digits in (("MSE", ".4g"), ("MSE (fresh draws)", ".4g"), ("band coverage", ".2f")):
+        if col in out:
+            out[col] = [("no truth" if not item.has_truth else "—" if pd.isna(v) else f"{v:{digits}}")
+                        for item, v in zip(items, out[col])]
+    return out
+
+
+def effects_table(items: list[ResultItem], reference: Run | None = None) -> pd.DataFrame:
+    """One row per run with an effect: the estimate, its interval and how the interval was made
+    (``record["effect"]``), or why there is none; the 2SLS reference fit last when given."""
+    entries = [(item.title, item.record.get("effect")) for item in items]
+    if reference is not None:
+        entries.append(("2SLS (reference)", reference.record.get("effect")))
+    rows = []
+    for title, effect in entries:
+        if not effect:
+            continue
+        level = effect.get("level") or 0.95
+        lower, upper = effect.get("ci_lower"), effect.get("ci_upper")
+        rows.append({"run": title, "effect": effect.get("estimate"),
+                     f"{level:.0%} interval": "—" if lower is None else f"{lower:.4g} to {upper:.4g}",
+                     "how": effect.get("interval") or effect.get("error")})
+    return pd.DataFrame(rows)
+
+
+def estimand(items: list[ResultItem]) -> str | None:
+    """What the effect column measures, in words (the first run's)."""
+    return next((it.record["effect"]["estimand"] for it in items if (it.record.get("effect") or {}).get("estimand")),
+                None)
+
+
+def bootstrap_candidates(items: list[ResultItem]) -> list[ResultItem]:
+    """Live runs with an effect and no bootstrap yet: they can be refitted on resampled rows."""
+    return [it for it in items if it.run is not None and (it.record.get("effect") or {}).get("estimate") is not None
+            and not it.record["effect"].get("bootstrap")]
+
+
+def refit_kwargs(record: dict, refits: int) -> dict:
+    """``fit_run`` keywords that redo the run of ``record`` with a bootstrap of ``refits``."""
+    config = record.get("config") or {}
+    keys = ("learner", "folds", "seed", "epochs", "n_draws", "nuisance_params", "f_params", "f_model",
+            "reps_crossfit", "device", "heldout_folds")
+    kwargs = {k: config[k] for k in keys if k in config}
+    return {**kwargs, "data_params": config.get("data") or {}, "bootstrap": refits}
+
+
+def download_name(item: ResultItem) -> str:
+    """``<data set>_<method>_<id>``, the data set without a file extension: card_dml-cmr_3c0b2e5e."""
+    dataset = str(item.record.get("dataset") or "data")
+    stem = dataset.rsplit(".", 1)[0] if dataset.lower().endswith(TABLE_SUFFIXES) else dataset
+    return safe_filename(f"{stem}_{item.method}_{item.key[:8]}")
+
+
+STANDARDIZED_SALES = ("demand-iv", "digits-iv")  # scored on sales in units of 158 tickets
+
+
+def score_caption(record: dict) -> str | None:
+    """How a run with a truth was scored, with the outcome's scale named in words."""
+    if not record.get("truth"):
+        return None
+    if record.get("dataset") in STANDARDIZED_SALES:
+        return ("Scored as in the paper: the mean squared error of f-hat on the benchmark's 2,800 test points, "
+                "with sales measured in units of 158 tickets (the benchmark's standardized sales).")
+    return f"Scored by the {record['truth']}."
+
+
+def closest_notes(items: list[ResultItem]) -> list[str]:
+    """Which run came closest to the truth and by how much, in words; with a plain-words note when
+    the naive plug-in beat DML-CMR. Empty with fewer than two scored runs."""
+    scored = sorted((it for it in items if it.record.get("mse") is not None), key=lambda it: it.record["mse"])
+    if len(scored) < 2:
+        return []
+    best = scored[0]
+    others = ", ".join(f"{it.title} {it.record['mse'] / best.record['mse']:.1f}×" if best.record["mse"] > 0
+                       else f"{it.title} {it.record['mse']:.3g}" for it in scored[1:])
+    notes = [f"**Closest to the truth: {best.title}** (MSE {best.record['mse']:.3g}). The others' MSE, as a "
+             f"multiple of that: {others}."]
+    dml = [it for it in scored if it.method == "dml-cmr"]
+    if best.method == "naive" and dml:
+        notes.append(
+            f"Here the naive plug-in beat DML-CMR (MSE {best.record['mse']:.3g} against "
+            f"{dml[0].record['mse']:.3g}). That is not a fault of the tool: the paper's guarantees for DML-CMR "
+            "concern how its error shrinks as the data grow, under conditions, not a win on every data set. "
+            "Learn shows what the score and cross-fitting protect against, and what this project measured on "
+            "the paper's benchmarks (tabs Orthogonal score and Cross-fitting).")
     return notes

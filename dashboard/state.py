@@ -1,13 +1,15 @@
 """What a browser session keeps: its data, roles, estimator choices and background jobs.
 
 Everything that must survive a page switch lives in ``st.session_state``. Background fits run in
-one :class:`dmlcore.jobs.JobRegistry` per server process; a session keeps only an owner token and
-its job ids, mirrored in the URL (``?owner=...&jobs=...``) so that a browser reload reattaches.
+one :class:`dmlcore.jobs.JobRegistry` per server process (fits in worker processes); a session
+knows its jobs by an owner token. The token is kept in a browser cookie (``dmlcore_owner``), never
+in the address: a reload of the same browser reattaches, while someone who types the address
+shown on a projector gets a session of their own.
 """
 
 from __future__ import annotations
 
-import os
+import gc
 import re
 import threading
 import uuid
@@ -16,21 +18,28 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
 from dmlcore.data.roles import ALLOWED, CausalData
 from dmlcore.data.simulate import GroundTruth
-from dmlcore.jobs import JobRegistry, JobSnapshot
-from dmlcore.store import RunStore, default_store_path
+from dmlcore.jobs import JobRegistry, JobSnapshot, server_registry
+from dmlcore.store import RunStore
+from dmlcore.study_jobs import Studies
 
 # Role widgets: one key per role, plus the problem.
 SINGLE_ROLES = ("outcome", "treatment")
 MULTI_ROLES = ("instrument", "treatment_proxy", "outcome_proxy", "covariates", "inputs", "conditioning")
 ROLE_KEYS = {role: f"role_{role}" for role in (*SINGLE_ROLES, *MULTI_ROLES)}
 PROBLEM_KEY = "role_problem"
-MAX_JOBS_KEPT = 40
+CATEGORICAL_KEY = "role_categorical"
 MAX_REMEMBERED = 200           # sessions whose data and choices survive a browser reload
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
 _BATCH = re.compile(r"^#(\d+) ")
+OWNER_COOKIE = "dmlcore_owner"
+# A session cookie (gone when the browser closes), sent to this site only.
+_KEEP_OWNER = """<script>
+document.cookie = "%s=%s; path=/; SameSite=Strict" + (location.protocol === "https:" ? "; Secure" : "");
+</script>"""
 
 
 @dataclass
@@ -61,13 +70,32 @@ class Dataset:
 # ------------------------------------------------------------------ registry
 @st.cache_resource(show_spinner=False)
 def registry() -> JobRegistry:
-    """The one job registry of this server process (two workers: one per core here)."""
-    workers = int(os.environ.get("DMLCORE_WORKERS", "2"))
-    return JobRegistry(workers=max(1, workers), store=RunStore(default_store_path()))
+    """The one job registry of this server process (see dmlcore.jobs.server_registry)."""
+    reg = server_registry()
+    _freeze_loaded_objects()
+    return reg
+
+
+def _freeze_loaded_objects() -> None:
+    """Exempt what the imports created (about 300,000 objects) from garbage collection.
+
+    A full collection then visits only what the pages create, so Streamlit's collection after
+    each script run (``runner.postScriptGC``) costs next to nothing (docs/class.md).
+    """
+    import plotly.graph_objects  # noqa: F401  (the pages' heaviest imports, loaded before freezing)
+    import dmlcore.plots  # noqa: F401
+    gc.collect()
+    gc.freeze()
 
 
 def store() -> RunStore:
     return registry().store
+
+
+@st.cache_resource(show_spinner=False)
+def studies() -> Studies:
+    """The studies this server runs in the background (their fits go through the registry)."""
+    return Studies(registry())
 
 
 class _Memory:
@@ -97,7 +125,7 @@ def memory() -> _Memory:
 def _remembered_keys() -> list[str]:
     from dashboard.plan import ESTIMATOR_DEFAULTS
     return ["dataset", "causal", "follow_batch", "loaded_runs", PROBLEM_KEY, *ROLE_KEYS.values(),
-            *ESTIMATOR_DEFAULTS]
+            CATEGORICAL_KEY, *ESTIMATOR_DEFAULTS]
 
 
 def remember() -> None:
@@ -108,18 +136,30 @@ def remember() -> None:
 
 
 # --------------------------------------------------------------------- init
-def init() -> None:
-    """Create the session's state (owner token, job ids, defaults) and mirror it in the URL.
+def browser_token() -> str | None:
+    """The owner token the browser sent in its cookie (None: a new browser, or a bad value)."""
+    token = st.context.cookies.get(OWNER_COOKIE)
+    return token if isinstance(token, str) and _TOKEN.match(token) else None
 
-    A new session whose URL carries an owner token (a browser reload) gets back that owner's
-    jobs, data and choices.
+
+def init() -> None:
+    """Create the session's state (owner token, defaults).
+
+    A new session from a browser that holds an owner token (a reload) gets back that owner's
+    jobs, data and choices. An owner token in the address (old links) is ignored and removed.
     """
+    if PagesManager.uses_pages_directory and isinstance(st.context.headers.get("Host"), str):
+        # A fresh server's first visit from a browser to a page's own address (a reload after a
+        # restart): Streamlit runs that page alone, as for an app without st.navigation (no menu,
+        # no sidebar). Tell it that app.py navigates, and run again through app.py. (AppTest runs
+        # pages alone on purpose, and sends no headers.)
+        PagesManager.uses_pages_directory = False
+        st.rerun()
     ss = st.session_state
     if "owner" not in ss:
-        token = st.query_params.get("owner", "")
-        ss["owner"] = token if _TOKEN.match(token or "") else uuid.uuid4().hex
-        ids = [j for j in (st.query_params.get("jobs", "") or "").split(",") if _TOKEN.match(j)]
-        ss["job_ids"] = ids[-MAX_JOBS_KEPT:]
+        token = browser_token()
+        ss["owner"] = token or uuid.uuid4().hex
+        ss["owner_in_browser"] = token is not None
         for key, value in memory().load(ss["owner"]).items():
             ss[key] = list(value) if isinstance(value, list) else value
     ss.setdefault("dataset", None)
@@ -128,21 +168,19 @@ def init() -> None:
     ss.setdefault(PROBLEM_KEY, "iv")
     for role, key in ROLE_KEYS.items():
         ss.setdefault(key, None if role in SINGLE_ROLES else [])
+    ss.setdefault(CATEGORICAL_KEY, [])
     from dashboard.plan import ESTIMATOR_DEFAULTS
     for key, value in ESTIMATOR_DEFAULTS.items():
         ss.setdefault(key, value)
-    sync_url()
-
-
-def sync_url() -> None:
-    """Put the owner token and the job ids in the URL (only when they changed)."""
-    ss = st.session_state
-    wanted = {"owner": ss["owner"], "jobs": ",".join(ss["job_ids"])}
-    for key, value in wanted.items():
-        if value and st.query_params.get(key) != value:
-            st.query_params[key] = value
-        elif not value and key in st.query_params:
+    for key in ("owner", "jobs"):
+        if key in st.query_params:
             del st.query_params[key]
+
+
+def keep_owner_in_browser() -> None:
+    """Have the browser keep the owner token in a cookie until it sends it back (its next visit)."""
+    if not st.session_state.get("owner_in_browser"):
+        st.html(_KEEP_OWNER % (OWNER_COOKIE, owner()), unsafe_allow_javascript=True)
 
 
 def owner() -> str:
@@ -173,6 +211,7 @@ def set_dataset(ds: Dataset) -> None:
             ss[key] = values[0] if values and not ds.has_images else None
         else:
             ss[key] = values if not ds.has_images else []
+    ss[CATEGORICAL_KEY] = list(sug.categorical) if sug is not None else []
     ss["causal"] = sug
     ss.pop("roles_error", None)
 
@@ -188,6 +227,8 @@ def roles_from_widgets() -> dict:
             kwargs[role] = value or ("" if role == "outcome" else [])
         else:
             kwargs[role] = list(value or [])
+    used = {c for v in kwargs.values() for c in ([v] if isinstance(v, str) else v)} - {kwargs.get("outcome")}
+    kwargs["categorical"] = [c for c in ss.get(CATEGORICAL_KEY) or [] if c in used]
     return {"problem": problem, **kwargs}
 
 
@@ -202,35 +243,14 @@ def truth() -> GroundTruth | None:
 
 
 # --------------------------------------------------------------------- jobs
-def job_ids() -> list[str]:
-    return list(st.session_state["job_ids"])
-
-
-def add_jobs(ids: list[str]) -> None:
-    st.session_state["job_ids"] = (st.session_state["job_ids"] + list(ids))[-MAX_JOBS_KEPT:]
-    sync_url()
-
-
 def forget_jobs(ids: list[str]) -> None:
-    st.session_state["job_ids"] = [j for j in st.session_state["job_ids"] if j not in set(ids)]
-    sync_url()
+    """Take ended jobs off the session's list (their runs stay in the store)."""
+    registry().dismiss(ids, owner())
 
 
 def snapshots() -> list[JobSnapshot]:
-    """The session's jobs that this server still knows, oldest first."""
-    reg, who = registry(), owner()
-    out = []
-    for jid in job_ids():
-        snap = reg.get(jid, who)
-        if snap is not None:
-            out.append(snap)
-    return out
-
-
-def lost_job_ids() -> list[str]:
-    """The session's job ids this server no longer knows (it restarted, or they were dropped)."""
-    reg, who = registry(), owner()
-    return [jid for jid in job_ids() if reg.get(jid, who) is None]
+    """The owner's runs that the server holds, oldest first (not the fits of studies)."""
+    return [snap for snap in registry().list(owner())[::-1] if snap.group is None]
 
 
 def batch_of(label: str) -> int | None:

@@ -55,7 +55,6 @@ def start_batch() -> tuple[int, list[str], list[str]]:
                                       dataset=ds.name, data_params=ds.params, **fit.kwargs))
         except DMLCoreError as err:
             problems.append(f"{fit.label}: {err}")
-    state.add_jobs(ids)
     if ids:
         ss["follow_batch"] = batch
     return batch, ids, problems
@@ -70,3 +69,68 @@ def start_demo() -> tuple[int, list[str], list[str]]:
         st.session_state[key] = list(value) if isinstance(value, list) else value
     st.session_state["demo_clicked"] = time.time()
     return start_batch()
+
+
+# ------------------------------------------------------------------ following runs
+POLL_RUNNING = 1.5     # seconds between refreshes while one of the session's runs trains
+POLL_WAITING = ((60, 10.0), (20, 5.0), (0, 2.0))  # (starts in more than s, refresh every s)
+
+
+def poll_seconds(snaps) -> float | None:
+    """How often the Train page refreshes: often while a run of the session trains, rarely while
+    its runs only wait (the longer the wait, the rarer), never when nothing is active."""
+    if any(s.status == "running" for s in snaps):
+        return POLL_RUNNING
+    waits = [s.starts_in or 0.0 for s in snaps if s.status == "queued"]
+    if not waits:
+        return None
+    return next(every for above, every in POLL_WAITING if min(waits) >= above)
+
+
+def about(seconds: float) -> str:
+    """A duration as people say it: 'about 40 s', 'about 3 min'."""
+    if seconds < 55:
+        return f"about {max(5, 5 * round(seconds / 5)):.0f} s"
+    return f"about {max(1, round(seconds / 60)):.0f} min"
+
+
+def ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def status_line(snap) -> str:
+    """What a run is doing, in words: its place in the queue and the time left while active."""
+    if snap.status == "queued":
+        again = "queued again after a server restart · " if snap.restored else ""
+        if snap.position is None:
+            return again + "waiting for a free worker"
+        return (f"{again}waiting · {ordinal(snap.position)} in line · starts in {about(snap.starts_in)}, "
+                f"done in {about(snap.ends_in)} (estimates)")
+    if snap.status == "running":
+        where = f" · fold {snap.fold}" if snap.fold is not None else ""
+        left = f" · {about(snap.ends_in)} left" if snap.ends_in is not None else ""
+        stop = " · stopping after this step" if snap.cancel_requested else ""
+        return f"{snap.stage or 'starting'}{where}{left}{stop}"
+    if snap.status == "done":
+        rec = snap.run.record if snap.run is not None else None
+        if rec is None:
+            return "done · in the run store (see Results)"
+        mse = rec.get("mse")
+        return f"done in {rec.get('seconds', 0):.1f} s" + (f" · MSE {mse:.4g}" if mse is not None else "")
+    return snap.status
+
+
+def batch_to_show(snaps) -> bool:
+    """Whether the demo's batch has just ended with a result, so that Results should open now."""
+    ss = st.session_state
+    follow = ss.get("follow_batch")
+    batch = [s for s in snaps if state.batch_of(s.label) == follow]
+    if not (follow and ss.get("demo_goto_results") and batch and all(s.ended for s in batch)):
+        return False
+    ss.pop("demo_goto_results")
+    just_ended = max(s.finished or 0 for s in batch) > time.time() - 10
+    if just_ended and any(s.status == "done" for s in batch):
+        ss["demo_seconds"] = time.time() - ss.get("demo_clicked", time.time())
+        return True
+    return False

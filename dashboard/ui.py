@@ -22,6 +22,7 @@ ESTIMATORS = "pages/3_estimators.py"
 TRAIN = "pages/4_train.py"
 RESULTS = "pages/5_results.py"
 LEARN = "pages/6_learn.py"
+STUDY = "pages/7_study.py"
 
 PROBLEM_TITLES = {"iv": "Instrumental variables (IV)", "pcl": "Proximal causal learning (PCL)",
                   "cmr": "General conditional moment restriction"}
@@ -29,6 +30,7 @@ ROLE_LABELS = {"outcome": "Outcome Y", "treatment": "Treatment A", "instrument":
                "treatment_proxy": "Treatment proxies Z", "outcome_proxy": "Outcome proxies W",
                "covariates": "Covariates X (observed confounders)", "inputs": "Inputs of f",
                "conditioning": "Conditioning variables C"}
+STRENGTH_COLORS = {"weak": "red", "moderate": "orange", "strong": "green"}  # dmlcore.diagnostics.strength_label
 STATUS_ICONS = {"queued": ":gray[:material/schedule:]", "running": ":blue[:material/autorenew:]",
                 "done": ":green[:material/check_circle:]", "failed": ":red[:material/error:]",
                 "cancelled": ":gray[:material/cancel:]"}

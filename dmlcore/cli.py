@@ -1,4 +1,4 @@
-"""Command line: ``python -m dmlcore fit ...`` and ``python -m dmlcore bench ...``.
+"""Command line: ``python -m dmlcore fit ...``, ``study ...`` and ``bench ...`` (a one-CSV study).
 
 Bad input exits with status 2 and one line naming the problem; no traceback reaches the user.
 """
@@ -15,13 +15,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dmlcore.data.registry import load_dataset
+from dmlcore.data.registry import dataset_options, load_dataset
 from dmlcore.data.roles import CausalData
+from dmlcore.device import resolve_device
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS
 from dmlcore.runs import METHODS, fit_run
+from dmlcore.studies.command import add_executor_options, add_study_parser, exit_status, run_cli_study, study_command
+from dmlcore.studies.spec import spec_from_dict
 
 
 def _columns(text: str | None) -> list[str]:
@@ -48,6 +51,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int,
                    help="torch threads (default 1, or DMLCORE_TORCH_THREADS; 2 is faster on an idle "
                         "2-core machine, much slower when other work shares the cores)")
+    p.add_argument("--device", default="auto",
+                   help="where the networks run: auto (CUDA when torch sees one, else the CPU), cpu, cuda or cuda:N")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,6 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--method", default="dml-cmr", choices=METHODS)
     fit.add_argument("--json", help="write the full run record here")
     fit.add_argument("--predictions", help="write f-hat at every row here (CSV)")
+    fit.add_argument("--bootstrap", type=int, metavar="B",
+                     help="add a bootstrap interval of the effect from B refits on resampled rows (e.g. 200)")
+    fit.add_argument("--heldout-folds", type=int, metavar="K",
+                     help="folds of the held-out score (default: 2 without a known truth, else off; 0: off)")
+    fit.add_argument("--executor", default="local", choices=("local", "ray"),
+                     help="where bootstrap refits run: local processes or a Ray cluster")
+    fit.add_argument("--jobs", type=int, default=1, help="bootstrap refits run at once")
+    fit.add_argument("--address", help="Ray cluster address for --executor ray (default: a local Ray)")
     own = fit.add_argument_group("own data")
     own.add_argument("--csv", help="a CSV or Parquet file of your own")
     own.add_argument("--problem", choices=("iv", "pcl", "cmr"), default="iv")
@@ -83,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--reps", type=int, default=10, help="repetitions (seeds 0..reps-1)")
     bench.add_argument("--seed-offset", type=int, default=0, help="first seed")
     bench.add_argument("--out", default="results.csv", help="CSV of every fit (appended as it runs)")
+    add_executor_options(bench)
+    add_study_parser(sub)
     return parser
 
 
@@ -105,17 +120,17 @@ def _fit(args) -> int:
         data, truth, params, dataset = loaded.data, loaded.truth, loaded.params, args.dataset
     run = fit_run(data, args.method, truth=truth, dataset=dataset, learner=args.learner, folds=args.folds,
                   seed=args.seed, epochs=args.epochs, n_draws=args.n_draws, f_model=args.f_model,
-                  reps_crossfit=args.reps_crossfit, data_params=params)
+                  reps_crossfit=args.reps_crossfit, data_params=params, device=args.device,
+                  bootstrap=args.bootstrap, heldout_folds=args.heldout_folds, executor=args.executor,
+                  jobs=args.jobs, address=args.address)
     rec = run.record
-    if data.problem == "iv":
-        from dmlcore.diagnostics import first_stage
-        try:
-            rec["diagnostics"] = first_stage(data, nonparametric=False)
-        except DMLCoreError as exc:  # e.g. blank pixel covariates: the fit itself went fine
-            rec["diagnostics"] = {"error": str(exc)}
-            print(f"warning: no first-stage diagnostics: {exc}", file=sys.stderr)
-        if rec["diagnostics"].get("warning"):
-            print(f"warning: {rec['diagnostics']['warning']}", file=sys.stderr)
+    diagnostics = rec.get("diagnostics") or {}
+    if diagnostics.get("error"):      # e.g. blank pixel covariates: the fit itself went fine
+        print(f"warning: no first-stage diagnostics: {diagnostics['error']}", file=sys.stderr)
+    if diagnostics.get("warning"):
+        print(f"warning: {diagnostics['warning']}", file=sys.stderr)
+    elif (diagnostics.get("strength") or {}).get("level") == "moderate":   # labels: diagnostics.strength_label
+        print(f"note: instrument strength {diagnostics['strength']['text']}", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(run.to_json())
     if args.predictions:
@@ -127,12 +142,30 @@ def _fit(args) -> int:
     if rec["band_width"] is not None:
         covered = "n/a" if rec["band_coverage"] is None else f"{rec['band_coverage']:.3f}"
         extra += f" band_coverage={covered} band_width={rec['band_width']:.4g}"
+    extra += _effect_text(rec["effect"])
+    if rec.get("heldout"):
+        held = rec["heldout"]
+        extra += (f" heldout=n/a ({held['error']})" if "error" in held else
+                  f" heldout={held['relative']:.4g} (projected residual / Var(Y))")
     print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}, folds={rec['folds']}, "
           f"seed={rec['seed']}): mse={mse} seconds={rec['seconds']:.1f}{extra}")
     return 0
 
 
+def _effect_text(effect: dict) -> str:
+    """The effect for the one-line summary: estimate [interval] (how), or why there is none."""
+    if effect.get("estimate") is None:
+        return f" effect=n/a ({effect.get('error')})"
+    text = f" effect={effect['estimate']:.4g}"
+    if effect.get("ci_lower") is not None:
+        how = "bootstrap" if effect.get("bootstrap") else "2SLS s.e." if effect["interval"].startswith("2SLS") \
+            else "delta method"
+        return text + f" [{effect['ci_lower']:.4g}, {effect['ci_upper']:.4g}] ({effect['level']:.0%}, {how})"
+    return text + " (no interval: add --bootstrap B)"
+
+
 def _bench(args) -> int:
+    """A study of one data set without the store (every fit runs now): rows appended to one CSV."""
     try:
         sizes = [int(s) for s in _columns(args.sizes)]
     except ValueError:
@@ -143,6 +176,14 @@ def _bench(args) -> int:
             raise DMLCoreError(f"Unknown method {m!r} in --methods; choose from {', '.join(METHODS)}.")
     if args.reps < 1:
         raise DMLCoreError(f"--reps must be at least 1; got {args.reps}.")
+    data = {"n": sizes, "rho": args.rho, "iv_strength": args.iv_strength, "ood_test": args.ood_test,
+            "noise_scale": args.noise_scale, "data_dir": args.data_dir}
+    spec = spec_from_dict({"dataset": args.dataset, "methods": methods,
+                           "data": {k: v for k, v in data.items() if k in dataset_options(args.dataset)},
+                           "seeds": list(range(args.seed_offset, args.seed_offset + args.reps)),
+                           "learner": args.learner, "folds": args.folds, "epochs": args.epochs,
+                           "n_draws": args.n_draws, "f_model": args.f_model, "reps_crossfit": args.reps_crossfit,
+                           "device": args.device})
     out = Path(args.out)
     fields = ["dataset", "n", "seed", "method", "learner", "folds", "mse", "mse_fresh", "seconds"]
     new = not out.exists()
@@ -151,30 +192,20 @@ def _bench(args) -> int:
         writer = csv.DictWriter(handle, fieldnames=fields)
         if new:
             writer.writeheader()
-        for n in sizes:
-            for seed in range(args.seed_offset, args.seed_offset + args.reps):
-                loaded = load_dataset(args.dataset, n=n, seed=seed, rho=args.rho, iv_strength=args.iv_strength,
-                                      ood_test=args.ood_test, data_dir=args.data_dir, noise_scale=args.noise_scale)
-                if loaded.truth is None:
-                    raise DMLCoreError(f"bench scores against a known truth; {args.dataset!r} has none. "
-                                       f"Use a simulated data set, or 'fit' to explore real data.")
-                for method in methods:
-                    try:
-                        rec = fit_run(loaded.data, method, truth=loaded.truth, dataset=args.dataset,
-                                      learner=args.learner, folds=args.folds, seed=seed, epochs=args.epochs,
-                                      n_draws=args.n_draws, f_model=args.f_model,
-                                      reps_crossfit=args.reps_crossfit).record
-                    except FitDiverged as exc:
-                        print(f"  n={n} seed={seed} {method}: diverged ({exc})", file=sys.stderr)
-                        continue
-                    row = {k: rec.get(k) for k in fields}
-                    row["mse_fresh"] = rec["metrics"].get("mse_fresh")
-                    writer.writerow(row)
-                    handle.flush()
-                    rows.append(row)
-                    print(f"  n={n} seed={seed} {method}: mse={rec['mse']:.4f} ({rec['seconds']:.1f} s)", flush=True)
+
+        def write(event: dict) -> None:
+            rec = event["record"]
+            if rec is None:
+                return
+            row = {k: rec.get(k) for k in fields}
+            row["mse_fresh"] = rec["metrics"].get("mse_fresh")
+            writer.writerow(row)
+            handle.flush()
+            rows.append(row)
+
+        result = run_cli_study(spec, args, keep=False, on_fit=write)
     print(summarize(rows))
-    return 0
+    return exit_status(result)
 
 
 def summarize(rows: list[dict]) -> str:
@@ -200,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         torch.set_num_threads(args.threads)
     try:
-        return _fit(args) if args.command == "fit" else _bench(args)
+        resolve_device(getattr(args, "device", "auto"))  # before any data is made
+        return {"fit": _fit, "bench": _bench, "study": study_command}[args.command](args)
     except (DMLCoreError, FitDiverged) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.stats import f as f_dist
 from sklearn.ensemble import HistGradientBoostingRegressor
@@ -11,7 +13,46 @@ from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import check_full_rank
 
-WEAK_F = 10.0
+# Thresholds for the first-stage F of one treatment, with their sources.
+WEAK_F = 10.0            # Staiger & Stock (1997): the rule of thumb below which an instrument is weak
+STOCK_YOGO_SIZE_10 = {1: 16.38, 2: 19.93, 3: 22.30, 4: 24.58}
+"""Stock & Yogo (2005), Table 5.2: with one treatment and 1-4 instruments, a first-stage F above
+this keeps the true size of a nominal 5 % 2SLS Wald test at most 10 %."""
+LEE_T_TEST_F = 104.7     # Lee, McCrary, Moreira & Porter (2022): the usual 5 % t-test is valid above this F
+STRENGTH_LEVELS = ("weak", "moderate", "strong")
+
+
+@dataclass(frozen=True)
+class Strength:
+    """How strong an instrument is by its first-stage F: ``level`` is "weak" (F < WEAK_F),
+    "moderate" (WEAK_F <= F < LEE_T_TEST_F) or "strong"; ``text`` says what that means."""
+
+    level: str
+    f_stat: float
+    text: str
+
+
+def strength_label(f_stat: float, n_instruments: int = 1) -> Strength:
+    """The strength label of a first-stage F statistic, the one used by Roles, Learn and the CLI."""
+    f_stat = float(f_stat)
+    sy = STOCK_YOGO_SIZE_10.get(int(n_instruments))
+    sy_text = (f"; Stock-Yogo's critical value for at most 10 % size distortion with {n_instruments} "
+               f"instrument(s) is {sy:g}" if sy is not None else "")
+    if not f_stat >= WEAK_F:  # NaN counts as weak
+        return Strength("weak", f_stat, (
+            f"weak: first-stage F {f_stat:,.1f} is below {WEAK_F:g}, the Staiger-Stock rule of thumb{sy_text}. "
+            f"2SLS is then biased toward the confounded regression and its usual confidence interval is "
+            f"too narrow; report a weak-instrument-robust interval (Anderson-Rubin) and look for a "
+            f"stronger instrument."))
+    if f_stat < LEE_T_TEST_F:
+        passes = "" if sy is None else (f" and {'above' if f_stat >= sy else 'below'} Stock-Yogo's {sy:g}")
+        return Strength("moderate", f_stat, (
+            f"moderate: first-stage F {f_stat:,.1f} is above the rule of thumb {WEAK_F:g}{passes}, but "
+            f"below {LEE_T_TEST_F:g}: a usual 5 % t-test of 2SLS then rejects a true value more often than "
+            f"5 % of the time (Lee et al. 2022). Prefer Anderson-Rubin intervals."))
+    return Strength("strong", f_stat, (
+        f"strong: first-stage F {f_stat:,.1f} is above {LEE_T_TEST_F:g}, where the usual 5 % t-test of "
+        f"2SLS keeps its size (Lee et al. 2022)."))
 
 
 def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
@@ -32,15 +73,16 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
     mean without covariates), on at most ``max_rows`` random rows.
 
     ``weak`` is True when any F (or the Cragg-Donald F) is below 10, the Staiger-Stock rule
-    of thumb that approximates Stock-Yogo's critical values for a 10% maximal bias of 2SLS.
+    of thumb; ``strength`` is :func:`strength_label` of the smallest of them.
 
     Returns
     -------
     dict
         ``{"n", "instruments", "covariates", "treatments": {name: {"partial_r2", "f_stat",
         "f_pvalue", "df_num", "df_denom", "np_r2", "np_r2_covariates", "np_r2_gain"}},
-        "cragg_donald_f", "weak", "warning"}``; the ``np_*`` entries are None when
-        ``nonparametric`` is False. ``warning`` is None unless ``weak``.
+        "cragg_donald_f", "weak", "strength": {"level", "f_stat", "text"}, "warning"}``; the
+        ``np_*`` entries are None when ``nonparametric`` is False. ``warning`` is None unless
+        ``weak``.
     """
     if not isinstance(data, CausalData):
         raise DMLCoreError(f"first_stage expects a CausalData; got {type(data).__name__}.")
@@ -75,10 +117,12 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
             "np_r2": full, "np_r2_covariates": base,
             "np_r2_gain": None if full is None else full - base,
         }
-    weak = bool(min(f_stat.min(), cragg_donald) < WEAK_F)
+    label = strength_label(min(f_stat.min(), cragg_donald), q)
+    weak = label.level == "weak"
     return {"n": n, "instruments": list(data.instrument), "covariates": list(data.covariates),
             "treatments": treatments, "cragg_donald_f": cragg_donald, "weak": weak,
-            "warning": _warning(data, treatments, cragg_donald) if weak else None}
+            "strength": {"level": label.level, "f_stat": label.f_stat, "text": label.text},
+            "warning": _warning(data, treatments, cragg_donald, label) if weak else None}
 
 
 def _residualize(v, x):
@@ -116,7 +160,7 @@ def _held_out_r2(features, target, split, random_state):
     return float(1.0 - np.sum((target - pred) ** 2) / np.sum((target - target.mean()) ** 2))
 
 
-def _warning(data, treatments, cragg_donald):
+def _warning(data, treatments, cragg_donald, label):
     instruments = ", ".join(data.instrument)
     parts = []
     for name, d in treatments.items():
@@ -125,10 +169,7 @@ def _warning(data, treatments, cragg_donald):
                          f"{d['partial_r2']:.4f})")
     if not parts:
         parts.append(f"the Cragg-Donald F is {cragg_donald:.2f}")
-    text = (f"The instrument(s) {instruments} look weak: {'; '.join(parts)}, below the rule-of-"
-            f"thumb 10 (Staiger-Stock; Stock-Yogo). IV estimates may then be biased toward the "
-            f"confounded regression and their confidence intervals unreliable. Look for a "
-            f"stronger instrument, or report weak-IV-robust inference (Anderson-Rubin).")
+    text = f"The instrument(s) {instruments} look {label.text} Here {'; '.join(parts)}."
     gains = [d["np_r2_gain"] for d in treatments.values() if d["np_r2_gain"] is not None]
     if gains and max(gains) > 0.05:
         text += (f" A flexible first stage explains more (held-out R^2 gain {max(gains):.3f}): "

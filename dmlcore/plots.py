@@ -21,7 +21,7 @@ from plotly.subplots import make_subplots
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
            "#17becf", "#bcbd22", "#7f7f7f")
 METHOD_COLORS = {"dml-cmr": "#1f77b4", "ce-dml-cmr": "#17becf", "naive": "#d62728",
-                 "2sls": "#2ca02c", "sieve-2sls": "#9467bd", "ols": "#ff7f0e"}
+                 "2sls": "#2ca02c", "sieve-2sls": "#9467bd", "ols": "#ff7f0e", "regression": "#ff7f0e"}
 TRUTH_COLOR = "#111111"
 MODEL_TITLES = {"s": "outcome model s(c) = E[Y | C]", "g": "conditional distribution g",
                 "f": "second stage f"}
@@ -38,7 +38,7 @@ def color_for(key: str, index: int = 0) -> str:
 def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "treatment",
                  y_title: str = "causal function", title: str | None = None,
                  methods: Sequence[str] | None = None, max_columns: int = 4,
-                 clip_to_truth: bool = True) -> go.Figure:
+                 clip_to_truth: bool = True, lines_in_view: bool = False) -> go.Figure:
     """Estimated causal functions of several runs, with the truth where it is known.
 
     Parameters
@@ -55,6 +55,8 @@ def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "
         Keep each panel's y axis within the truth's range (without a truth and with bands, the
         estimates' range) widened by its own span, so that one far-off estimate or a very wide
         band does not flatten the others; moderate bands stay in view.
+    lines_in_view : bool
+        With ``clip_to_truth``, keep every estimated line in view too (only bands may leave).
     """
     groups: list[str] = []
     for _, frame in curves:
@@ -95,7 +97,8 @@ def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "
                                      line=dict(color=colors[i], width=2),
                                      legendgroup=name, showlegend=gi == 0), row=r, col=c)
             values += part["estimate"].dropna().tolist()
-        reference = truth_values or (values if band_values else [])
+        reference = (truth_values + values if lines_in_view and truth_values else truth_values) or (
+            values if band_values else [])
         y_range = _focus_range(reference, values + band_values) if clip_to_truth else None
         if y_range is not None:
             fig.update_yaxes(range=y_range, row=r, col=c)

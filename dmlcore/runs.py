@@ -6,7 +6,10 @@ time of the fit), ``fold_losses`` (one entry per fold), ``coefficients`` and ``s
 (linear methods), plus ``metrics``, ``config``, ``roles`` and ``second_stage_history``; and
 ``bands`` (see :func:`band_summary`) with the headline ``band_coverage`` and ``band_width``
 (None when the estimator gives no band). :meth:`Run.curve` adds the band a curve can show
-(:func:`curve_band`).
+(:func:`curve_band`). ``effect`` is the treatment's average effect or derivative with its
+interval (:func:`dmlcore.effects.effect_record`), ``heldout`` the held-out projected residual
+(:func:`dmlcore.heldout.heldout_score`, None when not computed) and, for IV data,
+``diagnostics`` the linear first stage (:func:`dmlcore.diagnostics.first_stage`).
 """
 
 from __future__ import annotations
@@ -22,14 +25,19 @@ import pandas as pd
 
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, bridge_curve
-from dmlcore.errors import DMLCoreError
+from dmlcore.device import resolve_device
+from dmlcore.effects import bootstrap_effect, check_bootstrap, contrast, effect_record
+from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn
+from dmlcore.estimators.peers import PEERS, make_peer
+from dmlcore.heldout import HELDOUT_FOLDS, check_folds, heldout_score
 from dmlcore.progress import Monitor
 
 NEURAL_METHODS = {"dml-cmr": DMLCMR, "ce-dml-cmr": CEDMLCMR, "naive": NaivePlugIn}
 METHOD_TITLES = {"dml-cmr": "DML-CMR", "ce-dml-cmr": "CE-DML-CMR", "naive": "Naive plug-in",
                  "2sls": "2SLS", "sieve-2sls": "Sieve 2SLS", "regression": "Regression (ignores C)"}
+METHOD_TITLES.update({name: peer.title for name, peer in PEERS.items()})  # KIV, DFIV, ... (docs/peers.md)
 LEARNER_METHODS = {*NEURAL_METHODS, "regression"}  # methods that use the chosen learner and its callbacks
 METHODS = tuple(METHOD_TITLES)
 BAND_LEVEL = 0.95
@@ -39,24 +47,33 @@ STACK_ROWS = 2 ** 20  # rows stacked at once for the band of an averaged curve
 
 def make_estimator(method: str, *, learner: str = "nn", folds: int = 10, seed: int = 0,
                    epochs: int | None = None, n_draws: int = 8, nuisance_params: dict | None = None,
-                   f_params: dict | None = None, f_model: str | None = None, reps_crossfit: int = 1):
+                   f_params: dict | None = None, f_model: str | None = None, reps_crossfit: int = 1,
+                   device: str = "auto"):
     """The estimator for ``method`` with the given learners and budget.
 
     For the DML-CMR family only: ``f_model`` picks the second stage (None: the learner's own),
     and ``reps_crossfit`` > 1 repeats the fit with seeds seed, seed + 1, ... (RepeatedCrossFit).
+    ``device`` ("auto", "cpu", "cuda", "cuda:N") is where torch models run; it is checked for
+    every method, so a CUDA device torch cannot see is refused here. For the peer methods (KIV,
+    DFIV, DeepGMM, KPV, PMMR, NMMR: dmlcore.estimators.peers) ``f_params`` holds the method's own
+    settings, e.g. {"n_features": 500}.
     """
+    resolve_device(device)
     if method in NEURAL_METHODS:
         est = NEURAL_METHODS[method](learner, folds, n_draws=n_draws, epochs=epochs, seed=seed,
-                                     nuisance_params=nuisance_params, f_params=f_params, f_model=f_model)
+                                     nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
+                                     device=device)
         return est if reps_crossfit == 1 else RepeatedCrossFit(est, reps_crossfit)
     if method in METHODS:
         for name, value, default in (("f_model", f_model, None), ("reps_crossfit", reps_crossfit, 1)):
             if value != default:
                 raise DMLCoreError(f"{name}={value!r} applies to dml-cmr, ce-dml-cmr and naive only, "
                                    f"not to {method}; leave it out.")
+    if method in PEERS:  # their own settings come in f_params
+        return make_peer(method, seed=seed, epochs=epochs, params=f_params, device=device)
     if method == "regression":
         from dmlcore.estimators.regression import OutcomeRegression
-        return OutcomeRegression(learner, epochs=epochs, nuisance_params=nuisance_params, seed=seed)
+        return OutcomeRegression(learner, epochs=epochs, nuisance_params=nuisance_params, seed=seed, device=device)
     if method == "2sls":
         from dmlcore.estimators.tsls import TwoStageLeastSquares
         return TwoStageLeastSquares()
@@ -80,7 +97,8 @@ class Run:
         """Estimated (and, when known, true) causal function for plotting, with its band.
 
         With a ground truth, its own curve; otherwise the average structural function
-        a -> mean over rows of f(a, other inputs), over the central 98 % of the treatment.
+        a -> mean over rows of f(a, other inputs), over the central 98 % of the treatment (at
+        its two values when it is binary).
         Columns ``x``, ``estimate``, ``truth``, ``group`` (and the truth's own columns), plus
         ``lower``, ``upper`` and ``band`` when the estimator has a band (:func:`curve_band`).
         Computed once (the run store and the Results page both draw it); each call gets a copy.
@@ -99,7 +117,8 @@ class Run:
         if treatment is None:
             raise DMLCoreError("A curve needs a single treatment column.")
         a = self.data.table[treatment].to_numpy(dtype=float)
-        grid = np.linspace(*np.quantile(a, [0.01, 0.99]), CURVE_POINTS)
+        values = np.unique(a)      # a binary treatment: its two values only
+        grid = values if len(values) == 2 else np.linspace(*np.quantile(a, [0.01, 0.99]), CURVE_POINTS)
         frame = pd.DataFrame({"x": grid, "estimate": bridge_curve(self.estimator, self.data, grid),
                               "truth": np.nan, "group": "average over the data"})
         return curve_band(self.estimator, self.data, frame, treatment_values=grid)
@@ -124,20 +143,47 @@ def _json_default(value):
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
+def fit_estimator(estimator, method: str, data: CausalData, callback=None, should_stop=None):
+    """``estimator.fit(data)`` with progress and cancellation, as ``method``'s estimator takes them."""
+    if method in LEARNER_METHODS:
+        return estimator.fit(data, callback=callback, should_stop=should_stop)
+    return estimator.fit(data, monitor=Monitor(callback, should_stop))
+
+
 def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, dataset: str | None = None,
             learner: str = "nn", folds: int = 10, seed: int = 0, epochs: int | None = None,
             n_draws: int = 8, nuisance_params: dict | None = None, f_params: dict | None = None,
             f_model: str | None = None, reps_crossfit: int = 1, data_params: dict | None = None,
+            device: str = "auto", bootstrap: int | None = None, heldout_folds: int | None = None,
+            executor: str = "local", jobs: int = 1, address: str | None = None,
             callback=None, should_stop=None) -> Run:
-    """Fit ``method`` on ``data`` and score it (and its bands) against ``truth`` when given."""
-    estimator = make_estimator(method, learner=learner, folds=folds, seed=seed, epochs=epochs,
-                               n_draws=n_draws, nuisance_params=nuisance_params, f_params=f_params,
-                               f_model=f_model, reps_crossfit=reps_crossfit)
+    """Fit ``method`` on ``data`` and score it (and its bands) against ``truth`` when given.
+
+    The record's ``config.device`` is the device asked for, ``device`` the torch device the
+    fit's networks ran on (None when the method has none of dmlcore's torch models).
+
+    ``effect`` is the treatment's average effect or derivative with an interval
+    (:mod:`dmlcore.effects`); ``bootstrap`` B adds an interval from B refits on resampled rows,
+    run on ``executor`` ("local" or "ray") with ``jobs`` workers (Ray at ``address``).
+    ``heldout`` is the held-out projected residual (:mod:`dmlcore.heldout`) from
+    ``heldout_folds`` refits; None computes it with 2 folds when there is no ``truth`` (real
+    data: nothing else compares the methods) and not otherwise, 0 never. IV records carry the
+    linear first-stage ``diagnostics``.
+    """
+    if bootstrap is not None:
+        check_bootstrap(bootstrap)
+        contrast(data)                # refused before any fit when there is no effect to bootstrap
+    score_folds = (HELDOUT_FOLDS if truth is None else 0) if heldout_folds is None else heldout_folds
+    if score_folds:
+        check_folds(score_folds)
+    fit_kwargs = dict(learner=learner, folds=folds, epochs=epochs, n_draws=n_draws,
+                      nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
+                      reps_crossfit=reps_crossfit, device=device)
+    extra = (bootstrap or 0) + score_folds       # refits after the fit, for the progress bar
+    share = 1.0 / (1.0 + extra)
+    estimator = make_estimator(method, seed=seed, **fit_kwargs)
     start = time.perf_counter()
-    if method in LEARNER_METHODS:
-        estimator.fit(data, callback=callback, should_stop=should_stop)
-    else:
-        estimator.fit(data, monitor=Monitor(callback, should_stop))
+    fit_estimator(estimator, method, data, _scaled(callback, 0.0, share), should_stop)
     seconds = time.perf_counter() - start
     metrics = truth.score(estimator) if truth is not None else {}
     bands = band_summary(estimator, data, truth)
@@ -149,7 +195,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         "n": int(len(data.table)),
         "seed": int(seed),
         "folds": int(folds) if method == "dml-cmr" else (1 if method in NEURAL_METHODS else None),
-        "learner": learner if method in LEARNER_METHODS else "linear",
+        "learner": learner if method in LEARNER_METHODS else (PEERS[method].learner if method in PEERS else "linear"),
         "mse": metrics.get("mse"),
         "metrics": metrics,
         "seconds": seconds,
@@ -164,17 +210,57 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         "band_width": headline.get("mean_width"),
         "config": {"method": method, "learner": learner, "folds": folds, "seed": seed, "epochs": epochs,
                    "n_draws": n_draws, "nuisance_params": nuisance_params, "f_params": f_params,
-                   "f_model": f_model, "reps_crossfit": reps_crossfit, "data": data_params or {}},
+                   "f_model": f_model, "reps_crossfit": reps_crossfit, "device": device,
+                   "data": data_params or {}},
+        "device": getattr(fitted, "device_", None),
         "truth": truth.description if truth is not None else None,
+        "metric_help": dict(truth.metric_help) if truth is not None else {},
         "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    record["notes"] = list(getattr(estimator, "notes_", []) or [])
+    record["notes"] = list(getattr(estimator, "notes_", []) or []) + list(
+        getattr(getattr(fitted, "f_", None), "notes_", []) or [])
     for attr, key in (("coef_", "coefficients"), ("std_errors_", "std_errors")):
         value = getattr(estimator, attr, None)
         if value is not None:
             record[key] = {str(k): float(v) for k, v in pd.Series(value).items()}
+    if data.problem == "iv":
+        record["diagnostics"] = _first_stage(data)
+    done = share
+    boot = None
+    if bootstrap is not None:
+        boot = bootstrap_effect(data, method, fit_kwargs, bootstrap, seed=seed, executor=executor, jobs=jobs,
+                                address=address, callback=_scaled(callback, done, bootstrap * share),
+                                should_stop=should_stop)
+        done += bootstrap * share
+    record["effect"] = effect_record(estimator, data, bootstrap=boot)
+    record["heldout"] = None
+    if score_folds:
+        try:
+            record["heldout"] = heldout_score(data, method, fit_kwargs, score_folds, seed=seed,
+                                              callback=_scaled(callback, done, score_folds * share),
+                                              should_stop=should_stop)
+        except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: keep it, say why
+            record["heldout"] = {"error": f"no held-out score: {exc}"}
+    record["config"].update(bootstrap=bootstrap, heldout_folds=heldout_folds)
     return Run(record, estimator, data, truth)
+
+
+def _scaled(callback, start: float, width: float):
+    """``callback`` with each event's progress mapped from [0, 1] to [start, start + width]."""
+    if callback is None:
+        return None
+    return lambda event: callback({**event, "progress": start + width * float(event.get("progress", 0.0))})
+
+
+def _first_stage(data: CausalData) -> dict:
+    """The linear first-stage diagnostics of an IV problem, or {"error": why} when they cannot be
+    computed (e.g. blank pixel covariates): the fit itself went fine."""
+    from dmlcore.diagnostics import first_stage
+    try:
+        return first_stage(data, nonparametric=False)
+    except DMLCoreError as exc:
+        return {"error": str(exc)}
 
 
 def band_summary(estimator, data: CausalData, truth: GroundTruth | None = None, level: float = BAND_LEVEL) -> dict:

@@ -21,6 +21,21 @@ Public API
       unknown OR belongs to another owner (the two cases look the same, so ids of other users'
       runs cannot be probed). ``owner=None`` skips the check (command line, admin use).
     * ``delete(run_id: str, owner: str) -> bool`` -- True when a run of that owner was deleted.
+    * ``timings(limit: int = 500) -> list[dict]`` -- the newest runs' ``{"method", "n", "seconds",
+      **config}`` (the record's config: learner, folds, epochs, ...), to estimate what a fit costs.
+
+    Fits of studies (:mod:`dmlcore.studies`) are kept apart from runs, keyed by the hash of their
+    configuration and shared by every owner (a config names only built-in simulations):
+
+    * ``save_fit(key, config, row, record=None)`` -- store (or replace) a finished fit: its config,
+      its fits.csv row and its full run record (dicts of plain JSON values).
+    * ``load_fits(keys) -> dict[str, dict]`` -- the stored rows of those keys that exist.
+    * ``fit_record(key) -> dict | None`` -- the full run record of a stored fit.
+    * ``fit_timings() -> list[dict]`` -- ``{"config", "seconds"}`` of every stored fit (cost estimates).
+    * ``save_study(owner, label, spec, keys) -> str`` -- remember a study (its spec dict and fit
+      keys) for ``owner``; returns its id. ``list_studies(owner=None)`` gives ``{"id", "owner",
+      "label", "fits", "created"}``, newest first; ``load_study(study_id, owner=None)`` adds ``spec``
+      and ``keys`` (None for an unknown id or another owner's study).
 
 ``StoredRun`` (frozen dataclass): ``id``, ``owner``, ``label``, ``created`` (ISO string),
 ``record`` (dict, as ``Run.record``), ``predictions`` (DataFrame: input columns and ``f_hat``),
@@ -68,7 +83,26 @@ CREATE TABLE IF NOT EXISTS runs (
     curve BLOB
 );
 CREATE INDEX IF NOT EXISTS runs_by_owner ON runs (owner, created_ts);
+CREATE TABLE IF NOT EXISTS study_fits (
+    key TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    row TEXT NOT NULL,
+    record TEXT,
+    seconds REAL,
+    created TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS studies (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    label TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    keys TEXT NOT NULL,
+    created TEXT NOT NULL,
+    created_ts REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS studies_by_owner ON studies (owner, created_ts);
 """
+KEYS_PER_QUERY = 500  # SQLite caps the parameters of one statement
 SUMMARY_COLUMNS = ("id", "owner", "label", "method", "dataset", "n", "mse", "seconds", "created")
 MAX_FILENAME = 100
 WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
@@ -161,6 +195,84 @@ class RunStore:
         with self._connect() as conn:
             cursor = conn.execute("DELETE FROM runs WHERE id = ? AND owner = ?", (run_id, owner))
         return cursor.rowcount > 0
+
+    def timings(self, limit: int = 500) -> list[dict]:
+        """The newest ``limit`` runs' wall times: ``{"method", "n", "seconds", **config}`` each,
+        ``config`` as in the run record (learner, folds, epochs, ...), for cost estimates."""
+        with self._connect() as conn:
+            rows = conn.execute("SELECT method, n, seconds, json_extract(record, '$.config') AS config "
+                                "FROM runs WHERE seconds IS NOT NULL ORDER BY created_ts DESC LIMIT ?",
+                                (int(limit),)).fetchall()
+        return [{**json.loads(row["config"] or "{}"), "method": row["method"], "n": row["n"],
+                 "seconds": row["seconds"]} for row in rows]
+
+    # ------------------------------------------------- study fits and studies
+    def save_fit(self, key: str, config: dict, row: dict, record: dict | None = None) -> None:
+        """Store (or replace) the finished study fit ``key``."""
+        values = (key, json.dumps(config), json.dumps(row), None if record is None else json.dumps(record),
+                  row.get("seconds"), _now_iso())
+        with self._connect() as conn:
+            conn.execute("INSERT OR REPLACE INTO study_fits (key, config, row, record, seconds, created) "
+                         "VALUES (?, ?, ?, ?, ?, ?)", values)
+
+    def load_fits(self, keys) -> dict[str, dict]:
+        """The stored rows of ``keys`` (those that exist), by key."""
+        keys, out = list(keys), {}
+        with self._connect() as conn:
+            for i in range(0, len(keys), KEYS_PER_QUERY):
+                chunk = keys[i:i + KEYS_PER_QUERY]
+                marks = ", ".join("?" * len(chunk))
+                for row in conn.execute(f"SELECT key, row FROM study_fits WHERE key IN ({marks})", chunk):
+                    out[row["key"]] = json.loads(row["row"])
+        return out
+
+    def fit_record(self, key: str) -> dict | None:
+        """The full run record of the stored fit ``key``; None when there is none."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT record FROM study_fits WHERE key = ?", (key,)).fetchone()
+        return None if row is None or row["record"] is None else json.loads(row["record"])
+
+    def fit_timings(self) -> list[dict]:
+        """``{"config", "seconds"}`` of every stored fit, for cost estimates."""
+        with self._connect() as conn:
+            rows = conn.execute("SELECT config, seconds FROM study_fits WHERE seconds IS NOT NULL").fetchall()
+        return [{"config": json.loads(row["config"]), "seconds": row["seconds"]} for row in rows]
+
+    def save_study(self, owner: str, label: str, spec: dict, keys) -> str:
+        """Remember a study for ``owner``; returns its id."""
+        _check_owner(owner)
+        study_id, now = uuid.uuid4().hex, time.time()
+        with self._connect() as conn:
+            conn.execute("INSERT INTO studies (id, owner, label, spec, keys, created, created_ts) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (study_id, owner, str(label), json.dumps(spec), json.dumps(list(keys)),
+                          _now_iso(now), now))
+        return study_id
+
+    def list_studies(self, owner: str | None = None) -> list[dict]:
+        """Summaries of the stored studies (of ``owner``, or of everyone), newest first."""
+        sql = "SELECT id, owner, label, keys, created FROM studies"
+        params = []
+        if owner is not None:
+            sql += " WHERE owner = ?"
+            params.append(owner)
+        with self._connect() as conn:
+            rows = conn.execute(sql + " ORDER BY created_ts DESC, rowid DESC", params).fetchall()
+        return [{"id": r["id"], "owner": r["owner"], "label": r["label"], "fits": len(json.loads(r["keys"])),
+                 "created": r["created"]} for r in rows]
+
+    def load_study(self, study_id: str, owner: str | None = None) -> dict | None:
+        """The study ``study_id`` with its ``spec`` and ``keys``; None when unknown or not ``owner``'s."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT * FROM studies WHERE id = ?", (study_id,)).fetchone()
+        if row is None or (owner is not None and row["owner"] != owner):
+            return None
+        return {"id": row["id"], "owner": row["owner"], "label": row["label"], "created": row["created"],
+                "spec": json.loads(row["spec"]), "keys": json.loads(row["keys"])}
+
+
+def _now_iso(now: float | None = None) -> str:
+    return datetime.fromtimestamp(time.time() if now is None else now, timezone.utc).isoformat(timespec="seconds")
 
 
 def _check_owner(owner: str) -> None:

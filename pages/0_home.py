@@ -9,18 +9,22 @@ state.init()  # also in app.py; pages may run on their own (AppTest, first visit
 
 st.title("dmlcore: causal functions from conditional moment restrictions")
 st.markdown(
-    "Hidden confounders make a plain regression of an outcome on a treatment misleading. "
-    "**Instrumental variables** and **proxies** of the confounder still identify the causal "
-    "function *f*, through a conditional moment restriction "
-    "E[Y − f(X) | C] = 0. This dashboard estimates *f* with **DML-CMR** (double machine learning "
-    "with a Neyman-orthogonal score and K-fold cross-fitting), its cheaper variant **CE-DML-CMR**, "
-    "the **naive two-stage plug-in** and classical **2SLS**, all with the same learners, so that "
-    "the comparison is fair.")
+    "Hidden confounders make a plain regression of an outcome *Y* on a treatment *A* misleading. "
+    "An **instrument** *Z* still identifies the causal function *f* (covariates *X*), through the "
+    "conditional moment restriction E[Y − f(A, X) | Z, X] = 0. Two kinds of **proxies** of the "
+    "confounder (*Z* of the treatment, *W* of the outcome) identify a *bridge function* h through "
+    "E[Y − h(A, W, X) | A, Z, X] = 0; its average over *W* and *X* is the causal curve E[Y | do(a)]. "
+    "This dashboard estimates them with **DML-CMR** (the paper's score ŝ(c) − g(f, c) with K-fold "
+    "cross-fitting), its variant without cross-fitting **CE-DML-CMR**, the **naive two-stage "
+    "plug-in**, classical **2SLS**, and a **regression** that ignores the instrument, all with the "
+    "same learners, so that the comparison is fair.")
 
 c1, c2, c3 = st.columns(3, border=True)
 with c1:
-    st.markdown("**Teaching**  \nShow a class why regression fails under confounding, how an "
-                "instrument or two proxies fix it, and what cross-fitting does: see *Learn*.")
+    st.markdown("**Teaching**  \nShow a class, with simulations, why regression fails under "
+                "confounding, how an instrument or two proxies fix it, what weak or invalid instruments "
+                "do, and what the orthogonal score and cross-fitting do and do not do.")
+    st.page_link(ui.LEARN, label="Open Learn", icon=":material/school:")
 with c2:
     st.markdown("**Your data**  \nUpload a CSV or Parquet file, assign the roles of the columns, "
                 "check the instrument's strength and estimate the causal curve.")
@@ -32,8 +36,10 @@ st.subheader("One-click demo")
 st.markdown(
     f"Simulates the IV ticket-demand data (Hartford et al. 2017: {DEMO_DATA['n']:,} rows, "
     f"confounding ρ = {DEMO_DATA['rho']}, fuel price as instrument), then fits **DML-CMR** "
-    "(K = 5) and the **naive plug-in**, both with gradient-boosting learners, and **2SLS** in the "
-    "background. Results follow in about 20 seconds; you can watch the training meanwhile.")
+    "(K = 5), the **naive plug-in** and a **regression** that ignores the instrument, all with "
+    "gradient-boosting learners, and **2SLS**, in the background. Results follow in about 20 "
+    "seconds; you can watch the training meanwhile. Results then say which method came closest "
+    "to the truth, and by how much.")
 if st.button("Run the demo", key="demo_run", type="primary", icon=":material/play_arrow:"):
     with st.spinner("Simulating and queuing the fits..."):
         batch, ids, problems = training.start_demo()
@@ -50,10 +56,9 @@ steps = [
     (ui.ESTIMATORS, "Estimators", "methods, learners, K, seed, advanced settings"),
     (ui.TRAIN, "Train", "background fits with live progress and losses"),
     (ui.RESULTS, "Results", "curves against the truth, MSE, losses, downloads"),
-    (ui.LEARN, "Learn", "IV, proximal learning and cross-fitting explained, with experiments"),
 ]
 for i, (path, title, what) in enumerate(steps, start=1):
     left, right = st.columns([1, 4])
     left.page_link(path, label=f"{i}. {title}")
     right.markdown(what)
-state.remember()  # a browser reload (same ?owner=) finds the data and choices again
+state.remember()  # a reload of this browser finds the data and choices again

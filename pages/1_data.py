@@ -7,13 +7,14 @@ from dmlcore import plots
 from dmlcore.data.datasets import REAL_DATASETS
 from dmlcore.data.io import load_table, numeric_problems, summarize
 from dmlcore.data.registry import SIMULATED
+from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
 
 SIM_PARAMS = {  # which knobs each simulation has
-    "demand-iv": ("n", "rho", "iv_strength", "seed"),
-    "digits-iv": ("n", "rho", "iv_strength", "seed"),
+    "demand-iv": ("n", "rho", "iv_strength", "seed", "noise_scale"),
+    "digits-iv": ("n", "rho", "iv_strength", "seed", "noise_scale"),
     "demand-pcl": ("n", "seed"),
     "dsprites-pcl": ("n", "seed"),
     "ihdp-like": ("seed",),
@@ -48,6 +49,13 @@ def simulate_tab():
                                                help="How strongly the fuel price moves the ticket price.")
     params["seed"] = cols[3].number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="sim_seed",
                                           persist_state="session")
+    if "noise_scale" in knobs:
+        params["noise_scale"] = st.radio(
+            "Outcome noise", list(NOISE_SCALES), key="sim_noise_scale", persist_state="session", horizontal=True,
+            format_func=lambda s: {"standardized": "as the paper's code (sd 158 in sales)",
+                                   "raw": "as the appendix's text (sd 1 in sales)"}[s],
+            help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_SCALES.items()))
+        st.caption(NOISE_SCALES[params["noise_scale"]].capitalize() + ".")
     if name in ("digits-iv", "dsprites-pcl"):
         st.caption("Image data: use the neural-network learner; tree learners see thousands of pixels.")
     if name == "dsprites-pcl":
@@ -88,9 +96,8 @@ def real_tab():
                         format_func=lambda n: REAL_DATASETS[n].title)
     info = REAL_DATASETS[name]
     st.markdown(info.description)
-    st.markdown(f"**Suggested roles:** outcome `{info.outcome}`, treatment `{info.treatment}`, "
-                f"instrument {', '.join(f'`{c}`' for c in info.instrument)}, "
-                f"covariates {', '.join(f'`{c}`' for c in info.covariates)}.")
+    st.markdown(f"**Suggested roles** ({'proximal' if info.problem == 'pcl' else 'instrumental variable'}): "
+                f"{info.roles_text()}.")
     current = state.dataset()
     if current is None or current.name != name:      # once loaded, the caveat is shown below
         st.warning(info.caveat, icon=":material/help:")
@@ -164,4 +171,4 @@ else:
     with ui.guarded("show the data"):
         current_data(current)
     st.page_link(ui.ROLES, label="Next: roles", icon=":material/arrow_forward:")
-state.remember()  # a browser reload (same ?owner=) finds the data and choices again
+state.remember()  # a reload of this browser finds the data and choices again

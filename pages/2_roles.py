@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from dashboard import state, ui
+from dashboard import results, state, ui
 from dashboard.training import one_openmp_thread
 from dashboard.diagram import causal_dot, moment_text
-from dashboard.state import PROBLEM_KEY, ROLE_KEYS, SINGLE_ROLES
-from dmlcore.data.roles import ALLOWED, PROBLEMS, REQUIRED, CausalData
-from dmlcore.diagnostics import first_stage
+from dashboard.state import CATEGORICAL_KEY, PROBLEM_KEY, ROLE_KEYS, SINGLE_ROLES
+from dmlcore.data.roles import ALLOWED, PROBLEMS, REQUIRED, CausalData, suggest_categorical
+from dmlcore.diagnostics import LEE_T_TEST_F, WEAK_F, first_stage, strength_label
 from dmlcore.errors import DMLCoreError
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
@@ -15,12 +15,15 @@ state.init()  # also in app.py; pages may run on their own (AppTest, first visit
 ROLE_HELP = {
     "outcome": "What the treatment acts on, e.g. sales or log wage.",
     "treatment": "The variable whose causal effect you want (one column).",
-    "instrument": "Moves the treatment but affects the outcome only through it, and shares no hidden cause with it.",
-    "treatment_proxy": "Proxies of the hidden confounder that may affect the treatment but not the outcome directly.",
-    "outcome_proxy": "Proxies of the hidden confounder that may affect the outcome but not the treatment.",
+    "instrument": "Moves the treatment, affects the outcome only through the treatment, and shares no hidden "
+                  "cause with the outcome (it is as good as randomly assigned).",
+    "treatment_proxy": "Proxies of the hidden confounder that may affect the treatment but must not affect the "
+                       "outcome (independent of it given treatment, confounder and covariates).",
+    "outcome_proxy": "Proxies of the hidden confounder that may affect the outcome; neither the treatment nor "
+                     "the treatment proxies may affect them.",
     "covariates": "Observed variables that affect treatment and outcome; f depends on them too.",
     "inputs": "The columns f takes.",
-    "conditioning": "The columns C of E[Y - f(X) | C] = 0 (may overlap with the inputs).",
+    "conditioning": "The columns C of E[Y - f(inputs) | C] = 0 (may overlap with the inputs).",
 }
 ss = st.session_state
 
@@ -32,7 +35,23 @@ def validate(ds: state.Dataset, kwargs: dict):
     try:
         return CausalData(ds.table, problem, name=ds.name, **roles), None, None
     except DMLCoreError as err:
-        return None, str(err), ui.offending_role(str(err), roles)
+        return None, str(err), ("categorical" if "ategorical" in str(err) else ui.offending_role(str(err), roles))
+
+
+def categorical_widget(ds: state.Dataset, kwargs: dict, message: str | None, offending: str | None):
+    """Which of the used columns hold category codes; integer columns with few levels are suggested."""
+    used = [c for role, v in kwargs.items() if role not in ("problem", "outcome", "categorical")
+            for c in ([v] if isinstance(v, str) else v) if c]
+    ss[CATEGORICAL_KEY] = [c for c in ss.get(CATEGORICAL_KEY) or [] if c in used]
+    st.multiselect("Categorical columns", used, key=CATEGORICAL_KEY, placeholder="None",
+                   persist_state="session",
+                   help="Columns whose numbers are codes of categories (a region, a customer type): networks "
+                        "and linear models see one 0/1 column per level, 2SLS uses dummies, trees split on the codes.")
+    suggested = [c for c in suggest_categorical(ds.table, used) if c not in ss[CATEGORICAL_KEY]]
+    if suggested:
+        st.caption("Integer columns with few levels, perhaps categories: " + ", ".join(suggested) + ".")
+    if message and offending == "categorical":
+        ui.show_problem(message)
 
 
 def role_widgets(ds: state.Dataset, problem: str, message: str | None, offending: str | None):
@@ -72,9 +91,12 @@ def diagnostics(ds: state.Dataset, data: CausalData):
         return
     for name, d in result["treatments"].items():
         c1, c2, c3 = st.columns(3)
-        c1.metric(f"First-stage F ({name})", f"{d['f_stat']:,.1f}",
+        label = strength_label(d["f_stat"], len(result["instruments"]))
+        c1.metric(f"First-stage F ({name})", f"{d['f_stat']:,.1f}", delta=label.level, delta_arrow="off",
+                  delta_color=ui.STRENGTH_COLORS[label.level],
                   help="F statistic of the instruments in the regression of the treatment on instruments "
-                       "and covariates. Below about 10 the instrument is weak.")
+                       f"and covariates. Labels: weak below {WEAK_F:g} (Staiger-Stock), strong above "
+                       f"{LEE_T_TEST_F:g} (Lee et al. 2022: the usual 5 % t-test is valid); see Learn.")
         c2.metric("Partial R² of the instruments", f"{d['partial_r2']:.3f}",
                   help="Share of the treatment's variation left after the covariates that the instruments "
                        "explain (linear).")
@@ -82,11 +104,13 @@ def diagnostics(ds: state.Dataset, data: CausalData):
             c3.metric("Held-out R² gain, boosted", f"{d['np_r2_gain']:.3f}",
                       help="How much a flexible first stage on instruments + covariates beats one on the "
                            "covariates alone (5-fold held-out R²).")
+    strength = result["strength"]
     if result["weak"]:
         st.warning(result["warning"], icon=":material/warning:")
+    elif strength["level"] == "moderate":
+        st.info(f"Instrument strength — {strength['text']}", icon=":material/info:")
     else:
-        st.success("The instrument looks strong enough: first-stage F above the rule-of-thumb 10.",
-                   icon=":material/check_circle:")
+        st.success(f"Instrument strength — {strength['text']}", icon=":material/check_circle:")
 
 
 def fixed_roles(data: CausalData):
@@ -111,6 +135,7 @@ def assign_roles(ds: state.Dataset):
     left, right = st.columns([2, 3], gap="large")
     with left:
         role_widgets(ds, problem, message, offending)
+        categorical_widget(ds, kwargs, message, offending)
     with right:
         st.graphviz_chart(causal_dot(problem, kwargs))
         st.latex(moment_text(problem))
@@ -121,7 +146,8 @@ def assign_roles(ds: state.Dataset):
                 st.info("These roles differ from the simulation's, so results will not be scored against "
                         "the truth.", icon=":material/info:")
             elif truth is not None:
-                st.caption(f"Ground truth known: {truth.description}.")
+                st.caption("Ground truth known. " + results.score_caption({"truth": truth.description,
+                                                                           "dataset": ds.name}))
             if ds.caveat:
                 st.warning(ds.caveat, icon=":material/help:")
     if data is not None and data.problem == "iv":
@@ -138,4 +164,4 @@ if current is not None:
         fixed_roles(current.suggested)
     else:
         assign_roles(current)
-state.remember()  # a browser reload (same ?owner=) finds the data and choices again
+state.remember()  # a reload of this browser finds the data and choices again

@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard import plan, state, ui
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
-from dmlcore.runs import METHOD_TITLES, METHODS, NEURAL_METHODS
+from dmlcore.runs import METHOD_TITLES, NEURAL_METHODS
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
 
@@ -43,7 +43,10 @@ if data is None:
     st.page_link(ui.ROLES, label="Go to Roles", icon=":material/account_tree:")
 _, errors = plan.build_plan(ss, data)
 
-st.multiselect("Methods to compare", METHODS, key="est_methods", persist_state="session",
+offered = plan.methods_for(data)  # only the methods that suit the problem (no PCL peer on IV data, ...)
+if any(m not in offered for m in ss["est_methods"]):
+    ss["est_methods"] = [m for m in ss["est_methods"] if m in offered]
+st.multiselect("Methods to compare", offered, key="est_methods", persist_state="session",
                format_func=lambda m: METHOD_TITLES[m])
 if "est_methods" in errors:
     st.error(errors["est_methods"])
@@ -59,7 +62,7 @@ c2.number_input("Folds K (DML-CMR)", min_value=2, max_value=50, step=1, key="est
                 persist_state="session", help="Cross-fitting folds; the paper uses K = 10.")
 c3.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="est_seed", persist_state="session")
 c4.number_input("Draws per row", min_value=1, max_value=256, step=1, key="est_draws", persist_state="session",
-                help="Draws from the conditional distribution averaged in E[f(X) | c].")
+                help="Draws from the conditional distribution averaged in E[f(inputs) | c].")
 if "est_folds" in errors:
     st.error(errors["est_folds"])
 
@@ -73,6 +76,12 @@ c6.number_input("Repeated cross-fits R", min_value=1, max_value=plan.MAX_REPS, s
 for key in ("est_f_model", "est_reps"):
     if key in errors:
         st.error(errors[key])
+devices = plan.device_choices()
+if devices:  # only where torch sees a GPU
+    st.selectbox("Device for the neural networks", devices, key="est_device", persist_state="session",
+                 help=plan.DEVICE_HELP, disabled=not neural)
+if "est_device" in errors:  # also without a GPU: a remembered choice that no longer fits
+    st.error(errors["est_device"])
 if neural:
     with st.expander("A different learner for one method"):
         cols = st.columns(len(neural))
@@ -121,4 +130,4 @@ for fit in fits:
     st.markdown(f"- {plan.describe(fit)}")
 if data is not None and not errors:
     st.page_link(ui.TRAIN, label="Next: train", icon=":material/arrow_forward:")
-state.remember()  # a browser reload (same ?owner=) finds the data and choices again
+state.remember()  # a reload of this browser finds the data and choices again

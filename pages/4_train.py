@@ -1,6 +1,10 @@
-"""Train: start the chosen fits in the background and follow them (progress, live losses, cancel)."""
+"""Train: start the chosen fits in the background and follow them (progress, live losses, cancel).
 
-import time
+The fits run in worker processes; this page only reads their state. It refreshes in a fragment,
+often while a run of the session trains and rarely while its runs wait (training.poll_seconds);
+when the refresh rate must change, or the demo's batch has ended, the fragment itself starts the
+full run or the switch to Results, so that no refresh of a fragment is left pending across it.
+"""
 
 import streamlit as st
 
@@ -9,32 +13,15 @@ from dmlcore import plots
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
 
-POLL_SECONDS = 1.5
 LIVE_POINTS = 60      # points per loss curve in the live chart (redrawn at every poll)
 ss = st.session_state
-
-
-def status_line(snap) -> str:
-    if snap.status == "queued":
-        return "waiting for a free worker"
-    if snap.status == "running":
-        where = f" · fold {snap.fold}" if snap.fold is not None else ""
-        stop = " · stopping after this step" if snap.cancel_requested else ""
-        return f"{snap.stage or 'starting'}{where}{stop}"
-    if snap.status == "done":
-        rec = snap.run.record if snap.run is not None else {}
-        mse = rec.get("mse")
-        return (f"done in {rec.get('seconds', 0):.1f} s" + (f" · MSE {mse:.4g}" if mse is not None else ""))
-    if snap.status == "cancelled":
-        return "cancelled"
-    return "failed"
 
 
 def job_card(snap, *, live_losses: bool):
     """One run: status, progress while active, cancel, errors, and (for one running job) live losses."""
     with st.container(border=True, key=f"job_{snap.id}"):
         head, button = st.columns([6, 1], vertical_alignment="center")
-        head.markdown(f"{ui.STATUS_ICONS[snap.status]} **{snap.label}** — {status_line(snap)}")
+        head.markdown(f"{ui.STATUS_ICONS[snap.status]} **{snap.label}** — {training.status_line(snap)}")
         if snap.active and not snap.cancel_requested:
             if button.button("Cancel", key=f"cancel_{snap.id}", icon=":material/stop:"):
                 state.registry().cancel(snap.id, state.owner())
@@ -56,10 +43,13 @@ def job_card(snap, *, live_losses: bool):
 
 def jobs_panel():
     snaps = state.snapshots()
+    if training.batch_to_show(snaps):
+        st.switch_page(ui.RESULTS)
+    if not ss.pop("train_full_run", False) and training.poll_seconds(snaps) != ss.get("train_poll"):
+        st.rerun()          # the whole page catches up and the refresh rate changes
     if not snaps:
         st.info("No runs yet in this session.")
         return
-    active = [s for s in snaps if s.active]
     batches: dict[int | None, list] = {}
     for snap in snaps:
         batches.setdefault(state.batch_of(snap.label), []).append(snap)
@@ -77,10 +67,6 @@ def jobs_panel():
             with st.expander(title):
                 for snap in group:
                     job_card(snap, live_losses=False)
-    if ss.get("jobs_active") and not active:
-        ss["jobs_active"] = False
-        st.rerun()          # once, when the last job ends: the whole page catches up
-    ss["jobs_active"] = bool(active)
 
 
 st.title("Train")
@@ -109,27 +95,13 @@ else:
             st.toast(f"Batch {batch}: {len(ids)} run(s) queued.")
 
 st.subheader("Runs")
-lost = state.lost_job_ids()
-if lost:
-    st.info(f"{len(lost)} earlier run(s) of this session are no longer held by the server: it was "
-            f"restarted, or they are old. Finished runs are kept in the run store: reload them on "
-            f"Results. A run that was still training when the server stopped is lost: start it again.",
-            icon=":material/history:")
-    if st.button("Dismiss", key="train_forget_lost"):
-        state.forget_jobs(lost)
-        st.rerun()
 snaps = state.snapshots()
-running = any(s.active for s in snaps)
-ss["jobs_active"] = running
-st.fragment(run_every=POLL_SECONDS if running else None)(jobs_panel)()
+ss["train_poll"], ss["train_full_run"] = training.poll_seconds(snaps), True
+st.fragment(run_every=ss["train_poll"])(jobs_panel)()
 
 follow = ss.get("follow_batch")
 batch_snaps = [s for s in snaps if state.batch_of(s.label) == follow]
 if follow and batch_snaps and all(s.ended for s in batch_snaps):
-    just_ended = max(s.finished or 0 for s in batch_snaps) > time.time() - 10
-    if ss.pop("demo_goto_results", False) and just_ended and any(s.status == "done" for s in batch_snaps):
-        ss["demo_seconds"] = time.time() - ss.get("demo_clicked", time.time())
-        st.switch_page(ui.RESULTS)
     st.success(f"Batch {follow} has finished.", icon=":material/check_circle:")
     st.page_link(ui.RESULTS, label="See the results", icon=":material/insights:")
 
@@ -138,4 +110,4 @@ if ended and st.button("Clear finished runs from this list", key="train_clear",
                        help="They stay in the run store: reload them on the Results page."):
     state.forget_jobs(ended)
     st.rerun()
-state.remember()  # a browser reload (same ?owner=) finds the data and choices again
+state.remember()  # a reload of this browser finds the data and choices again

@@ -128,7 +128,7 @@ def test_every_page_guides_a_new_session():
     at = start()
     expected = {DATA: "No data loaded yet", ROLES: "No data loaded yet", ESTIMATORS: "no valid roles yet",
                 TRAIN: "Load data and assign valid roles", RESULTS: "No finished runs yet",
-                LEARN: "Price slope"}
+                LEARN: "The problem."}
     for page, text in expected.items():
         at.switch_page(page).run()
         assert not at.exception, (page, [e.value for e in at.exception])
@@ -154,7 +154,9 @@ def test_simulated_data_arrive_with_roles_and_truth():
     assert len(at.get("graphviz_chart")) == 1
     metrics = {m.label: m.value for m in at.metric}
     assert float(metrics["First-stage F (price)"].replace(",", "")) > 10
-    assert any("instrument looks strong" in s for s in texts(at.success))
+    assert any(s.startswith("Instrument strength — strong: first-stage F") for s in texts(at.success))
+    assert "units of 158 tickets" in all_text(at) and "292.1" not in all_text(at)
+    assert next(m for m in at.metric if m.label == "First-stage F (price)").delta == "strong"
 
 
 def test_pcl_simulation_shows_the_proxy_roles():
@@ -275,7 +277,7 @@ def test_estimator_choices_and_their_errors():
     assert at.text_input(key="adv_nn_hidden").value == "32, 16"
 
 
-def test_whole_flow_simulate_train_results_and_reload():
+def test_whole_flow_simulate_train_results_and_reload(monkeypatch):
     at = start()
     simulate(at, n=300)
     at.switch_page(ROLES).run()
@@ -299,7 +301,7 @@ def test_whole_flow_simulate_train_results_and_reload():
     curves = json.loads(charts[0].proto.spec)
     names = {trace.get("name") for trace in curves["data"]}
     assert {"truth", "#1 DML-CMR · nn", "#1 Naive plug-in · nn", "#1 2SLS"} <= names
-    table = at.dataframe[0].value
+    table = next(d.value for d in at.dataframe if "method" in d.value)
     assert list(table["method"]) == ["DML-CMR", "Naive plug-in", "2SLS"]
     assert all(math.isfinite(v) and v > 0 for v in table["MSE"])
     assert all(v >= 0 for v in table["seconds"])
@@ -311,9 +313,11 @@ def test_whole_flow_simulate_train_results_and_reload():
     stored = at.dataframe[-1].value
     assert len(stored) == 3 and set(stored["method"]) == {"dml-cmr", "naive", "2sls"}
 
-    # a browser reload: a new session with the owner and job ids from the URL reattaches
-    owner, jobs = at.session_state["owner"], ",".join(at.session_state["job_ids"])
-    again = start(TRAIN, query={"owner": owner, "jobs": jobs})
+    # a reload of the same browser (its cookie holds the owner token) reattaches
+    from dashboard import state
+    owner = at.session_state["owner"]
+    monkeypatch.setattr(state, "browser_token", lambda: owner)
+    again = start(TRAIN)
     assert any("Batch 1 · 3 of 3 done" in m for m in texts(again.markdown))
     assert "On **demand-iv** (300 rows" in all_text(again)        # data and choices remembered
     assert any("Batch 1 has finished" in m for m in texts(again.success))
@@ -321,9 +325,11 @@ def test_whole_flow_simulate_train_results_and_reload():
         "- DML-CMR · learner neural network · K = 3")
     again.switch_page(RESULTS).run()
     assert len(again.dataframe[0].value) == 3
-    # another owner sees nothing
-    stranger = start(RESULTS, query={"jobs": jobs})
+    # another browser with the address, even an old one carrying the token, gets nothing
+    monkeypatch.setattr(state, "browser_token", lambda: None)
+    stranger = start(RESULTS, query={"owner": owner})
     assert "No finished runs yet" in all_text(stranger)
+    assert stranger.session_state["owner"] != owner and "owner" not in stranger.query_params
 
 
 def test_stored_runs_reload_into_the_comparison():
@@ -342,7 +348,7 @@ def test_stored_runs_reload_into_the_comparison():
     at.multiselect(key="store_pick").set_value([at.multiselect(key="store_pick").options[0]]).run()
     at.button(key="store_load").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.dataframe[0].value["method"].tolist() == ["2SLS"]
+    assert next(d.value for d in at.dataframe if "method" in d.value)["method"].tolist() == ["2SLS"]
     assert run_id
     assert len(at.get("download_button")) == 2
 
@@ -380,29 +386,82 @@ def test_demo_runs_and_lands_on_results(monkeypatch):
         at.run()
     assert "Estimated causal function" in texts(at.subheader)
     assert any(s.startswith("Demo finished") for s in texts(at.success))
-    assert at.dataframe[0].value["method"].tolist() == ["DML-CMR", "Naive plug-in", "2SLS"]
-    assert at.dataframe[0].value["learner"].tolist()[:2] == ["gb", "gb"]
+    metrics = next(d.value for d in at.dataframe if "method" in d.value)
+    assert metrics["method"].tolist() == ["DML-CMR", "Naive plug-in", "2SLS", "Regression (ignores C)"]
+    assert metrics["learner"].tolist()[:2] == ["gb", "gb"]
+    assert any(m.startswith("**Closest to the truth:") for m in texts(at.markdown))
+    assert "units of 158 tickets" in all_text(at) and "292.1" not in all_text(at)
 
 
-def test_learn_pages_and_the_experiment():
+LEARN_TABS = ["Instrumental variables", "Confounding", "Weak instruments", "Invalid instruments",
+              "Forbidden regression", "Proximal learning", "Orthogonal score", "Cross-fitting", "Ticket demand"]
+
+
+def open_tab(at, label):
+    at.session_state["learn_tab"] = label
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def test_learn_opens_without_computing_hidden_tabs(monkeypatch):
+    from dmlcore.teaching import demand, forbidden, iv, nuisance, proximal
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a hidden Learn tab computed")
+    for module, name in ((iv, "confounding"), (iv, "weak_instruments"), (iv, "exclusion"),
+                         (forbidden, "forbidden_regression"), (proximal, "proximal"), (nuisance, "orthogonality"),
+                         (nuisance, "compare_methods"), (demand, "demand_fits"), (demand, "band_fit")):
+        monkeypatch.setattr(module, name, refuse)
+    at = start(LEARN)
+    assert not at.error, [e.value for e in at.error]
+    assert [t.label for t in at.tabs] == LEARN_TABS
+    assert len(at.tabs[0].children) and not any(len(t.children) for t in at.tabs[1:])
+    assert len(at.get("graphviz_chart")) == 1
+    body = all_text(at)
+    assert "instrument independence" in body and "unconfoundedness" not in body
+    assert "Wald ratio =" in body and "LATE" in body
+    keys = {c.proto.id for c in at.get("plotly_chart")}
+    assert len(keys) == 1                                          # the Wald scatter only
+
+
+def test_learn_lessons_state_what_their_experiments_show():
+    from dmlcore.teaching import iv, proximal
     at = start()
     simulate(at, n=300)
     at.switch_page(LEARN).run()
-    assert not at.exception
-    assert [t.label for t in at.tabs] == ["Instrumental variables", "Proximal learning",
-                                          "Naive vs orthogonal score", "Cross-fitting", "Experiment"]
-    assert len(at.get("graphviz_chart")) == 2
+    open_tab(at, "Confounding")
+    exp = iv.confounding(pi=1.0, n=500)
+    ols = exp.summary[exp.summary["estimator"] == "OLS"]["median"]
+    body = all_text(at).replace("−", "-")
+    assert f"its median is {ols.iloc[0]:.2f} at ρ = 0 and {ols.iloc[-1]:.2f} at ρ = 0.9" in body
+    open_tab(at, "Weak instruments")
+    shown = next(d.value for d in at.dataframe if "median first-stage F" in d.value)
+    assert shown["median first-stage F"].min() < 10 and "weak" in set(shown["label"])
+    assert np.allclose(shown["2SLS median bias / OLS's"],
+                       iv.weak_instruments(instruments=4, rho=0.9).summary["relative median bias"])
+    thresholds = next(d.value for d in at.dataframe if "source" in d.value)
+    assert thresholds["first-stage F above"].str.contains("16.38").any() and "104.7" in all_text(at)
+    open_tab(at, "Invalid instruments")
+    assert "−1 + δ / π" in all_text(at)
+    open_tab(at, "Forbidden regression")
+    assert "E[f(A) | Z] is not f(E[A | Z])" in all_text(at)
+    open_tab(at, "Proximal learning")
+    body = all_text(at)
+    assert "W is independent of (A, Z) given U and X" in body and "completeness" in body
+    median = proximal.proximal(proxy_noise=1.0, kappa=0.0, n=1000).summary.set_index("estimator")["median"]
+    assert f"**Proximal 2SLS**: {median['proximal 2SLS']:.2f}".replace("-", "−") in body
+    open_tab(at, "Orthogonal score")
+    body = all_text(at)
+    assert "differ only in the target" in body and "first-order condition" in body
+    assert "10 % off" not in body and at.button(key="learn_run_orthogonality")
+    open_tab(at, "Cross-fitting")
     body = all_text(at)
     assert "300 rows" in body and "K = 10" in body                # the user's own folds
     folds = at.dataframe[0].value
     assert len(folds) == 10 and folds["held-out rows (scored)"].sum() == 300
-    assert "Price slope" in body
-    start_time = time.perf_counter()
-    at.slider(key="exp_strength").set_value(0.1).run()
-    assert time.perf_counter() - start_time < 10
-    assert any("weak instrument" in m for m in texts(at.markdown))
-    keys = {c.proto.id for c in at.get("plotly_chart")}
-    assert len(keys) >= 3                                         # folds, curves, MSE bars
+    assert any("naive plug-in beat DML-CMR" in m for m in texts(at.markdown))   # the project's own rows
 
 
 def test_sieve_f_bands_run_through_to_the_results():
@@ -422,7 +481,7 @@ def test_sieve_f_bands_run_through_to_the_results():
     assert all("done in" in m for m in labels), labels
     at.switch_page(RESULTS).run()
     assert not at.exception, [e.value for e in at.exception]
-    table = at.dataframe[0].value
+    table = next(d.value for d in at.dataframe if "band coverage" in d.value)
     assert list(table["run"]) == ["#1 DML-CMR · gb · sieve f", "#1 2SLS"]
     assert 0 <= table["band coverage"].iloc[0] <= 1 and table["band width"].iloc[0] > 0
     assert table[["band coverage", "band width"]].iloc[1].isna().all()
@@ -439,18 +498,21 @@ def test_sieve_f_bands_run_through_to_the_results():
 
 def test_learn_bands_widen_as_the_instrument_weakens():
     at = start(LEARN)
+    open_tab(at, "Ticket demand")
     at.select_slider(key="exp_n").set_value(500).run()
     assert not at.exception, [e.value for e in at.exception]
     table = next(d.value for d in at.dataframe if "instrument strength" in d.value)
     table = table.set_index("instrument strength")
-    assert list(table.index) == [2.0, 1.0, 0.5, 0.25, 0.1]
+    assert list(table.index) == [2.0, 1.0, 0.5, 0.25, 0.1, 0.05]
     assert table.loc[0.1, "band width (f, test grid)"] > 1.5 * table.loc[2.0, "band width (f, test grid)"]
-    assert table.loc[0.1, "first-stage F"] < table.loc[2.0, "first-stage F"]
+    assert table.loc[0.05, "first-stage F"] < 10 < table.loc[2.0, "first-stage F"]   # the sweep reaches weak
+    assert table.loc[0.05, "label"] == "weak" and table.loc[2.0, "label"] != "weak"
     assert table["coverage (f, test grid)"].between(0, 1).all()
     band = json.loads(next(c for c in at.get("plotly_chart") if "Average demand curve with its 95 %"
                            in c.proto.spec).proto.spec)
     assert any(t.get("fill") for t in band["data"])
-    assert "nearly collinear" in all_text(at).replace("\n", " ")
+    body = all_text(at).replace("\n", " ")
+    assert "nearly collinear" in body and "Price slope" in body and "Closest to the truth" in body
     assert any("fit's own time is in the table" in c for c in texts(at.caption))
 
 
@@ -471,6 +533,15 @@ def test_real_data_results_side_by_side_with_2sls():
     curves = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert {"#1 DML-CMR · linear", "2SLS (reference)"} <= {t.get("name") for t in curves["data"]}
     assert "truth" not in {t.get("name") for t in curves["data"]}
-    coefficients = at.dataframe[0].value                       # the 2SLS reference, side by side
+    coefficients = next(d.value for d in at.dataframe if "coefficient" in d.value)  # the 2SLS reference
     assert 0.0 < coefficients.loc["educ", "coefficient"] < 0.2
-    assert "MSE" in at.dataframe[1].value and at.dataframe[1].value["MSE"].isna().all()
+    effects = next(d.value for d in at.dataframe if "effect" in d.value).set_index("run")
+    assert list(effects.index) == ["#1 DML-CMR · linear", "2SLS (reference)"]
+    ref = effects.loc["2SLS (reference)"]                      # the coefficient and its interval
+    lower, upper = map(float, ref["95% interval"].split(" to "))
+    assert lower < ref["effect"] == coefficients.loc["educ", "coefficient"] < upper
+    assert ref["how"].startswith("2SLS")
+    assert "average derivative of f in educ" in all_text(at)
+    metrics = next(d.value for d in at.dataframe if "MSE" in d.value)
+    assert (metrics["MSE"] == "no truth").all() and metrics["held-out score"].notna().all()
+    assert "Held-out score" in all_text(at)

@@ -96,7 +96,7 @@ def test_a_diverging_run_fails_alone_with_its_message_and_the_rest_is_kept():
     assert any("done in" in m and "2SLS" in m for m in labels), labels
     at.switch_page(cases.RESULTS_PAGE).run()
     no_exception(at)
-    metrics = next(d.value for d in at.dataframe if "run" in d.value.columns)
+    metrics = next(d.value for d in at.dataframe if {"run", "method"} <= set(d.value.columns))
     stored = next(d.value for d in at.dataframe if "label" in d.value.columns)
     assert metrics["method"].tolist() == ["2SLS"]                        # the finished run is there
     assert stored["method"].tolist() == ["2sls"]                         # and in the store
@@ -121,17 +121,28 @@ def test_2sls_on_digits_reports_the_constant_pixels_it_left_out():
     assert any("left out" in i.value and "constant column" in i.value for i in at.info)
 
 
-def test_a_reload_after_a_server_restart_explains_the_runs_it_lost():
-    owner, lost = "a" * 32, "b" * 32
+def test_a_reload_after_a_server_restart_names_each_run_it_could_not_take_up(tmp_path, monkeypatch):
+    import sqlite3
+    import time
+
+    from dashboard import state
+    from dmlcore.jobs import JobFile
+
+    owner = "a" * 32
+    queue = JobFile(tmp_path / "home" / "queue.sqlite3")      # the queue the stopped server left
+    with sqlite3.connect(queue.path) as conn:
+        conn.execute("INSERT INTO jobs (id, owner, label, seq, created, status, cost, attempts, spec) "
+                     "VALUES (?, ?, ?, 1, ?, 'queued', 5.0, 0, ?)",
+                     ("b" * 32, owner, "#1 DML-CMR · nn", time.time(), b"not a fit"))
+    monkeypatch.setattr(state, "browser_token", lambda: owner)    # the same browser, reloaded
     at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update({"owner": owner, "jobs": lost})
     at.run()
     at.switch_page(cases.TRAIN_PAGE).run()
     no_exception(at)
-    assert any("no longer held by the server" in i.value for i in at.info)
-    at.button(key="train_forget_lost").click().run()
-    assert not any("no longer held" in i.value for i in at.info)
-    assert at.session_state["job_ids"] == []
+    assert any("Lost in a server restart" in e.value and "Start it again" in e.value for e in at.error)
+    assert any("**#1 DML-CMR · nn**" in m.value for m in at.markdown)
+    at.button(key="train_clear").click().run()
+    assert not any("Lost in a server restart" in e.value for e in at.error)
 
 
 def test_a_failing_simulation_keeps_the_loaded_table(monkeypatch):

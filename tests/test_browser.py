@@ -62,7 +62,7 @@ def test_full_flow_in_chromium(page, server):
     """)
     page.goto(server)
     idle(page, 800)
-    assert page.locator("[data-testid=stTopNavLink]").count() == 7
+    assert page.locator("[data-testid=stTopNavLink]").count() == 8
     assert page.locator("[data-testid=stSidebarNav]").count() == 0
     assert page.evaluate("window.__sawAutoNav") is False
     page.get_by_text("One-click demo").wait_for()
@@ -153,7 +153,7 @@ def test_full_flow_in_chromium(page, server):
     page.reload()
     idle(page, 800)
     page.get_by_text("Batch 2").first.wait_for()        # reattached from the URL
-    page.get_by_text("Batch 2 · 3 of 3 done").wait_for(timeout=120_000)
+    page.get_by_text("Batch 2 · 4 of 4 done").wait_for(timeout=120_000)   # the demo's 4 methods
     idle(page, 800)
     no_exception(page)
     shoot(page, "05_train_done")
@@ -191,9 +191,10 @@ def test_full_flow_in_chromium(page, server):
     page.get_by_text("The problem.").wait_for()
     shoot(page, "07_learn_iv")
     page.get_by_role("tab", name="Cross-fitting").click()
-    page.wait_for_timeout(800)
+    page.get_by_text("Measured by this project").wait_for()
+    idle(page)
     shoot(page, "07_learn_crossfit")
-    page.get_by_role("tab", name="Experiment").click()
+    page.get_by_role("tab", name="Ticket demand").click()
     page.get_by_text("Price slope").wait_for()
     page.wait_for_timeout(800)
     no_exception(page)

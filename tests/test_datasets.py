@@ -1,4 +1,4 @@
-"""Tests of dmlcore.data.datasets: real IV data sets shipped with linearmodels."""
+"""Tests of dmlcore.data.datasets: real data sets shipped with linearmodels or dmlcore (rhc: test_rhc.py)."""
 
 import numpy as np
 import pytest
@@ -22,7 +22,7 @@ def test_required_names_are_offered():
 def test_loads_with_suggested_roles_and_complete_rows(loaded):
     name, data = loaded
     info = REAL_DATASETS[name]
-    assert isinstance(data, CausalData) and data.problem == "iv" and data.name == name
+    assert isinstance(data, CausalData) and data.problem == info.problem and data.name == name
     assert list(data.table.columns) == info.columns
     assert len(data.table) == info.rows
     assert np.isfinite(data.table.to_numpy(dtype=float)).all()
@@ -31,7 +31,7 @@ def test_loads_with_suggested_roles_and_complete_rows(loaded):
 
 def test_information_cites_source_and_warns_truth_unknown():
     for info in REAL_DATASETS.values():
-        assert "Source:" in info.description and info.package == "linearmodels"
+        assert "Source:" in info.description and info.package in ("linearmodels", "dmlcore")
         assert "unknown" in info.caveat
 
 

@@ -118,3 +118,61 @@ def test_refuses_image_inputs_at_once():
 def test_cancel(poly_iv):
     with pytest.raises(FitCancelled):
         Sieve2SLS().fit(poly_iv, monitor=Monitor(should_stop=lambda: True))
+
+
+# ------------------------------------------------------------------ many covariates: additive bases
+def many_covariates_iv(n=3000, seed=0, covariates=12):
+    """Card-like: a binary instrument, many binary covariates and two continuous ones; f is a
+    smooth function of the treatment plus a linear one of the covariates."""
+    rng = np.random.default_rng(seed)
+    u, z = rng.normal(size=n), rng.integers(0, 2, size=n).astype(float)
+    x = rng.integers(0, 2, size=(n, covariates)).astype(float)
+    e1, e2 = rng.normal(size=n), rng.uniform(0, 10, size=n)
+    a = 12 + 1.5 * z + x[:, :3].sum(1) - 0.2 * e2 + u
+    y = 0.1 * a + 0.01 * (a - 12) ** 2 + 0.2 * x.sum(1) + 0.05 * e2 + 0.3 * e1 + 0.5 * u + rng.normal(size=n)
+    table = pd.DataFrame({"y": y, "a": a, "z": z, "e1": e1, "e2": e2,
+                          **{f"x{j}": x[:, j] for j in range(covariates)}})
+    cov = ["e1", "e2", *[f"x{j}" for j in range(covariates)]]
+    return CausalData(table, "iv", "y", treatment="a", instrument="z", covariates=cov)
+
+
+def test_additive_basis_when_the_tensor_product_is_too_large():
+    data = many_covariates_iv()
+    model = Sieve2SLS().fit(data)
+    assert model.additive_ and model.basis_.size < 60 and "additive spline basis" in model.notes_[0]
+    assert "a spline in a; linear in e1, e2; categories of x0" in model.basis_.describe()
+    grid = data.table[model.input_columns_].head(200)
+    h = 0.05
+    slope = (model.predict(grid.assign(a=grid["a"] + h)) - model.predict(grid.assign(a=grid["a"] - h))) / (2 * h)
+    true = 0.1 + 0.02 * (grid["a"] - 12)
+    assert np.mean(np.abs(slope - true)) < 0.05       # the confounded slope is 0.1 + 0.5 / Var(a | z, x) higher
+
+
+def test_additive_basis_pieces():
+    from dmlcore.estimators.sieve import additive_basis
+
+    rng = np.random.default_rng(1)
+    x = np.column_stack([rng.uniform(0, 1, 500), rng.integers(0, 3, 500), rng.normal(size=500)])
+    basis = additive_basis(x, ["a", "k", "c"], 4, 10, 100, smooth={"a"}, products=[(0, 2)])
+    b = basis(x)
+    assert b.shape == (500, basis.size) == (500, 1 + 7 + 2 + 1 + 7)
+    penalty = basis.penalty()
+    line = np.linalg.lstsq(b, 3 * x[:, 0] - 2 + 0.5 * x[:, 2], rcond=None)[0]   # linear in a and c
+    assert np.allclose(b @ line, 3 * x[:, 0] - 2 + 0.5 * x[:, 2])
+    assert line @ penalty @ line < 1e-4                        # lines are not penalised
+    wiggle = np.zeros(basis.size)
+    wiggle[3] = 1.0                                            # one spline coefficient of a
+    assert wiggle @ penalty @ wiggle > 0.5
+    small = additive_basis(x, ["a", "k", "c"], 4, 10, 10, smooth={"a"}, products=[(0, 2)])
+    assert small.size <= 10 and small.products == [] and small.n_knots < 4     # fewer knots, no product
+    assert additive_basis(x, ["a", "k", "c"], 4, 10, 3, smooth={"a"}) is None
+
+
+def test_linear_functional_sums_over_points(poly_iv):
+    model = Sieve2SLS(n_knots=6, ridge=1e-3).fit(poly_iv)
+    frame = pd.DataFrame({"x": [-1.0, 0.0, 1.0]})
+    estimate, se = model.linear_functional(frame, np.array([1.0, -2.0, 1.0]))
+    assert estimate == pytest.approx(model.predict(frame) @ np.array([1.0, -2.0, 1.0]))
+    assert se > 0
+    with pytest.raises(DMLCoreError, match="one number per row"):
+        model.linear_functional(frame, np.ones(2))

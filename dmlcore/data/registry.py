@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 from dmlcore.data.roles import CausalData
@@ -65,3 +66,23 @@ def load_dataset(name: str, *, n: int = 5000, seed: int = 0, rho: float = 0.9, i
         raise DMLCoreError(f"Unknown dataset {name!r}; choose one of {', '.join(dataset_names())}, "
                            f"or give your own file with --csv.")
     return Loaded(sim.data, sim.truth, dict(sim.params))
+
+
+# The options of load_dataset that each built-in data set uses besides ``seed``; a study refuses
+# any other, so that no grid axis is silently ignored. Real data sets take none.
+DATASET_OPTIONS = {
+    "demand-iv": ("n", "rho", "iv_strength", "noise_scale", "ood_test"),
+    "demand-pcl": ("n",),
+    "digits-iv": ("n", "rho", "iv_strength", "noise_scale"),
+    "dsprites-pcl": ("n",),
+    "ihdp-like": (),
+    "replicate": ("data_dir",),
+}
+
+
+def dataset_options(name: str) -> dict:
+    """The options (with load_dataset's defaults) that data set ``name`` uses besides ``seed``."""
+    if name not in dataset_names():
+        raise DMLCoreError(f"Unknown dataset {name!r}; choose one of {', '.join(dataset_names())}.")
+    defaults = {key: p.default for key, p in inspect.signature(load_dataset).parameters.items()}
+    return {option: defaults[option] for option in DATASET_OPTIONS.get(name, ())}

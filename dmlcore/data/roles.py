@@ -274,6 +274,19 @@ class CausalData:
         return "; ".join(f"{r}: {', '.join(c)}" for r, c in self.roles().items())
 
 
+def suggest_categorical(table: pd.DataFrame, columns: list[str], max_levels: int = 10) -> list[str]:
+    """The ``columns`` that hold integers with 3 to ``max_levels`` levels: perhaps category codes
+    (a 0/1 column reads the same either way)."""
+    out = []
+    for c in columns:
+        if c not in table or not pd.api.types.is_numeric_dtype(table[c]):
+            continue
+        values = table[c].dropna().to_numpy(dtype=float)
+        if len(values) and np.all(values == np.round(values)) and 3 <= len(np.unique(values)) <= max_levels:
+            out.append(c)
+    return out
+
+
 def _check_numeric(series: pd.Series, col: str) -> None:
     """Raise unless ``series`` holds only finite real numbers (or booleans)."""
     dtype = series.dtype

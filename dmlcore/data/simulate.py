@@ -43,7 +43,7 @@ METRIC_HELP = {
     "mse": "MSE on the benchmark's own test points (the paper's headline figure)",
     "mse_fresh": "MSE at 10,000 fresh draws from the data's distribution: where the data are dense. "
                  "The grid also reaches prices the data rarely show, so with a weak instrument the two "
-                 "can differ by orders of magnitude",
+                 "can differ by more than tenfold",
 }
 
 

@@ -72,6 +72,13 @@ class RepeatedCrossFit:
         if not hasattr(self, "estimators_"):
             raise DMLCoreError("This RepeatedCrossFit is not fitted yet; call fit(data) first.")
 
+    def to(self, device) -> "RepeatedCrossFit":
+        """Move every fit's networks to ``device`` (see ``DMLCMR.to``); returns self."""
+        self._check_fitted()
+        for est in self.estimators_:
+            est.to(device)
+        return self
+
     def predict_all(self, X, groups=None) -> np.ndarray:
         """f-hat of every fit, shape (R, rows of X); with ``groups``, each group's mean of f-hat
         (groups in the order of ``np.unique(groups)``)."""

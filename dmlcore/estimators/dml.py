@@ -48,7 +48,8 @@ class _TwoStageCMR:
     """Shared fit/predict; subclasses set ``cross_fit`` and ``score``.
 
     ``device`` is where the torch models (nn nuisances, nn f) and their data live: "auto" (CUDA
-    when torch sees one, else the CPU), "cpu", "cuda" or "cuda:N"; ``device_`` is the one a fit used.
+    when torch sees one, else the CPU), "cpu", "cuda" or "cuda:N"; ``device_`` is the one a fit's
+    networks used ("cpu" when it had none).
     """
 
     cross_fit = True
@@ -177,10 +178,23 @@ class _TwoStageCMR:
         self.input_columns_ = list(arr.input_names)
         self.conditioning_columns_ = list(arr.conditioning_names)
         self.n_ = n
-        self.device_ = str(device)
+        networks = [f_model] + ([s_name] if s_model is not None else []) + ([g_name] if g_model is not None else [])
+        self.device_ = str(device) if "nn" in networks else "cpu"
         self.f_model_name_ = f_model
         self.seconds_ = time.perf_counter() - start
         monitor.stage("done", start=1.0)
+        return self
+
+    def to(self, device) -> "_TwoStageCMR":
+        """Move the fitted networks and their data to ``device`` (resolved like ``device``), e.g. to
+        "cpu" before the fit travels to a process without CUDA; returns self."""
+        self._check_fitted()
+        device = resolve_device(device)
+        movable = [part for part in (self.s_model_, self.g_model_, self.f_) if hasattr(part, "to")]
+        for part in movable:
+            part.to(device)
+        if movable:
+            self.device_ = str(device)
         return self
 
     # -------------------------------------------------------------- predict
@@ -213,7 +227,8 @@ class _TwoStageCMR:
             raise DMLCoreError(f"This {type(self).__name__} is not fitted yet; call fit(data) first.")
 
     def _inputs(self, X) -> np.ndarray:
-        """X as a float array of the input columns, checked."""
+        """X as a float array of the input columns, checked. float32 (image frames) stays float32,
+        half the bytes to copy and to send to a GPU: every second stage reads it exactly."""
         self._check_fitted()
         if isinstance(X, pd.DataFrame):
             missing = [c for c in self.input_columns_ if c not in X.columns]
@@ -221,7 +236,8 @@ class _TwoStageCMR:
                 raise DMLCoreError(f"predict needs the columns {', '.join(missing)}.")
             X = X[self.input_columns_]
         try:
-            X = np.asarray(X, dtype=float)
+            X = np.asarray(X)
+            X = X if X.dtype == np.float32 else np.asarray(X, dtype=float)
         except (TypeError, ValueError):
             raise DMLCoreError(f"predict needs numbers in the columns {', '.join(self.input_columns_)}.") from None
         if not np.isfinite(X).all():

@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from dmlcore.data.roles import CausalData
+from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.dml import _Encoded, _image_spec
 from dmlcore.estimators.tsls import input_matrix
@@ -27,17 +28,19 @@ class OutcomeRegression:
     method = "regression"
 
     def __init__(self, learner: str = "nn", *, epochs: int | None = None, nuisance_params: dict | None = None,
-                 seed: int = 0):
+                 seed: int = 0, device: str = "auto"):
         self.learner = learner
         self.epochs = epochs
         self.nuisance_params = nuisance_params
         self.seed = seed
+        self.device = device
 
     def fit(self, data: CausalData, *, callback=None, should_stop=None) -> "OutcomeRegression":
         if not isinstance(data, CausalData):
             raise DMLCoreError(f"fit expects a CausalData object, got {type(data).__name__}.")
         if self.learner not in LEARNERS:
             raise DMLCoreError(f"Unknown learner {self.learner!r}; choose one of {', '.join(LEARNERS)}.")
+        device = resolve_device(self.device)
         monitor = Monitor(callback, should_stop)
         start = time.perf_counter()
         arr = data.cmr()
@@ -50,12 +53,13 @@ class OutcomeRegression:
         monitor.stage("regression of the outcome on " + ", ".join(arr.input_names[:3]), start=0.0, end=1.0)
         # the learners' interface: one "fold" whose training rows are all rows (the learner
         # keeps its own validation split for early stopping)
-        model = _Encoded(make_outcome_learner(self.learner, params, self.seed, image), enc)
+        model = _Encoded(make_outcome_learner(self.learner, params, self.seed, image, device), enc)
         model.fit(arr.inputs, arr.y, [np.arange(arr.n)], monitor)
         self.model_ = model
         self.input_columns_ = list(arr.input_names)
         self.fold_losses_ = [{"fold": 0, "rows": int(arr.n), **({"s": monitor.histories[("s", 0)]}
                                                                 if ("s", 0) in monitor.histories else {})}]
+        self.device_ = str(device)
         self.seconds_ = time.perf_counter() - start
         monitor.stage("done", start=1.0)
         return self

@@ -11,7 +11,8 @@ Averaging M draws leaves Var(f(X) | c) / M of the conditional variance in the lo
 as in the authors' code, leaves all of it); ``n_draws`` sets M.
 
 * :class:`NeuralF` -- an MLP trained by mini-batch AdamW; each step uses M draws picked at
-  random from the bank; early stopping on the score of held-out rows.
+  random from the bank; early stopping on the score of held-out rows. It and its draws live
+  on the torch device ``device`` (copied there once per fit).
 * :class:`BoostedF` -- gradient boosting *of the score* (for tree learners): each stage fits a
   regression tree to the negative gradient of L at the draws (which is t_i - g_i for every
   draw of row i), then takes the step that minimises L along that tree; early stopping on
@@ -34,17 +35,18 @@ from sklearn.tree import DecisionTreeRegressor
 from threadpoolctl import threadpool_limits
 
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.sieve import RIDGE_GRID, _Cells, _spd_solve, _TensorBasis, is_categorical
+from dmlcore.estimators.sieve import (RIDGE_GRID, _Cells, _spd_solve, _TensorBasis, additive_basis,
+                                     is_categorical, usable_tensor)
 from dmlcore.learners.base import (Scaler, check_fraction, check_hidden, check_positive, merge_params,
                                    validation_split)
-from dmlcore.learners.nn import make_network
+from dmlcore.learners.nn import adamw, make_network
 
 NN_DEFAULTS = dict(hidden=(128, 64, 32), dropout=0.0, lr=2e-3, weight_decay=1e-3, batch_size=256,
                    max_epochs=150, patience=12, val_fraction=0.1, clip=5.0)
 BOOST_DEFAULTS = dict(learning_rate=0.1, max_stages=400, max_depth=4, min_samples_leaf=20,
                       subsample=0.5, patience=25, val_fraction=0.1)
 SIEVE_DEFAULTS = dict(n_knots=None, ridge=None, variance="outcome", max_features=600,
-                      max_levels=10, val_folds=5)
+                      max_levels=10, val_folds=5, interact=(), covariates="linear")
 MAX_KNOTS = 20          # the knot rule's largest number of interior knots per continuous input
 ROWS_PER_FEATURE = 1    # the knot rule's fewest rows of the smallest cell per basis function
 VARIANCES = ("outcome", "structural", "score")
@@ -55,16 +57,19 @@ class SecondStage:
     """Common interface: ``fit(targets, draws, inputs, monitor)`` then ``predict(X)``.
 
     A second stage with ``has_bands`` also takes ``outcome`` (y) and ``names`` (of the inputs)
-    in ``fit`` and has ``predict_interval``.
+    in ``fit`` and has ``predict_interval``. ``device`` is the torch device of a network f
+    (the others run on the CPU).
     """
 
     has_bands = False
 
-    def __init__(self, params: dict | None = None, n_draws: int = 8, seed: int = 0, image=None):
+    def __init__(self, params: dict | None = None, n_draws: int = 8, seed: int = 0, image=None,
+                 device: torch.device | str = "cpu"):
         self.params = params
         self.n_draws = n_draws
         self.seed = seed
         self.image = image
+        self.device = device
 
     def score_per_row(self, targets: np.ndarray, draws: np.ndarray) -> np.ndarray:
         """(t_i - mean_j f(x_ij))^2 for each row, on the scale of the targets."""
@@ -92,13 +97,14 @@ class NeuralF(SecondStage):
             self.x_scale_.std[self.image[0]] = 1.0
         self.t_scale_ = Scaler(targets)
         n, bank, d = draws.shape
+        device = torch.device(self.device)
         mean, std = self.x_scale_.mean.astype(np.float32), self.x_scale_.std.astype(np.float32)
-        X = torch.from_numpy((np.asarray(draws, dtype=np.float32) - mean) / std)
-        T = torch.as_tensor(self.t_scale_.transform(targets), dtype=torch.float32)
+        X = torch.from_numpy((np.asarray(draws, dtype=np.float32) - mean) / std).to(device)
+        T = torch.as_tensor(self.t_scale_.transform(targets), dtype=torch.float32).to(device)
         fit_rows, val_rows = validation_split(np.arange(n), p["val_fraction"], rng)
-        model = make_network(1, d, p, 1, gen, self.image)
+        model = make_network(1, d, p, 1, gen, self.image, device=device)
         shared = {"shared_images": min(int(self.n_draws), bank)} if self.image is not None else {}
-        opt = torch.optim.AdamW(model.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
+        opt = adamw(model.parameters(), p, device)
         m = min(int(self.n_draws), bank)
         bs = int(p["batch_size"])
         steps = max(1, math.ceil(len(fit_rows) / bs))
@@ -106,23 +112,25 @@ class NeuralF(SecondStage):
         best, best_state, waited = 1e30, None, 0
         for epoch in range(int(p["max_epochs"])):
             model.train()
-            order = rng.permutation(fit_rows)
-            total = 0.0
+            # the epoch's row order and each step's draws, drawn in that order, moved to the device at once
+            order = torch.as_tensor(rng.permutation(fit_rows)).to(device)
+            picks = (torch.as_tensor(np.stack([rng.choice(bank, size=m, replace=False) for _ in range(steps)]))
+                     .to(device) if m < bank else None)
+            total = torch.zeros((), dtype=torch.float64, device=device)
             for step in range(steps):
                 rows = order[step * bs:(step + 1) * bs]
-                pick = rng.choice(bank, size=m, replace=False) if m < bank else slice(None)
-                xb = X[rows][:, pick].reshape(1, -1, d)
+                xb = (X[rows] if picks is None else X[rows][:, picks[step]]).reshape(1, -1, d)
                 g = model(xb, **shared).reshape(len(rows), -1).mean(1)
                 loss = (T[rows] - g).pow(2).mean()
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), p["clip"])
                 opt.step()
-                total += float(loss.detach())
+                total += loss.detach()
             model.eval()
             with torch.no_grad():
                 val = float((t_val - model(x_val).reshape(len(val_rows), -1).mean(1)).pow(2).mean())
-            monitor.loss("f", None, epoch, total / steps, val, of=int(p["max_epochs"]))
+            monitor.loss("f", None, epoch, float(total) / steps, val, of=int(p["max_epochs"]))
             if val < best - 1e-6 * max(1.0, abs(best)):
                 best, waited = val, 0
                 best_state = [t.detach().clone() for t in model.parameters()]
@@ -137,11 +145,22 @@ class NeuralF(SecondStage):
         self.model_ = model
         return self
 
+    def to(self, device) -> "NeuralF":
+        """Move the fitted network to ``device``."""
+        self.model_.to(device)
+        return self
+
     def predict(self, X):
-        X = np.asarray(X, dtype=float)
+        X = np.asarray(X)
+        if X.dtype != np.float32:                 # float32 (image frames) travels as it is
+            X = np.asarray(X, dtype=float)
+        device = next(self.model_.parameters()).device
         with torch.no_grad():
-            x = torch.as_tensor(self.x_scale_.transform(X), dtype=torch.float32).reshape(1, -1, X.shape[-1])
-            out = self.model_(x).reshape(-1).numpy().astype(float)
+            # standardized in float64 on the device, then rounded: the CPU's numbers as before
+            x = torch.tensor(X, device=device).double()
+            x = ((x - torch.as_tensor(self.x_scale_.mean, device=device))
+                 / torch.as_tensor(self.x_scale_.std, device=device)).float()
+            out = self.model_(x.reshape(1, -1, X.shape[-1])).reshape(-1).cpu().numpy().astype(float)
         return self.t_scale_.inverse(out)
 
 
@@ -216,7 +235,7 @@ class LinearF(SecondStage):
 
 
 class SieveF(SecondStage):
-    """f(x) = B(x)'theta with the tensor-product sieve of :class:`~dmlcore.estimators.sieve.Sieve2SLS`.
+    """f(x) = B(x)'theta with the spline sieve of :class:`~dmlcore.estimators.sieve.Sieve2SLS`.
 
     Basis: each input gets cubic B-splines on quantile knots or, with at most ``max_levels``
     integer values, level indicators; knots and levels come from the observed inputs and the
@@ -234,6 +253,15 @@ class SieveF(SecondStage):
     Knot rule (``n_knots`` None): the most interior knots per continuous input, at most
     MAX_KNOTS, for which a cell's basis has at most min(max_features, m / ROWS_PER_FEATURE)
     functions, m the rows of the smallest cell -- many knots, the penalty doing the smoothing.
+    The treatment (the first input) and the inputs drawn given C keep splines whenever they
+    take more than two values, and the treatment never splits cells.
+
+    Additive basis: when that tensor product keeps fewer than MIN_TENSOR_KNOTS interior knots
+    (many covariates, or small cells), f is instead a penalised spline in the treatment and the
+    drawn inputs plus a linear (``covariates="linear"``) or unpenalised spline (``"spline"``)
+    term or categories per other input, without cells (:func:`~dmlcore.estimators.sieve.
+    additive_basis`); ``interact`` names inputs whose term is also multiplied by the
+    treatment's. ``notes_`` then says so.
     ``ridge`` None: the RIDGE_GRID value with the smallest held-out score (t_i - theta'Bbar_i)^2
     over ``val_folds`` random folds of this stage's rows (no other data).
 
@@ -264,7 +292,7 @@ class SieveF(SecondStage):
 
     Attributes: ``theta_`` and ``cov_`` ({cell: coefficients}, {variance: {cell: covariance}}),
     ``basis_``, ``cells_``, ``free_inputs_``, ``n_knots_``, ``ridge_``, ``variance_``, ``cv_loss_``
-    ({ridge: held-out score}; empty when ``ridge`` was given).
+    ({ridge: held-out score}; empty when ``ridge`` was given), ``additive_``, ``notes_``.
     """
 
     has_bands = True
@@ -283,24 +311,43 @@ class SieveF(SecondStage):
             check_positive("n_knots", p["n_knots"], integer=True, allow_zero=True)
         if p["ridge"] is not None:
             check_positive("ridge", p["ridge"])
+        if p["covariates"] not in ("linear", "spline"):
+            raise DMLCoreError(f"covariates must be 'linear' or 'spline'; got {p['covariates']!r}.")
+        unknown = [c for c in p["interact"] if c not in names[1:]]
+        if unknown:
+            raise DMLCoreError(f"interact names inputs of f to interact with '{names[0]}'; "
+                               f"'{unknown[0]}' is not one (inputs: {', '.join(names)}).")
         n, bank, d = draws.shape
-        known = [j for j in range(d) if is_categorical(np.unique(inputs[:, j]), int(p["max_levels"]))
-                 and np.array_equal(draws[:, :, j], np.repeat(inputs[:, j, None], bank, axis=1))]
+        k, levels = MAX_KNOTS if p["n_knots"] is None else int(p["n_knots"]), int(p["max_levels"])
+        fixed = [bool(np.all(draws[:, :, j] == inputs[:, j, None].astype(draws.dtype))) for j in range(d)]
+        smooth = {names[0]} | {names[j] for j in range(d) if not fixed[j]}
+        known = [j for j in range(d) if fixed[j] and is_categorical(np.unique(inputs[:, j]), levels)
+                 and 1 < len(np.unique(inputs[:, j])) and not (names[j] in smooth and len(np.unique(inputs[:, j])) > 2)]
         self.cells_ = _Cells([(j, names[j]) for j in known], [np.unique(inputs[:, j]) for j in known])
         self.free_inputs_ = [j for j in range(d) if j not in known]
         cell = self.cells_.codes(inputs)
         codes, sizes = np.unique(cell, return_counts=True)
         cap = max(1, min(int(p["max_features"]), int(sizes.min()) // ROWS_PER_FEATURE))
-        free = np.vstack([inputs, draws.reshape(-1, d)])[:, self.free_inputs_]
-        basis = _TensorBasis.build(free, [names[j] for j in self.free_inputs_],
-                                   MAX_KNOTS if p["n_knots"] is None else int(p["n_knots"]),
-                                   int(p["max_levels"]), cap)
-        if basis is None:
-            raise DMLCoreError(f"The sieve basis of f's inputs ({', '.join(names)}) has more than {cap} "
-                               f"functions per cell even without interior knots (at most max_features="
-                               f"{p['max_features']} and the smallest cell's {sizes.min()} rows / "
-                               f"{ROWS_PER_FEATURE}). Use fewer inputs or levels, more rows, or raise "
-                               f"f_params max_features.")
+        every = np.vstack([inputs, draws.reshape(-1, d)])
+        basis = _TensorBasis.build(every[:, self.free_inputs_], [names[j] for j in self.free_inputs_], k,
+                                   levels, cap, smooth)
+        self.additive_ = not usable_tensor(basis, k)
+        self.notes_ = []
+        if self.additive_:  # too many functions for the rows (many covariates): additive, no cells
+            self.cells_, self.free_inputs_ = _Cells([], []), list(range(d))
+            cell, codes, sizes = np.zeros(n, dtype=int), np.zeros(1, dtype=int), np.array([n])
+            cap = max(1, min(int(p["max_features"]), n // ROWS_PER_FEATURE))
+            basis = additive_basis(every, names, k, levels, cap, smooth=smooth,
+                                   products=[(0, names.index(c)) for c in p["interact"]],
+                                   spline_others=p["covariates"] == "spline")
+            if basis is None:
+                raise DMLCoreError(f"The spline second stage needs more rows than basis functions, and its "
+                                   f"simplest basis (a line or categories per input) has more functions than "
+                                   f"the {n:,} rows. Give f fewer inputs (covariates) on the Roles page, or "
+                                   f"use more rows.")
+            self.notes_.append(f"The spline second stage used an additive basis ({basis.describe()}): a full "
+                               f"tensor product of the {d} inputs has too many functions for {n:,} rows. "
+                               f"Its bands and intervals hold for f of that form.")
         self.basis_, self.n_knots_ = basis, basis.n_knots
         omega = basis.penalty()
         folds = np.random.default_rng(self.seed + 2).permutation(n) % min(int(p["val_folds"]), n)
@@ -386,6 +433,22 @@ class SieveF(SecondStage):
             for part in self._chunks(len(rows), 1):
                 out[rows[part]] = self._basis(X[rows[part]]) @ self.theta_[c]
         return out
+
+    def linear_functional(self, X, weights, variance=None):
+        """(estimate, standard error) of ``sum_k weights[k] * f(X[k])``: ``d'theta`` and
+        ``sqrt(d' V d)`` summed over cells (independent), ``d = sum_k weights[k] B(X[k])``."""
+        name = self.variance_ if variance is None else variance
+        if name not in self.cov_:
+            raise DMLCoreError(f"variance must be one of {', '.join(VARIANCES)}; got {name!r}.")
+        X, w = np.asarray(X, dtype=float), np.asarray(weights, dtype=float)
+        if w.shape != (len(X),):
+            raise DMLCoreError(f"weights needs one number per row of X ({len(X)}); got shape {w.shape}.")
+        estimate = variance_sum = 0.0
+        for c, rows in self._cells_of(X).items():
+            d = sum(w[rows[part]] @ self._basis(X[rows[part]]) for part in self._chunks(len(rows), 1))
+            estimate += d @ self.theta_[c]
+            variance_sum += d @ self.cov_[name][c] @ d
+        return float(estimate), float(np.sqrt(variance_sum))
 
     def predict_interval(self, X, level=0.95, variance=None, groups=None):
         """Normal bands ``B'theta -/+ q * sqrt(B' V B)`` at the rows of X, as (lower, upper).

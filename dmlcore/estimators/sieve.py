@@ -1,15 +1,26 @@
-"""Sieve 2SLS: tensor-product cubic B-spline bases with a penalised two-stage fit.
+"""Sieve 2SLS: cubic B-spline bases with a penalised two-stage fit.
 
-f(x) = mean(y) + b(x)'theta, where b is the tensor product of one basis per input of f;
-the conditioning variables enter through the tensor-product basis z(c). theta minimises
+f(x) = mean(y) + b(x)'theta, where b is the tensor product of one basis per input of f, or,
+when that product would be too large for the data (many covariates), an additive basis;
+the conditioning variables enter through a basis z(c) built the same way. theta minimises
 
     (1/n) ||P_Z (y - mean(y) - B theta)||^2 + ridge * theta' Omega theta,
 
 where P_Z = Z (Z'Z + mu Omega_Z)^-1 Z' is a lightly penalised projection on z(c).
+
+Bases (shared with the sieve second stage of DML-CMR):
+
+* :class:`_TensorBasis` -- the tensor product of every column's basis: any interaction, but
+  its size is the product of the columns' sizes.
+* :class:`_AdditiveBasis` -- a constant plus one term per column (a spline, level indicators
+  or a linear term, each without its constant part) plus chosen products of two columns'
+  terms: a spline in the treatment, additive (linear or spline) in the covariates.
+  :func:`additive_basis` picks the richest one within a size limit.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +39,10 @@ RIDGE_GRID = tuple(float(f"1e{e}") for e in range(-9, 1))
 FIRST_STAGE_RIDGE = 1e-6   # mu / n, the penalty of the first stage
 VALIDATION_MAX_KNOTS = 100
 RIDGE_SHARE = 1e-6         # weight of the identity in Omega and Omega_Z: keeps them definite
+MIN_TENSOR_KNOTS = 2       # a tensor product with fewer interior knots is too coarse: go additive
+CHUNK_VALUES = 2 ** 21     # basis values computed at once (16 MB)
+MIN_CELL_ROWS = 30         # a tensor design whose smallest cell has fewer rows: additive instead
+ROWS_PER_FEATURE = 4       # rows of the smallest cell per basis function, at least
 
 
 def is_categorical(levels, max_levels):
@@ -55,9 +70,11 @@ class _ColumnBasis:
     levels: np.ndarray | None = None     # sorted levels of a categorical column
 
     @classmethod
-    def build(cls, x, name, n_knots, max_levels):
+    def build(cls, x, name, n_knots, max_levels, smooth=False):
+        """Splines, or level indicators for a categorical column; ``smooth`` keeps splines for
+        any column with more than two values (a treatment: level indicators have no slope)."""
         levels = np.unique(x)
-        if is_categorical(levels, max_levels):
+        if is_categorical(levels, max_levels) and not (smooth and len(levels) > 2):
             return cls(name, levels=levels)
         lo, hi = levels[0], levels[-1]
         inner = np.unique(np.quantile(x, np.linspace(0, 1, n_knots + 2)[1:-1]))
@@ -69,6 +86,8 @@ class _ColumnBasis:
         return len(self.levels) if self.levels is not None else len(self.knots) - DEGREE - 1
 
     def __call__(self, x):
+        if self.levels is not None and len(self.levels) == 1:   # constant in training: its value is ignored
+            return np.ones((len(x), 1))
         if self.levels is not None:
             return (level_codes(x, self.levels, self.name)[:, None] == np.arange(self.size)).astype(float)
         b = BSpline.design_matrix(np.clip(x, self.knots[0], self.knots[-1]), self.knots,
@@ -78,10 +97,18 @@ class _ColumnBasis:
 
     @property
     def penalty(self):
-        """Squared second differences of the spline coefficients (zero for levels)."""
+        """Squared second divided differences of the spline coefficients over their Greville
+        abscissae, times the mean spacing squared (zero for levels).
+
+        A linear function's coefficients are linear in the Greville abscissae, so it is not
+        penalised even where the clamped end knots crowd the abscissae; with evenly spaced
+        abscissae this is the plain second-difference penalty.
+        """
         if self.levels is not None:
             return np.zeros((self.size, self.size))
-        d = np.diff(np.eye(self.size), n=2, axis=0)
+        greville = np.array([self.knots[j + 1:j + DEGREE + 1].mean() for j in range(self.size)])
+        step = np.diff(greville)
+        d = step.mean() * np.diff(np.diff(np.eye(self.size), axis=0) / step[:, None], axis=0)
         return d.T @ d
 
 
@@ -91,21 +118,24 @@ class _TensorBasis:
     n_knots: int
 
     @classmethod
-    def build(cls, x, names, n_knots, max_levels, max_features):
+    def build(cls, x, names, n_knots, max_levels, max_features, smooth=()):
         """The basis with the most interior knots up to ``n_knots`` that has at most
-        ``max_features`` functions, or None."""
+        ``max_features`` functions, or None. Columns named in ``smooth`` stay splines."""
+        def build(k):
+            return cls([_ColumnBasis.build(x[:, j], name, k, max_levels, name in smooth)
+                        for j, name in enumerate(names)], k)
+
+        if build(0).size > max_features:      # too large even without interior knots
+            return None
         for k in range(n_knots, -1, -1):
-            basis = cls([_ColumnBasis.build(x[:, j], name, k, max_levels)
-                         for j, name in enumerate(names)], k)
+            basis = build(k)
             if basis.size <= max_features:
                 return basis
-            if all(c.levels is not None for c in basis.columns):
-                return None
         return None
 
     @property
     def size(self):
-        return int(np.prod([c.size for c in self.columns]))
+        return math.prod(c.size for c in self.columns)   # Python ints: no overflow with many columns
 
     def __call__(self, x):
         out = np.ones((len(x), 1))
@@ -121,6 +151,140 @@ class _TensorBasis:
             left, right = int(np.prod(sizes[:j])), int(np.prod(sizes[j + 1:]))
             total += np.kron(np.kron(np.eye(left), col.penalty), np.eye(right))
         return total
+
+    def describe(self) -> str:
+        return f"tensor product of {', '.join(c.name for c in self.columns) or 'no column'}"
+
+
+@dataclass
+class _LinearColumn:
+    """A column's linear term (x - center) / scale."""
+
+    name: str
+    center: float
+    scale: float
+
+    @classmethod
+    def build(cls, x, name):
+        scale = float(np.std(x))
+        return cls(name, float(np.mean(x)), scale if scale > 0 else 1.0)
+
+    size = 1
+    levels = None
+
+    def __call__(self, x):
+        return ((np.asarray(x, dtype=float) - self.center) / self.scale)[:, None]
+
+    @property
+    def penalty(self):
+        return np.zeros((1, 1))
+
+
+def _term(column, x):
+    """A column's functions without their constant part (the first spline or level dropped)."""
+    values = column(x)
+    return values if isinstance(column, _LinearColumn) else values[:, 1:]
+
+
+def _term_penalty(column):
+    return column.penalty if isinstance(column, _LinearColumn) else column.penalty[1:, 1:]
+
+
+@dataclass
+class _AdditiveBasis:
+    """1 + sum over columns of their term + products of two columns' terms.
+
+    A column's term is its spline or level-indicator basis without the first function (the
+    constant stands for it) or its linear term. ``products`` pairs (i, j) add the row-wise
+    products of column i's and column j's terms: an interaction of just those two columns.
+    The penalty is the difference penalty of the spline terms of the ``penalized`` columns
+    (and of products along such a factor), plus RIDGE_SHARE * I.
+    """
+
+    columns: list
+    products: list[tuple[int, int]]
+    n_knots: int
+    penalized: set[int]
+
+    def _blocks(self):
+        """The penalty block of each column's term (zero when not penalized)."""
+        blocks = [_term_penalty(c) for c in self.columns]
+        return [b if j in self.penalized else np.zeros_like(b) for j, b in enumerate(blocks)]
+
+    @property
+    def size(self):
+        sizes = [len(b) for b in self._blocks()]
+        return 1 + sum(sizes) + sum(sizes[i] * sizes[j] for i, j in self.products)
+
+    def __call__(self, x):
+        terms = [_term(c, x[:, j]) for j, c in enumerate(self.columns)]
+        parts = [np.ones((len(x), 1)), *terms]
+        parts += [(terms[i][:, :, None] * terms[j][:, None, :]).reshape(len(x), -1) for i, j in self.products]
+        return np.hstack(parts)
+
+    def penalty(self):
+        single = self._blocks()
+        blocks = [np.zeros((1, 1)), *single]
+        for i, j in self.products:
+            pi, pj = single[i], single[j]
+            blocks.append(np.kron(pi, np.eye(len(pj))) + np.kron(np.eye(len(pi)), pj))
+        return sla.block_diag(*blocks) + RIDGE_SHARE * np.eye(self.size)
+
+    def describe(self) -> str:
+        kinds = {"spline": [], "linear": [], "levels": []}
+        for c in self.columns:
+            kinds["linear" if isinstance(c, _LinearColumn) else "levels" if c.levels is not None
+                  else "spline"].append(c.name)
+        parts = [f"{what} {_shown(names)}" for what, names in (("a spline in", kinds["spline"]),
+                 ("linear in", kinds["linear"]), ("categories of", kinds["levels"])) if names]
+        text = "additive: " + "; ".join(parts)
+        if self.products:
+            text += "; interactions " + ", ".join(f"{self.columns[i].name} x {self.columns[j].name}"
+                                                  for i, j in self.products)
+        return text
+
+
+def usable_tensor(basis, n_knots) -> bool:
+    """Whether a tensor basis exists and keeps at least min(n_knots, MIN_TENSOR_KNOTS) interior
+    knots on its spline columns (fewer: too coarse, an additive basis does better)."""
+    return basis is not None and (basis.n_knots >= min(n_knots, MIN_TENSOR_KNOTS)
+                                  or all(c.levels is not None for c in basis.columns))
+
+
+def _shown(names, most=4):
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def additive_basis(x, names, n_knots, max_levels, max_features, *, smooth=(), products=(),
+                   spline_others=False):
+    """The richest additive basis of at most ``max_features`` functions, or None.
+
+    The ``smooth`` columns (a treatment, the endogenous inputs, excluded instruments) get
+    penalised splines whenever they take more than two values. The other columns get level
+    indicators when categorical, else a linear term, or with ``spline_others`` an unpenalised
+    spline: unpenalised because a penalty that shrinks a covariate's term in f, while the
+    covariate's full term stays among the conditioning variables, would turn its shrunk part
+    into an excluded instrument. ``products`` are (i, j) column pairs to interact. Tried in
+    turn, each from ``n_knots`` interior knots down to MIN_TENSOR_KNOTS: as asked; without
+    ``spline_others``; without products; and last that one down to no interior knot.
+    """
+    def build(k, spline_all, pairs):
+        columns = []
+        for j, name in enumerate(names):
+            col = _ColumnBasis.build(x[:, j], name, k, max_levels, name in smooth)
+            if col.levels is None and name not in smooth and not spline_all:
+                col = _LinearColumn.build(x[:, j], name)
+            columns.append(col)
+        return _AdditiveBasis(columns, list(pairs), k, {j for j, name in enumerate(names) if name in smooth})
+
+    floor = min(MIN_TENSOR_KNOTS, n_knots)
+    tries = [(spline_others, products, floor), (False, products, floor), (False, (), floor), (False, (), 0)]
+    for spline_all, pairs, lowest in tries:
+        for k in range(n_knots, lowest - 1, -1):
+            basis = build(k, spline_all, pairs)
+            if basis.size <= max_features:
+                return basis
+    return None
 
 
 @dataclass
@@ -156,22 +320,32 @@ def check_tabular(data: CausalData, what: str, instead: str) -> None:
 
 
 class Sieve2SLS:
-    """Penalised sieve 2SLS with tensor-product cubic B-spline bases.
+    """Penalised sieve 2SLS with cubic B-spline bases (tensor-product or additive).
 
     Every input of f and every conditioning column gets a univariate basis: integer columns
     with at most ``max_levels`` distinct values get level indicators, the others cubic
     B-splines with up to ``n_knots`` interior knots at quantiles (values outside the training
-    range are clipped to it, so f is extrapolated as a constant). The bases of f and of the
-    instruments are the tensor products of these, each with fewer knots if needed to stay
-    within ``max_features`` functions. The penalty ``Omega`` sums the squared second
-    differences of theta along each spline column (P-splines: functions linear in each
-    continuous input are not penalised), plus ``RIDGE_SHARE * I``; levels are not smoothed
-    across. The first stage has the same kind of penalty, with weight
+    range are clipped to it, so f is extrapolated as a constant). The treatment (the first
+    input) and the endogenous inputs always get splines when they take more than two values.
+    The bases of f and of the instruments are the tensor products of these, each with fewer
+    knots if needed to stay within ``max_features`` functions and one function per
+    ROWS_PER_FEATURE rows of the smallest cell (more instruments than that pull 2SLS toward the
+    confounded regression). The penalty ``Omega`` sums the
+    squared second differences of theta along each spline column (P-splines: functions linear
+    in each continuous input are not penalised), plus ``RIDGE_SHARE * I``; levels are not
+    smoothed across. The first stage has the same kind of penalty, with weight
     ``FIRST_STAGE_RIDGE * n``.
 
     Categorical columns that are both inputs and conditioning variables split the data into
     cells, in which f is fitted separately with the same knots and penalty: this is the
     tensor product with their indicators, computed block by block.
+
+    When the tensor product does not fit in ``max_features`` functions with at least
+    MIN_TENSOR_KNOTS interior knots, or a cell has fewer than MIN_CELL_ROWS rows (many
+    covariates, many categorical combinations), both bases are additive
+    instead (:func:`additive_basis`, no cells): f is a spline in the treatment (and in the other
+    endogenous inputs) plus a linear or categorical term per covariate; the instruments' basis
+    has splines in the excluded instruments and the same covariate terms. ``notes_`` says so.
 
     Parameters
     ----------
@@ -192,6 +366,7 @@ class Sieve2SLS:
     n_knots_, ridge_ : the chosen values (``n_knots_`` as requested for f's basis).
     cv_loss_ : dict {(n_knots, ridge): validation loss}; empty when nothing was chosen.
     theta_, cov_ : dicts {cell: coefficients}, {cell: their sandwich covariance}.
+    additive_ : bool, whether the bases are additive; notes_ : list of str (says so).
     input_columns_ : list of str
     n_ : int
     fold_losses_ : list, always empty.
@@ -238,23 +413,18 @@ class Sieve2SLS:
         ridge_grid = _candidates(self.ridge, RIDGE_GRID, "ridge", integer=False)
         a = data.cmr()
         y = a.y - a.y.mean()
+        smooth = {a.input_names[0], *a.modelled_names}
         cells, free_x, free_c = self._split(a)
+        smallest = np.unique(cells.codes(a.inputs), return_counts=True)[1].min()
+        bases = (self._bases(a, free_x, free_c, knot_grid, smooth, False, smallest // ROWS_PER_FEATURE)
+                 if smallest >= MIN_CELL_ROWS else None)
+        self.additive_ = bases is None
+        if self.additive_:   # the tensor product is too large or too coarse: additive, no cells
+            cells, free_x, free_c = _Cells([], []), list(range(len(a.input_names))), \
+                list(range(len(a.conditioning_names)))
+            bases = self._bases(a, free_x, free_c, knot_grid, smooth, True, a.n // ROWS_PER_FEATURE)
         cell = cells.codes(a.inputs)
         x, c = a.inputs[:, free_x], a.conditioning[:, free_c]
-        bases = {}
-        for k in knot_grid:
-            fb = _TensorBasis.build(x, [a.input_names[j] for j in free_x], k, self.max_levels,
-                                    self.max_features)
-            cb = _TensorBasis.build(c, [a.conditioning_names[j] for j in free_c], k,
-                                    self.max_levels, self.max_features)
-            if fb is None or cb is None:
-                raise DMLCoreError(
-                    f"The tensor-product basis has more than max_features={self.max_features} "
-                    f"functions even without interior knots ({len(a.input_names)} inputs, "
-                    f"{len(a.conditioning_names)} conditioning columns). Use fewer columns or "
-                    f"categorical levels, or raise max_features.")
-            if all((fb.n_knots, cb.n_knots) != (f.n_knots, g.n_knots) for f, g in bases.values()):
-                bases[k] = (fb, cb)
         self.cv_loss_ = {}
         if len(bases) > 1 or len(ridge_grid) > 1:
             data.check_folds(self.folds)
@@ -273,20 +443,58 @@ class Sieve2SLS:
                 b[rows], z[rows], y[rows], omega, omega_z, a.n * self.ridge_,
                 a.n * FIRST_STAGE_RIDGE)
         self.basis_, self.cells_, self.free_inputs_ = fb, cells, free_x
+        self.notes_ = [f"Sieve 2SLS used an additive spline basis ({fb.describe()}): a full tensor product "
+                       f"of the {len(a.input_names)} inputs would have too many functions for "
+                       f"{a.n:,} rows."] if self.additive_ else []
         self.intercept_ = float(a.y.mean())
         self.input_columns_ = list(a.input_names)
         self.n_ = a.n
         self.fold_losses_ = []
         return self
 
+    def _bases(self, a, free_x, free_c, knot_grid, smooth, additive, rows_cap):
+        """{n_knots: (basis of f, basis of C)}, one entry per distinct pair, each basis of at most
+        min(max_features, ``rows_cap``) functions; None when a tensor basis (``additive`` False)
+        is too large or too coarse."""
+        cap = max(1, min(self.max_features, rows_cap))
+        x_names = [a.input_names[j] for j in free_x]
+        c_names = [a.conditioning_names[j] for j in free_c]
+        x, c = a.inputs[:, free_x], a.conditioning[:, free_c]
+        excluded = [n for n in c_names if n not in a.input_names]
+        bases = {}
+        for k in knot_grid:
+            if additive:
+                fb = additive_basis(x, x_names, k, self.max_levels, cap, smooth=smooth)
+                cb = additive_basis(c, c_names, k, self.max_levels, cap, smooth=excluded)
+                if fb is None or cb is None:
+                    raise DMLCoreError(
+                        f"Even an additive spline basis has more than {cap} functions (at most "
+                        f"max_features={self.max_features}, and one per {ROWS_PER_FEATURE} rows) for "
+                        f"{len(a.input_names)} inputs and {len(a.conditioning_names)} conditioning columns. "
+                        f"Use fewer columns or more rows, or raise max_features.")
+            else:
+                fb = _TensorBasis.build(x, x_names, k, self.max_levels, cap, smooth)
+                cb = _TensorBasis.build(c, c_names, k, self.max_levels, cap)
+                if not (usable_tensor(fb, k) and usable_tensor(cb, k)):
+                    return None
+            if all((fb.n_knots, cb.n_knots, fb.size, cb.size) != (f.n_knots, g.n_knots, f.size, g.size)
+                   for f, g in bases.values()):
+                bases[k] = (fb, cb)
+        return bases
+
     def _validation_losses(self, a, x, c, y, cell, bases, ridge_grid, monitor):
         """{(n_knots, ridge): held-out loss} (see Notes)."""
         fold = np.random.default_rng(self.random_state).permutation(a.n) % self.folds
         names = [col.name for col in next(iter(bases.values()))[1].columns]
         block = a.n / (self.folds * len(np.unique(cell)))      # held-out rows per cell
-        val_basis = (_TensorBasis.build(c, names, VALIDATION_MAX_KNOTS, self.max_levels,
-                                        min(self.max_features, int(block / 4)))
-                     or _TensorBasis.build(c, names, 0, self.max_levels, self.max_features))
+        cap = min(self.max_features, int(block / 4))
+        if self.additive_:
+            excluded = [n for n in names if n not in a.input_names]
+            val_basis = (additive_basis(c, names, VALIDATION_MAX_KNOTS, self.max_levels, cap, smooth=excluded)
+                         or additive_basis(c, names, 0, self.max_levels, self.max_features, smooth=excluded))
+        else:
+            val_basis = (_TensorBasis.build(c, names, VALIDATION_MAX_KNOTS, self.max_levels, cap)
+                         or _TensorBasis.build(c, names, 0, self.max_levels, self.max_features))
         z_val, omega_val = val_basis(c), val_basis.penalty()
         losses = {}
         for i, (k, (fb, cb)) in enumerate(bases.items()):
@@ -302,6 +510,7 @@ class Sieve2SLS:
         """Cells from the shared categorical columns; positions of the other inputs and
         conditioning columns."""
         shared = [(j, name) for j, name in enumerate(a.input_names) if name in a.conditioning_names
+                  and 1 < len(np.unique(a.inputs[:, j]))
                   and is_categorical(np.unique(a.inputs[:, j]), self.max_levels)]
         names = {name for _, name in shared}
         cells = _Cells(shared, [np.unique(a.inputs[:, j]) for j, _ in shared])
@@ -341,6 +550,31 @@ class Sieve2SLS:
             se[rows] = np.sqrt(np.einsum("ij,jk,ik->i", b[rows], self.cov_[code], b[rows]))
         q = norm.ppf(0.5 + level / 2)
         return center - q * se, center + q * se
+
+    def linear_functional(self, X, weights):
+        """(estimate, standard error) of ``sum_k weights[k] * f(X[k])``.
+
+        The variance is ``d' V d`` per cell with ``d = sum_k weights[k] b(X[k])`` and V the
+        sandwich of ``predict_interval`` (cells are independent), under the same assumptions:
+        knots, penalty and the mean of y fixed, smoothing bias ignored.
+        """
+        check_fitted(self, "theta_")
+        x = input_matrix(X, self.input_columns_, type(self).__name__)
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (len(x),):
+            raise DMLCoreError(f"weights needs one number per row of X ({len(x)}); got shape {w.shape}.")
+        d = {}
+        step = max(1, CHUNK_VALUES // self.basis_.size)
+        for i in range(0, len(x), step):
+            part = x[i:i + step]
+            cell = self.cells_.fitted_codes(part, self.theta_)
+            b = self.basis_(part[:, self.free_inputs_])
+            for code in np.unique(cell):
+                rows = cell == code
+                d[code] = d.get(code, 0.0) + w[i:i + step][rows] @ b[rows]
+        estimate = self.intercept_ * w.sum() + sum(d[c] @ self.theta_[c] for c in d)
+        variance = sum(d[c] @ self.cov_[c] @ d[c] for c in d)
+        return float(estimate), float(np.sqrt(variance))
 
     def _design(self, X):
         check_fitted(self, "theta_")

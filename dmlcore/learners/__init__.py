@@ -18,17 +18,20 @@ def _check(name: str) -> str:
     return name
 
 
-def make_outcome_learner(name: str, params: dict | None = None, seed: int = 0, image=None) -> OutcomeLearner:
-    """The learner of s(c) = E[Y | C] called ``name``; ``image`` = (pixel positions in C, shape) for nn."""
+def make_outcome_learner(name: str, params: dict | None = None, seed: int = 0, image=None,
+                         device="cpu") -> OutcomeLearner:
+    """The learner of s(c) = E[Y | C] called ``name``; ``image`` = (pixel positions in C, shape) and
+    ``device`` (a torch device) for nn."""
     if _check(name) == "nn":
-        return NeuralOutcome(params, seed, image)
+        return NeuralOutcome(params, seed, image, device)
     return TabularOutcome(name, params, seed)
 
 
-def make_sampler(name: str, params: dict | None = None, seed: int = 0, image=None) -> ConditionalSampler:
+def make_sampler(name: str, params: dict | None = None, seed: int = 0, image=None,
+                 device="cpu") -> ConditionalSampler:
     """The learner of the conditional distribution of f's modelled inputs given C."""
     if _check(name) == "nn":
-        return MixtureDensity(params, seed, image)
+        return MixtureDensity(params, seed, image, device)
     return ResidualSampler(name, params, seed)
 
 

@@ -16,7 +16,9 @@ depend on fold k's inputs and weights alone. Every parameter carries the fold ax
 ``train_batched`` (best-state bookkeeping) and ``_clip_per_fold`` require.
 
 Dropout masks are drawn for all K folds and then indexed by ``active`` (as in BatchedMLP), so
-one fold's randomness never depends on which other folds are still training.
+one fold's randomness never depends on which other folds are still training; on a GPU they are
+drawn there (``nn.noise_on``). The model moves to a device like any torch module; the index
+buffers of scattered pixel positions move with it.
 
 Extractors (``extractor=`` a preset name or a layer list, see :data:`EXTRACTORS`):
 
@@ -63,7 +65,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dmlcore.errors import DMLCoreError
-from dmlcore.learners.nn import BatchedMLP, _single, dropout_mask, dropout_noise
+from dmlcore.learners.nn import BatchedMLP, _single, dropout_mask, dropout_noise, noise_on
 
 # A layer is ("conv", out_channels, kernel, padding), ("pool", size) (max-pooling, stride =
 # size) or ("dropout",); "features" is the width of the final FC + ReLU layer.
@@ -158,9 +160,14 @@ class BatchedImageMLP(nn.Module):
         self.image_index = index
         pixel_set = set(index)
         self.other_index = [i for i in range(d_in) if i not in pixel_set]
-        # contiguous runs are sliced (a view), anything else gathered
-        self._pixels = _as_slice(index)
-        self._others = _as_slice(self.other_index)
+        # contiguous runs are sliced (a view), anything else gathered by an index buffer, which
+        # moves with the model to its device
+        for attr, positions in (("_pixels", index), ("_others", self.other_index)):
+            where = _as_slice(positions)
+            if isinstance(where, torch.Tensor):
+                self.register_buffer(attr, where, persistent=False)
+            else:
+                setattr(self, attr, where)
         if isinstance(extractor, dict):
             spec = extractor
         else:
@@ -229,7 +236,7 @@ class BatchedImageMLP(nn.Module):
                 # (K, B, C, h, w) masks for every fold, then the active ones
                 c = h.shape[1] // ka
                 mask = dropout_mask((self.folds, batch, c, h.shape[2], h.shape[3]), self.conv_dropout,
-                                    self.noise, active)
+                                    noise_on(self, h.device), active)
                 h = h * mask.transpose(0, 1).reshape(h.shape)
         if relu_due:
             h = torch.relu(h)

@@ -8,6 +8,12 @@ update) of fold model k depends on fold k's data alone. Gradient clipping is per
 Each fold model holds out a random part of its training rows for early stopping and keeps
 the weights of its best validation epoch.
 
+Models and their data live on one torch device (``device``, resolved by
+:func:`dmlcore.device.resolve_device`): the data are copied there once per fit, and each epoch's
+batch order once per epoch. Initial weights always come from a CPU generator, so they are the
+same on every device; dropout masks come from numpy on the CPU and from a torch generator of the
+device elsewhere (:func:`noise_on`), so CPU and GPU fits of one seed differ beyond rounding.
+
 Defaults follow the paper's appendix E (hidden 128-64-32, ReLU, dropout 1000 / (5000 + N),
 AdamW with weight decay 1e-3, a 10-component Gaussian mixture for the conditional
 distribution); the learning rate, batch size and stopping rule were chosen by validation loss
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import weakref
 
 import numpy as np
 import torch
@@ -65,7 +72,8 @@ class BatchedMLP(nn.Module):
             if i < last:
                 x = torch.relu(x)
                 if self.training and self.dropout > 0:
-                    x = x * dropout_mask((self.weights[i].shape[0], *x.shape[1:]), self.dropout, self.noise, active)
+                    x = x * dropout_mask((self.weights[i].shape[0], *x.shape[1:]), self.dropout,
+                                         noise_on(self, x.device), active)
         return x
 
 
@@ -74,15 +82,40 @@ def dropout_noise(generator=None) -> np.random.Generator:
     return np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=generator)))
 
 
-def dropout_mask(shape, rate: float, noise: np.random.Generator, active=None) -> torch.Tensor:
+_DEVICE_NOISE: "weakref.WeakKeyDictionary[nn.Module, tuple]" = weakref.WeakKeyDictionary()
+
+
+def noise_on(module: nn.Module, device: torch.device):
+    """The dropout stream of ``module`` for activations on ``device``.
+
+    On the CPU, the module's numpy generator ``noise``. Elsewhere, a torch generator on that
+    device, seeded by one draw from ``noise`` the first time it is needed (again whenever
+    ``noise`` is replaced), so masks are drawn where they are used instead of copied each step.
+    The generator is kept outside the module, which thus pickles without it.
+    """
+    if device.type == "cpu":
+        return module.noise
+    cached = _DEVICE_NOISE.get(module)
+    if cached is None or cached[0] is not module.noise or cached[1] != device:
+        gen = torch.Generator(device).manual_seed(int(module.noise.integers(0, 2**63)))
+        cached = _DEVICE_NOISE[module] = (module.noise, device, gen)
+    return cached[2]
+
+
+def dropout_mask(shape, rate: float, noise, active=None) -> torch.Tensor:
     """Inverted-dropout multipliers (0 or 1 / (1 - rate)) for every fold model, then the active ones.
 
     Masks are drawn for all K fold models (``shape[0]``), so one fold's randomness never
-    depends on which other folds are still training. Draws are 16-bit integers from numpy's
-    PCG64 (``rate`` is rounded to a multiple of 1/65536): on a CPU that is about three times
-    cheaper than ``torch.rand``, and the masks are a fifth of a small network's training time.
+    depends on which other folds are still training. With a numpy generator as ``noise``
+    (the CPU), draws are 16-bit integers from numpy's PCG64 (``rate`` is rounded to a multiple
+    of 1/65536): on a CPU that is about three times cheaper than ``torch.rand``, and the masks
+    are a fifth of a small network's training time. With a torch generator (another device,
+    :func:`noise_on`), ``torch.rand`` on that generator's device.
     """
-    keep = torch.from_numpy(noise.integers(0, 65536, size=shape, dtype=np.uint16) >= round(rate * 65536))
+    if isinstance(noise, torch.Generator):
+        keep = torch.rand(shape, generator=noise, device=noise.device) >= rate
+    else:
+        keep = torch.from_numpy(noise.integers(0, 65536, size=shape, dtype=np.uint16) >= round(rate * 65536))
     if active is not None:
         keep = keep[active]
     return keep.to(torch.float32).mul_(1.0 / (1.0 - rate))
@@ -106,17 +139,26 @@ def _pad_rows(sets: list[np.ndarray], length: int, rng) -> np.ndarray:
 
 
 class _FoldData:
-    """Per-fold standardized views of (inputs, targets)."""
+    """Per-fold standardized views of (inputs, targets), held on ``device``."""
 
-    def __init__(self, C, T, train_sets, val_fraction, rng):
-        self.C = torch.tensor(C, dtype=torch.float32)
-        self.T = torch.tensor(T, dtype=torch.float32)
+    def __init__(self, C, T, train_sets, val_fraction, rng, device: torch.device | str = "cpu"):
+        self.device = torch.device(device)
+        self.C = torch.tensor(C, dtype=torch.float32, device=self.device)
+        self.T = torch.tensor(T, dtype=torch.float32, device=self.device)
         self.fit_rows, self.val_rows = zip(*(validation_split(r, val_fraction, rng) for r in train_sets))
         stats = [(C[r].mean(0), C[r].std(0), T[r].mean(0), T[r].std(0)) for r in train_sets]
-        as_t = lambda i: torch.as_tensor(np.stack([s[i] for s in stats]), dtype=torch.float32)[:, None, :]
+        as_t = lambda i: torch.as_tensor(np.stack([s[i] for s in stats]), dtype=torch.float32,
+                                         device=self.device)[:, None, :]
         self.c_mean, self.t_mean = as_t(0), as_t(2)
         self.c_std = torch.clamp(as_t(1), min=1e-6)
         self.t_std = torch.clamp(as_t(3), min=1e-6)
+
+    def to(self, device) -> "_FoldData":
+        """Move every tensor to ``device``."""
+        self.device = torch.device(device)
+        for name in ("C", "T", "c_mean", "c_std", "t_mean", "t_std"):
+            setattr(self, name, getattr(self, name).to(self.device))
+        return self
 
     def inputs(self, idx, folds=slice(None)):
         return (self.C[idx] - self.c_mean[folds]) / self.c_std[folds]
@@ -125,11 +167,22 @@ class _FoldData:
         return (self.T[idx] - self.t_mean[folds]) / self.t_std[folds]
 
 
+def adamw(parameters, params: dict, device: torch.device) -> torch.optim.AdamW:
+    """AdamW with the ``lr`` and ``weight_decay`` of ``params``; on a GPU its fused kernel (one
+    launch per step, where the CPU's loop runs one operation per tensor at a time)."""
+    fused = {"fused": True} if torch.device(device).type == "cuda" else {}
+    return torch.optim.AdamW(parameters, lr=params["lr"], weight_decay=params["weight_decay"], **fused)
+
+
 def train_batched(model, data: _FoldData, loss_fn, params: dict, monitor, name: str, seed: int):
-    """Mini-batch AdamW for all fold models with per-fold early stopping; loads the best weights."""
+    """Mini-batch AdamW for all fold models with per-fold early stopping; loads the best weights.
+
+    ``model`` and ``data`` are on the same device; nothing in a step waits for that device.
+    """
     rng = np.random.default_rng(seed)
+    device = data.device
     K = len(data.fit_rows)
-    opt = torch.optim.AdamW(model.parameters(), lr=params["lr"], weight_decay=params["weight_decay"])
+    opt = adamw(model.parameters(), params, device)
     bs = int(params["batch_size"])
     n_max = max(len(r) for r in data.fit_rows)
     steps = max(1, int(math.ceil(n_max / bs)))
@@ -137,21 +190,22 @@ def train_batched(model, data: _FoldData, loss_fn, params: dict, monitor, name: 
     val_mask = torch.zeros(K, n_val)
     for k, r in enumerate(data.val_rows):
         val_mask[k, : len(r)] = 1.0
+    val_mask = val_mask.to(device)
     val_idx = torch.stack([torch.as_tensor(np.concatenate(
-        [r, np.full(n_val - len(r), r[0])])) for r in data.val_rows])
-    best = torch.full((K,), 1e30)
+        [r, np.full(n_val - len(r), r[0])])) for r in data.val_rows]).to(device)
+    best = torch.full((K,), 1e30, device=device)
     best_state = [p.detach().clone() for p in model.parameters()]
-    waited = torch.zeros(K, dtype=torch.long)
+    waited = torch.zeros(K, dtype=torch.long, device=device)
     for epoch in range(int(params["max_epochs"])):
         # fold models whose validation loss stopped improving leave the batch
         active = torch.nonzero(waited <= params["patience"]).flatten()
         if len(active) == 0:
             break
         model.train()
-        order = torch.as_tensor(_pad_rows(data.fit_rows, steps * bs, rng))[active]
+        order = torch.as_tensor(_pad_rows(data.fit_rows, steps * bs, rng)).to(device)[active]
         # while every fold trains, skip the gathers of weights and statistics
         sel, folds = (None, slice(None)) if len(active) == K else (active, active)
-        total = torch.zeros(len(active))
+        total = torch.zeros(len(active), device=device)
         for step in range(steps):
             idx = order[:, step * bs:(step + 1) * bs]
             per_fold = loss_fn(model(data.inputs(idx, folds), sel), data.targets(idx, folds)).mean(dim=1)
@@ -164,10 +218,10 @@ def train_batched(model, data: _FoldData, loss_fn, params: dict, monitor, name: 
         with torch.no_grad():
             losses = loss_fn(model(data.inputs(val_idx[active], active), active), data.targets(val_idx[active], active))
             val = (losses * val_mask[active]).sum(1) / val_mask[active].sum(1)
-        train = total / steps
+        train, val_list = (total / steps).tolist(), val.tolist()
         for j, k in enumerate(active.tolist()):
-            monitor.loss(name, k, epoch, float(train[j]), float(val[j]), of=int(params["max_epochs"]))
-        improved = torch.zeros(K, dtype=torch.bool)
+            monitor.loss(name, k, epoch, train[j], val_list[j], of=int(params["max_epochs"]))
+        improved = torch.zeros(K, dtype=torch.bool, device=device)
         improved[active] = val < best[active] - 1e-6 * best[active].abs().clamp(min=1.0)
         best[active] = torch.where(improved[active], val, best[active])
         waited[active] = torch.where(improved[active], 0, waited[active] + 1)
@@ -182,20 +236,29 @@ def train_batched(model, data: _FoldData, loss_fn, params: dict, monitor, name: 
     return model
 
 
-def make_network(folds, d_in, params, d_out, gen, image=None, data: "_FoldData | None" = None):
-    """A BatchedMLP, or with ``image=(pixel positions, shape)`` a CNN feature extractor + MLP head.
+def make_network(folds, d_in, params, d_out, gen, image=None, data: "_FoldData | None" = None,
+                 device: torch.device | str = "cpu"):
+    """A BatchedMLP, or with ``image=(pixel positions, shape)`` a CNN feature extractor + MLP head,
+    on ``device`` (initialized on the CPU by ``gen``, then moved).
 
     Pixels stay raw (already in [0, 1]): per-column standardization would blow up near-constant pixels.
     """
     if image is None:
-        return BatchedMLP(folds, d_in, params["hidden"], d_out, params["dropout"], gen)
+        return BatchedMLP(folds, d_in, params["hidden"], d_out, params["dropout"], gen).to(device)
     from dmlcore.learners.image import BatchedImageMLP
     idx, shape = image
     if data is not None:
         data.c_mean[:, :, idx] = 0.0
         data.c_std[:, :, idx] = 1.0
     return BatchedImageMLP(folds, d_in, params["hidden"], d_out, params["dropout"], gen,
-                           image_index=list(idx), image_shape=tuple(shape))
+                           image_index=list(idx), image_shape=tuple(shape)).to(device)
+
+
+def _move(learner, device):
+    """Move a fitted learner's fold models and their data to ``device``; returns the learner."""
+    learner.model_.to(device)
+    learner.data_.to(device)
+    return learner
 
 
 def _resolve(params: dict | None, n: int) -> dict:
@@ -213,31 +276,36 @@ def _resolve(params: dict | None, n: int) -> dict:
 
 
 class NeuralOutcome(OutcomeLearner):
-    """MLP regression of Y on C, one fold model per training set."""
+    """MLP regression of Y on C, one fold model per training set, on the torch device ``device``."""
 
     name = "nn"
 
-    def __init__(self, params: dict | None = None, seed: int = 0, image=None):
+    def __init__(self, params: dict | None = None, seed: int = 0, image=None, device: torch.device | str = "cpu"):
         self.params = params
         self.seed = seed
         self.image = image
+        self.device = device
 
     def fit(self, C, y, train_sets, monitor):
         p = _resolve(self.params, len(y))
         gen = torch.Generator().manual_seed(self.seed)
         self.data_ = _FoldData(C, y.reshape(-1, 1), train_sets, p["val_fraction"],
-                               np.random.default_rng(self.seed))
-        self.model_ = make_network(len(train_sets), C.shape[1], p, 1, gen, self.image, self.data_)
+                               np.random.default_rng(self.seed), self.device)
+        self.model_ = make_network(len(train_sets), C.shape[1], p, 1, gen, self.image, self.data_, self.device)
         mse = lambda out, t: (out - t).pow(2).mean(dim=-1)
         train_batched(self.model_, self.data_, mse, p, monitor, "s", self.seed)
         return self
 
+    def to(self, device) -> "NeuralOutcome":
+        """Move the fitted fold models and their data to ``device``."""
+        return _move(self, device)
+
     def predict(self, k, C):
         d = self.data_
         with torch.no_grad():
-            x = (torch.tensor(np.asarray(C), dtype=torch.float32) - d.c_mean[k]) / d.c_std[k]
+            x = (torch.tensor(np.asarray(C), dtype=torch.float32, device=d.device) - d.c_mean[k]) / d.c_std[k]
             out = _single(self.model_, k, x) * d.t_std[k] + d.t_mean[k]
-        return out[:, 0].numpy().astype(float)
+        return out[:, 0].cpu().numpy().astype(float)
 
 
 def _single(model: BatchedMLP, k: int, x):
@@ -254,14 +322,15 @@ def _single(model: BatchedMLP, k: int, x):
 
 
 class MixtureDensity(ConditionalSampler):
-    """Mixture density network: a Gaussian mixture (diagonal covariance) for X given C."""
+    """Mixture density network: a Gaussian mixture (diagonal covariance) for X given C, on ``device``."""
 
     name = "nn"
 
-    def __init__(self, params: dict | None = None, seed: int = 0, image=None):
+    def __init__(self, params: dict | None = None, seed: int = 0, image=None, device: torch.device | str = "cpu"):
         self.params = params
         self.seed = seed
         self.image = image
+        self.device = device
 
     def _split(self, out):
         m, d = self.components_, self.dim_
@@ -280,17 +349,21 @@ class MixtureDensity(ConditionalSampler):
         p = _resolve(self.params, len(X))
         self.components_, self.dim_ = int(p["components"]), X.shape[1]
         gen = torch.Generator().manual_seed(self.seed + 1)
-        self.data_ = _FoldData(C, X, train_sets, p["val_fraction"], np.random.default_rng(self.seed + 1))
+        self.data_ = _FoldData(C, X, train_sets, p["val_fraction"], np.random.default_rng(self.seed + 1), self.device)
         d_out = self.components_ * (1 + 2 * self.dim_)
-        self.model_ = make_network(len(train_sets), C.shape[1], p, d_out, gen, self.image, self.data_)
+        self.model_ = make_network(len(train_sets), C.shape[1], p, d_out, gen, self.image, self.data_, self.device)
         train_batched(self.model_, self.data_, self._nll, p, monitor, "g", self.seed + 1)
         return self
+
+    def to(self, device) -> "MixtureDensity":
+        """Move the fitted fold models and their data to ``device``."""
+        return _move(self, device)
 
     def sample(self, k, C, n_draws, rng):
         d = self.data_
         with torch.no_grad():
-            x = (torch.tensor(np.asarray(C), dtype=torch.float32) - d.c_mean[k]) / d.c_std[k]
-            log_pi, mean, log_std = self._split(_single(self.model_, k, x))
+            x = (torch.tensor(np.asarray(C), dtype=torch.float32, device=d.device) - d.c_mean[k]) / d.c_std[k]
+            log_pi, mean, log_std = (t.cpu() for t in self._split(_single(self.model_, k, x)))
         pi = log_pi.exp().numpy().astype(float)
         pi /= pi.sum(1, keepdims=True)
         n = len(C)
@@ -300,4 +373,4 @@ class MixtureDensity(ConditionalSampler):
         mu = mean.numpy()[rows, comp]
         sd = np.exp(log_std.numpy()[rows, comp])
         draws = mu + sd * rng.standard_normal(mu.shape)
-        return draws * d.t_std[k].numpy() + d.t_mean[k].numpy()
+        return draws * d.t_std[k].cpu().numpy() + d.t_mean[k].cpu().numpy()

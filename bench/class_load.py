@@ -1,0 +1,350 @@
+"""A class on one server: N real browser sessions click the one-click demo within a few seconds.
+
+Starts the dashboard (``streamlit run app.py``) on a fresh DMLCORE_HOME and opens N Playwright
+contexts in /usr/bin/chromium (each its own browser profile: its own cookie, its own session).
+Each loads Home, then they click "Run the demo" spread evenly over ``--spread`` seconds. For
+each it records the time from its click until its Results page shows the curves, whether its
+Results page was ever blank (the address says Results and the page shows nothing) and for how
+long, and what it shows: its own runs of batch 1, nothing of the others'. Meanwhile one more session
+(the prober) switches pages every few seconds and times each switch (click until the page has
+run and shows its title), and the server's and the worker processes' CPU and memory are sampled
+from /proc. At the end it checks the run store: every session's demo runs under its own owner,
+none lost; and counts Streamlit's "fragment ... does not exist anymore" lines.
+
+    python bench/class_load.py --browsers 20 --spread 10 --out bench/results/class-load-local.json
+    python bench/class_load.py --browsers 20 --executor ray --out bench/results/class-load-ray.json
+    python bench/class_load.py --browsers 4 --post-script-gc true      # a small check
+
+Prints a summary and writes it (with one row per session, each page switch and each CPU sample)
+as JSON to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-renderer-backgrounding",
+        "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows"]
+IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
+BLANK_AFTER = 5.0        # seconds the Results page may show nothing before it counts as blank
+PROBE_PAGES = ["Data", "Train", "Results", "Estimators", "Home"]
+TICK = 1.0               # how often a session looks at its page (s)
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+# ------------------------------------------------------------------ the server and its processes
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(home: Path, port: int, args) -> subprocess.Popen:
+    env = dict(os.environ, DMLCORE_HOME=str(home), PYTHONPATH=str(ROOT), DMLCORE_WORKERS=str(args.workers),
+               DMLCORE_EXECUTOR=args.executor)
+    log = open(home / "server.log", "w")
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+           "--server.port", str(port), "--server.headless", "true", "--logger.level", "info"]
+    if args.post_script_gc is not None:
+        cmd += ["--runner.postScriptGC", args.post_script_gc]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    import urllib.request
+    deadline = time.time() + 120
+    while True:
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1).read() == b"ok":
+                return proc
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            raise SystemExit(f"The server did not start; see {home / 'server.log'}")
+        time.sleep(0.3)
+
+
+def descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            kids = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+        except OSError:
+            kids = []
+        out += [int(k) for k in kids]
+        todo += [int(k) for k in kids]
+    return out
+
+
+def cpu_and_rss(pid: int) -> tuple[float, float]:
+    """CPU seconds used so far and resident memory (MiB) of one process; (0, 0) once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        rss_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0.0, 0.0
+    return (int(fields[11]) + int(fields[12])) / HZ, rss_pages * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+def start_tick(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def ray_processes(since: int) -> list[int]:
+    """Ray's processes (they leave the server's process tree) started after tick ``since``."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            ray = cmd.startswith(b"ray::") or b"raylet" in cmd or b"gcs_server" in cmd
+            if ray and start_tick(int(entry.name)) >= since:
+                out.append(int(entry.name))
+    return out
+
+
+class Sampler(threading.Thread):
+    """CPU (share of one core) and memory of the server process and of its worker processes
+    (its descendants, and with ``ray`` the Ray processes started after it)."""
+
+    def __init__(self, server_pid: int, every: float = 2.0, ray: bool = False):
+        super().__init__(daemon=True)
+        self.server_pid, self.every, self.samples, self.stopped = server_pid, every, [], threading.Event()
+        self.ray, self.since = ray, start_tick(server_pid)
+        self.last: dict[int, float] = {}
+        self.peak_rss = {"server": 0.0, "workers": 0.0}
+
+    def run(self) -> None:
+        t_last = time.time()
+        while not self.stopped.wait(self.every):
+            now = time.time()
+            row = {"t": now, "server_cpu": 0.0, "workers_cpu": 0.0, "server_mib": 0.0, "workers_mib": 0.0}
+            pids = {self.server_pid, *descendants(self.server_pid), *(ray_processes(self.since) if self.ray else ())}
+            for pid in pids:
+                cpu, rss = cpu_and_rss(pid)
+                kind = "server" if pid == self.server_pid else "workers"
+                row[f"{kind}_cpu"] += max(0.0, cpu - self.last.get(pid, cpu)) / (now - t_last)
+                row[f"{kind}_mib"] += rss
+                self.last[pid] = cpu
+            for kind in ("server", "workers"):
+                self.peak_rss[kind] = max(self.peak_rss[kind], row[f"{kind}_mib"])
+            self.samples.append(row)
+            t_last = now
+
+
+# ------------------------------------------------------------------ browser sessions
+async def idle(page, pause_ms: int = 300) -> None:
+    await page.wait_for_selector(IDLE, timeout=600_000)
+    await page.wait_for_timeout(pause_ms)
+    await page.wait_for_selector(IDLE, timeout=600_000)
+
+
+async def owner_of(context) -> str | None:
+    return next((c["value"] for c in await context.cookies() if c["name"] == "dmlcore_owner"), None)
+
+
+async def first_estimate(page, clicked: float) -> float | None:
+    """The Train page's first estimate of when the session's batch is done (seconds after the click)."""
+    text = await page.locator("[data-testid=stMain]").inner_text()
+    found = re.findall(r"done in about (\d+) (s|min)", text) + re.findall(r"about (\d+) (s|min) left", text)
+    ends = [float(v) * (60 if unit == "min" else 1) for v, unit in found]
+    return time.time() - clicked + max(ends) if ends else None
+
+
+async def student(i: int, browser, base: str, click_at: float, deadline: float, out: list) -> None:
+    context = await browser.new_context(viewport={"width": 1200, "height": 800})
+    page = await context.new_page()
+    row = {"session": i, "clicked": None, "results_after": None, "eta_first": None, "blank_seconds": 0.0,
+           "blank": False, "runs_shown": None, "exception": None, "error": None}
+    out.append(row)
+    try:
+        await page.goto(base, timeout=600_000)
+        await idle(page)
+        await asyncio.sleep(max(0.0, click_at - time.time()))
+        row["clicked"] = time.time()
+        await page.locator(".st-key-demo_run button").click(timeout=600_000)
+        blank_since = None
+        while time.time() < deadline:
+            await asyncio.sleep(TICK)
+            if "/results" not in page.url:
+                if row["eta_first"] is None and "/train" in page.url:
+                    row["eta_first"] = await first_estimate(page, row["clicked"])
+                continue
+            main = page.locator("[data-testid=stMain]")
+            text = await main.inner_text() if await main.count() else ""
+            if "Estimated causal function" in text and await page.locator("[data-testid=stPlotlyChart]").count():
+                row["results_after"] = time.time() - row["clicked"]
+                break
+            running = await page.locator(IDLE).count() == 0
+            if "Results" not in text and not running:
+                blank_since = blank_since or time.time()
+                if time.time() - blank_since > BLANK_AFTER:
+                    row["blank"] = True
+            elif blank_since is not None:
+                row["blank_seconds"] += time.time() - blank_since
+                blank_since = None
+        if blank_since is not None:
+            row["blank_seconds"] += time.time() - blank_since
+        if row["results_after"] is not None:
+            await idle(page)
+            table = page.locator(".st-key-res_metrics")
+            row["runs_shown"] = await page.locator("[data-testid=stMetric]").count()
+            text = await page.locator("[data-testid=stMain]").inner_text()
+            row["batches_shown"] = sorted(set(re.findall(r"#(\d+) ", text)))
+            row["table_shown"] = await table.count() > 0
+        row["exception"] = await page.locator("[data-testid=stException]").count() > 0
+        row["owner"] = await owner_of(context)
+        row["url"] = page.url
+    except Exception as exc:          # a session that broke is a finding, not the end of the run
+        row["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+    finally:
+        await context.close()
+
+
+async def prober(browser, base: str, stop: asyncio.Event, out: list, every: float) -> None:
+    context = await browser.new_context(viewport={"width": 1200, "height": 800})
+    page = await context.new_page()
+    await page.goto(base, timeout=600_000)
+    await idle(page)
+    while not stop.is_set():
+        for title in PROBE_PAGES:
+            if stop.is_set():
+                break
+            started = time.time()
+            try:
+                await page.locator("[data-testid=stTopNavLink]", has_text=title).click(timeout=240_000)
+                await page.wait_for_url(re.compile(rf"/{title.lower()}\b|/$"), timeout=240_000)
+                await page.get_by_role("heading", name=re.compile(rf"^{'dmlcore' if title == 'Home' else title}"))\
+                    .first.wait_for(timeout=240_000)
+                await page.wait_for_selector(IDLE, timeout=240_000)
+                out.append({"t": started, "page": title, "seconds": time.time() - started})
+            except Exception as exc:
+                out.append({"t": started, "page": title, "seconds": None, "error": type(exc).__name__})
+            await asyncio.sleep(every)
+    await context.close()
+
+
+async def drive(args, base: str) -> tuple[list, list, float]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        sessions, switches, stop = [], [], asyncio.Event()
+        probe = asyncio.create_task(prober(browser, base, stop, switches, args.probe_every))
+        t0 = time.time() + 5 + args.browsers * 0.5      # time to open every session first
+        deadline = t0 + args.timeout
+        gap = args.spread / max(1, args.browsers - 1)
+        tasks = [asyncio.create_task(student(i, browser, base, t0 + i * gap, deadline, sessions))
+                 for i in range(args.browsers)]
+        await asyncio.gather(*tasks)
+        stop.set()
+        await probe
+        await browser.close()
+    return sessions, switches, t0
+
+
+# ------------------------------------------------------------------ the report
+def quantiles(values: list[float]) -> dict:
+    if not values:
+        return {"n": 0}
+    values = sorted(values)
+    return {"n": len(values), "first": values[0], "median": statistics.median(values), "last": values[-1]}
+
+
+def check_store(home: Path, sessions: list) -> dict:
+    from dashboard.plan import DEMO_SETTINGS
+    from dmlcore.store import RunStore
+    per_session = len(DEMO_SETTINGS["est_methods"])
+    runs = RunStore(home / "runs.sqlite3").list()
+    by_owner: dict[str, list] = {}
+    for run in runs:
+        by_owner.setdefault(run["owner"], []).append(run)
+    owners = [s.get("owner") for s in sessions]
+    return {"runs_stored": len(runs), "owners_distinct": len(set(owners)) == len(owners) and None not in owners,
+            "runs_per_session": per_session,
+            "each_session_all_its_runs": all(len(by_owner.get(o, [])) == per_session for o in owners),
+            "runs_of_no_session": sum(len(v) for k, v in by_owner.items() if k not in owners)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--browsers", type=int, default=20)
+    ap.add_argument("--spread", type=float, default=10.0, help="seconds over which the clicks are spread")
+    ap.add_argument("--workers", type=int, default=2, help="fits at once (DMLCORE_WORKERS)")
+    ap.add_argument("--executor", default="local", choices=["local", "ray", "inline"])
+    ap.add_argument("--post-script-gc", choices=["true", "false"], default=None,
+                    help="override runner.postScriptGC (default: .streamlit/config.toml)")
+    ap.add_argument("--probe-every", type=float, default=3.0, help="seconds between the prober's page switches")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds after the first click to give up")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+
+    home = Path(tempfile.mkdtemp(prefix="class-load-"))
+    port = free_port()
+    server = start_server(home, port, args)
+    sampler = Sampler(server.pid, ray=args.executor == "ray")
+    sampler.start()
+    try:
+        sessions, switches, t0 = asyncio.run(drive(args, f"http://127.0.0.1:{port}"))
+    finally:
+        sampler.stopped.set()
+        server.terminate()
+        server.wait(30)
+    log = (home / "server.log").read_text()
+    done = [s["results_after"] for s in sessions if s["results_after"] is not None]
+    times = [w["seconds"] for w in switches if w["seconds"] is not None]
+    busy = [r for r in sampler.samples if r["t"] >= t0 and r["t"] <= t0 + max(done or [0]) + args.spread]
+    summary = {
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_implementation()} "
+                   f"{platform.python_version()}",
+        "load_before": os.getloadavg(),
+        "settings": vars(args) | {"out": str(args.out)},
+        "results_seconds": quantiles(done),
+        "estimate_error": quantiles([s["results_after"] - s["eta_first"] for s in sessions
+                                     if s["results_after"] is not None and s["eta_first"] is not None]),
+        "sessions_without_results": len(sessions) - len(done),
+        "blank_pages": sum(s["blank"] for s in sessions),
+        "blank_seconds_total": sum(s["blank_seconds"] for s in sessions),
+        "sessions_with_errors": [s for s in sessions if s.get("error") or s.get("exception")],
+        "page_switch_seconds": quantiles(times) | {"over_2s": sum(t > 2 for t in times),
+                                                   "failed": sum(w["seconds"] is None for w in switches)},
+        "cpu_while_busy": {k: statistics.mean(r[k] for r in busy) if busy else None
+                           for k in ("server_cpu", "workers_cpu")},
+        "peak_mib": sampler.peak_rss,
+        "fragment_gone_lines": log.count("does not exist anymore"),
+        "tracebacks_in_log": log.count("Traceback"),
+        "store": check_store(home, sessions),
+        "isolation_runs_shown": sorted({s.get("runs_shown") for s in sessions if s.get("runs_shown") is not None}),
+    }
+    print(json.dumps(summary, indent=2, default=str))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"summary": summary, "sessions": sessions, "switches": switches,
+                                        "samples": sampler.samples, "home": str(home)}, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""Issue 17's GPU measurements, inside a time budget: MSE and seconds of
+
+* demand-iv, DML-CMR (nn, K = 10), N = 5000, seed 0 -- twice, to see whether the GPU repeats itself;
+* dsprites-pcl, N = 1000 and 5000, seed 0: naive plug-in, CE-DML-CMR, DML-CMR (nn, K = 10);
+* demand-iv again on the CPU of the same machine, if time is left (same seed: the CPU-GPU gap).
+
+Fits run in that order, each started only when the budget left covers its guess of the time it
+needs, and stopped (status "stopped") when the budget runs out; what fit_run does after the fit
+(scoring, bands, the effect: ``after_fit_seconds``) is not stopped, so a reserve is kept for it. Every row is printed as CSV and appended to the output file as soon as
+its fit ends. Run through bench/gpu.sh (docs/gpu.md); on a CPU, ``--quick --device cpu`` tries
+the script itself on tiny data in a few seconds.
+
+    python3 bench/gpu_bench.py --budget 480 --out bench/results
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere
+
+import torch  # noqa: E402
+
+from dmlcore.data.registry import load_dataset  # noqa: E402
+from dmlcore.device import resolve_device  # noqa: E402
+from dmlcore.errors import DMLCoreError, FitCancelled  # noqa: E402
+from dmlcore.runs import fit_run  # noqa: E402
+
+FIELDS = ["dataset", "n", "seed", "method", "folds", "device", "gpu", "mse", "seconds", "after_fit_seconds",
+          "peak_gpu_gb", "status", "started_at_s"]
+# (dataset, n, method, on the CPU?, seconds to have left before starting, scoring reserve in s)
+# (scoring dsprites-pcl predicts f at 588 pictures x N rows: about 40 s at N = 5000, guessed)
+PLAN = [
+    ("demand-iv", 5000, "dml-cmr", False, 30, 5),
+    ("demand-iv", 5000, "dml-cmr", False, 30, 5),
+    ("dsprites-pcl", 1000, "naive", False, 40, 15),
+    ("dsprites-pcl", 1000, "ce-dml-cmr", False, 50, 15),
+    ("dsprites-pcl", 1000, "dml-cmr", False, 80, 15),
+    ("dsprites-pcl", 5000, "naive", False, 90, 60),
+    ("dsprites-pcl", 5000, "ce-dml-cmr", False, 100, 60),
+    ("dsprites-pcl", 5000, "dml-cmr", False, 150, 60),
+    ("demand-iv", 5000, "dml-cmr", True, 90, 5),
+]
+QUICK = {"demand-iv": 400, "dsprites-pcl": 120}   # rows with --quick
+
+
+def _selected(only: str | None) -> list[tuple]:
+    """The PLAN entries named in ``only`` (all without it); a DMLCoreError for an unknown one."""
+    if not only:
+        return PLAN
+    names = {f"{d}:{n}:{m}{':cpu' if cpu else ''}": entry for entry in PLAN for d, n, m, cpu, *_ in [entry]}
+    chosen = [part.strip() for part in only.split(",") if part.strip()]
+    unknown = [c for c in chosen if c not in names]
+    if unknown:
+        raise DMLCoreError(f"--only: unknown fit(s) {', '.join(unknown)}; choose from {', '.join(names)}.")
+    return [names[c] for c in chosen]
+
+
+def environment(device: torch.device) -> list[str]:
+    """Lines describing the machine and the libraries, printed first."""
+    import numpy
+    import pandas
+    import scipy
+    import sklearn
+
+    lines = [f"python {platform.python_version()}, torch {torch.__version__} (CUDA {torch.version.cuda}, "
+             f"cuDNN {torch.backends.cudnn.version()}), numpy {numpy.__version__}, pandas {pandas.__version__}, "
+             f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}",
+             f"torch threads {torch.get_num_threads()}, CPUs {torch.multiprocessing.cpu_count()}"]
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        lines.append(f"{device}: {props.name}, {props.total_memory / 2**30:.0f} GiB, "
+                     f"{props.multi_processor_count} SMs; TF32 matmul {torch.backends.cuda.matmul.allow_tf32}, "
+                     f"TF32 cuDNN {torch.backends.cudnn.allow_tf32}, cuDNN benchmark {torch.backends.cudnn.benchmark}")
+    return lines
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cuda", help="device of the GPU fits (default cuda)")
+    p.add_argument("--budget", type=float, default=420.0, help="seconds for everything, warm-up included")
+    p.add_argument("--only", help="run only these fits, comma-separated DATASET:N:METHOD[:cpu], e.g. "
+                                  "dsprites-pcl:5000:dml-cmr")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=str(ROOT / "bench" / "results"), help="folder of the CSV")
+    p.add_argument("--quick", action="store_true", help="tiny data and 2 epochs: a check of this script")
+    args = p.parse_args()
+    start = time.monotonic()
+    deadline = start + args.budget
+    try:
+        device = resolve_device(args.device)
+        plan = _selected(args.only)
+    except DMLCoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for line in environment(device):
+        print("#", line, flush=True)
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
+    out = Path(args.out) / f"gpu-{time.strftime('%Y%m%d-%H%M%S')}{'-quick' if args.quick else ''}.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    extra = dict(epochs=2) if args.quick else {}
+
+    # warm-up: CUDA context, cuBLAS and cuDNN handles, kernels' first launches (not timed)
+    for name, rows in (("demand-iv", 300), ("dsprites-pcl", 60)):
+        warm = load_dataset(name, n=rows, seed=99)
+        fit_run(warm.data, "naive", truth=warm.truth, learner="nn", epochs=1, n_draws=2, device=str(device),
+                seed=99)
+    print(f"# warm-up done at {time.monotonic() - start:.1f} s; rows go to {out}", flush=True)
+
+    cache: dict[tuple, object] = {}
+    rows = []
+    with out.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=FIELDS)
+        writer.writeheader()
+        print(",".join(FIELDS), flush=True)
+        for dataset, n, method, on_cpu, need, reserve in plan:
+            n = QUICK[dataset] if args.quick else n
+            where = torch.device("cpu") if on_cpu else device
+            folds = 2 if args.quick else 10
+            row = dict(dataset=dataset, n=n, seed=args.seed, method=method, folds=folds if method == "dml-cmr" else 1,
+                       device=str(where), gpu=gpu if where.type == "cuda" else "",
+                       started_at_s=round(time.monotonic() - start, 1))
+            left = deadline - time.monotonic()
+            if left < need:
+                row["status"] = f"skipped: {left:.0f} s left, needs about {need}"
+            else:
+                if (dataset, n) not in cache:
+                    cache[(dataset, n)] = load_dataset(dataset, n=n, seed=args.seed)
+                loaded = cache[(dataset, n)]
+                stop_at = deadline - reserve
+                if where.type == "cuda":
+                    torch.cuda.reset_peak_memory_stats(where)
+                begin = time.perf_counter()
+                last = {}
+                try:
+                    rec = fit_run(loaded.data, method, truth=loaded.truth, dataset=dataset, learner="nn",
+                                  folds=folds, seed=args.seed, device=str(where), callback=last.update,
+                                  should_stop=lambda: time.monotonic() > stop_at, **extra).record
+                    row.update(mse=rec["mse"], seconds=round(rec["seconds"], 2),
+                               after_fit_seconds=round(time.perf_counter() - begin - rec["seconds"], 2), status="ok")
+                except FitCancelled:
+                    row.update(seconds=round(time.perf_counter() - begin, 2),
+                               status=f"stopped: budget spent at {last.get('progress', 0):.0%} of the fit "
+                                      f"(model {last.get('model')} epoch {last.get('epoch')})")
+                except Exception as exc:  # noqa: BLE001 -- one failed fit must not cost the others
+                    row.update(seconds=round(time.perf_counter() - begin, 2),
+                               status=f"error: {type(exc).__name__}: {exc}".replace("\n", " ")[:300])
+                if where.type == "cuda":
+                    row["peak_gpu_gb"] = round(torch.cuda.max_memory_allocated(where) / 2**30, 2)
+            writer.writerow(row)
+            handle.flush()
+            rows.append(row)
+            print(",".join(str(row.get(f, "")) for f in FIELDS), flush=True)
+    print(f"# done in {time.monotonic() - start:.1f} s of a {args.budget:.0f} s budget", flush=True)
+    print(f"# {'dataset':<13} {'n':>5} {'method':<11} {'device':<7} {'mse':>9} {'seconds':>8}  status")
+    for r in rows:
+        mse = f"{r['mse']:.4f}" if isinstance(r.get("mse"), float) else "-"
+        print(f"# {r['dataset']:<13} {r['n']:>5} {r['method']:<11} {r['device']:<7} {mse:>9} "
+              f"{r.get('seconds', '-')!s:>8}  {r['status']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

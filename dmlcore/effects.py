@@ -1,0 +1,273 @@
+"""Effect summaries: one number with an interval for every fitted method.
+
+The effect of the treatment A (the data's single treatment column) is a weighted sum of f
+over points built from the data's rows (:func:`contrast`):
+
+* A with two values a0 < a1: the average effect mean_i [f(a1, o_i) - f(a0, o_i)], o_i the
+  row's other inputs of f. In proximal learning this is E[Y | do(a1)] - E[Y | do(a0)],
+  because E[Y | do(a)] = mean_i h(a, w_i, x_i).
+* A with at least MIN_DERIVATIVE_VALUES values: the average derivative mean_i df/da at
+  the observed rows (IV, CMR), or in proximal learning the average slope of the curve
+  a -> E[Y | do(a)] over PCL_GRID quantiles of A (the curve averaged over at most PCL_ROWS
+  rows). Derivatives are central differences with half-step STEP standard deviations of A,
+  kept inside A's observed range.
+* Three or four values, a categorical A with more than two levels, several treatment columns
+  (images): no effect, and :func:`effect_record` says why.
+
+Intervals (:func:`effect_record`, level ``LEVEL``):
+
+* 2SLS: the treatment's coefficient -/+ z * its standard error -- the same numbers as
+  ``linearmodels`` ``IV2SLS(...).fit(cov_type="unadjusted").conf_int()``.
+* Spline f (Sieve 2SLS, DML-CMR with ``f_model="sieve"``): the effect is linear in the spline
+  coefficients, so its standard error is sqrt(d' V d) with d the weighted sum of basis vectors
+  and V the sandwich variance behind the bands (delta method; knots, penalty and nuisances
+  held fixed, smoothing bias ignored).
+* Any method: :func:`bootstrap_effect` refits the method on B resamples of the rows (drawn with
+  replacement) and reports the estimate -/+ z * the refits' standard deviation. Refits run
+  through the study runner's executor (``dmlcore.studies.executors``), in parallel or on Ray.
+  With cross-fitting, a resample's repeated rows can fall in a fold and in its complement, so
+  the nuisances see some held-out rows: the coverage measured in docs/coverage.md includes it.
+
+How often each interval covers the truth was measured by simulation: docs/coverage.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from dmlcore.data.roles import CausalData
+from dmlcore.errors import DMLCoreError, FitCancelled
+from dmlcore.studies.executors import get_executor
+
+LEVEL = 0.95
+MIN_DERIVATIVE_VALUES = 5   # fewer distinct treatment values (but more than two): no derivative
+PCL_GRID = 20               # quantiles of A at which the slope of E[Y | do(a)] is averaged
+PCL_ROWS = 10_000           # rows over which E[Y | do(a)] is averaged, at most (a random subset)
+STEP = 0.05                 # half-step of the central differences, in standard deviations of A
+MIN_BOOTSTRAP, MAX_BOOTSTRAP = 2, 5000
+MIN_SUCCESS = 0.8           # share of bootstrap refits that must succeed
+STACK_VALUES = 2 ** 23      # values of the points predicted at once
+
+
+@dataclass
+class Contrast:
+    """The effect as ``sum_k weights[k] * f(points[k])``; ``estimand`` says it in words."""
+
+    points: pd.DataFrame
+    weights: np.ndarray
+    estimand: str
+    treatment: str
+
+
+def contrast(data: CausalData) -> Contrast:
+    """The points and weights of the data's average effect or derivative (module notes)."""
+    if data.problem == "cmr" or len(data.treatment) != 1:
+        what = (f"an image ({len(data.treatment):,} pixel columns)" if data.image_columns and len(data.treatment) > 1
+                else "not named (a CMR problem)" if data.problem == "cmr" else "several columns")
+        raise DMLCoreError(f"An average effect needs one numeric treatment column; the treatment here is {what}.")
+    a_name = data.treatment[0]
+    a = data.table[a_name].to_numpy(dtype=float)
+    values = np.unique(a)
+    rows = data.table[data.input_columns].reset_index(drop=True)
+    n = len(rows)
+    if len(values) == 2:
+        a0, a1 = values + 0.0     # (no "-0" in the text)
+        points = pd.concat([rows.assign(**{a_name: a1}), rows.assign(**{a_name: a0})], ignore_index=True)
+        weights = np.r_[np.full(n, 1.0 / n), np.full(n, -1.0 / n)]
+        estimand = (f"average treatment effect E[Y | do({a_name}={a1:g})] - E[Y | do({a_name}={a0:g})]"
+                    if data.problem == "pcl" else
+                    f"average effect of {a_name} = {a1:g} against {a0:g}: mean over rows of "
+                    f"f({a_name}={a1:g}, other inputs) - f({a_name}={a0:g}, other inputs)")
+        return Contrast(points, weights, estimand, a_name)
+    if a_name in data.categorical:
+        raise DMLCoreError(f"Treatment '{a_name}' is categorical with {len(values)} levels, so it has no slope. "
+                           f"Recode it as two groups (0/1) for an average effect.")
+    if len(values) < MIN_DERIVATIVE_VALUES:
+        raise DMLCoreError(f"Treatment '{a_name}' takes only {len(values)} distinct values "
+                           f"({', '.join(f'{v + 0.0:g}' for v in values)}): too few for a derivative (at least "
+                           f"{MIN_DERIVATIVE_VALUES}). Recode it as two groups (0/1) for an average effect.")
+    h = STEP * float(np.std(a))
+    if data.problem == "pcl":
+        at = np.quantile(a, (np.arange(PCL_GRID) + 0.5) / PCL_GRID)
+        if n > PCL_ROWS:       # the mean over rows of h(a, w, x): a fixed random subset of them
+            rows = rows.iloc[np.sort(np.random.default_rng(0).choice(n, PCL_ROWS, replace=False))]
+            n = PCL_ROWS
+        reps, share = n, 1.0 / (PCL_GRID * n)
+    else:
+        at, reps, share = a, 1, 1.0 / n
+    hi, lo = np.minimum(at + h, values[-1]), np.maximum(at - h, values[0])
+    slope_weight = share / (hi - lo)
+    if data.problem == "pcl":   # every row at each grid value: the slope of the mean over rows
+        base = pd.concat([rows] * PCL_GRID, ignore_index=True)
+        up, down = np.repeat(hi, reps), np.repeat(lo, reps)
+        slope_weight = np.repeat(slope_weight, reps)
+        estimand = (f"average slope of E[Y | do({a_name})]: mean over {PCL_GRID} quantiles a of {a_name} of "
+                    f"d/da E[Y | do({a_name}=a)], per unit of {a_name}" + (
+                        f" (E[Y | do(a)] averaged over {n:,} random rows)" if n < len(data.table) else ""))
+    else:
+        base, up, down = rows, hi, lo
+        estimand = (f"average derivative of f in {a_name}: mean over rows of df/d{a_name} at the observed "
+                    f"values, per unit of {a_name}")
+    points = pd.concat([base.assign(**{a_name: up}), base.assign(**{a_name: down})], ignore_index=True)
+    return Contrast(points, np.r_[slope_weight, -slope_weight], estimand, a_name)
+
+
+def plug_in(estimator, plan: Contrast) -> float:
+    """``sum_k weights[k] * f-hat(points[k])``, predicting a block of points at a time."""
+    step = max(1, STACK_VALUES // max(1, plan.points.shape[1]))
+    total = 0.0
+    for i in range(0, len(plan.points), step):
+        part = plan.points.iloc[i:i + step]
+        total += float(plan.weights[i:i + step] @ np.asarray(estimator.predict(part), dtype=float).ravel())
+    return total
+
+
+def closed_form(estimator, plan: Contrast, level: float = LEVEL) -> dict | None:
+    """{estimate, ci_lower, ci_upper, interval} from the estimator's own variance, or None
+    when it has none (neural networks, trees, linear second stages without bands)."""
+    from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
+    from dmlcore.estimators.sieve import Sieve2SLS
+    from dmlcore.estimators.tsls import TwoStageLeastSquares
+
+    z = float(norm.ppf(0.5 + level / 2))
+    if isinstance(estimator, TwoStageLeastSquares):
+        estimate, se = _tsls_effect(estimator, plan)
+        how = (f"2SLS: the coefficient -/+ {z:.2f} x its standard error (homoskedastic, as linearmodels "
+               f"IV2SLS 'unadjusted')")
+    elif isinstance(estimator, Sieve2SLS):
+        estimate, se = estimator.linear_functional(plan.points, plan.weights)
+        how = (f"delta method: estimate -/+ {z:.2f} x sqrt(d'Vd), V the sandwich variance of the spline "
+               f"coefficients (knots and penalty held fixed)")
+    elif isinstance(estimator, RepeatedCrossFit):
+        if not estimator.has_bands:
+            return None
+        pairs = np.array([_sieve_functional(est, plan) for est in estimator.estimators_])
+        estimate = float(np.median(pairs[:, 0]))
+        se = float(np.sqrt(np.median(pairs[:, 1] ** 2 + (pairs[:, 0] - estimate) ** 2)))
+        how = (f"delta method on the spline second stage, median-aggregated over {estimator.reps} cross-fits: "
+               f"estimate -/+ {z:.2f} x the aggregated standard error (knots, penalty and nuisances held fixed)")
+    elif getattr(getattr(estimator, "f_", None), "has_bands", False):
+        estimate, se = _sieve_functional(estimator, plan)
+        how = (f"delta method on the spline second stage: estimate -/+ {z:.2f} x sqrt(d'Vd), V the sandwich "
+               f"variance '{estimator.f_.variance_}' (knots, penalty and nuisances held fixed)")
+    else:
+        return None
+    return {"estimate": estimate, "ci_lower": estimate - z * se, "ci_upper": estimate + z * se,
+            "std_error": se, "interval": how}
+
+
+def _tsls_effect(estimator, plan: Contrast) -> tuple[float, float]:
+    """The treatment's coefficient (its dummy's, for a categorical 0/1 treatment) and standard
+    error, times the distance between the two values of a binary treatment."""
+    name = plan.treatment
+    values = np.unique(plan.points[name])
+    scale = float(values[-1] - values[0]) if len(values) == 2 else 1.0
+    if name not in estimator.coef_.index and name in getattr(estimator, "levels_", {}):
+        name, scale = f"{name}={values[-1]:g}", 1.0
+    if name not in estimator.coef_.index:
+        raise DMLCoreError(f"2SLS has no coefficient for the treatment '{plan.treatment}' (it was left out "
+                           f"as constant), so it gives no effect.")
+    return float(estimator.coef_[name]) * scale, float(estimator.std_errors_[name]) * abs(scale)
+
+
+def _sieve_functional(estimator, plan: Contrast) -> tuple[float, float]:
+    x = plan.points[estimator.input_columns_].to_numpy(dtype=float)
+    return estimator.f_.linear_functional(x, plan.weights)
+
+
+def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: dict | None = None) -> dict:
+    """The run record's ``effect``: {estimand, estimate, ci_lower, ci_upper, level, interval}.
+
+    The interval is the bootstrap's when ``bootstrap`` (from :func:`bootstrap_effect`) is
+    given, else the estimator's closed form, else none (``interval`` says how to get one).
+    ``intervals`` lists every interval computed. When the data has no effect to summarise
+    (see :func:`contrast`), ``estimate`` is None and ``error`` says why.
+    """
+    try:
+        plan = contrast(data)
+    except DMLCoreError as err:
+        return {"estimand": None, "estimate": None, "ci_lower": None, "ci_upper": None, "level": level,
+                "interval": None, "error": str(err)}
+    exact = closed_form(estimator, plan, level)
+    estimate = exact["estimate"] if exact else plug_in(estimator, plan)
+    out = {"estimand": plan.estimand, "treatment": plan.treatment, "estimate": estimate, "ci_lower": None,
+           "ci_upper": None, "level": level, "interval": None, "intervals": []}
+    if exact:
+        out["intervals"].append({k: exact[k] for k in ("interval", "ci_lower", "ci_upper")})
+    if bootstrap:
+        z = float(norm.ppf(0.5 + level / 2))
+        out["intervals"].append({"interval": bootstrap["interval"], "ci_lower": estimate - z * bootstrap["sd"],
+                                 "ci_upper": estimate + z * bootstrap["sd"]})
+        out["bootstrap"] = bootstrap
+    if out["intervals"]:
+        out.update(out["intervals"][-1])
+    else:
+        out["interval"] = ("none: this method has no closed-form interval; ask for a bootstrap "
+                           "(B refits: --bootstrap B, or 'Bootstrap interval' on Results)")
+    return out
+
+
+# ----------------------------------------------------------------- bootstrap
+def check_bootstrap(refits) -> int:
+    """``refits`` as an int in [MIN_BOOTSTRAP, MAX_BOOTSTRAP]; a DMLCoreError otherwise."""
+    if isinstance(refits, bool) or not isinstance(refits, (int, np.integer)) or not (
+            MIN_BOOTSTRAP <= refits <= MAX_BOOTSTRAP):
+        raise DMLCoreError(f"The bootstrap needs between {MIN_BOOTSTRAP} and {MAX_BOOTSTRAP:,} refits "
+                           f"(200 is common; 50 gives a rough interval); got {refits!r}. Leave it out for none.")
+    return int(refits)
+
+
+def bootstrap_effect(data: CausalData, method: str, fit_kwargs: dict, refits: int, *, seed: int = 0,
+                     level: float = LEVEL, executor: str = "local", jobs: int = 1, address: str | None = None,
+                     callback=None, should_stop=None) -> dict:
+    """Refit ``method`` (``make_estimator(method, **fit_kwargs)``) on ``refits`` resamples of the
+    rows and return {"refits", "failed", "sd", "percentile", "interval"}: the standard deviation
+    of the refits' effects, their (1 -/+ level)/2 quantiles and the interval in words.
+
+    ``callback`` gets a stage event as each refit ends; ``should_stop()`` cancels between refits.
+    At least MIN_SUCCESS of the refits must succeed.
+    """
+    refits = check_bootstrap(refits)
+    contrast(data)                      # no refit when there is no effect to summarise
+    items = [{"data": data, "method": method, "kwargs": fit_kwargs, "seed": seed, "index": b}
+             for b in range(refits)]
+    pool = get_executor(executor, jobs, address)
+    estimates, errors = [], []
+    try:
+        for done, (_, result) in enumerate(pool.map(_refit_effect, items), start=1):
+            (errors if isinstance(result, BaseException) else estimates).append(result)
+            if callback is not None:
+                callback({"type": "stage", "stage": f"bootstrap: {done} of {refits} refits", "fold": None,
+                          "progress": done / refits})
+            if should_stop is not None and should_stop():
+                raise FitCancelled("The bootstrap was cancelled.")
+    finally:
+        pool.close()
+    if len(estimates) < MIN_SUCCESS * refits or len(estimates) < 2:
+        first = errors[0] if errors else "no refit finished"
+        raise DMLCoreError(f"{len(errors)} of {refits} bootstrap refits failed (first: {first}); "
+                           f"the interval would not be trustworthy.")
+    values = np.asarray(estimates, dtype=float)
+    z = float(norm.ppf(0.5 + level / 2))
+    return {"refits": refits, "failed": len(errors), "sd": float(values.std(ddof=1)),
+            "percentile": [float(q) for q in np.quantile(values, [0.5 - level / 2, 0.5 + level / 2])],
+            "interval": f"bootstrap over rows, {refits} refits: estimate -/+ {z:.2f} x the refits' standard deviation"}
+
+
+def _refit_effect(item: dict) -> float:
+    """One bootstrap refit: the method's effect on a resample of the rows (picklable)."""
+    from dmlcore.runs import fit_estimator, make_estimator
+
+    data = item["data"]
+    n = len(data.table)
+    rows = np.random.default_rng([item["seed"], 31, item["index"]]).integers(0, n, size=n)
+    sample = data.subset(rows)
+    estimator = make_estimator(item["method"], seed=item["seed"], **item["kwargs"])
+    fit_estimator(estimator, item["method"], sample)
+    plan = contrast(sample)
+    exact = closed_form(estimator, plan)
+    return exact["estimate"] if exact else plug_in(estimator, plan)

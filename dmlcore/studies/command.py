@@ -1,0 +1,127 @@
+"""``python -m dmlcore study``: the grid from flags or ``--spec FILE``, run, summarised, written.
+
+Also the execution shared with ``bench`` (a study of one data set whose rows go to one CSV):
+``--jobs``, ``--executor``, ``--address``, a line per finished fit, and the exit status: 0 when
+every fit finished, 1 when some failed (their rows say why; a rerun retries them), 2 when all did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from dmlcore.errors import DMLCoreError
+from dmlcore.studies.executors import EXECUTORS
+from dmlcore.studies.runner import StudyResult, run_study
+from dmlcore.studies.spec import StudySpec, check_size, load_spec, spec_from_flags
+from dmlcore.studies.summarize import compact, format_value
+
+DATA_FLAGS = {"sizes": "n", "rho": "rho", "iv_strength": "iv_strength", "noise_scale": "noise_scale",
+              "ood_test": "ood_test", "data_dir": "data_dir"}
+SETTING_FLAGS = ("learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit", "devices")
+GRID_FLAGS = ("dataset", "methods", "seeds", *DATA_FLAGS, *SETTING_FLAGS)
+
+
+def add_executor_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--jobs", type=int, help="fits at once: worker processes (local, default 1) or the "
+                                                 "CPUs of a local Ray instance (default: all)")
+    parser.add_argument("--executor", default="local", choices=EXECUTORS,
+                        help="local processes, or Ray tasks (a cluster with --address, else a local instance)")
+    parser.add_argument("--address", help="a running Ray cluster: host:port, ray://host:port or auto")
+
+
+def add_study_parser(sub) -> None:
+    """The ``study`` subcommand: every grid flag takes a comma list."""
+    p = sub.add_parser("study", help="a grid of fits in parallel, with summaries, paired comparisons and a report",
+                       description="Every grid flag takes a comma list; the grid is every combination.")
+    p.add_argument("--spec", help="a TOML or JSON grid (several data sets); replaces the grid flags")
+    p.add_argument("--dataset", help="a simulated data set (default demand-iv)")
+    p.add_argument("--sizes", help="N, e.g. 1000,2000,5000,10000")
+    p.add_argument("--methods", help="default dml-cmr,ce-dml-cmr,naive")
+    p.add_argument("--seeds", help="e.g. 0-19 or 0,3,5-9 (default 0-9)")
+    p.add_argument("--learner", help="nn, rf, gb, linear (default nn)")
+    p.add_argument("--folds", help="K of DML-CMR (default 10)")
+    p.add_argument("--epochs", help="maximum epochs (boosting stages) per model")
+    p.add_argument("--n-draws", help="draws per row for E[f(X)|c] (default 8)")
+    p.add_argument("--f-model", help="second stage f of the DML-CMR family: nn, boost, linear, sieve")
+    p.add_argument("--reps-crossfit", help="repeated cross-fits R (default 1)")
+    p.add_argument("--device", dest="devices", metavar="DEVICE", help="auto, cpu, cuda, cuda:N (default auto)")
+    p.add_argument("--rho", help="confounding correlation (demand-iv, digits-iv)")
+    p.add_argument("--iv-strength", help="instrument strength (demand-iv, digits-iv)")
+    p.add_argument("--noise-scale", help="standardized or raw (demand-iv, digits-iv)")
+    p.add_argument("--ood-test", nargs="?", const="true", help="demand-iv fresh test draws with time in [1, 11]")
+    p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
+    p.add_argument("--out", help="write fits.csv, summary.csv, paired.csv, report.html and PNGs here")
+    add_executor_options(p)
+    p.add_argument("--threads", type=int, help="torch threads per fit (default 1, or DMLCORE_TORCH_THREADS)")
+    p.add_argument("--yes", action="store_true", help="run a grid of more than 10,000 fits")
+    p.add_argument("--fresh", action="store_true", help="run every fit again instead of reusing stored ones")
+
+
+def study_spec(args) -> StudySpec:
+    if args.spec:
+        given = [f"--{name.replace('_', '-')}" for name in GRID_FLAGS if getattr(args, name) is not None]
+        if given:
+            raise DMLCoreError(f"Give the grid either by flags or by --spec FILE, not both ({given[0]} with --spec).")
+        return load_spec(args.spec)
+    return spec_from_flags(args.dataset or "demand-iv", methods=args.methods, seeds=args.seeds,
+                           data={option: getattr(args, flag) for flag, option in DATA_FLAGS.items()},
+                           settings={("device" if s == "devices" else s): getattr(args, s) for s in SETTING_FLAGS})
+
+
+def study_command(args) -> int:
+    spec = study_spec(args)
+    result = run_cli_study(spec, args, out_dir=args.out, reuse=not args.fresh)
+    for table, drop in ((result.summary, ("method", "mse_fresh_median")), (result.paired, ())):
+        if len(table):
+            print(compact(table, result.fits, drop).to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep=""))
+    if result.files:
+        print(f"wrote {', '.join(str(p) for p in result.files.values())}")
+    if result.png_error:
+        print(f"note: {result.png_error}", file=sys.stderr)
+    return exit_status(result)
+
+
+def run_cli_study(spec: StudySpec, args, *, out_dir=None, reuse: bool = True, keep: bool = True,
+                  on_fit=None) -> StudyResult:
+    """Run ``spec`` with the executor flags of ``args``, printing one line per finished fit."""
+    configs = spec.configs()
+    check_size(len(configs), getattr(args, "yes", False))
+    width = len(str(len(configs)))
+
+    def report(event: dict) -> None:
+        if event["event"] == "start":
+            where = args.executor + (f" at {args.address}" if args.address else "")
+            jobs = f", {args.jobs} at once" if args.jobs else ""
+            print(f"study: {event['total']} fits, {event['reused']} stored, {event['to_run']} to run ({where}{jobs})",
+                  flush=True)
+            return
+        row = event["row"]
+        design = " ".join(f"{k}={format_value(row[k])}" for k in ("n",) if row.get(k) is not None)
+        what = f"[{event['done']:>{width}}/{event['to_run']}] {row['dataset']} {design} seed={row['seed']} {row['method']}"
+        if row["status"] == "done":
+            print(f"{what}: mse={row['mse']:.4f} ({row['seconds']:.1f} s)", flush=True)
+        else:
+            print(f"{what}: failed ({row['error']})", file=sys.stderr, flush=True)
+        if on_fit:
+            on_fit(event)
+
+    start = time.perf_counter()
+    result = run_study(spec, out_dir, executor=args.executor, jobs=args.jobs, address=args.address,
+                       threads=args.threads, reuse=reuse, keep=keep, callback=report)
+    print(f"{result.message} in {time.perf_counter() - start:.1f} s", flush=True)
+    return result
+
+
+def exit_status(result: StudyResult) -> int:
+    """0 when every fit finished; otherwise one line on stderr and 1 (some failed) or 2 (all did)."""
+    if not result.failed:
+        return 0
+    first = result.fits.loc[result.fits["status"] == "failed", "error"].iloc[0]
+    if result.failed == result.total:
+        print(f"error: every fit failed; the first: {first}", file=sys.stderr)
+        return 2
+    print(f"error: {result.failed} of {result.total} fits failed (first: {first}); rerun the same command to "
+          f"retry them", file=sys.stderr)
+    return 1

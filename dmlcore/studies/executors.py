@@ -1,0 +1,279 @@
+"""Where a study's fits run: in this process, in local worker processes (loky), or as Ray tasks.
+
+``get_executor(kind="local", jobs=1, address=None, *, threads=None)`` returns an executor:
+
+* ``map(fn, items, *, resources=None)`` yields ``(index, result)`` as each item finishes, where
+  ``result`` is ``fn(item)`` or the exception it raised (never raised here). ``fn`` must be a
+  picklable top-level function and ``items`` picklable. Stopping the iteration early cancels the
+  items not yet started.
+* ``close()`` stops the workers (a Ray instance it started is shut down; one it found is left).
+
+Kinds:
+
+* ``"local"``, ``jobs=1``: in this process, one item after another.
+* ``"local"``, ``jobs=N``: N worker processes (joblib's loky, started fresh, not forked from a
+  threaded server). A worker that dies (killed, out of memory, a crash in native code) breaks
+  the pool; the items it held are run again one at a time in a new pool, so the one that killed
+  it fails alone with :class:`WorkerDied` and the others finish.
+* ``"ray"``: one Ray task per item. With ``address`` it joins that cluster ("auto", "host:port"
+  or "ray://host:port") and ships this copy of dmlcore to it (the nodes need its requirements);
+  without, it starts a local instance with ``jobs`` CPUs (None: all of them). ``resources``
+  ({"num_cpus": 1, "num_gpus": 0}) is what each task asks the scheduler for. A task whose worker
+  died fails with :class:`WorkerDied`; Ray does not retry it.
+
+Every item runs with ``threads`` torch, BLAS and OpenMP threads (default 1, or
+``DMLCORE_TORCH_THREADS``), so N workers use N cores and results do not depend on the executor.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from abc import ABC, abstractmethod
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, wait
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+from urllib.parse import urlsplit
+
+from dmlcore.errors import DMLCoreError
+
+EXECUTORS = ("local", "ray")
+CONNECT_TIMEOUT = 5.0  # seconds to reach a Ray address before giving up
+
+
+class WorkerDied(RuntimeError):
+    """The process running an item died before returning its result."""
+
+
+def default_threads() -> int:
+    return int(os.environ.get("DMLCORE_TORCH_THREADS", "1"))
+
+
+def get_executor(kind: str = "local", jobs: int | None = 1, address: str | None = None, *,
+                 threads: int | None = None) -> "Executor":
+    """An executor by name: ``"local"`` (in process for jobs=1, worker processes otherwise) or ``"ray"``."""
+    threads = default_threads() if threads is None else threads
+    if not isinstance(threads, int) or threads < 1:
+        raise DMLCoreError(f"threads must be an integer of at least 1; got {threads!r}.")
+    if jobs is not None and (not isinstance(jobs, int) or jobs < 1):
+        raise DMLCoreError(f"--jobs must be an integer of at least 1; got {jobs!r}.")
+    if kind == "local":
+        if address:
+            raise DMLCoreError("--address is for --executor ray; leave it out for local workers.")
+        jobs = jobs or 1
+        return InlineExecutor(threads) if jobs == 1 else ProcessExecutor(jobs, threads)
+    if kind == "ray":
+        return RayExecutor(jobs, address, threads)
+    raise DMLCoreError(f"Unknown executor {kind!r}; choose one of {', '.join(EXECUTORS)}.")
+
+
+def call_with_threads(fn: Callable, item, threads: int):
+    """``fn(item)`` with ``threads`` torch, BLAS and OpenMP threads (restored afterwards)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(limits=threads):
+            return fn(item)
+    finally:
+        torch.set_num_threads(before)
+
+
+class Executor(ABC):
+    """Runs ``fn`` over items and yields ``(index, result or exception)`` as each finishes."""
+
+    kind = ""
+    workers = 1
+
+    @abstractmethod
+    def map(self, fn: Callable, items: Sequence, *, resources: dict | None = None) -> Iterator[tuple[int, object]]:
+        ...
+
+    def close(self) -> None:
+        """Release the workers."""
+
+    def gpus_available(self) -> int | None:
+        """GPUs this executor can hand a task (None: those torch sees on this machine)."""
+        return None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class InlineExecutor(Executor):
+    """In this process, one item after another."""
+
+    kind = "local"
+
+    def __init__(self, threads: int):
+        self.threads = threads
+
+    def map(self, fn, items, *, resources=None):
+        for index, item in enumerate(items):
+            try:
+                result = call_with_threads(fn, item, self.threads)
+            except Exception as exc:  # the caller records it; the next item still runs
+                result = exc
+            yield index, result
+
+
+class ProcessExecutor(Executor):
+    """``jobs`` loky worker processes; a dead worker costs only the item that killed it."""
+
+    kind = "local"
+
+    def __init__(self, jobs: int, threads: int):
+        self.workers, self.threads = jobs, threads
+        self._pool = None
+
+    def _get_pool(self):
+        if self._pool is None:
+            from joblib.externals.loky import ProcessPoolExecutor
+
+            limit = str(self.threads)
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, env={
+                "DMLCORE_TORCH_THREADS": limit, "OMP_NUM_THREADS": limit, "MKL_NUM_THREADS": limit,
+                "OPENBLAS_NUM_THREADS": limit})
+        return self._pool
+
+    def _drop_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, kill_workers=True)
+            self._pool = None
+
+    def map(self, fn, items, *, resources=None):
+        from concurrent.futures.process import BrokenProcessPool
+
+        waiting = deque(range(len(items)))   # not submitted yet
+        suspects: deque[int] = deque()       # held by a pool that broke: rerun one at a time
+        running: dict = {}                   # future -> index
+        try:
+            while waiting or suspects or running:
+                source, limit = (suspects, 1) if suspects else (waiting, self.workers)
+                while source and len(running) < limit:
+                    index = source.popleft()
+                    running[self._get_pool().submit(call_with_threads, fn, items[index], self.threads)] = index
+                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                broke = False
+                for future in done:
+                    index = running.pop(future)
+                    error = future.exception()
+                    if isinstance(error, BrokenProcessPool):
+                        broke = True
+                        running[future] = index  # counted with the other victims below
+                        continue
+                    yield index, (future.result() if error is None else error)
+                if broke:
+                    victims = list(running.values())
+                    running.clear()
+                    self._drop_pool()
+                    if len(victims) == 1:
+                        yield victims[0], WorkerDied("the worker process died while running this fit (killed, out "
+                                                     "of memory or a crash); run the study again to retry it")
+                    else:
+                        suspects.extend(victims)
+        finally:
+            for future in running:
+                future.cancel()
+
+    def close(self) -> None:
+        self._drop_pool()
+
+
+class RayExecutor(Executor):
+    """One Ray task per item, on a cluster (``address``) or a local instance."""
+
+    kind = "ray"
+
+    def __init__(self, jobs: int | None, address: str | None, threads: int):
+        try:
+            import ray
+        except ImportError:
+            raise DMLCoreError("Ray is not installed; pip install -r requirements.txt (ray==2.60.0).") from None
+        self.threads, self._ray, self._started = threads, ray, False
+        if not ray.is_initialized():
+            package = str(Path(__file__).resolve().parents[1])
+            try:
+                if address:
+                    _check_reachable(address)
+                    ray.init(address=address, runtime_env={"py_modules": [package]}, logging_level="ERROR",
+                             log_to_driver=False)
+                else:
+                    root = str(Path(package).parent)
+                    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+                    ray.init(num_cpus=jobs, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
+                             runtime_env={"env_vars": {"PYTHONPATH": path}})
+            except DMLCoreError:
+                raise
+            except Exception as exc:
+                where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+                hint = ("; a cluster with token authentication also needs RAY_AUTH_MODE=token and its token "
+                        "(~/.ray/auth_token or RAY_AUTH_TOKEN)" if address and "RAY_AUTH_MODE" not in os.environ else "")
+                raise DMLCoreError(f"Cannot start or reach {where}: {' '.join(str(exc).split())[:300]}{hint}") from None
+            self._started = True
+        self.workers = int(ray.cluster_resources().get("CPU", 1))
+        self._call = ray.remote(call_with_threads)
+
+    def gpus_available(self) -> int:
+        return int(self._ray.cluster_resources().get("GPU", 0))
+
+    def map(self, fn, items, *, resources=None):
+        ray = self._ray
+        wants = {"num_cpus": 1, "num_gpus": 0, **(resources or {})}
+        task = self._call.options(num_cpus=wants["num_cpus"], num_gpus=wants["num_gpus"], max_retries=0)
+        window = max(2 * self.workers, 8)  # tasks handed to Ray at once: enough to keep every CPU busy
+        waiting, running = deque(range(len(items))), {}
+        try:
+            while waiting or running:
+                while waiting and len(running) < window:
+                    index = waiting.popleft()
+                    running[task.remote(fn, items[index], self.threads)] = index
+                ready, _ = ray.wait(list(running), num_returns=1)
+                for ref in ready:
+                    index = running.pop(ref)
+                    try:
+                        result = ray.get(ref)
+                    except Exception as exc:
+                        result = _ray_cause(ray, exc)
+                    yield index, result
+        finally:
+            for ref in running:
+                ray.cancel(ref, force=True)
+
+    def close(self) -> None:
+        if self._started and self._ray.is_initialized():
+            self._ray.shutdown()
+        self._started = False
+
+
+def _ray_cause(ray, exc: Exception) -> Exception:
+    """The exception the task raised, or WorkerDied when its process died."""
+    if isinstance(exc, (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError)):
+        return WorkerDied("the Ray worker running this fit died (killed, out of memory or a crash); "
+                          "run the study again to retry it")
+    cause = getattr(exc, "cause", None)
+    return cause if isinstance(cause, Exception) else exc
+
+
+def _check_reachable(address: str) -> None:
+    """A one-line DMLCoreError unless something listens at a ``host:port`` Ray address."""
+    if address == "auto":
+        return
+    parts = urlsplit(address if "://" in address else f"//{address}")
+    try:
+        host, port = parts.hostname, parts.port or (10001 if parts.scheme == "ray" else 6379)
+    except ValueError:
+        host = port = None
+    if not host:
+        raise DMLCoreError(f"--address must look like host:port, ray://host:port or auto; got {address!r}.")
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise DMLCoreError(f"Cannot reach a Ray cluster at {address!r} ({exc.strerror or exc}); start one with "
+                           f"'ray start --head' or leave --address out for a local instance.") from None

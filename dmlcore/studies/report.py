@@ -1,0 +1,108 @@
+"""A study's files: fits.csv, summary.csv, paired.csv, spec.json, report.html and PNG figures.
+
+``report.html`` is one self-contained page (plotly.js inlined: it opens offline) with the MSE box
+plots by N, the paired differences, the summary and paired tables and any failed fits. The PNGs
+(``mse_by_n.png``, ``paired_differences.png``) are exported by plotly's kaleido, which drives the
+system's Chromium (``/usr/bin/chromium``, or ``BROWSER_PATH``); without one the page and the
+tables are still written and ``StudyResult.png_error`` says why there are no PNGs.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import platform
+import time
+from pathlib import Path
+
+import pandas as pd
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
+from dmlcore import __version__
+from dmlcore.studies.figures import mse_figure, paired_figure
+from dmlcore.studies.summarize import compact
+
+PNG_WIDTH = 1000
+STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 7px;
+text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;
+padding:1em;overflow:auto;font-size:12px}.note{color:#555;font-size:14px}"""
+
+
+def write_outputs(result, out_dir: str | Path, *, spec=None) -> dict:
+    """Write every file of ``result`` into ``out_dir``; returns {name: path} (also in ``result.files``)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for name, frame in (("fits.csv", result.fits), ("summary.csv", result.summary), ("paired.csv", result.paired)):
+        frame.to_csv(out / name, index=False)
+        files[name] = out / name
+    if spec is not None:
+        (out / "spec.json").write_text(json.dumps(spec.to_dict(), indent=2))
+        files["spec.json"] = out / "spec.json"
+    figures = {"mse_by_n.png": mse_figure(result.fits), "paired_differences.png": paired_figure(result.fits)}
+    (out / "report.html").write_text(report_html(result, list(figures.values()), spec=spec), encoding="utf-8")
+    files["report.html"] = out / "report.html"
+    result.png_error = write_pngs(figures, out)
+    if result.png_error is None:
+        files.update({name: out / name for name in figures})
+    result.files = files
+    return files
+
+
+def write_pngs(figures: dict, out: Path) -> str | None:
+    """Export ``{file name: figure}`` as PNGs in one browser session; the error in one line, or None."""
+    try:
+        pio.write_images(list(figures.values()), [out / name for name in figures],
+                         width=[PNG_WIDTH] * len(figures), height=[int(f.layout.height or 500) for f in figures.values()])
+    except Exception as exc:  # no Chromium, or kaleido failed: the page and tables stand alone
+        return f"no PNG figures ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+    return None
+
+
+def report_html(result, figures: list | None = None, *, spec=None) -> str:
+    """The self-contained report page of ``result``."""
+    figures = figures if figures is not None else [mse_figure(result.fits), paired_figure(result.fits)]
+    datasets = ", ".join(dict.fromkeys(result.fits["dataset"])) if len(result.fits) else "none"
+    parts = [
+        f"<h1>Study report: {html.escape(datasets)}</h1>",
+        f"<p>{html.escape(result.message)}. Written {time.strftime('%Y-%m-%d %H:%M %Z')} by dmlcore "
+        f"{html.escape(__version__)} on {html.escape(platform.node() or 'this machine')}.</p>",
+        "<h2>MSE by N</h2>",
+        "<p class=note>Each box: one method's MSE over the seeds (the same data for every method at a "
+        "seed); whiskers 1.5 IQR, every fit drawn as a point; log scale, as Figure 2 of the DML-CMR paper.</p>",
+        _figure_html(figures[0]),
+        "<h2>Paired differences</h2>",
+        "<p class=note>MSE(a) − MSE(b) on the same seed: below 0, a did better on that data.</p>",
+        _figure_html(figures[1]),
+        "<h2>Summary</h2>",
+        "<p class=note>Per design and method, over finished fits: reps, failed fits, median, quartiles, "
+        "mean and sample sd of the MSE; median MSE on fresh draws; mean fit seconds.</p>",
+        _table(compact(result.summary, result.fits)),
+        "<h2>Paired comparisons</h2>",
+        "<p class=note>Per design and pair of methods, over the seeds where both finished: the median of "
+        "MSE(a) − MSE(b), seeds won by each (lower MSE), ties, and the two-sided Wilcoxon signed-rank "
+        "p-value (scipy; blank when every difference is zero; no correction for multiple comparisons).</p>",
+        _table(compact(result.paired, result.fits, drop=())),
+    ]
+    failed = result.fits[result.fits["status"] != "done"] if len(result.fits) else result.fits
+    if len(failed):
+        keep = [c for c in failed.columns if c not in ("mse", "mse_fresh", "seconds", "worker_seconds", "rows", "key")]
+        parts += [f"<h2>Fits without a result ({len(failed)})</h2>",
+                  "<p class=note>Failed or cancelled; run the same study again to retry them.</p>", _table(failed[keep])]
+    if spec is not None:
+        parts += ["<h2>Spec</h2>", f"<pre>{html.escape(json.dumps(spec.to_dict(), indent=2))}</pre>"]
+    return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Study report</title>"
+            f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>"
+            + "\n".join(parts) + "</body></html>")
+
+
+def _figure_html(fig) -> str:
+    return fig.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True})
+
+
+def _table(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return "<p class=note>(none)</p>"
+    return frame.to_html(index=False, escape=True, na_rep="", float_format=lambda v: f"{v:.4g}", border=0)

@@ -1,0 +1,294 @@
+"""Run a study: every fit of its grid once, on an executor, reusing the fits already stored.
+
+``run_fit_config(config) -> dict`` is the unit of work: it loads the data set named by the
+config (``dmlcore.data.registry.load_dataset``), fits with ``dmlcore.runs.fit_run`` and returns
+``{"status": "done"|"failed", "error", "mse", "mse_fresh", "seconds" (the fit's wall time),
+"rows", "worker_seconds" (data, fit and scoring), "record" (the full run record)}``. It never
+raises: a failure is a row with its one-line error.
+
+``run_study(spec, out_dir=None, *, executor="local", jobs=1, address=None, store=None,
+callback=None, should_stop=None, ...) -> StudyResult`` looks every config up in the store by its
+key (:func:`dmlcore.studies.spec.config_key`), runs only the missing ones and saves each as it
+finishes, so an interrupted study loses nothing that finished and a rerun completes it. A failed
+fit is recorded (status "failed", its error) and the study goes on; it is not stored, so a rerun
+tries it again. ``callback(event)`` gets ``{"event": "start", "total", "to_run", "reused"}`` and,
+per finished fit, ``{"event": "fit", "done", "to_run", "total", "row", "record"}`` (``record``: the
+run record, None when it failed); ``should_stop()`` is
+checked between fits and cancels the rest (their rows say "cancelled").
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from dmlcore.data.registry import dataset_options, load_dataset
+from dmlcore.device import gpus_needed
+from dmlcore.errors import DMLCoreError, FitDiverged
+from dmlcore.runs import fit_run
+from dmlcore.store import RunStore, default_store_path
+from dmlcore.studies.executors import Executor, get_executor
+from dmlcore.studies.spec import FIT_SETTINGS, INTEGER_SETTINGS, StudySpec, config_key, spec_from_dict
+from dmlcore.studies.summarize import add_arms, paired_table, summary_table
+
+
+def run_fit_config(config: dict) -> dict:
+    """One fit of a study from its plain JSON config; a failure comes back as a row, never raised."""
+    start = time.perf_counter()
+    try:
+        loaded = _load(config["dataset"], json.dumps(config["data"], sort_keys=True), config["seed"])
+        if loaded.truth is None:
+            raise DMLCoreError(f"A study scores every fit against a known truth; {config['dataset']!r} has none.")
+        settings = {"learner": config.get("learner") or FIT_SETTINGS["learner"],
+                    "folds": config.get("folds") or FIT_SETTINGS["folds"], "epochs": config.get("epochs"),
+                    "n_draws": config.get("n_draws") or FIT_SETTINGS["n_draws"], "f_model": config.get("f_model"),
+                    "reps_crossfit": config.get("reps_crossfit") or 1}
+        if config.get("device") is not None:
+            settings["device"] = config["device"]
+        run = fit_run(loaded.data, config["method"], truth=loaded.truth, dataset=config["dataset"],
+                      seed=config["seed"], data_params=loaded.params, **settings)
+        record = json.loads(run.to_json())
+        return {"status": "done", "error": None, "mse": record["mse"],
+                "mse_fresh": record["metrics"].get("mse_fresh"), "seconds": record["seconds"],
+                "rows": record["n"], "worker_seconds": time.perf_counter() - start, "record": record}
+    except Exception as exc:  # one fit's failure is a row of the study, never the study's end
+        return failed_row(exc, time.perf_counter() - start)
+
+
+def failed_row(error: Exception | str, worker_seconds: float | None = None) -> dict:
+    return {"status": "failed", "error": error if isinstance(error, str) else one_line(error), "mse": None,
+            "mse_fresh": None, "seconds": None, "rows": None, "worker_seconds": worker_seconds, "record": None}
+
+
+def one_line(exc: Exception) -> str:
+    """A user-facing one-line message: ours as they are, anything else prefixed 'unexpected'."""
+    message = " ".join(str(exc).split())
+    if isinstance(exc, (DMLCoreError, FitDiverged)):
+        return message
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+@functools.lru_cache(maxsize=1)
+def _load(dataset: str, data_json: str, seed: int):
+    """The data of one cell and seed; kept while the methods of that seed are fitted in turn."""
+    return load_dataset(dataset, seed=seed, **json.loads(data_json))
+
+
+# ------------------------------------------------------------------ plan
+@dataclass
+class StudyPlan:
+    """The fits of a study, which are stored already, and what the rest should cost."""
+
+    configs: list
+    keys: list
+    stored: dict              # key -> stored row
+    estimate_seconds: float | None   # fit time of the fits to run, from stored timings (None: no timing)
+    estimated: int            # how many of the fits to run that estimate covers
+
+    @property
+    def total(self) -> int:
+        return len(self.configs)
+
+    @property
+    def to_run(self) -> list[int]:
+        return [i for i, key in enumerate(self.keys) if key not in self.stored]
+
+
+def plan_study(spec, store: RunStore | None = None, *, reuse: bool = True) -> StudyPlan:
+    """Expand ``spec`` and look its fits up in ``store`` (None: the default store)."""
+    return _plan(as_spec(spec), store if store is not None else RunStore(default_store_path()), reuse)
+
+
+def _plan(spec: StudySpec, store: RunStore | None, reuse: bool) -> StudyPlan:
+    configs = spec.configs()
+    keys = [config_key(c) for c in configs]
+    stored = store.load_fits(keys) if store is not None and reuse else {}
+    missing = [c for c, k in zip(configs, keys) if k not in stored]
+    estimate = _timing_model(store) if store is not None and missing else (lambda config: None)
+    estimates = [s for s in map(estimate, missing) if s is not None]
+    return StudyPlan(configs, keys, stored, sum(estimates) if estimates else None, len(estimates))
+
+
+def _timing_model(store: RunStore) -> Callable[[dict], float | None]:
+    """A fit's seconds: the median of stored fits of the same config (any seed), else of the same
+    data set, method and learner scaled linearly in n; None without either."""
+    by_config, by_method = {}, {}
+    for item in store.fit_timings():
+        cfg = item["config"]
+        by_config.setdefault(_without_seed(cfg), []).append(item["seconds"])
+        n = cfg.get("data", {}).get("n")
+        if n:
+            by_method.setdefault((cfg["dataset"], cfg["method"], cfg.get("learner")), []).append(item["seconds"] / n)
+
+    def estimate(config: dict) -> float | None:
+        same = by_config.get(_without_seed(config))
+        if same:
+            return statistics.median(same)
+        rates, n = by_method.get((config["dataset"], config["method"], config.get("learner"))), config["data"].get("n")
+        return statistics.median(rates) * n if rates and n else None
+
+    return estimate
+
+
+def _without_seed(config: dict) -> str:
+    return json.dumps({k: v for k, v in config.items() if k != "seed"}, sort_keys=True)
+
+
+def as_spec(spec) -> StudySpec:
+    if isinstance(spec, StudySpec):
+        return spec
+    if isinstance(spec, dict):
+        return spec_from_dict(spec)
+    raise DMLCoreError(f"A study spec is a StudySpec or a dict; got {type(spec).__name__}.")
+
+
+# ------------------------------------------------------------------ run
+@dataclass
+class StudyResult:
+    """Every fit of a study (one row each), the per-cell summary and the paired comparisons."""
+
+    fits: pd.DataFrame
+    summary: pd.DataFrame
+    paired: pd.DataFrame
+    ran: int = 0
+    cancelled: bool = False
+    study_id: str | None = None
+    files: dict = field(default_factory=dict)
+    png_error: str | None = None
+
+    @property
+    def total(self) -> int:
+        return len(self.fits)
+
+    @property
+    def reused(self) -> int:
+        return int(self.fits["reused"].sum()) if len(self.fits) else 0
+
+    @property
+    def failed(self) -> int:
+        return int((self.fits["status"] == "failed").sum()) if len(self.fits) else 0
+
+    @property
+    def message(self) -> str:
+        """'k of n fits run, n − k reused', and what failed or was cancelled."""
+        text = f"{self.ran} of {self.total} fits run, {self.reused} reused"
+        if self.failed:
+            text += f", {self.failed} failed"
+        skipped = self.total - self.ran - self.reused
+        if skipped:
+            text += f", {skipped} cancelled"
+        return text
+
+
+def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Executor = "local", jobs: int | None = 1,
+              address: str | None = None, store: RunStore | None = None, callback: Callable | None = None,
+              should_stop: Callable | None = None, threads: int | None = None, reuse: bool = True,
+              keep: bool = True, owner: str | None = None, label: str = "",
+              fit_fn: Callable = run_fit_config) -> StudyResult:
+    """Run ``spec`` (a StudySpec or its dict form) and, with ``out_dir``, write its files.
+
+    ``executor``: "local" or "ray" (with ``jobs``, ``address``, ``threads`` as in
+    :func:`~dmlcore.studies.executors.get_executor`), or an executor object, which is left open.
+    ``store``: the run store (None: ``$DMLCORE_HOME``'s); ``reuse=False`` runs every fit again,
+    ``keep=False`` neither reads nor saves fits. With ``owner`` the study is remembered in the
+    store for that owner (``result.study_id``). ``fit_fn`` replaces :func:`run_fit_config`
+    (it must return the same kind of dict).
+    """
+    spec = as_spec(spec)
+    if keep:
+        store = store if store is not None else RunStore(default_store_path())
+    else:
+        store = None
+    if owner is not None and store is None:
+        raise DMLCoreError("A study remembered for an owner needs the store; leave keep=True.")
+    plan = _plan(spec, store, reuse)
+    rows = [_row(c, k, plan.stored[k], reused=True) if k in plan.stored else None
+            for c, k in zip(plan.configs, plan.keys)]
+    todo = plan.to_run
+    if callback:
+        callback({"event": "start", "total": plan.total, "to_run": len(todo), "reused": plan.total - len(todo)})
+    ran, cancelled = 0, bool(should_stop and should_stop())
+    if todo and not cancelled:
+        runner = get_executor(executor, jobs, address, threads=threads) if isinstance(executor, str) else executor
+        try:
+            items = [plan.configs[i] for i in todo]
+            available = getattr(runner, "gpus_available", lambda: None)()  # a Ray cluster's GPUs, else here
+            gpus = max((gpus_needed(c, available) for c in items), default=0)
+            for j, result in runner.map(fit_fn, items, resources={"num_cpus": 1, "num_gpus": gpus}):
+                i = todo[j]
+                if isinstance(result, BaseException):
+                    result = failed_row(result)
+                record = result.get("record")
+                rows[i] = _row(plan.configs[i], plan.keys[i], result, reused=False)
+                if store is not None and rows[i]["status"] == "done":
+                    store.save_fit(plan.keys[i], plan.configs[i], rows[i], record)
+                ran += 1
+                if callback:
+                    callback({"event": "fit", "done": ran, "to_run": len(todo), "total": plan.total, "row": rows[i],
+                              "record": record})
+                if should_stop and should_stop():
+                    cancelled = ran < len(todo)
+                    break
+        finally:
+            if runner is not executor:
+                runner.close()
+    for i, row in enumerate(rows):
+        if row is None:
+            rows[i] = _row(plan.configs[i], plan.keys[i], {"status": "cancelled"}, reused=False)
+    result = result_from_rows(rows)
+    result.ran, result.cancelled = ran, cancelled
+    if owner is not None:
+        result.study_id = store.save_study(owner, label, spec.to_dict(), plan.keys)
+    if out_dir is not None:
+        from dmlcore.studies.report import write_outputs
+        write_outputs(result, out_dir, spec=spec)
+    return result
+
+
+def result_from_rows(rows: list[dict]) -> StudyResult:
+    """A StudyResult (fits with arms, summary, paired) from fits.csv-shaped rows."""
+    fits = add_arms(_integers(pd.DataFrame(rows)))
+    return StudyResult(fits=fits, summary=summary_table(fits), paired=paired_table(fits))
+
+
+def _integers(fits: pd.DataFrame) -> pd.DataFrame:
+    """Integer settings and options with gaps (a setting one method does not use) as integers, not 4.0."""
+    names = {"seed", "rows", *INTEGER_SETTINGS}
+    for dataset in fits["dataset"].unique() if "dataset" in fits else ():
+        names |= {o for o, d in dataset_options(dataset).items() if type(d) is int}
+    for name in names & set(fits.columns):
+        fits[name] = pd.to_numeric(fits[name]).astype("Int64")
+    return fits
+
+
+def load_study(study_id: str, store: RunStore | None = None, owner: str | None = None) -> StudyResult | None:
+    """A study remembered by ``run_study(owner=...)``, rebuilt from its stored fits (failed or
+    cancelled fits were not stored and are left out); None for an unknown id or another owner's."""
+    store = store if store is not None else RunStore(default_store_path())
+    study = store.load_study(study_id, owner)
+    if study is None:
+        return None
+    stored = store.load_fits(study["keys"])
+    rows = [{**stored[k], "reused": True} for k in study["keys"] if k in stored]
+    result = result_from_rows(rows)
+    result.study_id = study_id
+    return result
+
+
+def _row(config: dict, key: str, result: dict, *, reused: bool) -> dict:
+    """A fits.csv row: every grid coordinate, then the outcome."""
+    row = {"dataset": config["dataset"], **config["data"], "method": config["method"],
+           **{name: config.get(name) for name in FIT_SETTINGS}, "seed": config["seed"]}
+    for name in ("mse", "mse_fresh", "seconds", "worker_seconds", "rows"):
+        value = result.get(name)
+        row[name] = None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
+    row.update(status=result.get("status", "failed"), error=result.get("error"), reused=reused, key=key)
+    return row

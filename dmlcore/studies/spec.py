@@ -1,0 +1,316 @@
+"""A study's grid and its fits as plain JSON configurations.
+
+A grid names one data set with lists of its options (any option of ``load_dataset`` that data
+set uses: ``n``, ``rho``, ``iv_strength``, ``noise_scale``, ...), methods, lists of fit settings
+(``learner``, ``folds``, ``epochs``, ``n_draws``, ``f_model``, ``reps_crossfit``, ``device``) and
+seeds; a study is one or more grids. Every combination is one fit, described by a config::
+
+    {"dataset": "demand-iv", "data": {"n": 1000, "rho": 0.9, ...every option of the data set},
+     "method": "dml-cmr", "learner": "nn", "folds": 10, "epochs": None, "n_draws": 8,
+     "f_model": None, "reps_crossfit": 1, "device": "auto", "seed": 3}
+
+Settings a method does not use are None (2SLS has no learner, only DML-CMR has folds), so two
+grid points that differ only there are one fit. The seed draws the data and seeds the fit, so
+every method of a cell sees the same data at the same seed: comparisons are paired.
+
+Written as a dict (``spec_from_dict``), a TOML or JSON file (``load_spec``), or flags
+(``spec_from_flags``)::
+
+    seeds = "0-19"                      # shared by every grid below
+    methods = ["dml-cmr", "naive"]
+    [[grid]]
+    dataset = "demand-iv"
+    learner = "nn"
+    data = {n = [1000, 2000], iv_strength = [1.0, 0.5]}
+    [[grid]]
+    dataset = "demand-pcl"
+    data = {n = [1000]}
+
+A single grid may also be written at the top level, without ``[[grid]]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from dmlcore import __version__
+from dmlcore.data.registry import dataset_names, dataset_options, real_dataset_names
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.second_stage import SECOND_STAGES
+from dmlcore.learners import LEARNERS
+from dmlcore.runs import LEARNER_METHODS, METHODS, NEURAL_METHODS, PEERS
+
+# Fit settings with their defaults (those of `python -m dmlcore fit`).
+FIT_SETTINGS = {"learner": "nn", "folds": 10, "epochs": None, "n_draws": 8, "f_model": None,
+                "reps_crossfit": 1, "device": "auto"}
+INTEGER_SETTINGS = ("folds", "epochs", "n_draws", "reps_crossfit")
+DEFAULT_METHODS = ("dml-cmr", "ce-dml-cmr", "naive")
+DEFAULT_SEEDS = "0-9"
+GRID_KEYS = ("dataset", "data", "methods", "seeds", *FIT_SETTINGS)
+CONFIRM_ABOVE = 10_000   # a larger grid runs only when confirmed (--yes)
+MAX_FITS = 1_000_000     # never expanded
+
+
+def settings_used(method: str) -> frozenset[str]:
+    """The fit settings ``method`` uses; the others are None in its configs."""
+    if method in NEURAL_METHODS:
+        used = set(FIT_SETTINGS) - ({"folds"} if method != "dml-cmr" else set())
+    elif method in LEARNER_METHODS:
+        used = {"learner", "epochs", "device"}
+    elif method in PEERS:                # KIV, DFIV, ...: their own learners; the neural ones train for epochs
+        used = {"epochs", "device"}
+    else:
+        used = set()
+    return frozenset(used)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One data set's grid: option -> values, methods, setting -> values, seeds."""
+
+    dataset: str
+    data: dict
+    methods: tuple
+    settings: dict
+    seeds: tuple
+
+    def count(self) -> int:
+        """Grid points before settings a method ignores are merged (an upper bound of its fits)."""
+        sizes = [len(v) for v in (*self.data.values(), *self.settings.values())]
+        total = len(self.methods) * len(self.seeds)
+        for size in sizes:
+            total *= size
+        return total
+
+    def configs(self) -> list[dict]:
+        names = list(self.data)
+        out = []
+        for values in itertools.product(*(self.data[name] for name in names)):
+            data = dict(zip(names, values))
+            for seed in self.seeds:
+                for method in self.methods:
+                    used = settings_used(method)
+                    axes = [self.settings[s] if s in used else (None,) for s in FIT_SETTINGS]
+                    for setting in itertools.product(*axes):
+                        out.append({"dataset": self.dataset, "data": dict(data), "method": method,
+                                    **dict(zip(FIT_SETTINGS, setting)), "seed": seed})
+        return out
+
+    def to_dict(self) -> dict:
+        return {"dataset": self.dataset, "data": {k: list(v) for k, v in self.data.items()},
+                "methods": list(self.methods), "seeds": list(self.seeds),
+                **{k: list(v) for k, v in self.settings.items()}}
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """One or more grids; ``configs()`` lists every distinct fit once, in grid order."""
+
+    grids: tuple
+
+    def count(self) -> int:
+        return sum(grid.count() for grid in self.grids)
+
+    def configs(self) -> list[dict]:
+        if self.count() > MAX_FITS:
+            raise DMLCoreError(f"The grid has {self.count():,} fits, more than one study can hold "
+                               f"({MAX_FITS:,}); split it into smaller studies.")
+        seen, out = set(), []
+        for grid in self.grids:
+            for config in grid.configs():
+                key = config_key(config)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(config)
+        if not out:
+            raise DMLCoreError("The grid is empty: give at least one data set, method, seed and value "
+                               "of every option.")
+        return out
+
+    def to_dict(self) -> dict:
+        return {"grid": [grid.to_dict() for grid in self.grids]}
+
+
+def config_key(config: dict) -> str:
+    """The fit's identity in the store: a SHA-256 of its full configuration and dmlcore's version."""
+    text = json.dumps({"dmlcore": __version__, **config}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_size(count: int, yes: bool) -> None:
+    """Refuse a grid of more than CONFIRM_ABOVE fits unless confirmed."""
+    if count > CONFIRM_ABOVE and not yes:
+        raise DMLCoreError(f"The grid has {count:,} fits (more than {CONFIRM_ABOVE:,}); check it, then pass "
+                           f"--yes to run it.")
+
+
+# ------------------------------------------------------------------ parsing
+def parse_seeds(value) -> tuple:
+    """Seeds from ``"0-19"``, ``"0,3,5-9"``, an int or a list of those; repeats dropped."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    seeds: list[int] = []
+    for item in items:
+        if isinstance(item, bool):
+            raise DMLCoreError(f"seeds must be integers or ranges like 0-19; got {item!r}.")
+        if isinstance(item, int):
+            seeds.append(item)
+            continue
+        for part in str(item).split(","):
+            part = part.strip()
+            match = re.fullmatch(r"(\d+)\s*-\s*(\d+)|(\d+)", part)
+            if not match:
+                raise DMLCoreError(f"seeds must be non-negative integers or ranges like 0-19; got {part!r}.")
+            if match.group(3) is not None:
+                seeds.append(int(match.group(3)))
+                continue
+            first, last = int(match.group(1)), int(match.group(2))
+            if last < first:
+                raise DMLCoreError(f"The seed range {part!r} runs backwards; write {last}-{first}.")
+            seeds.extend(range(first, last + 1))
+    if any(seed < 0 for seed in seeds):
+        raise DMLCoreError(f"seeds must be non-negative; got {min(seeds)}.")
+    return tuple(dict.fromkeys(seeds))
+
+
+def _values(name: str, value) -> list:
+    """A grid axis as a list: lists stay, comma-separated text is split, a scalar is one value."""
+    if isinstance(value, (list, tuple)):
+        values = list(value)
+    elif isinstance(value, str):
+        values = [v.strip() for v in value.split(",") if v.strip()]
+    else:
+        values = [value]
+    if not values:
+        raise DMLCoreError(f"The grid is empty: {name} has no values.")
+    return values
+
+
+def _coerce(name: str, value, default):
+    """``value`` as the type of ``default`` (text from flags and files alike)."""
+    text = str(value).strip()
+    if text.lower() in ("none", "null", "") and default is None:
+        return None
+    try:
+        if isinstance(default, bool) or name == "ood_test":
+            if isinstance(value, bool):
+                return value
+            lowered = text.lower()
+            if lowered in ("true", "yes", "1"):
+                return True
+            if lowered in ("false", "no", "0"):
+                return False
+            raise ValueError
+        if isinstance(default, int) or name in INTEGER_SETTINGS:
+            number = float(value) if not isinstance(value, int) else value
+            if isinstance(value, bool) or number != int(number):
+                raise ValueError
+            return int(number)
+        if isinstance(default, float):
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+    except (TypeError, ValueError):
+        kind = "true or false" if isinstance(default, bool) or name == "ood_test" else (
+            "an integer" if isinstance(default, int) or default is None else "a number")
+        raise DMLCoreError(f"{name} must be {kind}; got {value!r}.") from None
+    return text
+
+
+def _check_setting(name: str, value) -> None:
+    if value is None:
+        return
+    if name == "learner" and value not in LEARNERS:
+        raise DMLCoreError(f"Unknown learner {value!r}; choose one of {', '.join(LEARNERS)}.")
+    if name == "f_model" and value not in SECOND_STAGES:
+        raise DMLCoreError(f"Unknown f_model {value!r}; choose one of {', '.join(SECOND_STAGES)}.")
+    if name == "folds" and value < 2:
+        raise DMLCoreError(f"folds (K) must be at least 2; got {value}.")
+    if name == "device" and not re.fullmatch(r"auto|cpu|cuda(:\d+)?", value):
+        raise DMLCoreError(f"device must be auto, cpu, cuda or cuda:N; got {value!r}.")
+    if name in ("epochs", "n_draws", "reps_crossfit") and value < 1:
+        raise DMLCoreError(f"{name} must be at least 1; got {value}.")
+
+
+def _grid(block: dict) -> Grid:
+    unknown = [key for key in block if key not in GRID_KEYS]
+    if unknown:
+        raise DMLCoreError(f"Unknown key {unknown[0]!r} in the study spec; use {', '.join(GRID_KEYS)}.")
+    dataset = block.get("dataset")
+    if not isinstance(dataset, str) or dataset not in dataset_names():
+        raise DMLCoreError(f"Unknown dataset {dataset!r} in the study spec; choose one of "
+                           f"{', '.join(n for n in dataset_names() if n not in real_dataset_names())}.")
+    if dataset in real_dataset_names():
+        raise DMLCoreError(f"A study scores every fit against a known truth; {dataset!r} has none. Use a "
+                           f"simulated data set, or 'python -m dmlcore fit' to explore real data.")
+    options = dataset_options(dataset)
+    given = block.get("data") or {}
+    if not isinstance(given, dict):
+        raise DMLCoreError(f"data must be a table of {dataset}'s options; got {given!r}.")
+    for name in given:
+        if name not in options:
+            takes = ", ".join(options) if options else "no options"
+            raise DMLCoreError(f"Unknown option {name!r} for {dataset}; it takes {takes}.")
+    data = {name: tuple(dict.fromkeys(_coerce(name, v, default) for v in _values(name, given.get(name, default))))
+            for name, default in options.items()}
+    methods = tuple(dict.fromkeys(_values("methods", block.get("methods", list(DEFAULT_METHODS)))))
+    for method in methods:
+        if method not in METHODS:
+            raise DMLCoreError(f"Unknown method {method!r} in the study spec; choose from {', '.join(METHODS)}.")
+    settings = {}
+    for name, default in FIT_SETTINGS.items():
+        values = tuple(dict.fromkeys(_coerce(name, v, default) for v in _values(name, block.get(name, default))))
+        for value in values:
+            _check_setting(name, value)
+        settings[name] = values
+    seeds = parse_seeds(block.get("seeds", DEFAULT_SEEDS))
+    return Grid(dataset, data, methods, settings, seeds)
+
+
+def spec_from_dict(spec: dict) -> StudySpec:
+    """A study from its dict form (see the module docstring)."""
+    if not isinstance(spec, dict):
+        raise DMLCoreError(f"A study spec is a table of keys (dataset, data, methods, seeds, ...); "
+                           f"got {type(spec).__name__}.")
+    if "grid" not in spec:
+        return StudySpec((_grid(spec),))
+    blocks = spec["grid"]
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, dict) for b in blocks):
+        raise DMLCoreError("grid must be a non-empty list of tables ([[grid]] in TOML), one per data set.")
+    shared = {key: value for key, value in spec.items() if key != "grid"}
+    return StudySpec(tuple(_grid({**shared, **block, "data": {**(shared.get("data") or {}), **(block.get("data") or {})}})
+                           for block in blocks))
+
+
+def load_spec(path: str | Path) -> StudySpec:
+    """A study from a TOML (``.toml``) or JSON (``.json``) file."""
+    path = Path(path)
+    if path.suffix.lower() not in (".toml", ".json"):
+        raise DMLCoreError(f"A study spec is a .toml or .json file; got {path.name!r}.")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DMLCoreError(f"Cannot read the study spec {str(path)!r}: {exc.strerror or exc}.") from None
+    try:
+        spec = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise DMLCoreError(f"The study spec {path.name!r} is not valid {path.suffix[1:].upper()}: "
+                           f"{' '.join(str(exc).split())}.") from None
+    return spec_from_dict(spec)
+
+
+def spec_from_flags(dataset: str, *, methods=None, seeds=None, data: dict | None = None,
+                    settings: dict | None = None) -> StudySpec:
+    """A one-grid study from command-line text (comma lists); None means the default."""
+    block = {"dataset": dataset, "data": {k: v for k, v in (data or {}).items() if v is not None}}
+    if methods is not None:
+        block["methods"] = methods
+    if seeds is not None:
+        block["seeds"] = seeds
+    block.update({k: v for k, v in (settings or {}).items() if v is not None})
+    return spec_from_dict(block)

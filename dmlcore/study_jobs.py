@@ -1,0 +1,215 @@
+"""Studies started from a server (the dashboard's Study page), run in the background.
+
+A study runs :func:`dmlcore.studies.run_study` in a thread of its own, on
+:class:`QueueExecutor`: the studies' executor interface over the server's
+:class:`~dmlcore.jobs.JobRegistry`, so each fit waits its turn in the same fair queue as
+everyone's runs (a few at a time, so a long study yields to others after each quantum) and runs
+in the same worker processes or Ray cluster. Fits are stored as they finish; the study is
+remembered in the run store from its start, so it can be reopened, and run again to complete it.
+
+``Studies(registry)``:
+
+* ``start(owner, spec, label="") -> StudyState`` -- plan (what is stored, what it should cost)
+  and start; raises DMLCoreError for a bad spec.
+* ``get(study_id, owner) -> StudyState | None``; ``latest(owner) -> StudyState | None``.
+* ``cancel(study_id, owner) -> bool`` -- queued fits are dropped, running ones finish.
+
+``StudyState``: ``id`` (the store's study id), ``label``, ``spec``, ``status`` ("running", "done",
+"cancelled", "failed"), ``total``, ``reused``, ``to_run``, ``ran`` (fits finished of
+``to_run``), ``estimate_seconds`` (compute of the fits to run, from stored timings; None when
+none is known), ``error``; ``seconds_left()``, ``result()`` (a StudyResult of what has finished
+so far, None before any fit), ``message``.
+
+``study_files(result, spec) -> bytes`` -- a zip of the study's files (fits.csv, summary.csv,
+paired.csv, spec.json, report.html and, when Chromium can draw them, the PNG figures).
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+import threading
+import time
+import zipfile
+from collections import deque
+from dataclasses import dataclass, field
+
+from dmlcore.errors import DMLCoreError
+from dmlcore.jobs import JobRegistry
+from dmlcore.studies import plan_study, run_fit_config, run_study
+from dmlcore.studies.runner import as_spec, result_from_rows
+
+IN_FLIGHT_PER_WORKER = 2   # fits of one study queued or running at once, per worker
+
+
+class QueueExecutor:
+    """The studies' executor interface (``map``, ``close``) on a JobRegistry's fair queue."""
+
+    kind = "queue"
+
+    def __init__(self, registry: JobRegistry, owner: str, group: str, label: str,
+                 stop: threading.Event | None = None):
+        self.registry, self.owner, self.group, self.label = registry, owner, group, label
+        self.stop = stop or threading.Event()
+        self.workers = registry.workers
+
+    def map(self, fn, items, *, resources=None):
+        """Queue the items a few at a time; yield ``(index, result or exception)`` as each ends.
+        Once ``stop`` is set, nothing more is queued and the cancelled fits are not yielded."""
+        waiting, running = deque(range(len(items))), {}
+        try:
+            while (waiting or running) and not self.stop.is_set():
+                while waiting and len(running) < IN_FLIGHT_PER_WORKER * self.workers:
+                    index = waiting.popleft()
+                    running[self._submit(fn, items[index])] = index
+                job_id = self.registry.wait_any(list(running), self.owner)
+                if job_id is None:          # the registry lost them (it was closed)
+                    raise DMLCoreError("The server stopped taking jobs; run the study again to complete it.")
+                snap = self.registry.get(job_id, self.owner)
+                self.registry.dismiss([job_id], self.owner)
+                index = running.pop(job_id)
+                if snap.status != "cancelled":
+                    yield index, snap.result if snap.status == "done" else RuntimeError(snap.error or snap.status)
+        finally:
+            for job_id in running:
+                self.registry.cancel(job_id, self.owner)
+            self.registry.dismiss(list(running), self.owner)
+
+    def _submit(self, fn, config: dict) -> str:
+        label = f"{self.label} · {config['method']} · seed {config['seed']}"
+        cost = self.registry.estimate(config["method"], config, int(config["data"].get("n") or 1000))
+        return self.registry.submit_call(self.owner, label, fn, config, cost=cost, group=self.group)
+
+    def close(self) -> None:
+        """Nothing to release: the registry's workers serve everyone."""
+
+
+@dataclass
+class StudyState:
+    """A study started in the background, as it goes."""
+
+    id: str
+    owner: str
+    label: str
+    spec: object
+    total: int
+    reused: int
+    to_run: int
+    estimate_seconds: float | None
+    workers: int
+    status: str = "running"
+    ran: int = 0
+    error: str | None = None
+    started: float = field(default_factory=time.time)
+    finished: float | None = None
+    _rows: list = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _done_seconds: list = field(default_factory=list)
+
+    def result(self):
+        """The fits finished so far (stored ones first) with their summary and pairs; None without any."""
+        with self._lock:
+            rows = list(self._rows)
+        return result_from_rows(rows) if rows else None
+
+    def seconds_left(self) -> float | None:
+        """Time left: the fits still to run at the mean pace of those run so far (or the estimate)."""
+        left = self.to_run - self.ran
+        if self.status != "running" or left <= 0:
+            return 0.0 if self.status != "running" else None
+        with self._lock:
+            pace = list(self._done_seconds)
+        if pace:
+            return left * (sum(pace) / len(pace)) / self.workers
+        if self.estimate_seconds is None:
+            return None
+        return self.estimate_seconds * left / max(self.to_run, 1) / self.workers
+
+    @property
+    def message(self) -> str:
+        return f"{self.ran} of {self.to_run} fits run, {self.reused} reused (of {self.total})"
+
+    def _event(self, event: dict) -> None:
+        if event.get("event") == "fit":
+            row = event["row"]
+            with self._lock:
+                self._rows.append(row)
+                self.ran = event["done"]
+                if row.get("worker_seconds") is not None:
+                    self._done_seconds.append(float(row["worker_seconds"]))
+
+
+class Studies:
+    """The studies a server runs in the background, per owner."""
+
+    def __init__(self, registry: JobRegistry):
+        if registry.store is None:
+            raise DMLCoreError("Studies keep their fits in the run store; give the registry a store.")
+        self.registry = registry
+        self._lock = threading.Lock()
+        self._studies: dict[str, StudyState] = {}
+
+    def start(self, owner: str, spec, label: str = "") -> StudyState:
+        """Plan ``spec`` against the store, remember it for ``owner`` and start it."""
+        spec = as_spec(spec)
+        store = self.registry.store
+        plan = plan_study(spec, store)
+        study_id = store.save_study(owner, label, spec.to_dict(), plan.keys)
+        state = StudyState(study_id, owner, label, spec, plan.total, plan.total - len(plan.to_run),
+                           len(plan.to_run), plan.estimate_seconds, self.registry.workers)
+        state._rows = [{**plan.stored[key], "reused": True} for key in plan.keys if key in plan.stored]
+        with self._lock:
+            self._studies[study_id] = state
+        threading.Thread(target=self._drive, args=(state,), name=f"dmlcore-study-{study_id[:8]}",
+                         daemon=True).start()
+        return state
+
+    def _drive(self, state: StudyState) -> None:
+        executor = QueueExecutor(self.registry, state.owner, _group(state.id), state.label or "study",
+                                 state._stop)
+        try:
+            run_study(state.spec, executor=executor, store=self.registry.store, callback=state._event,
+                      should_stop=state._stop.is_set, fit_fn=run_fit_config)
+        except Exception as exc:  # the study is over; what finished is stored
+            state.status, state.error = "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        else:
+            state.status = "cancelled" if state._stop.is_set() and state.ran < state.to_run else "done"
+        state.finished = time.time()
+
+    def get(self, study_id: str, owner: str) -> StudyState | None:
+        with self._lock:
+            state = self._studies.get(study_id)
+        return state if state is not None and state.owner == owner else None
+
+    def latest(self, owner: str) -> StudyState | None:
+        with self._lock:
+            mine = [s for s in self._studies.values() if s.owner == owner]
+        return max(mine, key=lambda s: s.started) if mine else None
+
+    def cancel(self, study_id: str, owner: str) -> bool:
+        state = self.get(study_id, owner)
+        if state is None or state.status != "running":
+            return False
+        state._stop.set()
+        for snap in self.registry.list(owner):
+            if snap.group == _group(study_id) and snap.active:
+                self.registry.cancel(snap.id, owner)
+        return True
+
+
+def _group(study_id: str) -> str:
+    return f"study {study_id}"
+
+
+def study_files(result, spec=None) -> bytes:
+    """A zip of every file of the study (see dmlcore.studies.report.write_outputs)."""
+    from dmlcore.studies.report import write_outputs
+
+    with tempfile.TemporaryDirectory() as folder:
+        files = write_outputs(result, folder, spec=spec)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, path in files.items():
+                archive.write(path, name)
+    return buffer.getvalue()

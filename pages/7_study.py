@@ -1,0 +1,157 @@
+"""Study: many simulations as one job -- a grid of data sets, methods and seeds, its cost before
+it starts, progress, box plots and paired comparisons that fill in, stored studies, downloads.
+
+The study runs in the background (dmlcore.study_jobs); its fits wait their turn in the server's
+fair queue beside everyone's runs and run in the worker processes (or on Ray).
+"""
+
+import streamlit as st
+
+from dashboard import state, training, ui
+from dmlcore.data.registry import SIMULATED, dataset_options
+from dmlcore.learners import LEARNER_TITLES, LEARNERS
+from dmlcore.runs import METHOD_TITLES, METHODS
+from dmlcore.studies import load_study, plan_study, spec_from_dict, spec_from_flags
+from dmlcore.studies.figures import mse_figure, paired_figure
+from dmlcore.studies.report import report_html
+from dmlcore.studies.spec import CONFIRM_ABOVE, DEFAULT_METHODS, DEFAULT_SEEDS
+from dmlcore.studies.summarize import compact
+from dmlcore.study_jobs import study_files
+
+state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
+
+POLL_SECONDS = 3.0
+ss = st.session_state
+
+
+def design():
+    """The grid from the widgets, as a study spec (raises DMLCoreError for a bad value)."""
+    dataset = st.selectbox("Data set", list(SIMULATED), key="study_dataset", persist_state="session",
+                           format_func=lambda name: f"{name}: {SIMULATED[name].split(':')[0]}")
+    options = dataset_options(dataset)
+    cols = st.columns(max(1, len(options)))
+    data = {}
+    for col, (option, default) in zip(cols, options.items()):
+        value = "1000, 2000" if option == "n" else str(default)
+        data[option] = col.text_input(option, value=value, key=f"study_opt_{dataset}_{option}",
+                                      help="One value or a comma list: each value is a cell of the grid.")
+    methods = st.multiselect("Methods", list(METHODS), default=list(DEFAULT_METHODS), key="study_methods",
+                             format_func=lambda m: METHOD_TITLES.get(m, m))
+    c1, c2, c3, c4 = st.columns(4)
+    learner = c1.selectbox("Learner", list(LEARNERS), key="study_learner", format_func=lambda k: LEARNER_TITLES[k])
+    folds = c2.number_input("K (DML-CMR folds)", min_value=2, max_value=50, value=5, key="study_folds")
+    epochs = c3.number_input("At most epochs (empty: the learner's own)", min_value=1, value=None,
+                             key="study_epochs")
+    seeds = c4.text_input("Seeds", value=DEFAULT_SEEDS, key="study_seeds",
+                          help="A range such as 0-19 or a comma list; every method sees the same data at a seed.")
+    return spec_from_flags(dataset, methods=",".join(methods), seeds=seeds, data=data,
+                           settings={"learner": learner, "folds": folds, "epochs": epochs})
+
+
+def cost(spec) -> bool:
+    """What the grid costs, from stored timings; whether it may start."""
+    plan = plan_study(spec, state.store())
+    workers = state.registry().workers
+    to_run = len(plan.to_run)
+    text = f"**{plan.total:,} fits**: {plan.total - to_run:,} already stored (reused), {to_run:,} to run."
+    if to_run and plan.estimate_seconds is not None:
+        share = "" if plan.estimated == to_run else f" (timed like {plan.estimated:,} of them; the rest unknown)"
+        text += (f" Estimated compute {training.about(plan.estimate_seconds)}{share}: "
+                 f"{training.about(plan.estimate_seconds / workers)} on this server's {workers} workers, "
+                 f"longer while others' runs share them.")
+    elif to_run:
+        text += " No stored fit of this kind yet to estimate the time from."
+    st.markdown(text)
+    if plan.total > CONFIRM_ABOVE:
+        return st.checkbox(f"Run more than {CONFIRM_ABOVE:,} fits", key="study_confirm")
+    return to_run > 0 or plan.total > 0
+
+
+def show_result(result, spec, name: str):
+    """Box plots, paired differences, tables and downloads of what has finished so far."""
+    st.plotly_chart(mse_figure(result.fits), key=f"{name}_mse")
+    st.caption("Each box: one method's MSE over the seeds, the same data for every method at a seed; every "
+               "fit is a point; log scale, as Figure 2 of the DML-CMR paper.")
+    st.plotly_chart(paired_figure(result.fits), key=f"{name}_paired")
+    st.caption("MSE(a) − MSE(b) seed by seed: below 0, a did better on that data.")
+    st.markdown("**Summary** (per design and method: reps, median, quartiles, mean, sd of the MSE)")
+    st.dataframe(compact(result.summary, result.fits), hide_index=True, key=f"{name}_summary")
+    st.markdown("**Paired comparisons** (median difference, seeds won by each, Wilcoxon signed-rank p-value)")
+    st.dataframe(compact(result.paired, result.fits, drop=()), hide_index=True, key=f"{name}_pairs")
+    c1, c2, c3 = st.columns(3)
+    c1.download_button("fits.csv", lambda: result.fits.to_csv(index=False), file_name="fits.csv",
+                       mime="text/csv", key=f"{name}_dl_fits", icon=":material/download:")
+    c2.download_button("report.html", lambda: report_html(result, spec=spec), file_name="report.html",
+                       mime="text/html", key=f"{name}_dl_report", icon=":material/download:",
+                       help="One self-contained page: the figures and tables; it opens offline.")
+    c3.download_button("All files with PNG figures (zip)", lambda: study_files(result, spec),
+                       file_name="study.zip", mime="application/zip", key=f"{name}_dl_zip",
+                       icon=":material/download:", help="fits.csv, summary.csv, paired.csv, spec.json, "
+                       "report.html and the figures as PNG (drawn by the system's Chromium).")
+
+
+def progress_panel():
+    study = state.studies().get(ss.get("study_id", ""), state.owner())
+    if study is None:
+        return
+    running = study.status == "running"
+    if running != ss.get("study_running"):
+        st.rerun()          # started or ended: the page catches up and the refresh stops
+    st.subheader(f"Study {study.label or study.id[:8]}")
+    left = study.seconds_left()
+    when = f" · {training.about(left)} left" if running and left is not None else ""
+    st.progress(study.ran / max(study.to_run, 1), text=f"{study.message} · {study.status}{when}")
+    if running and st.button("Cancel the study", key="study_cancel", icon=":material/stop:"):
+        state.studies().cancel(study.id, state.owner())
+        st.rerun()
+    if study.error:
+        st.error(study.error)
+    result = study.result()
+    if result is None:
+        st.info("The box plots fill in as the fits finish.")
+    else:
+        show_result(result, study.spec, "live")
+
+
+st.title("Study")
+st.markdown("Many simulations as one job: every combination of the data set's options, the methods "
+            "and the seeds is one fit, with the same data for every method at a seed. Fits already "
+            "in the run store are reused; the rest run in the background beside everyone's runs.")
+new, stored = st.tabs(["New study", "Stored studies"])
+with new:
+    spec = None
+    with ui.guarded("read the grid"):
+        spec = design()
+    if spec is not None:
+        label = st.text_input("Name", value="", key="study_label", placeholder="e.g. IV strength, 10 seeds")
+        ready = False
+        with ui.guarded("estimate the cost"):
+            ready = cost(spec)
+        if st.button("Start the study", key="study_start", type="primary", disabled=not ready,
+                     icon=":material/play_arrow:"):
+            with ui.guarded("start the study"):
+                ss["study_id"] = state.studies().start(state.owner(), spec, label).id
+    current = state.studies().get(ss.get("study_id", ""), state.owner())
+    ss["study_running"] = current is not None and current.status == "running"
+    st.fragment(run_every=POLL_SECONDS if ss["study_running"] else None)(progress_panel)()
+
+with stored:
+    rows = state.store().list_studies(state.owner())
+    if not rows:
+        st.caption("The studies of this browser are listed here once started.")
+    else:
+        labels = {r["id"]: f"{r['label'] or r['id'][:8]} · {r['fits']} fits · {r['created']}" for r in rows}
+        pick = st.selectbox("Study", list(labels), key="study_pick", format_func=labels.get)
+        with ui.guarded("open the study"):
+            record = state.store().load_study(pick, state.owner())
+            again = spec_from_dict(record["spec"])
+            result = load_study(pick, state.store(), state.owner())
+            st.caption(f"{len(result.fits)} of its {len(record['keys'])} fits are in the store.")
+            if st.button("Run it again (only the missing fits run)", key="study_again",
+                         icon=":material/replay:"):
+                ss["study_id"] = state.studies().start(state.owner(), again, record["label"]).id
+                st.toast("Started: follow it under New study.")
+                st.rerun()
+            if len(result.fits):
+                show_result(result, again, "stored")
+state.remember()  # a reload of this browser finds the data and choices again
