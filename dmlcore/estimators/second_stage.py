@@ -158,8 +158,9 @@ class NeuralF(SecondStage):
         with torch.no_grad():
             # standardized in float64 on the device, then rounded: the CPU's numbers as before
             x = torch.tensor(X, device=device).double()
-            x = ((x - torch.as_tensor(self.x_scale_.mean, device=device))
-                 / torch.as_tensor(self.x_scale_.std, device=device)).float()
+            # copies: arrays unpickled from another process (Ray) may be read-only
+            x = ((x - torch.tensor(self.x_scale_.mean, device=device))
+                 / torch.tensor(self.x_scale_.std, device=device)).float()
             out = self.model_(x.reshape(1, -1, X.shape[-1])).reshape(-1).cpu().numpy().astype(float)
         return self.t_scale_.inverse(out)
 
