@@ -8,6 +8,8 @@ per file (as the paper's Figure 2) into --figures.
 
     python bench/authors_tables.py bench/results/authors/demand-iv-nn-5000.csv \
         bench/results/authors/demand-iv-nn-5000-strength0.4.csv:iv_strength=0.4 --figures docs/img
+
+``--combined NAME.png`` also draws every file in one figure (the paper's Figure 2 by N).
 """
 
 import argparse
@@ -70,7 +72,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", help="bench CSV, optionally :option=value,...")
     parser.add_argument("--figures", help="folder for one PNG of box plots per file")
+    parser.add_argument("--combined", help="also one PNG of all files together (by N), this name in --figures")
+    parser.add_argument("--methods", help="only these methods in the combined figure (comma-separated)")
     args = parser.parse_args()
+    if args.combined and args.figures:
+        fits = pd.concat([read(spec) for spec in args.files], ignore_index=True)
+        if args.methods:
+            fits = fits[fits["method"].isin(args.methods.split(","))]
+        error = write_pngs({args.combined: mse_figure(fits)}, Path(args.figures))
+        print(f"figure: {Path(args.figures) / args.combined}" if error is None else error)
     for spec in args.files:
         fits = read(spec)
         print(f"\n### {spec}")
