@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +42,7 @@ sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 from dmlcore.data.roles import CausalData  # noqa: E402
 from dmlcore.data.simulate import psi, simulate_demand_iv  # noqa: E402
 from dmlcore.runs import fit_run  # noqa: E402
+from dmlcore.studies.executors import get_executor  # noqa: E402
 
 DESIGNS = ("demand-iv", "linear", "weak")
 INTERVALS = ("2sls", "sieve-2sls", "dml-sieve", "dml-boot")
@@ -103,6 +103,20 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def run_tasks(fn, tasks: list, jobs: int, every: int) -> list:
+    """The rows of ``fn`` over ``tasks`` on the studies' local executor (``jobs`` worker processes),
+    with a progress line every ``every`` tasks; a task that raised stops the benchmark."""
+    rows, start = [], time.perf_counter()
+    with get_executor("local", jobs) as executor:
+        for i, (_, result) in enumerate(executor.map(fn, tasks), start=1):
+            if isinstance(result, BaseException):
+                raise result
+            rows += result
+            if i % every == 0 or i == len(tasks):
+                print(f"{i}/{len(tasks)} data sets, {time.perf_counter() - start:.0f} s", flush=True)
+    return rows
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--designs", default="linear,weak,demand-iv")
@@ -123,14 +137,7 @@ def main() -> None:
     tasks = [{"design": d, "n": args.n, "seed": s, "learner": args.learner, "folds": args.folds,
               "bootstrap": args.bootstrap, "intervals": intervals}
              for d in args.designs.split(",") for s in range(args.seed_offset, args.seed_offset + args.seeds)]
-    rows = []
-    start = time.perf_counter()
-    with ProcessPoolExecutor(args.jobs) as pool:
-        for i, result in enumerate(pool.map(one, tasks), start=1):
-            rows += result
-            if i % 10 == 0 or i == len(tasks):
-                print(f"{i}/{len(tasks)} data sets, {time.perf_counter() - start:.0f} s", flush=True)
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(run_tasks(one, tasks, args.jobs, every=10))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     frame.drop(columns=["intervals"], errors="ignore").to_csv(out, mode="a", header=not out.exists(), index=False)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from effect_coverage import DESIGNS, linear_design  # noqa: E402
+from effect_coverage import DESIGNS, linear_design, run_tasks  # noqa: E402
 
 from dmlcore.data.simulate import simulate_demand_iv  # noqa: E402
 from dmlcore.runs import fit_run  # noqa: E402
@@ -113,14 +112,7 @@ def main() -> None:
     tasks = [{"design": d, "n": args.n, "seed": s, "learner": args.learner, "folds": args.folds,
               "heldout_folds": args.heldout_folds, "methods": methods}
              for d in designs for s in range(args.seed_offset, args.seed_offset + args.seeds)]
-    rows = []
-    start = time.perf_counter()
-    with ProcessPoolExecutor(args.jobs) as pool:
-        for i, result in enumerate(pool.map(one, tasks), start=1):
-            rows += result
-            if i % 5 == 0 or i == len(tasks):
-                print(f"{i}/{len(tasks)} data sets, {time.perf_counter() - start:.0f} s", flush=True)
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(run_tasks(one, tasks, args.jobs, every=5))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out, mode="a", header=not out.exists(), index=False)
