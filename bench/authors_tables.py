@@ -23,7 +23,7 @@ import pandas as pd
 from dmlcore.runs import METHOD_TITLES
 from dmlcore.studies.figures import mse_figure
 from dmlcore.studies.report import write_pngs
-from dmlcore.studies.summarize import add_arms, paired_table, summary_table
+from dmlcore.studies.summarize import add_arms, cell_columns, paired_table, summary_table
 
 REFERENCE = "dml-cmr"
 
@@ -45,8 +45,7 @@ def read(spec: str) -> pd.DataFrame:
 def markdown(fits: pd.DataFrame) -> str:
     summary, paired = summary_table(fits), paired_table(fits)
     lines = []
-    design = [c for c in summary.columns if c not in ("arm", "method", "reps", "failed", "median", "q1", "q3",
-                                                    "mean", "sd", "mse_fresh_median", "seconds_mean")]
+    design = cell_columns(fits)
     for key, cell in summary.groupby(design, sort=False):
         lines.append("\n" + ", ".join(f"{c} = {v:g}" if isinstance(v, float) else f"{c} = {v}"
                                       for c, v in zip(design, key)))

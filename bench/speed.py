@@ -7,6 +7,8 @@ model at a time) and how the cost grows with N and K.
     python bench/speed.py --out bench/results/speed.jsonl            # the full set
     python bench/speed.py --plan core --seeds 1,2,3 --out bench/results/speed-idle.jsonl  # ratio on an idle machine
     python bench/speed.py --only one --method dml-cmr --learner nn --n 5000 --folds 10
+
+Every row records the demand-iv design it timed (`noise_scale`; `--noise-scale raw` for the appendix's text).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
+from dmlcore.data.simulate import NOISE_SCALES  # noqa: E402
+
 PLAN = [  # (method, learner, n, folds)
     ("dml-cmr", "nn", 5000, 10), ("ce-dml-cmr", "nn", 5000, 10), ("naive", "nn", 5000, 10),
     ("dml-cmr", "gb", 5000, 10), ("ce-dml-cmr", "gb", 5000, 10),
@@ -36,16 +40,16 @@ TWO_THREADS = [("dml-cmr", "nn", 5000, 10), ("ce-dml-cmr", "nn", 5000, 10)]  # D
 CORE = [("dml-cmr", "nn", 5000, 10), ("ce-dml-cmr", "nn", 5000, 10), ("naive", "nn", 5000, 10)]  # --plan core
 
 
-def one(method: str, learner: str, n: int, folds: int, seed: int) -> dict:
+def one(method: str, learner: str, n: int, folds: int, seed: int, noise_scale: str = "standardized") -> dict:
     """Fit once in this process and return wall time, MSE and peak RSS."""
     from dmlcore.data.simulate import simulate_demand_iv
     from dmlcore.runs import fit_run
 
-    sim = simulate_demand_iv(n, seed=seed)
+    sim = simulate_demand_iv(n, seed=seed, noise_scale=noise_scale)
     if method == "sequential-folds":
-        return sequential_nuisances(sim.data, folds, seed)
+        return {**sequential_nuisances(sim.data, folds, seed), "noise_scale": noise_scale}
     run = fit_run(sim.data, method, truth=sim.truth, learner=learner, folds=folds, seed=seed)
-    return {"method": method, "learner": learner, "n": n, "folds": folds, "seed": seed,
+    return {"method": method, "learner": learner, "n": n, "folds": folds, "seed": seed, "noise_scale": noise_scale,
             "seconds": run.record["seconds"], "mse": run.record["mse"], "peak_rss_mb": _peak_mb()}
 
 
@@ -86,10 +90,12 @@ def main() -> None:
     parser.add_argument("--learner", default="nn")
     parser.add_argument("--n", type=int, default=5000)
     parser.add_argument("--folds", type=int, default=10)
+    parser.add_argument("--noise-scale", default="standardized", choices=tuple(NOISE_SCALES),
+                        help="demand-iv outcome noise: standardized (the authors' code, default) or raw")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.only:
-        print(json.dumps(one(args.method, args.learner, args.n, args.folds, seeds[0])), flush=True)
+        print(json.dumps(one(args.method, args.learner, args.n, args.folds, seeds[0], args.noise_scale)), flush=True)
         return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -101,7 +107,7 @@ def main() -> None:
         for (method, learner, n, folds), threads in jobs:
             for seed in seeds:
                 cmd = [sys.executable, __file__, "--only", "one", "--method", method, "--learner", learner,
-                       "--n", str(n), "--folds", str(folds), "--seeds", str(seed)]
+                       "--n", str(n), "--folds", str(folds), "--seeds", str(seed), "--noise-scale", args.noise_scale]
                 env = {**os.environ, "DMLCORE_TORCH_THREADS": threads}
                 res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
                 if res.returncode != 0:

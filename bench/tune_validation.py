@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 import numpy as np
 
-from dmlcore.data.simulate import simulate_demand_iv
+from dmlcore.data.simulate import NOISE_SCALES, simulate_demand_iv
 from dmlcore.estimators.dml import CEDMLCMR
 
 
@@ -28,14 +28,17 @@ def main():
     parser.add_argument("--lrs", default="0.001,0.002")
     parser.add_argument("--batches", default="256,512")
     parser.add_argument("--draws", default="8")
+    parser.add_argument("--noise-scale", default="standardized", choices=tuple(NOISE_SCALES),
+                        help="demand-iv outcome noise: standardized (the authors' code, default) or raw")
     args = parser.parse_args()
+    print(f"# demand-iv, noise_scale={args.noise_scale}, N={args.n}, seeds {args.seeds}")
     print("lr      batch draws  s_val    g_val    f_val    seconds")
     for lr, bs, m in itertools.product([float(x) for x in args.lrs.split(",")],
                                        [int(x) for x in args.batches.split(",")],
                                        [int(x) for x in args.draws.split(",")]):
         rows = []
         for seed in [int(s) for s in args.seeds.split(",")]:
-            data = simulate_demand_iv(args.n, seed=seed).data
+            data = simulate_demand_iv(args.n, seed=seed, noise_scale=args.noise_scale).data
             par = {"lr": lr, "batch_size": bs}
             start = time.perf_counter()
             est = CEDMLCMR("nn", seed=seed, n_draws=m, nuisance_params=par, f_params=par).fit(data)

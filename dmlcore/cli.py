@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dmlcore.data.registry import dataset_options, load_dataset
+from dmlcore.data.ihdp import IHDP_DESIGNS
+from dmlcore.data.registry import dataset_options, load_dataset, real_dataset_names
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.data.simulate import NOISE_SCALES
@@ -39,6 +40,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--noise-scale", default="standardized", choices=tuple(NOISE_SCALES),
                    help="demand-iv/digits-iv outcome noise: 'standardized' (the authors' code behind the "
                         "paper's numbers, default) or 'raw' (the appendix's literal text; almost no confounding)")
+    p.add_argument("--design", default="code", choices=tuple(IHDP_DESIGNS),
+                   help="ihdp-like generator: 'code' (the authors' code that made their replicates and the "
+                        "paper's numbers, default) or 'text' (the paper's appendix: a weak confounder)")
     p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
     p.add_argument("--learner", default="nn", choices=LEARNERS, help="nuisance learner")
     p.add_argument("--folds", type=int, default=10, help="K for DML-CMR cross-fitting")
@@ -116,7 +120,8 @@ def _fit(args) -> int:
         data, truth, params, dataset = _own_data(args), None, {"csv": args.csv}, Path(args.csv).name
     else:
         loaded = load_dataset(args.dataset, n=args.n, seed=args.seed, rho=args.rho, iv_strength=args.iv_strength,
-                              ood_test=args.ood_test, data_dir=args.data_dir, noise_scale=args.noise_scale)
+                              ood_test=args.ood_test, data_dir=args.data_dir, noise_scale=args.noise_scale,
+                              design=args.design)
         data, truth, params, dataset = loaded.data, loaded.truth, loaded.params, args.dataset
     run = fit_run(data, args.method, truth=truth, dataset=dataset, learner=args.learner, folds=args.folds,
                   seed=args.seed, epochs=args.epochs, n_draws=args.n_draws, f_model=args.f_model,
@@ -164,6 +169,12 @@ def _effect_text(effect: dict) -> str:
     return text + " (no interval: add --bootstrap B)"
 
 
+def _csv_header(path: Path) -> list[str]:
+    """The column names on the first line of the CSV file ``path``."""
+    with path.open(newline="") as handle:
+        return next(csv.reader(handle), [])
+
+
 def _bench(args) -> int:
     """A study of one data set without the store (every fit runs now): rows appended to one CSV."""
     try:
@@ -176,8 +187,12 @@ def _bench(args) -> int:
             raise DMLCoreError(f"Unknown method {m!r} in --methods; choose from {', '.join(METHODS)}.")
     if args.reps < 1:
         raise DMLCoreError(f"--reps must be at least 1; got {args.reps}.")
+    if args.dataset in real_dataset_names():
+        raise DMLCoreError(f"bench scores methods against a known truth, and {args.dataset} is a real data set "
+                           f"without one; use `python -m dmlcore study --dataset {args.dataset} --methods ...` "
+                           f"for each method's effect and held-out score.")
     data = {"n": sizes, "rho": args.rho, "iv_strength": args.iv_strength, "ood_test": args.ood_test,
-            "noise_scale": args.noise_scale, "data_dir": args.data_dir}
+            "noise_scale": args.noise_scale, "design": args.design, "data_dir": args.data_dir}
     spec = spec_from_dict({"dataset": args.dataset, "methods": methods,
                            "data": {k: v for k, v in data.items() if k in dataset_options(args.dataset)},
                            "seeds": list(range(args.seed_offset, args.seed_offset + args.reps)),
@@ -185,11 +200,17 @@ def _bench(args) -> int:
                            "n_draws": args.n_draws, "f_model": args.f_model, "reps_crossfit": args.reps_crossfit,
                            "device": args.device})
     out = Path(args.out)
-    fields = ["dataset", "n", "seed", "method", "learner", "folds", "mse", "mse_fresh", "seconds"]
-    new = not out.exists()
+    design = [o for o in ("noise_scale", "design") if o in dataset_options(args.dataset)]  # which problem
+    fields = ["dataset", "n", "seed", "method", "learner", "folds", "mse", "mse_fresh", "seconds", *design]
+    new = not out.exists() or out.stat().st_size == 0
+    header = fields if new else _csv_header(out)
+    missing = [f for f in fields if f not in header]
+    if missing:
+        print(f"note: {out} was started without the column(s) {', '.join(missing)}; its new rows leave them out "
+              f"(write to a new file to record them)", file=sys.stderr)
     rows = []
     with out.open("a", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer = csv.DictWriter(handle, fieldnames=header, extrasaction="ignore")
         if new:
             writer.writeheader()
 
@@ -199,6 +220,7 @@ def _bench(args) -> int:
                 return
             row = {k: rec.get(k) for k in fields}
             row["mse_fresh"] = rec["metrics"].get("mse_fresh")
+            row.update({o: rec["config"]["data"].get(o) for o in design})
             writer.writerow(row)
             handle.flush()
             rows.append(row)

@@ -11,7 +11,7 @@ from sklearn.model_selection import KFold
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.tsls import check_full_rank
+from dmlcore.estimators.tsls import check_full_rank, dummy_columns, with_dummies
 
 # Thresholds for the first-stage F of one treatment, with their sources.
 WEAK_F = 10.0            # Staiger & Stock (1997): the rule of thumb below which an instrument is weak
@@ -62,7 +62,9 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
     Linear part (homoskedastic, constant and covariates partialled out): for each treatment,
     the partial R^2 of the excluded instruments and the F statistic of their joint
     significance, ``(R2p / q) / ((1 - R2p) / (n - q - k))`` with q instruments and k
-    covariates plus the constant. These equal ``partial.rsquared`` and ``f.stat`` of
+    covariates plus the constant. A categorical covariate or instrument (``data.categorical``)
+    enters as dummies of its levels, the first left out, and counts once per dummy in q or k.
+    These equal ``partial.rsquared`` and ``f.stat`` of
     ``linearmodels`` ``IV2SLS(...).fit(cov_type="unadjusted", debiased=True).first_stage
     .diagnostics``. The Cragg-Donald Wald F (Stock-Yogo's statistic; equal to F with one
     treatment) is ``(n - q - k) / q * r2 / (1 - r2)`` with r2 the smallest squared canonical
@@ -70,7 +72,8 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
 
     Nonparametric part: the 5-fold held-out R^2 of a small HistGradientBoostingRegressor of
     the treatment on (instruments, covariates) minus that on the covariates alone (the fold
-    mean without covariates), on at most ``max_rows`` random rows.
+    mean without covariates), on at most ``max_rows`` random rows; the trees split category
+    codes directly.
 
     ``weak`` is True when any F (or the Cragg-Donald F) is below 10, the Staiger-Stock rule
     of thumb; ``strength`` is :func:`strength_label` of the smallest of them.
@@ -89,13 +92,17 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
     if data.problem != "iv":
         raise DMLCoreError(f"First-stage diagnostics are for IV problems; this data defines a "
                            f"'{data.problem}' problem. Use problem='iv' with an instrument column.")
-    table = data.table
-    n, q = len(table), len(data.instrument)
+    # categorical covariates and instruments enter as dummies (the first level left out), as in 2SLS
+    levels = {c: np.unique(data.table[c].to_numpy(dtype=float)) for c in data.categorical
+              if c in data.covariates or c in data.instrument}
+    table = with_dummies(data.table, levels, drop_first=True)
+    covariates, instruments = (dummy_columns(cols, levels, drop_first=True)
+                               for cols in (data.covariates, data.instrument))
+    n, q = len(table), len(instruments)
     a = table[data.treatment].to_numpy(dtype=float)
-    z = table[data.instrument].to_numpy(dtype=float)
-    x = np.column_stack([np.ones(n), table[data.covariates].to_numpy(dtype=float)])
-    check_full_rank(np.column_stack([x, z]), ["const"] + data.covariates + data.instrument,
-                    "covariates and instruments")
+    z = table[instruments].to_numpy(dtype=float)
+    x = np.column_stack([np.ones(n), table[covariates].to_numpy(dtype=float)])
+    check_full_rank(np.column_stack([x, z]), ["const"] + covariates + instruments, "covariates and instruments")
     a_t, z_t = _residualize(a, x), _residualize(z, x)
     fitted = z_t @ np.linalg.lstsq(z_t, a_t, rcond=None)[0]
     df_denom = n - q - x.shape[1]
@@ -105,7 +112,7 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
     with np.errstate(divide="ignore"):
         f_stat = partial / q / ((1.0 - partial) / df_denom)
         cragg_donald = float(df_denom / q * r2_min / (1.0 - r2_min))
-    np_scores = (_nonparametric(table, data, folds, max_rows, random_state) if nonparametric
+    np_scores = (_nonparametric(data.table, data, folds, max_rows, random_state) if nonparametric
                  else {name: (None, None) for name in data.treatment})
     treatments = {}
     for j, name in enumerate(data.treatment):

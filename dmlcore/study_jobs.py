@@ -34,6 +34,7 @@ import zipfile
 from collections import deque
 from dataclasses import dataclass, field
 
+from dmlcore.data.datasets import REAL_DATASETS
 from dmlcore.errors import DMLCoreError
 from dmlcore.jobs import JobRegistry
 from dmlcore.studies import plan_study, run_fit_config, run_study
@@ -77,7 +78,7 @@ class QueueExecutor:
 
     def _submit(self, fn, config: dict) -> str:
         label = f"{self.label} · {config['method']} · seed {config['seed']}"
-        cost = self.registry.estimate(config["method"], config, int(config["data"].get("n") or 1000))
+        cost = self.registry.estimate(config["method"], config, _row_count(config))
         return self.registry.submit_call(self.owner, label, fn, config, cost=cost, group=self.group)
 
     def close(self) -> None:
@@ -106,11 +107,13 @@ class StudyState:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stop: threading.Event = field(default_factory=threading.Event)
     _done_seconds: list = field(default_factory=list)
+    _order: dict = field(default_factory=dict)     # fit key -> its place in the grid
 
     def result(self):
-        """The fits finished so far (stored ones first) with their summary and pairs; None without any."""
+        """The fits finished so far, in the grid's order (so methods keep their order however the
+        fits finish), with their summary and pairs; None without any."""
         with self._lock:
-            rows = list(self._rows)
+            rows = sorted(self._rows, key=lambda row: self._order.get(row.get("key"), len(self._order)))
         return result_from_rows(rows) if rows else None
 
     def seconds_left(self) -> float | None:
@@ -159,6 +162,7 @@ class Studies:
         state = StudyState(study_id, owner, label, spec, plan.total, plan.total - len(plan.to_run),
                            len(plan.to_run), plan.estimate_seconds, self.registry.workers)
         state._rows = [{**plan.stored[key], "reused": True} for key in plan.keys if key in plan.stored]
+        state._order = {key: i for i, key in enumerate(plan.keys)}
         with self._lock:
             self._studies[study_id] = state
         threading.Thread(target=self._drive, args=(state,), name=f"dmlcore-study-{study_id[:8]}",
@@ -196,6 +200,12 @@ class Studies:
             if snap.group == _group(study_id) and snap.active:
                 self.registry.cancel(snap.id, owner)
         return True
+
+
+def _row_count(config: dict) -> int:
+    """The rows a fit of ``config`` sees, for its cost estimate: N, a real data set's rows, else 1000."""
+    info = REAL_DATASETS.get(config["dataset"])
+    return int(config["data"].get("n") or (info.rows if info is not None else 1000))
 
 
 def _group(study_id: str) -> str:

@@ -12,8 +12,9 @@ st.markdown(
     "Hidden confounders make a plain regression of an outcome *Y* on a treatment *A* misleading. "
     "An **instrument** *Z* still identifies the causal function *f* (covariates *X*), through the "
     "conditional moment restriction E[Y − f(A, X) | Z, X] = 0. Two kinds of **proxies** of the "
-    "confounder (*Z* of the treatment, *W* of the outcome) identify a *bridge function* h through "
-    "E[Y − h(A, W, X) | A, Z, X] = 0; its average over *W* and *X* is the causal curve E[Y | do(a)]. "
+    "confounder (*Z* of the treatment, *W* of the outcome) define a *bridge function* h through "
+    "E[Y − h(A, W, X) | A, Z, X] = 0; its average over *W* and *X* is the causal curve E[Y | do(a)], which "
+    "the proxies identify even when h itself is not unique. "
     "This dashboard estimates them with **DML-CMR** (the paper's score ŝ(c) − g(f, c) with K-fold "
     "cross-fitting), its variant without cross-fitting **CE-DML-CMR**, the **naive two-stage "
     "plug-in**, classical **2SLS**, and a **regression** that ignores the instrument, all with the "
@@ -37,9 +38,9 @@ st.markdown(
     f"Simulates the IV ticket-demand data (Hartford et al. 2017: {DEMO_DATA['n']:,} rows, "
     f"confounding ρ = {DEMO_DATA['rho']}, fuel price as instrument), then fits **DML-CMR** "
     "(K = 5), the **naive plug-in** and a **regression** that ignores the instrument, all with "
-    "gradient-boosting learners, and **2SLS**, in the background. Results follow in about 20 "
-    "seconds; you can watch the training meanwhile. Results then say which method came closest "
-    "to the truth, and by how much.")
+    "gradient-boosting learners, and **2SLS**, in the background. Results follow within seconds "
+    "for one user (within about two minutes when a class of 20 starts it together); you can watch "
+    "the training meanwhile. Results then say which method came closest to the truth, and by how much.")
 if st.button("Run the demo", key="demo_run", type="primary", icon=":material/play_arrow:"):
     with st.spinner("Simulating and queuing the fits..."):
         batch, ids, problems = training.start_demo()

@@ -5,6 +5,7 @@ import streamlit as st
 from dashboard import state, training, ui
 from dmlcore import plots
 from dmlcore.data.datasets import REAL_DATASETS
+from dmlcore.data.ihdp import IHDP_DESIGNS
 from dmlcore.data.io import load_table, numeric_problems, summarize
 from dmlcore.data.registry import SIMULATED
 from dmlcore.data.simulate import NOISE_SCALES
@@ -17,7 +18,7 @@ SIM_PARAMS = {  # which knobs each simulation has
     "digits-iv": ("n", "rho", "iv_strength", "seed", "noise_scale"),
     "demand-pcl": ("n", "seed"),
     "dsprites-pcl": ("n", "seed"),
-    "ihdp-like": ("seed",),
+    "ihdp-like": ("seed", "design"),
 }
 DSPRITES_COST = (  # measured, docs/benchmarks.md
     "64×64 pictures are slow to fit on a CPU. On one core, at N = 1000, the naive plug-in took "
@@ -56,6 +57,13 @@ def simulate_tab():
                                    "raw": "as the appendix's text (sd 1 in sales)"}[s],
             help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_SCALES.items()))
         st.caption(NOISE_SCALES[params["noise_scale"]].capitalize() + ".")
+    if "design" in knobs:
+        params["design"] = st.radio(
+            "Design", list(IHDP_DESIGNS), key="sim_ihdp_design", persist_state="session", horizontal=True,
+            format_func=lambda d: {"code": "as the paper's code (confounder sd 1, noises sd 0.1)",
+                                   "text": "as the appendix's text (confounder sd 0.1, noises sd 1)"}[d],
+            help=" · ".join(f"**{k}**: {v}" for k, v in IHDP_DESIGNS.items()))
+        st.caption(IHDP_DESIGNS[params["design"]].capitalize() + ".")
     if name in ("digits-iv", "dsprites-pcl"):
         st.caption("Image data: use the neural-network learner; tree learners see thousands of pixels.")
     if name == "dsprites-pcl":

@@ -209,8 +209,9 @@ def late_section():
 def confounding_tab():
     st.markdown(
         "Simulated markets: price A = π·Z + (hidden shock part) + noise, sales Y = −1·A + (hidden shock part) + "
-        "noise. **ρ** is the correlation between the parts of price and sales that the instrument does not "
-        "explain: how strongly the hidden shock drives both. At each ρ the experiment draws 200 data sets "
+        "noise. **ρ** is the correlation between the noise of the price (what the instrument does not explain) "
+        "and the noise of sales (what the price does not explain): how strongly the hidden shock drives both. "
+        "At each ρ the experiment draws 200 data sets "
         "(the same random numbers at every ρ) and fits OLS (sales on price) and 2SLS (fuel cost as "
         "instrument).")
     c1, c2 = st.columns(2)
@@ -270,7 +271,7 @@ def weak_tab():
            f"{pct(s['AR coverage'].min())} to {pct(s['AR coverage'].max())}")
         + f" at every strength. It stays honest by growing: at F "
         f"{num(weakest['median F'], 1)} it is unbounded in {pct(weakest['AR unbounded'])} of the draws: the data "
-        "cannot rule out any effect.",
+        "cannot rule out arbitrarily large effects.",
     ]
     if k == 1:
         lines.append("With one instrument the 2SLS median stays near the truth until F is very small, but its "
@@ -372,7 +373,8 @@ def pcl_tab():
         st.latex(r"\mathbb{E}[Y \mid do(a)] = \mathbb{E}_{W, X}[h(a, W, X)]")
         st.markdown(
             "The proxies "
-            "identify that average, not h itself (several h may solve the equation). The estimators are those "
+            "identify that average even when they do not pin down h itself: several h may solve the equation, "
+            "and all of them give the same average. The estimators are those "
             "of IV; only the roles change: h takes (A, W, X), and the conditioning set is (A, Z, X).")
     with right:
         st.graphviz_chart(causal_dot("pcl", {"outcome": "sales", "treatment": "price",
@@ -451,7 +453,7 @@ def score_tab():
         "the tool does). Then one nuisance is made wrong by a known ε and the second stage is refitted, in closed "
         "form (f a degree-5 polynomial), so that only the nuisance changes: ŝ plus ε·sd(Y)·δ(c) with δ the "
         "standardized instrument; the price draws shifted by ε·sd(price); or spread (1 + ε) times wider. "
-        "5 data sets of 1,000 rows; about 10–30 s on 2 cores.")
+        "5 data sets of 1,000 rows; about 6 s on 2 cores with other work running.")
     exp = slow("orthogonality", "Run the perturbation experiment", lambda cb: nuisance.orthogonality(callback=cb))
     if exp is None:
         return
@@ -524,7 +526,8 @@ def crossfit_tab():
     setting = c1.radio("Setting", list(nuisance.SETTINGS), key="learn_cmp_setting", persist_state="session",
                        format_func=lambda key: nuisance.SETTINGS[key].title)
     draws = c2.select_slider("Data sets", [5, 10, 20, 50], value=20, key="learn_cmp_draws", persist_state="session")
-    st.caption("About 1.5 s per data set for the first setting and 4 s for the second, on 2 shared cores.")
+    st.caption("About 0.6 s per data set for the first setting and 2.5 s for the second, measured on 2 cores "
+               "with other work running.")
     exp = slow(f"compare-{setting}-{draws}", "Run the comparison",
                lambda cb: nuisance.compare_methods(setting, draws=int(draws), callback=cb))
     if exp is not None:
@@ -564,8 +567,8 @@ def measured_section():
                      f"{seeds} paired fits.")
     st.markdown(
         "Median MSE [quartiles] over seeds, the same data for every method (docs/benchmarks.md, raw rows in the "
-        "files named). The paper reports DML-CMR ahead of the naive plug-in on these benchmarks; here is what this "
-        "project measured:\n" + "\n".join(f"- {line}" for line in lines))
+        "files named). The paper reports DML-CMR ahead of DeepIV, a naive plug-in, on demand-iv (it runs no naive "
+        "plug-in on demand-pcl); here is what this project measured:\n" + "\n".join(f"- {line}" for line in lines))
     if (table["design"] == "raw").any():
         st.caption("Raw noise: the appendix's outcome noise (standard deviation 1 in sales), under which the "
                    "hidden shock barely confounds; the tool now simulates demand-iv as the authors' code does "
@@ -689,8 +692,8 @@ def bands_section(strength: float, rho: float, n: int, seed: int):
         "and with it the band, grows.")
     st.caption(
         f"The spline penalty is held fixed here (ridge {demand.BAND_RIDGE:g}) so that only the instrument changes; "
-        "on *Estimators* it is chosen by validation, which tends to penalise harder when the instrument is "
-        "weak and so narrows the band by adding bias. Width and coverage are those of the band of f on the "
+        "on *Estimators* it is chosen by validation, so there the band's width also depends on the penalty "
+        "chosen (a heavier penalty narrows it by adding bias). Width and coverage are those of the band of f on the "
         "2,800-point test grid (outcome scale); the average curve's band is narrower because averaging over "
         f"customers cancels noise. Here the bands contain the true f at {min(r['coverage'] for r in sweep):.0%} to "
         f"{max(r['coverage'] for r in sweep):.0%} of the grid points; docs/coverage.md has the coverage measured "

@@ -1,5 +1,6 @@
-"""Study: many simulations as one job -- a grid of data sets, methods and seeds, its cost before
-it starts, progress, box plots and paired comparisons that fill in, stored studies, downloads.
+"""Study: many fits as one job -- a grid of data sets (simulated, or real without a truth), methods
+and seeds, its cost before it starts, progress, figures and paired comparisons that fill in,
+stored studies, downloads.
 
 The study runs in the background (dmlcore.study_jobs); its fits wait their turn in the server's
 fair queue beside everyone's runs and run in the worker processes (or on Ray).
@@ -8,14 +9,15 @@ fair queue beside everyone's runs and run in the worker processes (or on Ray).
 import streamlit as st
 
 from dashboard import state, training, ui
-from dmlcore.data.registry import SIMULATED, dataset_options
+from dmlcore.data.datasets import REAL_DATASETS
+from dmlcore.data.registry import OPTION_LABELS, SIMULATED, dataset_options
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
 from dmlcore.runs import METHOD_TITLES, METHODS
 from dmlcore.studies import load_study, plan_study, spec_from_dict, spec_from_flags
-from dmlcore.studies.figures import mse_figure, paired_figure
-from dmlcore.studies.report import report_html
+from dmlcore.studies.figures import study_figures
+from dmlcore.studies.report import PAIRED_NOTE, SUMMARY_NOTE, real_data_note, report_html
 from dmlcore.studies.spec import CONFIRM_ABOVE, DEFAULT_METHODS, DEFAULT_SEEDS
-from dmlcore.studies.summarize import compact
+from dmlcore.studies.summarize import compact, readable
 from dmlcore.study_jobs import study_files
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
@@ -26,14 +28,16 @@ ss = st.session_state
 
 def design():
     """The grid from the widgets, as a study spec (raises DMLCoreError for a bad value)."""
-    dataset = st.selectbox("Data set", list(SIMULATED), key="study_dataset", persist_state="session",
-                           format_func=lambda name: f"{name}: {SIMULATED[name].split(':')[0]}")
+    dataset = st.selectbox("Data set", [*SIMULATED, *REAL_DATASETS], key="study_dataset", persist_state="session",
+                           format_func=dataset_title)
+    if dataset in REAL_DATASETS:
+        st.caption(real_data_note([dataset]))
     options = dataset_options(dataset)
     cols = st.columns(max(1, len(options)))
     data = {}
     for col, (option, default) in zip(cols, options.items()):
         value = "1000, 2000" if option == "n" else str(default)
-        data[option] = col.text_input(option, value=value, key=f"study_opt_{dataset}_{option}",
+        data[option] = col.text_input(OPTION_LABELS[option], value=value, key=f"study_opt_{dataset}_{option}",
                                       help="One value or a comma list: each value is a cell of the grid.")
     methods = st.multiselect("Methods", list(METHODS), default=list(DEFAULT_METHODS), key="study_methods",
                              format_func=lambda m: METHOD_TITLES.get(m, m))
@@ -46,6 +50,12 @@ def design():
                           help="A range such as 0-19 or a comma list; every method sees the same data at a seed.")
     return spec_from_flags(dataset, methods=",".join(methods), seeds=seeds, data=data,
                            settings={"learner": learner, "folds": folds, "epochs": epochs})
+
+
+def dataset_title(name: str) -> str:
+    if name in REAL_DATASETS:
+        return f"{name}: {REAL_DATASETS[name].title.split(':')[0]} (real data, no truth)"
+    return f"{name}: {SIMULATED[name].split(':')[0]}"
 
 
 def cost(spec) -> bool:
@@ -68,16 +78,16 @@ def cost(spec) -> bool:
 
 
 def show_result(result, spec, name: str):
-    """Box plots, paired differences, tables and downloads of what has finished so far."""
-    st.plotly_chart(mse_figure(result.fits), key=f"{name}_mse")
-    st.caption("Each box: one method's MSE over the seeds, the same data for every method at a seed; every "
-               "fit is a point; log scale, as Figure 2 of the DML-CMR paper.")
-    st.plotly_chart(paired_figure(result.fits), key=f"{name}_paired")
-    st.caption("MSE(a) − MSE(b) seed by seed: below 0, a did better on that data.")
-    st.markdown("**Summary** (per design and method: reps, median, quartiles, mean, sd of the MSE)")
-    st.dataframe(compact(result.summary, result.fits), hide_index=True, key=f"{name}_summary")
-    st.markdown("**Paired comparisons** (median difference, seeds won by each, Wilcoxon signed-rank p-value)")
-    st.dataframe(compact(result.paired, result.fits, drop=()), hide_index=True, key=f"{name}_pairs")
+    """Figures, tables and downloads of what has finished so far."""
+    for item in study_figures(result.fits):
+        st.plotly_chart(item.figure, key=f"{name}_{item.file}")
+        st.caption(item.note)
+    st.markdown("**Summary**")
+    st.caption(SUMMARY_NOTE)
+    st.dataframe(readable(compact(result.summary, result.fits)), hide_index=True, key=f"{name}_summary")
+    st.markdown("**Paired comparisons**")
+    st.caption(PAIRED_NOTE)
+    st.dataframe(readable(compact(result.paired, result.fits, drop=())), hide_index=True, key=f"{name}_pairs")
     c1, c2, c3 = st.columns(3)
     c1.download_button("fits.csv", lambda: result.fits.to_csv(index=False), file_name="fits.csv",
                        mime="text/csv", key=f"{name}_dl_fits", icon=":material/download:")
@@ -114,7 +124,7 @@ def progress_panel():
 
 
 st.title("Study")
-st.markdown("Many simulations as one job: every combination of the data set's options, the methods "
+st.markdown("Many fits as one job: every combination of the data set's options, the methods "
             "and the seeds is one fit, with the same data for every method at a seed. Fits already "
             "in the run store are reused; the rest run in the background beside everyone's runs.")
 new, stored = st.tabs(["New study", "Stored studies"])

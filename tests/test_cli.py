@@ -185,6 +185,26 @@ def test_bench_writes_rows_and_prints_summary(capsys, tmp_path):
     assert len(text) == 1 + 8 and text.count(text[0]) == 1
 
 
+def test_bench_rows_record_the_noise_scale(capsys, tmp_path):
+    argv = ["bench", "--sizes", "200", "--reps", "1", "--methods", "2sls", "--out"]
+    mse = {}
+    for scale in ("raw", "standardized"):
+        code, out, err = run_main(capsys, *argv, str(tmp_path / f"{scale}.csv"), "--noise-scale", scale)
+        assert code == 0, err
+        with (tmp_path / f"{scale}.csv").open() as handle:
+            rows = list(csv.DictReader(handle))
+        assert [r["noise_scale"] for r in rows] == [scale]
+        mse[scale] = float(rows[0]["mse"])
+    assert mse["raw"] != mse["standardized"]          # the option reached the simulator
+    # a file begun before the column existed keeps its header; a note says what its rows leave out
+    old = tmp_path / "old.csv"
+    old.write_text("dataset,n,seed,method,learner,folds,mse,mse_fresh,seconds\n")
+    code, out, err = run_main(capsys, *argv, str(old))
+    assert code == 0 and "without the column(s) noise_scale" in err
+    lines = old.read_text().splitlines()
+    assert len(lines) == 2 and lines[1].count(",") == 8
+
+
 def test_threads_option_sets_torch_threads(capsys):
     import torch
 
@@ -207,14 +227,11 @@ def test_summarize_statistics():
 
 
 def test_bench_on_data_without_ground_truth(capsys, tmp_path):
-    """A real data set has no truth, so mse is None: bench must not crash on formatting it.
-
-    cli.py formats ``rec['mse']`` with ``:.4f`` for every fit (and ``summarize`` calls
-    ``float(r["mse"])``), so the run ends with 'error: unexpected TypeError' and exit 1.
-    Either scoring is skipped with a clear note, or bench refuses such a data set with exit 2.
-    """
+    """A real data set has no truth, so bench (whose rows and summary are MSEs) refuses it with exit 2
+    and points to `study`, which reports effects and held-out scores; no CSV is started."""
     pytest.importorskip("linearmodels")
     code, out, err = run_main(capsys, "bench", "--dataset", "mroz", "--sizes", "200", "--reps", "1",
                               "--methods", "naive", "--learner", "linear", "--out", str(tmp_path / "b.csv"))
     assert "unexpected" not in err
-    assert code in (0, 2)
+    assert code == 2 and "real data set" in err and "study --dataset mroz" in err
+    assert not (tmp_path / "b.csv").exists()

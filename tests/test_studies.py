@@ -84,7 +84,7 @@ def test_only_dml_cmr_uses_folds():
 
 @pytest.mark.parametrize("spec, words", [
     ({"dataset": "nope"}, ["Unknown dataset 'nope'", "demand-iv"]),
-    ({"dataset": "mroz"}, ["'mroz' has none"]),
+    ({"dataset": "mroz", "data": {"n": 100}}, ["mroz is a real data set", "'n' given"]),
     ({"dataset": "demand-iv", "methods": ["naive", "magic"]}, ["Unknown method 'magic'"]),
     ({"dataset": "demand-pcl", "data": {"rho": 0.5}}, ["Unknown option 'rho' for demand-pcl", "it takes n"]),
     ({"dataset": "demand-iv", "colour": "red"}, ["Unknown key 'colour'"]),
@@ -93,6 +93,9 @@ def test_only_dml_cmr_uses_folds():
     ({"dataset": "demand-iv", "data": {"n": "lots"}}, ["n must be an integer", "'lots'"]),
     ({"dataset": "demand-iv", "methods": []}, ["grid is empty"]),
     ({"dataset": "demand-iv", "device": "tpu"}, ["device must be"]),
+    ({"dataset": "demand-iv", "data": {"noise_scale": "loud"}}, ["noise_scale must be one of standardized, raw",
+                                                               "'loud'"]),
+    ({"dataset": "ihdp-like", "data": {"design": "paper"}}, ["design must be one of code, text", "'paper'"]),
     ({"grid": []}, ["non-empty list"]),
 ])
 def test_bad_specs_name_the_problem(spec, words):
@@ -132,6 +135,8 @@ def test_fit_config_is_the_same_fit_as_fit_run():
     assert row["status"] == "done" and row["error"] is None
     assert row["mse"] == direct.record["mse"] and row["mse_fresh"] == direct.record["metrics"]["mse_fresh"]
     assert row["rows"] == 200 and row["seconds"] > 0 and row["record"]["config"]["n_draws"] == 4
+    assert row["effect_estimate"] == direct.record["effect"]["estimate"] and row["effect_level"] == 0.95
+    assert row["heldout_relative"] is None          # a simulation is scored by its truth, not held out
     json.dumps(row)
 
 
@@ -284,8 +289,10 @@ def test_report_files_figures_and_self_contained_page(tmp_path, store):
     assert len(fits) == 18 and {"dataset", "n", "rho", "method", "seed", "mse", "mse_fresh", "seconds",
                                 "status"} <= set(fits.columns)
     summary = pd.read_csv(out / "summary.csv")
-    assert list(summary.columns[-11:]) == ["arm", "method", "reps", "failed", "median", "q1", "q3", "mean", "sd",
-                                           "mse_fresh_median", "seconds_mean"]
+    at = list(summary.columns).index("arm")
+    assert list(summary.columns[at:at + 11]) == ["arm", "method", "reps", "failed", "median", "q1", "q3", "mean", "sd",
+                                                 "mse_fresh_median", "seconds_mean"]   # the contract, then extensions
+    assert {"effect_median", "heldout_relative_median"} <= set(summary.columns[at + 11:])
     assert len(summary) == 6 and len(pd.read_csv(out / "paired.csv")) == 6
     assert json.loads((out / "spec.json").read_text())["grid"][0]["data"]["n"] == [200, 300]
     page = (out / "report.html").read_text()
@@ -304,10 +311,10 @@ def test_figures_box_per_method_log_scale_and_paired_differences(store):
     result = run_study({**TINY, "data": {"n": [200, 300]}}, store=store)
     fig = mse_figure(result.fits)
     assert fig.layout.yaxis.type == "log"
-    assert [t.name for t in fig.data] == ["ce-dml-cmr", "naive", "2sls"]
+    assert [t.name for t in fig.data] == ["CE-DML-CMR", "Naive plug-in", "2SLS"]   # methods by their titles
     assert sorted(set(fig.data[0].x)) == ["200", "300"] and len(fig.data[0].y) == 6
     paired = paired_figure(result.fits)
-    assert [t.name for t in paired.data] == ["ce-dml-cmr − naive", "ce-dml-cmr − 2sls", "naive − 2sls"]
+    assert [t.name for t in paired.data] == ["CE-DML-CMR − Naive plug-in", "CE-DML-CMR − 2SLS", "Naive plug-in − 2SLS"]
     fits = result.fits
     naive = fits[fits["method"] == "naive"].set_index(["n", "seed"])["mse"]
     tsls = fits[fits["method"] == "2sls"].set_index(["n", "seed"])["mse"]

@@ -90,3 +90,16 @@ def test_a_study_in_worker_processes_gives_the_numbers_of_run_study(tmp_path):
     mine = study.result().fits.sort_values(["method", "seed"])["mse"].tolist()
     theirs = direct.fits.sort_values(["method", "seed"])["mse"].tolist()
     assert mine == pytest.approx(theirs, rel=1e-9)
+
+
+def test_a_running_study_shows_its_fits_in_the_grids_order_however_they_finish():
+    from dmlcore.study_jobs import StudyState
+
+    direct = run_study(grid("0-1", ("2sls", "regression")), keep=False)
+    rows = direct.fits.drop(columns="arm").to_dict("records")
+    state = StudyState("id", "alice", "", None, len(rows), 0, len(rows), None, 1)
+    state._order = {row["key"]: i for i, row in enumerate(rows)}
+    state._rows = rows[::-1]                                  # the last fit of the grid finished first
+    result = state.result()
+    assert result.fits["key"].tolist() == [row["key"] for row in rows]
+    assert (result.paired["arm_a"].iloc[0], result.paired["arm_b"].iloc[0]) == ("2sls", "regression")

@@ -64,7 +64,7 @@ def test_a_study_runs_in_the_background_and_is_stored():
     boxes = [t for t in figures[0]["data"] if t["type"] == "box"]
     assert len(boxes) == 2 and all(t["boxpoints"] == "all" for t in boxes)   # one box per method
     summary = at.dataframe[0].value
-    assert len(summary) == 2 and set(summary["reps"]) == {3}               # three seeds each
+    assert len(summary) == 2 and set(summary["Finished fits"]) == {3}               # three seeds each
     assert len(at.get("download_button")) >= 3
     stored = at.selectbox(key="study_pick")                          # this browser's studies
     assert stored.options[0].startswith("tiny · 6 fits")
@@ -84,3 +84,24 @@ def test_a_bad_grid_is_named_and_nothing_starts():
     assert not at.exception
     assert any("5-2" in e.value for e in at.error), [e.value for e in at.error]
     assert not [b for b in at.button if b.key == "study_start"]
+
+
+def test_readable_labels_and_a_study_of_real_data():
+    at = study_page()
+    assert at.text_input(key="study_opt_demand-iv_n").label == "N (rows)"
+    assert at.text_input(key="study_opt_demand-iv_iv_strength").label == "Instrument strength"
+    assert at.text_input(key="study_opt_demand-iv_rho").label == "Confounding ρ"
+    at.selectbox(key="study_dataset").set_value("card").run()
+    assert not [t for t in at.text_input if (t.key or "").startswith("study_opt_")]   # real data: no options
+    assert any("Real data (card)" in c.value for c in at.caption)
+    at.multiselect(key="study_methods").set_value(["2sls"]).run()
+    at.text_input(key="study_seeds").set_value("0-1").run()
+    assert "**2 fits**: 0 already stored (reused), 2 to run." in markdown(at)
+    at.button(key="study_start").click().run()
+    assert wait_done(at).startswith("2 of 2 fits run")
+    assert not at.exception, [e.value for e in at.exception]
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert titles[0].startswith("Effect estimates") and titles[1].startswith("Held-out score")
+    summary = at.dataframe[0].value
+    assert {"Effect median", "Held-out score median"} <= set(summary.columns)
+    assert "MSE median" not in summary.columns and "effect_median" not in summary.columns

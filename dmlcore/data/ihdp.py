@@ -8,9 +8,11 @@ Two sources:
   confounder, ``d1``, ``g1``, ``v1``, ``m1..m3``, ``w1``) never enter the data. The truth scores
   f-hat(t1, x) against ``v1`` = E[Y | do(t1), x] on a held-out split, on the normalized outcome
   scale of the files; by default ``val.csv``, as the authors did (``test.csv`` is also available).
-* :func:`simulate_semisynthetic` draws instrument, treatment and outcome from the paper's
-  equations on any table of continuous covariates; :func:`simulate_ihdp_like` does so on the
-  747 IHDP children, whose covariates ship inside the ``econml`` package.
+* :func:`simulate_semisynthetic` draws instrument, treatment and outcome on any table of
+  continuous covariates; :func:`simulate_ihdp_like` does so on the 747 IHDP children, whose
+  covariates ship inside the ``econml`` package. Both follow by default the generator that made
+  the authors' replicates (``design="code"``; its equations are checked against the replicate
+  files by the tests); ``design="text"`` follows the paper's appendix.
 """
 
 from __future__ import annotations
@@ -115,18 +117,57 @@ def load_replicate(path, split_train: str = "train", split_test: str = "val") ->
 
 
 # --------------------------------------------------------------- generator
-def semisynthetic_f(a, x) -> np.ndarray:
-    """Structural function 0.9 A² - 1.5 A + mean_i X_i + |X1 X2| - sin(10 + X2 X3) (raw scale).
+IHDP_DESIGNS = {
+    "code": "the authors' code behind the paper's numbers, the generator of their replicates: hidden "
+            "confounder sd 1, noises sd 0.1; fit on 63 % of the rows, scored on 27 %",
+    "text": "the paper's appendix: hidden confounder sd 0.1, noises sd 1 (a weak confounder); fit on 90 % "
+            "of the rows, scored on 10 %",
+}
+DESIGN_SDS = {"code": (1.0, 0.1), "text": (0.1, 1.0)}   # design -> (confounder_sd, noise_sd)
+# The code's treatment equation, as stored in every replicate's coefs.npz: one row per instrument
+# level, one column per covariate (the IHDP uses the first 6), and a shift per level.
+CODE_WEIGHTS = np.array([
+    [0.8, -0.2, -0.2, -0.4, -0.7, -0.1, -0.1, -0.6, 0.3, -0.1],
+    [0.2, -0.9, 0.8, -0.9, 0.4, -0.9, -0.9, -0.2, 0.5, 0.0],
+    [-0.8, 0.0, 0.8, -0.1, 0.3, 0.6, -0.2, 0.7, -0.5, 0.1],
+    [-0.2, -0.8, 0.7, 0.9, 0.9, 0.4, -0.2, 0.3, 0.7, 0.5],
+    [-1.0, -0.2, -0.5, -0.6, -0.9, 0.0, -0.3, -0.4, -0.8, -0.7],
+])
+CODE_SHIFTS = np.array([0.0, 1.0, 0.0, -0.2, -0.8])
+CODE_SCORED, CODE_UNUSED = 0.27, 0.10   # the code's validation (scored) and test (left out) shares
 
-    The paper prints 9 A²; its authors' replicates (``g1``) are exactly 0.9 A² - 1.5 A.
+
+def check_design(design: str) -> str:
+    if design not in IHDP_DESIGNS:
+        raise DMLCoreError(f"design must be one of {', '.join(IHDP_DESIGNS)}; got {design!r}.")
+    return design
+
+
+def semisynthetic_f(a, x, design: str = "code") -> np.ndarray:
+    """The structural function f(A, X) on the raw outcome scale, X the standardized covariates.
+
+    * ``code``: 0.9 A² - 1.5 A + 2 mean_i X_i - |X1 X2| - sin(10 + X3²), which is what the
+      replicates' ``v1`` holds (normalized);
+    * ``text``: 0.9 A² - 1.5 A + mean_i X_i + |X1 X2| - sin(10 + X2 X3). The paper prints 9 A²;
+      the replicates' ``g1`` is exactly 0.9 A² - 1.5 A.
     """
+    check_design(design)
     x = np.asarray(x, dtype=float)
     a = np.asarray(a, dtype=float)
-    return (0.9 * a ** 2 - 1.5 * a + x.mean(axis=1) + np.abs(x[:, 0] * x[:, 1])
-            - np.sin(10.0 + x[:, 1] * x[:, 2]))
+    treatment = 0.9 * a ** 2 - 1.5 * a
+    if design == "code":
+        return treatment + 2.0 * x.mean(axis=1) - np.abs(x[:, 0] * x[:, 1]) - np.sin(10.0 + x[:, 2] ** 2)
+    return treatment + x.mean(axis=1) + np.abs(x[:, 0] * x[:, 1]) - np.sin(10.0 + x[:, 1] * x[:, 2])
 
 
-def _standardized(covariates) -> pd.DataFrame:
+def code_treatment_mean(x, z) -> np.ndarray:
+    """The code's treatment before confounder and noise, sum_i W[z, i] X_i + shift[z] (``d1``)."""
+    x = np.asarray(x, dtype=float)
+    z = np.asarray(z).astype(int)
+    return np.sum(CODE_WEIGHTS[z, :x.shape[1]] * x, axis=1) + CODE_SHIFTS[z]
+
+
+def _standardized(covariates, ddof: int) -> pd.DataFrame:
     if not isinstance(covariates, pd.DataFrame):
         raise DMLCoreError(f"covariates must be a pandas DataFrame; got {type(covariates).__name__}.")
     if covariates.shape[1] < 3 or len(covariates) < 20:
@@ -144,50 +185,97 @@ def _standardized(covariates) -> pd.DataFrame:
     constant = [str(c) for c in values.columns if values[c].std() == 0]
     if constant:
         raise DMLCoreError(f"Covariate column(s) {', '.join(constant)} are constant. Drop them.")
-    return ((values - values.mean()) / values.std(ddof=0)).reset_index(drop=True)
+    return ((values - values.mean()) / values.std(ddof=ddof)).reset_index(drop=True)
 
 
-def simulate_semisynthetic(covariates: pd.DataFrame, n_instrument_levels: int = 5, seed: int = 0,
-                           confounder_sd: float = 0.1, noise_sd: float = 1.0,
-                           name: str = "semisynthetic") -> Simulation:
-    """Instrument, treatment and outcome drawn on real covariates (Wu et al. 2023; paper D.1.3).
+def _draw_code(x, k, rng, confounder_sd, noise_sd):
+    """(instrument, treatment, Y - f) of the code's equations."""
+    n = len(x)
+    z = rng.integers(k, size=n)
+    u = rng.normal(0.0, confounder_sd, size=n)
+    a = code_treatment_mean(x, z) + 0.2 * u + rng.normal(0.0, noise_sd, size=n)
+    return z.astype(float), a, 2.0 * u + rng.normal(0.0, noise_sd, size=n)
 
-    With X the covariates, standardized (each column mean 0, sd 1), d their number, K levels:
 
-    * Z ~ Unif{1..K};  w_iz ~ Unif(-1, 1);  f_z(z) = the z-th of K values evenly spaced in [-1, 1];
-    * eps ~ N(0, confounder_sd²) the hidden confounder; delta_A, delta_Y ~ N(0, noise_sd²);
-    * A = sum_i w_iZ (X_i + 0.2 eps + f_z(Z)) + delta_A;
-    * Y = f(A, X) + 2 eps + delta_Y with f = :func:`semisynthetic_f`.
-
-    The paper's values are ``confounder_sd=0.1`` and ``noise_sd=1`` (a weak confounder); the
-    authors' pre-generated replicates use a strong one (sd 1) and small noises (sd 0.1).
-    A random 10 % of the rows is held out; Y is normalized by the mean and sd of the other
-    rows, which form the data. The truth scores the MSE of f-hat against f(A, X), normalized
-    the same way, on the held-out rows.
-    """
-    x_frame = _standardized(covariates)
-    if not isinstance(n_instrument_levels, (int, np.integer)) or n_instrument_levels < 2:
-        raise DMLCoreError(f"n_instrument_levels must be an integer of at least 2; got "
-                           f"{n_instrument_levels!r}.")
-    for label, value in (("confounder_sd", confounder_sd), ("noise_sd", noise_sd)):
-        if not (np.isfinite(value) and value >= 0):
-            raise DMLCoreError(f"{label} must be a finite number >= 0; got {value}.")
-    x = x_frame.to_numpy()
-    n, k = len(x), n_instrument_levels
-    rng = np.random.default_rng(seed)
+def _draw_text(x, k, rng, confounder_sd, noise_sd):
+    """(instrument, treatment, Y - f) of the paper's equations."""
+    n = len(x)
     weights = rng.uniform(-1.0, 1.0, size=(x.shape[1], k))
     shifts = np.linspace(-1.0, 1.0, k)
     z = rng.integers(k, size=n)
     eps = rng.normal(0.0, confounder_sd, size=n)
     a = np.sum(weights[:, z].T * (x + 0.2 * eps[:, None] + shifts[z][:, None]), axis=1)
     a += rng.normal(0.0, noise_sd, size=n)
-    f = semisynthetic_f(a, x)
-    y = f + 2.0 * eps + rng.normal(0.0, noise_sd, size=n)
-    order, cut = rng.permutation(n), max(1, round(0.1 * n))
-    held, kept = np.sort(order[:cut]), np.sort(order[cut:])
+    return z + 1.0, a, 2.0 * eps + rng.normal(0.0, noise_sd, size=n)
+
+
+def _split(n, rng, design):
+    """(fitted rows, scored rows), sorted."""
+    order = rng.permutation(n)
+    if design == "code":
+        scored = int(round(CODE_SCORED * n))
+        fitted = n - scored - int(round(CODE_UNUSED * n))
+        return np.sort(order[:fitted]), np.sort(order[fitted:fitted + scored])
+    cut = max(1, round(0.1 * n))
+    return np.sort(order[cut:]), np.sort(order[:cut])
+
+
+def simulate_semisynthetic(covariates: pd.DataFrame, n_instrument_levels: int = 5, seed: int = 0,
+                           confounder_sd: float | None = None, noise_sd: float | None = None,
+                           name: str = "semisynthetic", design: str = "code") -> Simulation:
+    """Instrument, treatment and outcome drawn on real covariates (Wu et al. 2023; paper D.1.3).
+
+    X are the covariates standardized (each column mean 0, sd 1; sd with ddof 1 in the code, as
+    in its replicates, ddof 0 in the text), K the instrument's levels, U ~ N(0, confounder_sd²)
+    the hidden confounder, delta_A, delta_Y ~ N(0, noise_sd²) the noises.
+
+    ``design="code"`` (default), the generator that made the authors' replicates (their
+    ``iv/data_generator.py``; the tests check it against the replicate files):
+
+    * Z ~ Unif{0..K-1}, K <= 5;  A = sum_i W[Z, i] X_i + shift[Z] + 0.2 U + delta_A with the fixed
+      :data:`CODE_WEIGHTS` (at most 10 covariates) and :data:`CODE_SHIFTS`;
+    * Y = f(A, X) + 2 U + delta_Y, f = :func:`semisynthetic_f`; confounder_sd 1, noise_sd 0.1;
+    * 63 % of the rows are the data, 27 % are scored (the authors scored their validation
+      split), 10 % (their test split) are left out.
+
+    ``design="text"``, the paper's appendix:
+
+    * Z ~ Unif{1..K}; w_iz ~ Unif(-1, 1), drawn with the seed; f_z(z) the z-th of K values evenly
+      spaced in [-1, 1];  A = sum_i w_iZ (X_i + 0.2 U + f_z(Z)) + delta_A;
+    * Y = f(A, X) + 2 U + delta_Y with the text's f; confounder_sd 0.1, noise_sd 1;
+    * a random 10 % of the rows is scored, the other rows are the data.
+
+    ``confounder_sd`` and ``noise_sd``, when given, replace the design's values. Y is normalized
+    by the mean and sd (ddof 0) of the data rows; the truth scores the MSE of f-hat against
+    f(A, X), normalized the same way, on the scored rows.
+    """
+    check_design(design)
+    x_frame = _standardized(covariates, ddof=1 if design == "code" else 0)
+    if not isinstance(n_instrument_levels, (int, np.integer)) or n_instrument_levels < 2:
+        raise DMLCoreError(f"n_instrument_levels must be an integer of at least 2; got "
+                           f"{n_instrument_levels!r}.")
+    if design == "code" and n_instrument_levels > len(CODE_SHIFTS):
+        raise DMLCoreError(f"design 'code' has at most {len(CODE_SHIFTS)} instrument levels (the authors' "
+                           f"coefficients); got {n_instrument_levels}. Use design 'text' for more.")
+    if design == "code" and x_frame.shape[1] > CODE_WEIGHTS.shape[1]:
+        raise DMLCoreError(f"design 'code' takes at most {CODE_WEIGHTS.shape[1]} covariates (the authors' "
+                           f"coefficients); got {x_frame.shape[1]}. Use design 'text' for more.")
+    default_confounder, default_noise = DESIGN_SDS[design]
+    confounder_sd = default_confounder if confounder_sd is None else confounder_sd
+    noise_sd = default_noise if noise_sd is None else noise_sd
+    for label, value in (("confounder_sd", confounder_sd), ("noise_sd", noise_sd)):
+        if not (np.isfinite(value) and value >= 0):
+            raise DMLCoreError(f"{label} must be a finite number >= 0; got {value}.")
+    x = x_frame.to_numpy()
+    n, k = len(x), n_instrument_levels
+    rng = np.random.default_rng(seed)
+    z, a, rest = (_draw_code if design == "code" else _draw_text)(x, k, rng, confounder_sd, noise_sd)
+    f = semisynthetic_f(a, x, design)
+    y = f + rest
+    kept, held = _split(n, rng, design)
     mean, sd = float(y[kept].mean()), float(y[kept].std())
 
-    table = x_frame.assign(instrument=z + 1.0, treatment=a, outcome=(y - mean) / sd)
+    table = x_frame.assign(instrument=z, treatment=a, outcome=(y - mean) / sd)
     covariate_names = list(x_frame.columns)
     data = CausalData(table.iloc[kept].reset_index(drop=True), "iv", outcome="outcome",
                       treatment="treatment", instrument="instrument", covariates=covariate_names,
@@ -205,12 +293,12 @@ def simulate_semisynthetic(covariates: pd.DataFrame, n_instrument_levels: int = 
         frame = pd.DataFrame(np.zeros((len(grid), len(covariate_names))), columns=covariate_names)
         frame.insert(0, "treatment", grid)
         estimate = np.asarray(model.predict(frame[data.input_columns]), dtype=float).ravel()
-        truth = (semisynthetic_f(grid, frame[covariate_names]) - mean) / sd
+        truth = (semisynthetic_f(grid, frame[covariate_names], design) - mean) / sd
         return frame.assign(x=grid, estimate=estimate, truth=truth, group="covariates at their mean")
 
     truth = GroundTruth("iv", score, curve,
                         f"MSE of f-hat vs f(A, X) on the held-out {len(held)} rows, normalized outcome")
-    return Simulation(data, truth, dict(dataset=name, n=n, seed=seed,
+    return Simulation(data, truth, dict(dataset=name, n=n, seed=seed, design=design,
                                         n_instrument_levels=k, confounder_sd=confounder_sd,
                                         noise_sd=noise_sd, outcome_mean=mean, outcome_sd=sd))
 
@@ -237,8 +325,11 @@ def ihdp_covariates() -> pd.DataFrame:
     return table.loc[keep, list(IHDP_COLUMNS)].rename(columns=IHDP_COLUMNS).reset_index(drop=True)
 
 
-def simulate_ihdp_like(seed: int = 0, n_instrument_levels: int = 5, confounder_sd: float = 0.1,
-                       noise_sd: float = 1.0) -> Simulation:
-    """:func:`simulate_semisynthetic` on the IHDP covariates (747 rows: 672 fit, 75 held out)."""
+def simulate_ihdp_like(seed: int = 0, n_instrument_levels: int = 5, confounder_sd: float | None = None,
+                       noise_sd: float | None = None, design: str = "code") -> Simulation:
+    """:func:`simulate_semisynthetic` on the 747 IHDP children: with ``design="code"`` 470 rows
+    are fitted and 202 scored (the sizes of the authors' train and validation files), with
+    ``design="text"`` 672 and 75."""
+    check_design(design)
     return simulate_semisynthetic(ihdp_covariates(), n_instrument_levels, seed, confounder_sd,
-                                  noise_sd, name="ihdp-like")
+                                  noise_sd, name="ihdp-like", design=design)

@@ -35,10 +35,12 @@ def dataset_names() -> list[str]:
 
 
 def load_dataset(name: str, *, n: int = 5000, seed: int = 0, rho: float = 0.9, iv_strength: float = 1.0,
-                 ood_test: bool = False, data_dir: str | None = None, noise_scale: str = "standardized") -> Loaded:
+                 ood_test: bool = False, data_dir: str | None = None, noise_scale: str = "standardized",
+                 design: str = "code") -> Loaded:
     """Load or simulate the data set ``name``; simulations come with their ground truth.
 
-    ``noise_scale`` applies to demand-iv and digits-iv ("standardized", the authors' code, or "raw")."""
+    ``noise_scale`` applies to demand-iv and digits-iv ("standardized", the authors' code, or "raw");
+    ``design`` to ihdp-like ("code", the generator of the authors' replicates, or "text")."""
     if name == "demand-iv":
         sim = simulate_demand_iv(n, seed, rho=rho, iv_strength=iv_strength, ood_test=ood_test,
                                  noise_scale=noise_scale)
@@ -52,7 +54,7 @@ def load_dataset(name: str, *, n: int = 5000, seed: int = 0, rho: float = 0.9, i
         sim = simulate_dsprites_pcl(n, seed)
     elif name == "ihdp-like":
         from dmlcore.data.ihdp import simulate_ihdp_like
-        sim = simulate_ihdp_like(seed)
+        sim = simulate_ihdp_like(seed, design=design)
     elif name == "replicate":
         if not data_dir:
             raise DMLCoreError("--dataset replicate needs --data-dir PATH, a folder with train.csv and val.csv.")
@@ -75,9 +77,14 @@ DATASET_OPTIONS = {
     "demand-pcl": ("n",),
     "digits-iv": ("n", "rho", "iv_strength", "noise_scale"),
     "dsprites-pcl": ("n",),
-    "ihdp-like": (),
+    "ihdp-like": ("design",),
     "replicate": ("data_dir",),
 }
+
+# What a user reads for each option (forms, tables, figure panels); code and CSV files keep the names.
+OPTION_LABELS = {"n": "N (rows)", "rho": "Confounding ρ", "iv_strength": "Instrument strength",
+                 "noise_scale": "Outcome noise", "ood_test": "Out-of-distribution test",
+                 "data_dir": "Replicate folder", "design": "IHDP design"}
 
 
 def dataset_options(name: str) -> dict:

@@ -18,7 +18,7 @@ from dmlcore.studies.spec import StudySpec, check_size, load_spec, spec_from_fla
 from dmlcore.studies.summarize import compact, format_value
 
 DATA_FLAGS = {"sizes": "n", "rho": "rho", "iv_strength": "iv_strength", "noise_scale": "noise_scale",
-              "ood_test": "ood_test", "data_dir": "data_dir"}
+              "design": "design", "ood_test": "ood_test", "data_dir": "data_dir"}
 SETTING_FLAGS = ("learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit", "devices")
 GRID_FLAGS = ("dataset", "methods", "seeds", *DATA_FLAGS, *SETTING_FLAGS)
 
@@ -36,7 +36,8 @@ def add_study_parser(sub) -> None:
     p = sub.add_parser("study", help="a grid of fits in parallel, with summaries, paired comparisons and a report",
                        description="Every grid flag takes a comma list; the grid is every combination.")
     p.add_argument("--spec", help="a TOML or JSON grid (several data sets); replaces the grid flags")
-    p.add_argument("--dataset", help="a simulated data set (default demand-iv)")
+    p.add_argument("--dataset", help="a simulated data set (default demand-iv), or a real one (rhc, card, ...): "
+                                     "no truth, so effects and held-out scores instead of the MSE")
     p.add_argument("--sizes", help="N, e.g. 1000,2000,5000,10000")
     p.add_argument("--methods", help="default dml-cmr,ce-dml-cmr,naive")
     p.add_argument("--seeds", help="e.g. 0-19 or 0,3,5-9 (default 0-9)")
@@ -50,6 +51,8 @@ def add_study_parser(sub) -> None:
     p.add_argument("--rho", help="confounding correlation (demand-iv, digits-iv)")
     p.add_argument("--iv-strength", help="instrument strength (demand-iv, digits-iv)")
     p.add_argument("--noise-scale", help="standardized or raw (demand-iv, digits-iv)")
+    p.add_argument("--design", help="code or text (ihdp-like): the authors' code behind the paper's numbers, or the "
+                                    "paper's appendix")
     p.add_argument("--ood-test", nargs="?", const="true", help="demand-iv fresh test draws with time in [1, 11]")
     p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
     p.add_argument("--out", help="write fits.csv, summary.csv, paired.csv, report.html and PNGs here")
@@ -73,7 +76,8 @@ def study_spec(args) -> StudySpec:
 def study_command(args) -> int:
     spec = study_spec(args)
     result = run_cli_study(spec, args, out_dir=args.out, reuse=not args.fresh)
-    for table, drop in ((result.summary, ("method", "mse_fresh_median")), (result.paired, ())):
+    narrow = ("method", "mse_fresh_median", "effect_q1", "effect_q3", "heldout_relative_q1", "heldout_relative_q3")
+    for table, drop in ((result.summary, narrow), (result.paired, ())):
         if len(table):
             print(compact(table, result.fits, drop).to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep=""))
     if result.files:
@@ -99,9 +103,10 @@ def run_cli_study(spec: StudySpec, args, *, out_dir=None, reuse: bool = True, ke
             return
         row = event["row"]
         design = " ".join(f"{k}={format_value(row[k])}" for k in ("n",) if row.get(k) is not None)
-        what = f"[{event['done']:>{width}}/{event['to_run']}] {row['dataset']} {design} seed={row['seed']} {row['method']}"
+        what = " ".join(filter(None, (f"[{event['done']:>{width}}/{event['to_run']}]", row["dataset"], design,
+                                      f"seed={row['seed']}", row["method"])))
         if row["status"] == "done":
-            print(f"{what}: mse={row['mse']:.4f} ({row['seconds']:.1f} s)", flush=True)
+            print(f"{what}: {outcome_text(row)} ({row['seconds']:.1f} s)", flush=True)
         else:
             print(f"{what}: failed ({row['error']})", file=sys.stderr, flush=True)
         if on_fit:
@@ -112,6 +117,20 @@ def run_cli_study(spec: StudySpec, args, *, out_dir=None, reuse: bool = True, ke
                        threads=args.threads, reuse=reuse, keep=keep, callback=report)
     print(f"{result.message} in {time.perf_counter() - start:.1f} s", flush=True)
     return result
+
+
+def outcome_text(row: dict) -> str:
+    """A finished fit in a few words: its MSE, else its effect [interval] and held-out score."""
+    if row.get("mse") is not None:
+        return f"mse={row['mse']:.4f}"
+    parts = []
+    if row.get("effect_estimate") is not None:
+        parts.append(f"effect={row['effect_estimate']:.4g}")
+        if row.get("effect_ci_lower") is not None:
+            parts[-1] += f" [{row['effect_ci_lower']:.4g}, {row['effect_ci_upper']:.4g}]"
+    if row.get("heldout_relative") is not None:
+        parts.append(f"heldout={row['heldout_relative']:.4g}")
+    return " ".join(parts) or "done (no truth, effect or held-out score)"
 
 
 def exit_status(result: StudyResult) -> int:

@@ -1,30 +1,96 @@
 """A study's figures (plotly, no Streamlit): the MSE by N per method on a log scale, as the
-paper's Figure 2, and the paired differences between methods seed by seed.
+paper's Figure 2; each fit's effect estimate with its interval; the held-out score (real data);
+and the paired differences between methods seed by seed.
 
-Both take the fits table (``StudyResult.fits``) and draw only finished fits, so a page can call
-them again as fits finish. One panel per design other than N (data set, rho, IV strength, ...).
+All take the fits table (``StudyResult.fits``) and draw only finished fits, so a page can call
+them again as fits finish. One panel per design other than N (data set, ρ, instrument strength,
+...). :func:`study_figures` picks the figures a study has something to show in, with their
+headings and notes, for the report and the Study page alike.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from dmlcore.heldout import HELDOUT_FOLDS
 from dmlcore.plots import METHOD_COLORS, PALETTE
-from dmlcore.studies.summarize import data_columns, format_value
+from dmlcore.runs import METHOD_TITLES
+from dmlcore.studies.summarize import METRIC_LABELS, data_columns, format_value, label, paired_metric
 
 PANEL_HEIGHT = 380
 X_TITLE = "N (rows)"
+SPREAD = 0.8     # share of the room between two values of N that an effect figure's points fill
 _LAYOUT = dict(template="plotly_white", boxmode="group", margin=dict(l=60, r=20, t=70, b=50),
                legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0.0))
 
 
+@dataclass
+class StudyFigure:
+    """A figure of a study with its PNG file name, heading and a note on how to read it."""
+
+    file: str
+    heading: str
+    note: str
+    figure: go.Figure
+
+
+def study_figures(fits: pd.DataFrame) -> list[StudyFigure]:
+    """The figures with something to show: the MSE by N where a truth is known (or while nothing
+    has finished), the effects and the held-out score where fits have them, the paired differences."""
+    has = {column: len(_finished(fits, column)) > 0 for column in ("mse", "effect_estimate", "heldout_relative")}
+    out = []
+    if has["mse"] or not (has["effect_estimate"] or has["heldout_relative"]):
+        out.append(StudyFigure(
+            "mse_by_n.png", "MSE by N",
+            "Each box: one method's MSE over the seeds (the same data for every method at a seed); whiskers "
+            "1.5 IQR, every fit drawn as a point; log scale, as Figure 2 of the DML-CMR paper.", mse_figure(fits)))
+    if has["effect_estimate"]:
+        out.append(StudyFigure(
+            "effects.png", "Effect estimates",
+            f"Each point: one fit's estimate of {_estimands(fits)}, with its interval where the method has one "
+            "(2SLS: its standard error; spline f: the delta method; other methods give none in a study). "
+            "Points of one method sit side by side, one per seed. On a real data set the rows are the same at "
+            "every seed, so the spread over seeds is the methods' own randomness, not sampling uncertainty: "
+            "the interval speaks to that.", effect_figure(fits)))
+    if has["heldout_relative"]:
+        out.append(StudyFigure(
+            "heldout_score.png", "Held-out score",
+            "How far each fit is from meeting E[Y − f(X) | C] = 0 on rows it was not fitted on (the projected "
+            f"residual over {HELDOUT_FOLDS} held-out folds, divided by Var(Y)); lower is better, 0 is perfect, "
+            "slightly negative values are noise. It needs no truth, so it compares methods on real data; it "
+            "ranks how well a fit solves the moment restriction, not its distance to the true f "
+            "(docs/coverage.md).",
+            heldout_figure(fits)))
+    out.append(StudyFigure(
+        "paired_differences.png", "Paired differences",
+        "a − b on the same seed, of the MSE where the truth is known, else of the held-out score: below 0, "
+        "a did better on that seed.", paired_figure(fits)))
+    return out
+
+
 def mse_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """Box plots of the MSE over seeds, by N, one box per arm, log scale."""
-    done = _finished(fits)
+    return _box_figure(fits, "mse", "MSE", "MSE by N", title, "{seeds} seeds per box, log scale", log=True)
+
+
+def heldout_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """Box plots of the held-out score (projected residual / Var(Y)) over seeds, by N, one box per arm."""
+    return _box_figure(fits, "heldout_relative", "held-out score (÷ Var Y)", "Held-out score by method", title,
+                       "{seeds} seeds per box; lower is better", log=False)
+
+
+def _box_figure(fits: pd.DataFrame, column: str, y_title: str, name: str, title: str | None, detail: str, *,
+                log: bool) -> go.Figure:
+    """Box plots of ``column`` over seeds, by N, one box per arm; the title is ``title`` or
+    ``name (detail)`` with ``{seeds}`` in ``detail`` filled in."""
+    done = _finished(fits, column)
     if done.empty:
-        return _empty("MSE by N", "no finished fits yet")
+        return _empty(name, "no finished fits yet")
     colors = _arm_colors(done)
     panels = list(dict.fromkeys(done["panel"]))
     fig = make_subplots(rows=len(panels), cols=1, subplot_titles=_titles(panels), vertical_spacing=0.12 / len(panels))
@@ -33,27 +99,75 @@ def mse_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
             part = done[(done["arm"] == arm) & (done["panel"] == panel)]
             if part.empty:
                 continue
-            fig.add_trace(go.Box(x=part["x"], y=part["mse"], name=arm, legendgroup=arm, marker_color=color,
+            fig.add_trace(go.Box(x=part["x"], y=_floats(part, column), name=arm, legendgroup=arm, marker_color=color,
                                  showlegend=not any(t.name == arm for t in fig.data), boxpoints="all",
                                  jitter=0.3, pointpos=0, marker_size=4), row=row, col=1)
     reps = done.groupby(["panel", "x", "arm"]).size()
     seeds = f"{reps.min()}" if reps.min() == reps.max() else f"{reps.min()}–{reps.max()}"
     fig.update_layout(**_LAYOUT, height=PANEL_HEIGHT * len(panels) + 90,
-                      title=title or f"MSE by N ({seeds} seeds per box, log scale)")
-    fig.update_yaxes(type="log", title_text="MSE")
+                      title=title or f"{name} ({detail.format(seeds=seeds)})")
+    fig.update_yaxes(type="log" if log else "linear", title_text=y_title)
     fig.update_xaxes(title_text=X_TITLE, **_x_order(done))
     return fig
 
 
+def effect_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """Each finished fit's effect estimate with its interval, by N: per N the arms side by side,
+    within an arm one point per seed."""
+    done = _finished(fits, "effect_estimate")
+    if done.empty:
+        return _empty("Effect estimates", "no finished fit with an effect yet")
+    colors = _arm_colors(done)
+    arms = list(colors)
+    xs = _x_order(done)["categoryarray"]
+    panels = list(dict.fromkeys(done["panel"]))
+    done = done.sort_values(["panel", "x", "arm", "seed"], kind="stable")
+    slot = SPREAD / len(arms)                      # the room of one arm at one N
+    k = done.groupby(["panel", "x", "arm"]).cumcount().to_numpy()
+    count = done.groupby(["panel", "x", "arm"])["seed"].transform("size").to_numpy()
+    done["pos"] = (done["x"].map(xs.index).to_numpy() - SPREAD / 2 + done["arm"].map(arms.index).to_numpy() * slot
+                   + (k + 0.5) / count * slot)
+    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=_titles(panels), vertical_spacing=0.12 / len(panels))
+    for arm, color in colors.items():
+        for row, panel in enumerate(panels, start=1):
+            part = done[(done["arm"] == arm) & (done["panel"] == panel)]
+            if part.empty:
+                continue
+            estimate = part["effect_estimate"].astype(float).to_numpy()
+            upper = _floats(part, "effect_ci_upper") - estimate
+            lower = estimate - _floats(part, "effect_ci_lower")
+            fig.add_trace(go.Scatter(
+                x=part["pos"], y=estimate, mode="markers", name=arm, legendgroup=arm, marker_color=color,
+                showlegend=not any(t.name == arm for t in fig.data), marker_size=6,
+                error_y=dict(type="data", symmetric=False, array=upper, arrayminus=lower, thickness=1.2, width=2),
+                customdata=np.c_[part["seed"].astype(str), part["x"]],
+                hovertemplate=f"{arm}<br>N %{{customdata[1]}}, seed %{{customdata[0]}}<br>effect %{{y:.4g}}"
+                              "<extra></extra>"), row=row, col=1)
+    levels = _floats(done, "effect_level")
+    levels = np.unique(levels[np.isfinite(levels)])
+    level = f"{levels[0]:.0%} " if len(levels) == 1 else ""
+    fig.update_layout(**_LAYOUT, height=PANEL_HEIGHT * len(panels) + 90,
+                      title=title or f"Effect estimates with their {level}intervals, one point per fit")
+    fig.update_yaxes(title_text="effect", zeroline=True, zerolinecolor="#888", zerolinewidth=1)
+    fig.update_xaxes(title_text=X_TITLE, tickvals=list(range(len(xs))), ticktext=xs,
+                     range=[-0.6, len(xs) - 0.4], zeroline=False)
+    return fig
+
+
 def paired_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
-    """Per pair of arms, box plots of MSE(a) − MSE(b) over the seeds both finished, by N."""
+    """Per pair of arms, box plots of a − b over the seeds both finished, by N: of the MSE where the
+    truth is known, else of the held-out score (:func:`~dmlcore.studies.summarize.paired_metric`)."""
     done = _finished(fits)
     arms = list(dict.fromkeys(done["arm"])) if not done.empty else []
     if len(arms) < 2:
         return _empty("Paired differences", "needs two methods with finished fits")
-    diffs = []
+    diffs, metrics = [], {}
     for (panel, x), cell in done.groupby(["panel", "x"], sort=False):
-        wide = cell.pivot(index="seed", columns="arm", values="mse").astype(float)
+        metric = paired_metric(cell)
+        if metric is None:
+            continue
+        metrics.setdefault(panel, metric)
+        wide = cell.pivot(index="seed", columns="arm", values=metric).astype(float)
         for i, a in enumerate(arms):
             for b in arms[i + 1:]:
                 if a in wide and b in wide:
@@ -72,32 +186,57 @@ def paired_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
                                      marker_color=PALETTE[k % len(PALETTE)], boxpoints="all", jitter=0.3,
                                      pointpos=0, marker_size=4,
                                      showlegend=not any(t.name == pair for t in fig.data)), row=row, col=1)
-            fig.add_hline(y=0, line_color="#555", line_width=1, row=row, col=1)
+    for row, panel in enumerate(panels, start=1):
+        fig.add_hline(y=0, line_color="#555", line_width=1, row=row, col=1)
+        fig.update_yaxes(title_text=f"{METRIC_LABELS[metrics[panel]]} difference", zeroline=True, row=row, col=1)
+    what = " / ".join(dict.fromkeys(METRIC_LABELS[m] for m in metrics.values()))
     fig.update_layout(**_LAYOUT, height=PANEL_HEIGHT * len(panels) + 90,
-                      title=title or "Paired differences MSE(a) − MSE(b), seed by seed (below 0: a did better)")
-    fig.update_yaxes(title_text="MSE difference", zeroline=True)
+                      title=title or f"Paired differences of the {what}, a − b seed by seed (below 0: a did better)")
     fig.update_xaxes(title_text=X_TITLE, **_x_order(done))
     return fig
 
 
-def _finished(fits: pd.DataFrame) -> pd.DataFrame:
-    """Finished fits with ``panel`` (the design other than N) and ``x`` (N as a category)."""
-    if fits.empty or "status" not in fits:
+def _finished(fits: pd.DataFrame, column: str | None = None) -> pd.DataFrame:
+    """Finished fits (with a value in ``column`` when given), with ``panel`` (the design other
+    than N, in readable labels) and ``x`` (N as a category)."""
+    if fits.empty or "status" not in fits or (column is not None and column not in fits):
         return pd.DataFrame()
-    done = fits[(fits["status"] == "done") & fits["mse"].notna()].copy()
+    done = fits[fits["status"] == "done"].copy()
+    if column is not None:
+        done = done[pd.to_numeric(done[column], errors="coerce").notna()]
     if done.empty:
         return done
     options = [c for c in data_columns(done) if c != "n" and done[c].astype(str).nunique() > 1]
     multi = done["dataset"].nunique() > 1 or options
 
     def panel(row) -> str:
-        parts = [f"{c}={format_value(row[c])}" for c in options if pd.notna(row[c])]
+        parts = [f"{label(c)} = {format_value(row[c])}" for c in options if pd.notna(row[c])]
         return ", ".join([row["dataset"], *parts]) if multi else row["dataset"]
 
     done["panel"] = done.apply(panel, axis=1)
     n = done["n"] if "n" in done else pd.Series(pd.NA, index=done.index)
     done["x"] = n.fillna(done["rows"]).map(format_value)
+    if "arm" in done:   # a method's own arm by its title (DML-CMR, Sieve 2SLS); variants keep their names
+        done["arm"] = done["arm"].map(lambda arm: METHOD_TITLES.get(arm, arm))
     return done
+
+
+def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """The column as floats, NaN where blank (all NaN when the column is absent)."""
+    if column not in frame:
+        return np.full(len(frame), np.nan)
+    return pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+
+
+def _estimands(fits: pd.DataFrame) -> str:
+    """The effects the fits estimate, per data set when there are several."""
+    done = _finished(fits, "effect_estimate")
+    if "effect_estimand" not in done:
+        return "the treatment's effect"
+    named = done.dropna(subset=["effect_estimand"]).groupby("dataset", sort=False)["effect_estimand"].first()
+    if len(named) == 1:
+        return named.iloc[0]
+    return "; ".join(f"{dataset}: {text}" for dataset, text in named.items()) or "the treatment's effect"
 
 
 def _arm_colors(done: pd.DataFrame) -> dict:

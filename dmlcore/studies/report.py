@@ -1,8 +1,11 @@
 """A study's files: fits.csv, summary.csv, paired.csv, spec.json, report.html and PNG figures.
 
-``report.html`` is one self-contained page (plotly.js inlined: it opens offline) with the MSE box
-plots by N, the paired differences, the summary and paired tables and any failed fits. The PNGs
-(``mse_by_n.png``, ``paired_differences.png``) are exported by plotly's kaleido, which drives the
+``report.html`` is one self-contained page (plotly.js inlined: it opens offline) with the figures
+of :func:`~dmlcore.studies.figures.study_figures` (the MSE box plots by N where a truth is known,
+the effect estimates with their intervals, the held-out score on real data, the paired
+differences), the summary and paired tables with readable column names, and any failed fits.
+The same figures are written as PNGs (``mse_by_n.png``, ``effects.png``, ``heldout_score.png``,
+``paired_differences.png``: those the study has), exported by plotly's kaleido, which drives the
 system's Chromium (``/usr/bin/chromium``, or ``BROWSER_PATH``); without one the page and the
 tables are still written and ``StudyResult.png_error`` says why there are no PNGs.
 """
@@ -20,8 +23,9 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from dmlcore import __version__
-from dmlcore.studies.figures import mse_figure, paired_figure
-from dmlcore.studies.summarize import compact
+from dmlcore.data.registry import real_dataset_names
+from dmlcore.studies.figures import StudyFigure, study_figures
+from dmlcore.studies.summarize import OUTCOMES, compact, readable
 
 PNG_WIDTH = 1000
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -41,8 +45,9 @@ def write_outputs(result, out_dir: str | Path, *, spec=None) -> dict:
     if spec is not None:
         (out / "spec.json").write_text(json.dumps(spec.to_dict(), indent=2))
         files["spec.json"] = out / "spec.json"
-    figures = {"mse_by_n.png": mse_figure(result.fits), "paired_differences.png": paired_figure(result.fits)}
-    (out / "report.html").write_text(report_html(result, list(figures.values()), spec=spec), encoding="utf-8")
+    shown = study_figures(result.fits)
+    figures = {item.file: item.figure for item in shown}
+    (out / "report.html").write_text(report_html(result, shown, spec=spec), encoding="utf-8")
     files["report.html"] = out / "report.html"
     result.png_error = write_pngs(figures, out)
     if result.png_error is None:
@@ -61,41 +66,60 @@ def write_pngs(figures: dict, out: Path) -> str | None:
     return None
 
 
-def report_html(result, figures: list | None = None, *, spec=None) -> str:
-    """The self-contained report page of ``result``."""
-    figures = figures if figures is not None else [mse_figure(result.fits), paired_figure(result.fits)]
-    datasets = ", ".join(dict.fromkeys(result.fits["dataset"])) if len(result.fits) else "none"
+def report_html(result, figures: list[StudyFigure] | None = None, *, spec=None) -> str:
+    """The self-contained report page of ``result`` (``figures``: :func:`study_figures`'s)."""
+    figures = figures if figures is not None else study_figures(result.fits)
+    datasets = list(dict.fromkeys(result.fits["dataset"])) if len(result.fits) else []
     parts = [
-        f"<h1>Study report: {html.escape(datasets)}</h1>",
+        f"<h1>Study report: {html.escape(', '.join(datasets) or 'none')}</h1>",
         f"<p>{html.escape(result.message)}. Written {time.strftime('%Y-%m-%d %H:%M %Z')} by dmlcore "
         f"{html.escape(__version__)} on {html.escape(platform.node() or 'this machine')}.</p>",
-        "<h2>MSE by N</h2>",
-        "<p class=note>Each box: one method's MSE over the seeds (the same data for every method at a "
-        "seed); whiskers 1.5 IQR, every fit drawn as a point; log scale, as Figure 2 of the DML-CMR paper.</p>",
-        _figure_html(figures[0]),
-        "<h2>Paired differences</h2>",
-        "<p class=note>MSE(a) − MSE(b) on the same seed: below 0, a did better on that data.</p>",
-        _figure_html(figures[1]),
+    ]
+    real = [name for name in datasets if name in real_dataset_names()]
+    if real:
+        parts.append(f"<p class=note>{html.escape(real_data_note(real))}</p>")
+    for item in figures:
+        parts += [f"<h2>{html.escape(item.heading)}</h2>", f"<p class=note>{html.escape(item.note)}</p>",
+                  _figure_html(item.figure)]
+    parts += [
         "<h2>Summary</h2>",
-        "<p class=note>Per design and method, over finished fits: reps, failed fits, median, quartiles, "
-        "mean and sample sd of the MSE; median MSE on fresh draws; mean fit seconds.</p>",
-        _table(compact(result.summary, result.fits)),
+        f"<p class=note>{html.escape(SUMMARY_NOTE)}</p>",
+        _table(readable(compact(result.summary, result.fits))),
         "<h2>Paired comparisons</h2>",
-        "<p class=note>Per design and pair of methods, over the seeds where both finished: the median of "
-        "MSE(a) − MSE(b), seeds won by each (lower MSE), ties, and the two-sided Wilcoxon signed-rank "
-        "p-value (scipy; blank when every difference is zero; no correction for multiple comparisons).</p>",
-        _table(compact(result.paired, result.fits, drop=())),
+        f"<p class=note>{html.escape(PAIRED_NOTE)}</p>",
+        _table(readable(compact(result.paired, result.fits, drop=()))),
     ]
     failed = result.fits[result.fits["status"] != "done"] if len(result.fits) else result.fits
     if len(failed):
-        keep = [c for c in failed.columns if c not in ("mse", "mse_fresh", "seconds", "worker_seconds", "rows", "key")]
+        keep = [c for c in failed.columns if c not in (*OUTCOMES, "seconds", "worker_seconds", "rows", "key", "arm",
+                                                       "reused")]
         parts += [f"<h2>Fits without a result ({len(failed)})</h2>",
-                  "<p class=note>Failed or cancelled; run the same study again to retry them.</p>", _table(failed[keep])]
+                  "<p class=note>Failed or cancelled; run the same study again to retry them.</p>",
+                  _table(readable(compact(failed[keep], result.fits, drop=())))]
     if spec is not None:
         parts += ["<h2>Spec</h2>", f"<pre>{html.escape(json.dumps(spec.to_dict(), indent=2))}</pre>"]
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Study report</title>"
             f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>"
             + "\n".join(parts) + "</body></html>")
+
+
+SUMMARY_NOTE = ("Per design and method, over finished fits: fits and failed fits; where the truth is known the "
+                "median, quartiles, mean and sample sd of the MSE, the median MSE on fresh draws; mean fit seconds; "
+                "the median, quartiles and sd over seeds of the effect estimates and the medians of their interval "
+                "ends; on real data the median and quartiles of the held-out score (÷ Var Y, lower is better).")
+PAIRED_NOTE = ("Per design and pair of methods, over the seeds where both finished: the median of a − b (of the "
+               "MSE where the truth is known, else of the held-out score: 'Compared on'), seeds won by each (the "
+               "lower value), ties, and the two-sided Wilcoxon signed-rank p-value (scipy; blank when every "
+               "difference is zero; no correction for multiple comparisons). On real data the seeds share the "
+               "rows, so the p-value weighs a gap against the methods' randomness, not against sampling.")
+
+
+def real_data_note(names: list[str]) -> str:
+    """What a study of the real data sets ``names`` can and cannot say."""
+    return (f"Real data ({', '.join(names)}): the true causal function is unknown, so there is no MSE. Each fit "
+            "reports the treatment's effect with its interval (where the method has one) and the held-out score, "
+            "which ranks the methods without a truth. The rows are the same at every seed: a seed changes only "
+            "the methods' randomness (initial weights, draws, cross-fitting folds) and the held-out folds.")
 
 
 def _figure_html(fig) -> str:

@@ -2,9 +2,16 @@
 
 ``run_fit_config(config) -> dict`` is the unit of work: it loads the data set named by the
 config (``dmlcore.data.registry.load_dataset``), fits with ``dmlcore.runs.fit_run`` and returns
-``{"status": "done"|"failed", "error", "mse", "mse_fresh", "seconds" (the fit's wall time),
-"rows", "worker_seconds" (data, fit and scoring), "record" (the full run record)}``. It never
-raises: a failure is a row with its one-line error.
+``{"status": "done"|"failed", "error", "mse", "mse_fresh", "effect_*", "heldout_*", "seconds"
+(the fit's wall time), "rows", "worker_seconds" (data, fit and scoring), "record" (the full run
+record)}``. It never raises: a failure is a row with its one-line error.
+
+Every fit records the treatment's effect with its interval (the record's ``effect``:
+``effect_estimate``, ``effect_ci_lower``, ``effect_ci_upper``, ``effect_level``,
+``effect_interval`` (how it was computed), ``effect_estimand``). A simulation is scored against
+its truth (``mse``); a real data set has none, so its fits get the held-out score instead (the
+record's ``heldout``, 2 extra refits: ``heldout_relative``, the projected residual / Var(Y), and
+``heldout_relative_se``) and ``mse`` is blank.
 
 ``run_study(spec, out_dir=None, *, executor="local", jobs=1, address=None, store=None,
 callback=None, should_stop=None, ...) -> StudyResult`` looks every config up in the store by its
@@ -37,7 +44,7 @@ from dmlcore.runs import fit_run
 from dmlcore.store import RunStore, default_store_path
 from dmlcore.studies.executors import Executor, get_executor
 from dmlcore.studies.spec import FIT_SETTINGS, INTEGER_SETTINGS, StudySpec, config_key, spec_from_dict
-from dmlcore.studies.summarize import add_arms, paired_table, summary_table
+from dmlcore.studies.summarize import OUTCOMES, add_arms, paired_table, summary_table
 
 
 def run_fit_config(config: dict) -> dict:
@@ -45,8 +52,6 @@ def run_fit_config(config: dict) -> dict:
     start = time.perf_counter()
     try:
         loaded = _load(config["dataset"], json.dumps(config["data"], sort_keys=True), config["seed"])
-        if loaded.truth is None:
-            raise DMLCoreError(f"A study scores every fit against a known truth; {config['dataset']!r} has none.")
         settings = {"learner": config.get("learner") or FIT_SETTINGS["learner"],
                     "folds": config.get("folds") or FIT_SETTINGS["folds"], "epochs": config.get("epochs"),
                     "n_draws": config.get("n_draws") or FIT_SETTINGS["n_draws"], "f_model": config.get("f_model"),
@@ -56,16 +61,25 @@ def run_fit_config(config: dict) -> dict:
         run = fit_run(loaded.data, config["method"], truth=loaded.truth, dataset=config["dataset"],
                       seed=config["seed"], data_params=loaded.params, **settings)
         record = json.loads(run.to_json())
-        return {"status": "done", "error": None, "mse": record["mse"],
-                "mse_fresh": record["metrics"].get("mse_fresh"), "seconds": record["seconds"],
+        return {"status": "done", "error": None, **record_outcomes(record), "seconds": record["seconds"],
                 "rows": record["n"], "worker_seconds": time.perf_counter() - start, "record": record}
     except Exception as exc:  # one fit's failure is a row of the study, never the study's end
         return failed_row(exc, time.perf_counter() - start)
 
 
+def record_outcomes(record: dict) -> dict:
+    """The fits.csv outcomes of a run record: MSE, effect with its interval, held-out score."""
+    effect, heldout = record.get("effect") or {}, record.get("heldout") or {}
+    return {"mse": record.get("mse"), "mse_fresh": (record.get("metrics") or {}).get("mse_fresh"),
+            **{f"effect_{k}": effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "level", "interval",
+                                                       "estimand")},
+            "heldout_relative": heldout.get("relative"), "heldout_relative_se": heldout.get("relative_std_error")}
+
+
 def failed_row(error: Exception | str, worker_seconds: float | None = None) -> dict:
-    return {"status": "failed", "error": error if isinstance(error, str) else one_line(error), "mse": None,
-            "mse_fresh": None, "seconds": None, "rows": None, "worker_seconds": worker_seconds, "record": None}
+    return {"status": "failed", "error": error if isinstance(error, str) else one_line(error),
+            **dict.fromkeys(OUTCOMES), "seconds": None, "rows": None, "worker_seconds": worker_seconds,
+            "record": None}
 
 
 def one_line(exc: Exception) -> str:
@@ -254,8 +268,12 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
 
 
 def result_from_rows(rows: list[dict]) -> StudyResult:
-    """A StudyResult (fits with arms, summary, paired) from fits.csv-shaped rows."""
-    fits = add_arms(_integers(pd.DataFrame(rows)))
+    """A StudyResult (fits with arms, summary, paired) from fits.csv-shaped rows (outcomes a row
+    lacks, as in fits stored by an older dmlcore, are blank)."""
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        frame = frame.assign(**{name: None for name in OUTCOMES if name not in frame})
+    fits = add_arms(_integers(frame))
     return StudyResult(fits=fits, summary=summary_table(fits), paired=paired_table(fits))
 
 
@@ -287,7 +305,7 @@ def _row(config: dict, key: str, result: dict, *, reused: bool) -> dict:
     """A fits.csv row: every grid coordinate, then the outcome."""
     row = {"dataset": config["dataset"], **config["data"], "method": config["method"],
            **{name: config.get(name) for name in FIT_SETTINGS}, "seed": config["seed"]}
-    for name in ("mse", "mse_fresh", "seconds", "worker_seconds", "rows"):
+    for name in (*OUTCOMES, "seconds", "worker_seconds", "rows"):
         value = result.get(name)
         row[name] = None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
     row.update(status=result.get("status", "failed"), error=result.get("error"), reused=reused, key=key)

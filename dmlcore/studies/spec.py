@@ -1,7 +1,8 @@
 """A study's grid and its fits as plain JSON configurations.
 
 A grid names one data set with lists of its options (any option of ``load_dataset`` that data
-set uses: ``n``, ``rho``, ``iv_strength``, ``noise_scale``, ...), methods, lists of fit settings
+set uses: ``n``, ``rho``, ``iv_strength``, ``noise_scale``, ...; a built-in real data set such as
+``rhc`` or ``card`` takes none), methods, lists of fit settings
 (``learner``, ``folds``, ``epochs``, ``n_draws``, ``f_model``, ``reps_crossfit``, ``device``) and
 seeds; a study is one or more grids. Every combination is one fit, described by a config::
 
@@ -11,7 +12,9 @@ seeds; a study is one or more grids. Every combination is one fit, described by 
 
 Settings a method does not use are None (2SLS has no learner, only DML-CMR has folds), so two
 grid points that differ only there are one fit. The seed draws the data and seeds the fit, so
-every method of a cell sees the same data at the same seed: comparisons are paired.
+every method of a cell sees the same data at the same seed: comparisons are paired. A real data
+set's rows are the same at every seed: there the seed changes only the methods' randomness
+(initial weights, draws, cross-fitting folds) and the folds of the held-out score.
 
 Written as a dict (``spec_from_dict``), a TOML or JSON file (``load_spec``), or flags
 (``spec_from_flags``)::
@@ -41,6 +44,8 @@ from pathlib import Path
 
 from dmlcore import __version__
 from dmlcore.data.registry import dataset_names, dataset_options, real_dataset_names
+from dmlcore.data.ihdp import IHDP_DESIGNS
+from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS
@@ -54,6 +59,7 @@ DEFAULT_METHODS = ("dml-cmr", "ce-dml-cmr", "naive")
 DEFAULT_SEEDS = "0-9"
 GRID_KEYS = ("dataset", "data", "methods", "seeds", *FIT_SETTINGS)
 CONFIRM_ABOVE = 10_000   # a larger grid runs only when confirmed (--yes)
+OPTION_CHOICES = {"noise_scale": tuple(NOISE_SCALES), "design": tuple(IHDP_DESIGNS)}  # options with named values
 MAX_FITS = 1_000_000     # never expanded
 
 
@@ -244,20 +250,25 @@ def _grid(block: dict) -> Grid:
     dataset = block.get("dataset")
     if not isinstance(dataset, str) or dataset not in dataset_names():
         raise DMLCoreError(f"Unknown dataset {dataset!r} in the study spec; choose one of "
-                           f"{', '.join(n for n in dataset_names() if n not in real_dataset_names())}.")
-    if dataset in real_dataset_names():
-        raise DMLCoreError(f"A study scores every fit against a known truth; {dataset!r} has none. Use a "
-                           f"simulated data set, or 'python -m dmlcore fit' to explore real data.")
+                           f"{', '.join(dataset_names())}.")
     options = dataset_options(dataset)
     given = block.get("data") or {}
     if not isinstance(given, dict):
         raise DMLCoreError(f"data must be a table of {dataset}'s options; got {given!r}.")
     for name in given:
+        if dataset in real_dataset_names():
+            raise DMLCoreError(f"{dataset} is a real data set: its rows are fixed, so it takes no simulator "
+                               f"option ({name!r} given); leave it out (seeds change only the methods' randomness).")
         if name not in options:
             takes = ", ".join(options) if options else "no options"
             raise DMLCoreError(f"Unknown option {name!r} for {dataset}; it takes {takes}.")
     data = {name: tuple(dict.fromkeys(_coerce(name, v, default) for v in _values(name, given.get(name, default))))
             for name, default in options.items()}
+    for name, values in data.items():
+        allowed = OPTION_CHOICES.get(name, values)
+        for value in values:
+            if value not in allowed:
+                raise DMLCoreError(f"{name} must be one of {', '.join(allowed)}; got {value!r}.")
     methods = tuple(dict.fromkeys(_values("methods", block.get("methods", list(DEFAULT_METHODS)))))
     for method in methods:
         if method not in METHODS:

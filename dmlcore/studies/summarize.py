@@ -6,13 +6,23 @@ learners vary). Within a cell every arm is fitted on the same data at the same s
 arms are compared seed by seed:
 
 * ``summary_table``: per cell and arm, over the finished fits, ``reps``, ``failed``, and the
-  MSE's ``median``, ``q1``, ``q3``, ``mean``, ``sd`` (sample sd; blank for one fit), with
-  ``mse_fresh_median`` and ``seconds_mean``;
+  MSE's ``median``, ``q1``, ``q3``, ``mean``, ``sd`` (sample sd; blank for one fit, and blank on
+  real data, which has no truth), with ``mse_fresh_median`` and ``seconds_mean``; then the
+  effect estimates' ``effect_median``, ``effect_q1``, ``effect_q3``, ``effect_sd`` and the
+  medians of their interval ends ``effect_ci_lower_median``, ``effect_ci_upper_median``; then the
+  held-out score's (projected residual / Var(Y), real data) ``heldout_relative_median``,
+  ``heldout_relative_q1``, ``heldout_relative_q3``;
 * ``paired_table``: per cell and pair of arms (a before b in the study's order), over the seeds
-  both finished: ``pairs``, ``median_diff`` (median of MSE(a) − MSE(b); negative: a is better),
-  ``wins_a`` / ``wins_b`` (seeds where a's / b's MSE is lower), ``ties``, and ``wilcoxon_p``,
-  the two-sided Wilcoxon signed-rank p-value of the differences (scipy; zero differences
-  dropped; blank when every difference is zero). No correction for multiple comparisons.
+  both finished: ``pairs``, ``median_diff`` (median of a − b; negative: a is better),
+  ``wins_a`` / ``wins_b`` (seeds where a's / b's value is lower), ``ties``, ``wilcoxon_p``, the
+  two-sided Wilcoxon signed-rank p-value of the differences (scipy; zero differences dropped;
+  blank when every difference is zero; no correction for multiple comparisons), and ``metric``,
+  what was compared: ``mse`` where the cell has a truth, else ``heldout_relative``, the held-out
+  score (:func:`paired_metric`). On a real data set the rows are the same at every seed, so the
+  seeds differ only in the methods' randomness and the held-out folds: the test says whether a
+  gap is larger than that randomness, not whether it would hold on new data.
+
+``COLUMN_LABELS`` names every column for readers (``readable``); the CSV files keep the codes.
 """
 
 from __future__ import annotations
@@ -25,11 +35,59 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
+from dmlcore.data.registry import OPTION_LABELS
 from dmlcore.studies.spec import FIT_SETTINGS
 
-OUTCOME_COLUMNS = ("arm", "mse", "mse_fresh", "seconds", "worker_seconds", "rows", "status", "error", "reused",
-                   "key")
+EFFECT_FIELDS = ("estimate", "ci_lower", "ci_upper", "level", "interval", "estimand")
+# A fit's outcomes in fits.csv: the MSE (simulations), the effect with its interval, the held-out score.
+OUTCOMES = ("mse", "mse_fresh", *(f"effect_{k}" for k in EFFECT_FIELDS), "heldout_relative", "heldout_relative_se")
+OUTCOME_COLUMNS = ("arm", *OUTCOMES, "seconds", "worker_seconds", "rows", "status", "error", "reused", "key")
 NOT_DATA = {"dataset", "method", "seed", *FIT_SETTINGS, *OUTCOME_COLUMNS}
+MSE_STATS = ("median", "q1", "q3", "mean", "sd")
+EFFECT_STATS = ("effect_median", "effect_q1", "effect_q3", "effect_sd", "effect_ci_lower_median",
+                "effect_ci_upper_median")
+HELDOUT_STATS = ("heldout_relative_median", "heldout_relative_q1", "heldout_relative_q3")
+SUMMARY_STATS = ("reps", "failed", *MSE_STATS, "mse_fresh_median", "seconds_mean", *EFFECT_STATS, *HELDOUT_STATS)
+PAIRED_STATS = ("pairs", "median_diff", "wins_a", "wins_b", "ties", "wilcoxon_p", "metric")
+METRIC_LABELS = {"mse": "MSE", "heldout_relative": "held-out score"}
+
+COLUMN_LABELS = {
+    # the design and the fit settings
+    "dataset": "Data set", **OPTION_LABELS, "method": "Method (without settings)", "arm": "Method",
+    "seed": "Seed", "learner": "Learner", "folds": "K (folds)", "epochs": "Epochs at most",
+    "n_draws": "Draws per row", "f_model": "Second stage f", "reps_crossfit": "Cross-fits R", "device": "Device",
+    # a fit's outcomes (fits.csv)
+    "mse": "MSE", "mse_fresh": "MSE on fresh draws", "effect_estimate": "Effect",
+    "effect_ci_lower": "Interval lower end", "effect_ci_upper": "Interval upper end",
+    "effect_level": "Interval level", "effect_interval": "Interval (how)", "effect_estimand": "Effect (what)",
+    "heldout_relative": "Held-out score (÷ Var Y)", "heldout_relative_se": "Held-out score s.e.",
+    "seconds": "Seconds", "worker_seconds": "Worker seconds", "rows": "Rows", "status": "Status",
+    "error": "Error", "reused": "Reused", "key": "Key",
+    # summary.csv
+    "reps": "Finished fits", "failed": "Failed", "median": "MSE median", "q1": "MSE q1", "q3": "MSE q3",
+    "mean": "MSE mean", "sd": "MSE sd", "mse_fresh_median": "MSE on fresh draws, median",
+    "seconds_mean": "Seconds per fit, mean", "effect_median": "Effect median", "effect_q1": "Effect q1",
+    "effect_q3": "Effect q3", "effect_sd": "Effect sd over seeds",
+    "effect_ci_lower_median": "Interval lower end, median", "effect_ci_upper_median": "Interval upper end, median",
+    "heldout_relative_median": "Held-out score median", "heldout_relative_q1": "Held-out score q1",
+    "heldout_relative_q3": "Held-out score q3",
+    # paired.csv
+    "arm_a": "Method a", "arm_b": "Method b", "pairs": "Seeds paired", "median_diff": "Median difference a − b",
+    "wins_a": "Seeds a did better", "wins_b": "Seeds b did better", "ties": "Ties", "wilcoxon_p": "Wilcoxon p",
+    "metric": "Compared on",
+}
+
+
+def label(name: str) -> str:
+    """What a reader sees for the column or option ``name`` (the name itself when unknown)."""
+    return COLUMN_LABELS.get(name, name)
+
+
+def readable(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with readable column names (and metric names) for a page or report."""
+    if "metric" in table:
+        table = table.assign(metric=table["metric"].map(lambda m: METRIC_LABELS.get(m, m)))
+    return table.rename(columns=label)
 
 
 def data_columns(fits: pd.DataFrame) -> list[str]:
@@ -78,37 +136,70 @@ def _groups(frame: pd.DataFrame, by: list[str]):
 
 
 def summary_table(fits: pd.DataFrame) -> pd.DataFrame:
-    """Per cell and arm: reps, failed, median, q1, q3, mean, sd of the MSE (finished fits)."""
-    columns = [*cell_columns(fits), "arm", "method", "reps", "failed", "median", "q1", "q3", "mean", "sd",
-               "mse_fresh_median", "seconds_mean"]
+    """Per cell and arm: reps, failed, the MSE's median, q1, q3, mean, sd, then the effect's and
+    the held-out score's (finished fits; module notes)."""
+    columns = [*cell_columns(fits), "arm", "method", *SUMMARY_STATS]
     if fits.empty:
         return pd.DataFrame(columns=columns)
     rows = []
     for key, group in _groups(fits, [*cell_columns(fits), "arm"]):
         done = group[group["status"] == "done"]
-        mse = done["mse"].to_numpy(dtype=float)
-        fresh = done["mse_fresh"].dropna().to_numpy(dtype=float)
-        q1, median, q3 = np.quantile(mse, [0.25, 0.5, 0.75]) if len(mse) else (np.nan,) * 3
+        mse, fresh, effect, held, lower, upper = (_numbers(done, c) for c in (
+            "mse", "mse_fresh", "effect_estimate", "heldout_relative", "effect_ci_lower", "effect_ci_upper"))
         rows.append({**dict(zip([*cell_columns(fits), "arm"], key)), "method": group["method"].iloc[0],
-                     "reps": len(mse), "failed": int((group["status"] == "failed").sum()),
-                     "median": median, "q1": q1, "q3": q3, "mean": mse.mean() if len(mse) else np.nan,
-                     "sd": mse.std(ddof=1) if len(mse) > 1 else np.nan,
-                     "mse_fresh_median": np.median(fresh) if len(fresh) else np.nan,
-                     "seconds_mean": done["seconds"].astype(float).mean() if len(done) else np.nan})
+                     "reps": len(done), "failed": int((group["status"] == "failed").sum()),
+                     **dict(zip(MSE_STATS, _stats(mse))),
+                     "mse_fresh_median": _median(fresh),
+                     "seconds_mean": done["seconds"].astype(float).mean() if len(done) else np.nan,
+                     **dict(zip(EFFECT_STATS, (*_stats(effect, ("median", "q1", "q3", "sd")), _median(lower),
+                                               _median(upper)))),
+                     **dict(zip(HELDOUT_STATS, _stats(held, ("median", "q1", "q3"))))})
     return pd.DataFrame(rows, columns=columns)
 
 
+def _numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """The column's finite values as floats (none when the column is absent)."""
+    if column not in frame:
+        return np.array([])
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+    return values[np.isfinite(values)]
+
+
+def _median(values: np.ndarray) -> float:
+    return float(np.median(values)) if len(values) else np.nan
+
+
+def _stats(values: np.ndarray, which=MSE_STATS) -> list[float]:
+    """median, q1, q3, mean, sd (sample; NaN for one value) of ``values``, those in ``which``."""
+    q1, median, q3 = np.quantile(values, [0.25, 0.5, 0.75]) if len(values) else (np.nan,) * 3
+    every = {"median": median, "q1": q1, "q3": q3, "mean": values.mean() if len(values) else np.nan,
+             "sd": values.std(ddof=1) if len(values) > 1 else np.nan}
+    return [every[name] for name in which]
+
+
+def paired_metric(cell: pd.DataFrame) -> str | None:
+    """What a cell's finished fits are compared on: ``mse`` where the truth is known, else the
+    held-out score ``heldout_relative``; None when neither was computed."""
+    for metric in ("mse", "heldout_relative"):
+        if len(_numbers(cell, metric)):
+            return metric
+    return None
+
+
 def paired_table(fits: pd.DataFrame) -> pd.DataFrame:
-    """Per cell and pair of arms: pairs, median difference, wins of each, ties, Wilcoxon p."""
+    """Per cell and pair of arms: pairs, median difference, wins of each, ties, Wilcoxon p, metric."""
     cells = cell_columns(fits)
-    columns = [*cells, "arm_a", "arm_b", "pairs", "median_diff", "wins_a", "wins_b", "ties", "wilcoxon_p"]
+    columns = [*cells, "arm_a", "arm_b", *PAIRED_STATS]
     done = fits[fits["status"] == "done"] if not fits.empty else fits
     if done.empty:
         return pd.DataFrame(columns=columns)
     order = list(dict.fromkeys(fits["arm"]))
     rows = []
     for key, cell in _groups(done, cells):
-        wide = cell.pivot(index="seed", columns="arm", values="mse").astype(float)
+        metric = paired_metric(cell)
+        if metric is None:
+            continue
+        wide = cell.pivot(index="seed", columns="arm", values=metric).astype(float)
         arms = [a for a in order if a in wide]
         for a, b in itertools.combinations(arms, 2):
             pair = wide[[a, b]].dropna()
@@ -116,15 +207,17 @@ def paired_table(fits: pd.DataFrame) -> pd.DataFrame:
             rows.append({**dict(zip(cells, key if isinstance(key, tuple) else (key,))), "arm_a": a, "arm_b": b,
                          "pairs": len(diff), "median_diff": np.median(diff) if len(diff) else np.nan,
                          "wins_a": int((diff < 0).sum()), "wins_b": int((diff > 0).sum()),
-                         "ties": int((diff == 0).sum()), "wilcoxon_p": signed_rank_p(diff)})
+                         "ties": int((diff == 0).sum()), "wilcoxon_p": signed_rank_p(diff), "metric": metric})
     return pd.DataFrame(rows, columns=columns)
 
 
 def compact(table: pd.DataFrame, fits: pd.DataFrame, drop=("method",)) -> pd.DataFrame:
-    """``table`` for display: without the design columns that never vary (dataset and n stay)."""
+    """``table`` for display: without the design columns that never vary (dataset and n stay) and
+    without the columns that are blank throughout (the MSE on real data, for instance)."""
     cells = cell_columns(fits)
     shown = [c for c in table.columns if c not in drop and (c not in cells or c in ("dataset", "n")
-                                                             or table[c].astype(str).nunique() > 1)]
+                                                             or table[c].astype(str).nunique() > 1)
+             and (table.empty or table[c].notna().any())]
     return table[shown]
 
 

@@ -7,12 +7,13 @@ Every draw r holds n rows of
     A = pi Z + sqrt(rho) U + sqrt(1 - rho) V         price
     Y = beta A + delta Z + sqrt(rho) U + sqrt(1 - rho) E      sales
 
-with V, E ~ N(0, 1). The parts of A and Y that Z does not explain have correlation rho: U drives
-both. Hence, in large samples, OLS -> beta + rho / (pi^2 + 1) and 2SLS -> beta + delta / pi
-(delta is a direct Z -> Y effect, zero when the exclusion restriction holds). The expected
-first-stage F is about 1 + n pi^2. Every estimator is in closed form and vectorized over draws,
-so hundreds of draws take milliseconds. The same random numbers are reused across the settings
-of one experiment, so settings differ only in the parameter that changes.
+with V, E ~ N(0, 1). The price's noise (what Z does not explain) and the sales' noise (what A and
+Z do not explain) have correlation rho: U drives both. Hence, in large samples, OLS -> beta +
+(rho + delta pi) / (pi^2 + 1) and 2SLS -> beta + delta / pi (delta is a direct Z -> Y effect, zero
+when the exclusion restriction holds). The expected first-stage F is about 1 + n pi^2. Every
+estimator is in closed form and vectorized over draws, so hundreds of draws take milliseconds.
+The same random numbers are reused across the settings of one experiment, so settings differ
+only in the parameter that changes.
 """
 
 from __future__ import annotations
