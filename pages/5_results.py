@@ -227,7 +227,11 @@ HELDOUT_NOTE = (
     "that regression (the projected residual), relative to Var(Y) and swapped halves averaged. A lower score "
     "means f̂ fits the moment restriction better on new rows; differences smaller than about two standard "
     "errors are noise. It is not the error against the true f: with a weak instrument very different f's fit "
-    "the restriction almost equally well. docs/coverage.md measures how often it ranks methods as the true MSE does.")
+    "the restriction almost equally well. Measured on 150 simulated data sets (docs/coverage.md): with a strong "
+    "instrument and a linear f it ranked the methods almost as the true MSE did, and it gave the regression that "
+    "ignores the instrument the worst score 91 times in 100; with a weak instrument it was no guide (the "
+    "confounded regression scored as well as 2SLS). Use it to flag fits that fail the restriction, not to pick "
+    "a winner among fits that pass.")
 
 
 def details_section(chosen):
