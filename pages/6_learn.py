@@ -551,6 +551,9 @@ def crossfit_tab():
     measured_section()
 
 
+LEARNER_WORDS = {"nn": "neural networks", "gb": "gradient boosting", "rf": "random forests", "linear": "linear"}
+
+
 def measured_section():
     st.markdown("#### Measured by this project on the paper's benchmarks")
     table = measured()
@@ -559,9 +562,9 @@ def measured_section():
         return
     st.dataframe(table, hide_index=True, key="learn_measured")
     lines = []
-    for (bench, design), part in table.groupby(["benchmark", "design"], sort=False):
+    for (bench, design, learners), part in table.groupby(["benchmark", "design", "learners"], sort=False):
         wins, seeds = int(part["naive wins"].sum()), int(part["paired seeds"].sum())
-        where = f"{bench}" + (f" ({design} noise)" if design else "")
+        where = f"{bench}" + (f" ({design} noise)" if design else "") + f", {LEARNER_WORDS.get(learners, learners)}"
         verdict = "beat" if 2 * wins > seeds else "lost to"
         lines.append(f"On **{where}** the naive plug-in {verdict} DML-CMR: it had the lower MSE on {wins} of "
                      f"{seeds} paired fits.")
