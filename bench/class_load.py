@@ -13,6 +13,7 @@ none lost; and counts Streamlit's "fragment ... does not exist anymore" lines.
 
     python bench/class_load.py --browsers 20 --spread 10 --out bench/results/class-load-local.json
     python bench/class_load.py --browsers 20 --executor ray --out bench/results/class-load-ray.json
+    python bench/class_load.py --browsers 20 --students-nice 19        # students' browsers at low priority
     python bench/class_load.py --browsers 4 --post-script-gc true      # a small check
 
 Prints a summary and writes it (with one row per session, each page switch and each CPU sample)
@@ -250,16 +251,24 @@ async def drive(args, base: str) -> tuple[list, list, float]:
 
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        students = browser
+        if args.students_nice:   # the students' browsers at low priority: as if on their own computers
+            wrapper = Path(tempfile.mkdtemp()) / "chromium-niced"
+            wrapper.write_text(f'#!/bin/sh\nexec nice -n {args.students_nice} {CHROMIUM} "$@"\n')
+            wrapper.chmod(0o755)
+            students = await p.chromium.launch(executable_path=str(wrapper), headless=True, args=ARGS)
         sessions, switches, stop = [], [], asyncio.Event()
         probe = asyncio.create_task(prober(browser, base, stop, switches, args.probe_every))
         t0 = time.time() + 5 + args.browsers * 0.5      # time to open every session first
         deadline = t0 + args.timeout
         gap = args.spread / max(1, args.browsers - 1)
-        tasks = [asyncio.create_task(student(i, browser, base, t0 + i * gap, deadline, sessions))
+        tasks = [asyncio.create_task(student(i, students, base, t0 + i * gap, deadline, sessions))
                  for i in range(args.browsers)]
         await asyncio.gather(*tasks)
         stop.set()
         await probe
+        if students is not browser:
+            await students.close()
         await browser.close()
     return sessions, switches, t0
 
@@ -296,6 +305,10 @@ def main() -> None:
     ap.add_argument("--post-script-gc", choices=["true", "false"], default=None,
                     help="override runner.postScriptGC (default: .streamlit/config.toml)")
     ap.add_argument("--probe-every", type=float, default=3.0, help="seconds between the prober's page switches")
+    ap.add_argument("--students-nice", type=int, default=0,
+                    help="run the N students' browsers at this nice level (e.g. 19), in a browser of their own, "
+                         "so that the server, its workers and the prober come first: roughly a class whose "
+                         "browsers run on their own computers")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds after the first click to give up")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
