@@ -192,7 +192,8 @@ def test_two_sessions_train_at_once_and_finished_runs_survive_a_killed_server(tm
                 a.get_by_text("Estimated causal function").wait_for()
                 a.locator("[data-testid=stPlotlyChart]").first.wait_for()
                 no_exception(a)
-                assert "f(price, time = 5, type)" in main_text(a)               # A's own runs
+                # A's own runs (plotly draws the axis titles after the chart's frame appears: wait for them)
+                sync_api.expect(a.locator("[data-testid=stMain]")).to_contain_text("f(price, time = 5, type)", timeout=30_000)
                 assert main_text(a).count("#1 ") >= 3 and len(store.list(owner_a)) == 3
         finally:
             browser.close()
