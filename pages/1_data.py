@@ -30,6 +30,14 @@ HIST, NO_COLOR = "(histogram of x)", "(none)"
 ss = st.session_state
 
 
+def design_radio(label: str, choices: dict, key: str, short: dict) -> str:
+    """A simulator's code-or-text choice: one radio (short labels), each choice's meaning under it."""
+    value = st.radio(label, list(choices), key=key, persist_state="session", horizontal=True,
+                     format_func=short.get, help=" · ".join(f"**{k}**: {v}" for k, v in choices.items()))
+    st.caption(choices[value].capitalize() + ".")
+    return value
+
+
 def simulate_tab():
     name = st.selectbox("Simulation", list(SIMULATED), key="sim_name", persist_state="session",
                         format_func=lambda n: f"{n}: {SIMULATED[n].split(':')[0].split('(')[0].strip()}")
@@ -51,19 +59,13 @@ def simulate_tab():
     params["seed"] = cols[3].number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="sim_seed",
                                           persist_state="session")
     if "noise_scale" in knobs:
-        params["noise_scale"] = st.radio(
-            "Outcome noise", list(NOISE_SCALES), key="sim_noise_scale", persist_state="session", horizontal=True,
-            format_func=lambda s: {"standardized": "as the paper's code (sd 158 in sales)",
-                                   "raw": "as the appendix's text (sd 1 in sales)"}[s],
-            help=" · ".join(f"**{k}**: {v}" for k, v in NOISE_SCALES.items()))
-        st.caption(NOISE_SCALES[params["noise_scale"]].capitalize() + ".")
+        params["noise_scale"] = design_radio("Outcome noise", NOISE_SCALES, "sim_noise_scale",
+                                             {"standardized": "as the paper's code (sd 158 in sales)",
+                                              "raw": "as the appendix's text (sd 1 in sales)"})
     if "design" in knobs:
-        params["design"] = st.radio(
-            "Design", list(IHDP_DESIGNS), key="sim_ihdp_design", persist_state="session", horizontal=True,
-            format_func=lambda d: {"code": "as the paper's code (confounder sd 1, noises sd 0.1)",
-                                   "text": "as the appendix's text (confounder sd 0.1, noises sd 1)"}[d],
-            help=" · ".join(f"**{k}**: {v}" for k, v in IHDP_DESIGNS.items()))
-        st.caption(IHDP_DESIGNS[params["design"]].capitalize() + ".")
+        params["design"] = design_radio("Design", IHDP_DESIGNS, "sim_ihdp_design",
+                                        {"code": "as the paper's code (confounder sd 1, noises sd 0.1)",
+                                         "text": "as the appendix's text (confounder sd 0.1, noises sd 1)"})
     if name in ("digits-iv", "dsprites-pcl"):
         st.caption("Image data: use the neural-network learner; tree learners see thousands of pixels.")
     if name == "dsprites-pcl":

@@ -17,6 +17,7 @@ from dmlcore import plots
 from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, strength_label
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.dml import make_folds
+from dmlcore.learners import LEARNER_TITLES
 from dmlcore.runs import METHOD_TITLES
 from dmlcore.teaching import demand, figures, forbidden, iv, nuisance, proximal
 from dmlcore.teaching.measured import measured
@@ -551,9 +552,6 @@ def crossfit_tab():
     measured_section()
 
 
-LEARNER_WORDS = {"nn": "neural networks", "gb": "gradient boosting", "rf": "random forests", "linear": "linear"}
-
-
 def measured_section():
     st.markdown("#### Measured by this project on the paper's benchmarks")
     table = measured()
@@ -564,7 +562,7 @@ def measured_section():
     lines = []
     for (bench, design, learners), part in table.groupby(["benchmark", "design", "learners"], sort=False):
         wins, seeds = int(part["naive wins"].sum()), int(part["paired seeds"].sum())
-        where = f"{bench}" + (f" ({design} noise)" if design else "") + f", {LEARNER_WORDS.get(learners, learners)}"
+        where = f"{bench}" + (f" ({design} noise)" if design else "") + f", {LEARNER_TITLES.get(learners, learners)} learners"
         verdict = "beat" if 2 * wins > seeds else "lost to"
         lines.append(f"On **{where}** the naive plug-in {verdict} DML-CMR: it had the lower MSE on {wins} of "
                      f"{seeds} paired fits.")

@@ -94,14 +94,10 @@ def _box_figure(fits: pd.DataFrame, column: str, y_title: str, name: str, title:
     colors = _arm_colors(done)
     panels = list(dict.fromkeys(done["panel"]))
     fig = make_subplots(rows=len(panels), cols=1, subplot_titles=_titles(panels), vertical_spacing=0.12 / len(panels))
-    for arm, color in colors.items():
-        for row, panel in enumerate(panels, start=1):
-            part = done[(done["arm"] == arm) & (done["panel"] == panel)]
-            if part.empty:
-                continue
-            fig.add_trace(go.Box(x=part["x"], y=_floats(part, column), name=arm, legendgroup=arm, marker_color=color,
-                                 showlegend=not any(t.name == arm for t in fig.data), boxpoints="all",
-                                 jitter=0.3, pointpos=0, marker_size=4), row=row, col=1)
+    for arm, color, row, part in _by_arm_and_panel(done, colors, panels):
+        fig.add_trace(go.Box(x=part["x"], y=_floats(part, column), name=arm, legendgroup=arm, marker_color=color,
+                             showlegend=not any(t.name == arm for t in fig.data), boxpoints="all",
+                             jitter=0.3, pointpos=0, marker_size=4), row=row, col=1)
     reps = done.groupby(["panel", "x", "arm"]).size()
     seeds = f"{reps.min()}" if reps.min() == reps.max() else f"{reps.min()}–{reps.max()}"
     fig.update_layout(**_LAYOUT, height=PANEL_HEIGHT * len(panels) + 90,
@@ -128,21 +124,17 @@ def effect_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     done["pos"] = (done["x"].map(xs.index).to_numpy() - SPREAD / 2 + done["arm"].map(arms.index).to_numpy() * slot
                    + (k + 0.5) / count * slot)
     fig = make_subplots(rows=len(panels), cols=1, subplot_titles=_titles(panels), vertical_spacing=0.12 / len(panels))
-    for arm, color in colors.items():
-        for row, panel in enumerate(panels, start=1):
-            part = done[(done["arm"] == arm) & (done["panel"] == panel)]
-            if part.empty:
-                continue
-            estimate = part["effect_estimate"].astype(float).to_numpy()
-            upper = _floats(part, "effect_ci_upper") - estimate
-            lower = estimate - _floats(part, "effect_ci_lower")
-            fig.add_trace(go.Scatter(
-                x=part["pos"], y=estimate, mode="markers", name=arm, legendgroup=arm, marker_color=color,
-                showlegend=not any(t.name == arm for t in fig.data), marker_size=6,
-                error_y=dict(type="data", symmetric=False, array=upper, arrayminus=lower, thickness=1.2, width=2),
-                customdata=np.c_[part["seed"].astype(str), part["x"]],
-                hovertemplate=f"{arm}<br>N %{{customdata[1]}}, seed %{{customdata[0]}}<br>effect %{{y:.4g}}"
-                              "<extra></extra>"), row=row, col=1)
+    for arm, color, row, part in _by_arm_and_panel(done, colors, panels):
+        estimate = part["effect_estimate"].astype(float).to_numpy()
+        upper = _floats(part, "effect_ci_upper") - estimate
+        lower = estimate - _floats(part, "effect_ci_lower")
+        fig.add_trace(go.Scatter(
+            x=part["pos"], y=estimate, mode="markers", name=arm, legendgroup=arm, marker_color=color,
+            showlegend=not any(t.name == arm for t in fig.data), marker_size=6,
+            error_y=dict(type="data", symmetric=False, array=upper, arrayminus=lower, thickness=1.2, width=2),
+            customdata=np.c_[part["seed"].astype(str), part["x"]],
+            hovertemplate=f"{arm}<br>N %{{customdata[1]}}, seed %{{customdata[0]}}<br>effect %{{y:.4g}}"
+                          "<extra></extra>"), row=row, col=1)
     levels = _floats(done, "effect_level")
     levels = np.unique(levels[np.isfinite(levels)])
     level = f"{levels[0]:.0%} " if len(levels) == 1 else ""
@@ -219,6 +211,16 @@ def _finished(fits: pd.DataFrame, column: str | None = None) -> pd.DataFrame:
     if "arm" in done:   # a method's own arm by its title (DML-CMR, Sieve 2SLS); variants keep their names
         done["arm"] = done["arm"].map(lambda arm: METHOD_TITLES.get(arm, arm))
     return done
+
+
+
+def _by_arm_and_panel(done: pd.DataFrame, colors: dict, panels: list):
+    """(arm, its colour, subplot row, its finished fits in that panel) for each arm and panel with fits."""
+    for arm, color in colors.items():
+        for row, panel in enumerate(panels, start=1):
+            part = done[(done["arm"] == arm) & (done["panel"] == panel)]
+            if not part.empty:
+                yield arm, color, row, part
 
 
 def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
