@@ -7,6 +7,10 @@ The 20-seed measurements go through the study runner (``python -m dmlcore study`
 
     python bench/peers.py --dataset demand-pcl --sizes 1000 --seeds 0-2 --methods kpv,pmmr \
         --variant '{}' --variant '{"center": false}' --out bench/results/peers-center-demand-pcl.csv
+
+``--validation`` adds ``val_score``: the projected residual (``dmlcore.heldout.projected_residual``)
+of each fit on a fresh draw of the same simulator (seed + VALIDATION_SEED_OFFSET), which the fit
+never saw and the test grid is not part of: the column to choose a variant by.
 """
 
 from __future__ import annotations
@@ -21,10 +25,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
 from dmlcore.data.registry import load_dataset  # noqa: E402
+from dmlcore.heldout import projected_residual  # noqa: E402
 from dmlcore.runs import fit_run  # noqa: E402
 from dmlcore.studies.spec import parse_seeds  # noqa: E402
 
-FIELDS = ["dataset", "n", "seed", "method", "variant", "categories", "mse", "mse_fresh", "seconds", "error"]
+FIELDS = ["dataset", "n", "seed", "method", "variant", "categories", "mse", "mse_fresh", "seconds", "error",
+          "val_score"]
+VALIDATION_SEED_OFFSET = 1_000_000
 
 
 def main() -> None:
@@ -36,6 +43,8 @@ def main() -> None:
     p.add_argument("--variant", action="append", help="a JSON dict of settings (repeatable; default {})")
     p.add_argument("--numeric-categories", action="store_true",
                    help="read categorical columns (demand-iv's customer type) as numbers instead of one-hot")
+    p.add_argument("--validation", action="store_true",
+                   help="score each fit's projected residual on a fresh validation draw (val_score)")
     p.add_argument("--out", required=True)
     args = p.parse_args()
     variants = [json.loads(v) for v in (args.variant or ["{}"])]
@@ -48,18 +57,24 @@ def main() -> None:
         for n in (int(s) for s in args.sizes.split(",")):
             for seed in parse_seeds(args.seeds):
                 loaded = load_dataset(args.dataset, n=n, seed=seed)
+                val = load_dataset(args.dataset, n=n, seed=seed + VALIDATION_SEED_OFFSET) if args.validation else None
                 if args.numeric_categories:
                     loaded.data.categorical = []
+                    if val is not None:
+                        val.data.categorical = []
                 for method in args.methods.split(","):
                     for variant in variants:
                         row = {"dataset": args.dataset, "n": n, "seed": seed, "method": method,
                                "variant": json.dumps(variant, sort_keys=True), "error": None,
                                "categories": "numeric" if args.numeric_categories else "one-hot"}
                         try:
-                            rec = fit_run(loaded.data, method, truth=loaded.truth, seed=seed,
-                                          f_params=variant or None).record
+                            run = fit_run(loaded.data, method, truth=loaded.truth, seed=seed,
+                                          f_params=variant or None)
+                            rec = run.record
                             row.update(mse=rec["mse"], mse_fresh=rec["metrics"].get("mse_fresh"),
                                        seconds=round(rec["seconds"], 2))
+                            if val is not None:
+                                row["val_score"] = projected_residual(run.estimator, val.data, seed)["score"]
                         except Exception as exc:  # a failed fit is a row with its reason
                             row["error"] = f"{type(exc).__name__}: {exc}"
                         writer.writerow(row)

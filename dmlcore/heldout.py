@@ -67,22 +67,44 @@ def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = 
                            f"the data has {n}.")
     fold_of = np.random.default_rng([seed, 29]).permutation(n) % folds
     y = data.table[data.outcome].to_numpy(dtype=float)
-    c = data.table[data.conditioning_columns].to_numpy(dtype=float)
-    excluded = [name for name in data.conditioning_columns if name not in data.input_columns]
     products, entries = np.empty(n), []
     for k in range(folds):
         held, train = np.flatnonzero(fold_of == k), np.flatnonzero(fold_of != k)
         report = None if callback is None else (lambda event, k=k: callback(_in_fold(event, k, folds)))
         estimator = make_estimator(method, seed=seed, **fit_kwargs)
         fit_estimator(estimator, method, data.subset(train), callback=report, should_stop=should_stop)
-        r = y[held] - np.asarray(estimator.predict(data.table.iloc[held][data.input_columns]), dtype=float).ravel()
-        products[held] = r * _cross_fitted_projection(c[held], r, data.conditioning_columns, excluded, seed)
+        products[held] = _residual_products(estimator, data.subset(held), seed)
         entries.append({"fold": k, "rows": int(len(held)), "score": float(products[held].mean())})
     score, se, var = float(products.mean()), float(products.std(ddof=1) / np.sqrt(n)), float(np.var(y))
     return {"score": score, "relative": score / var, "std_error": se, "relative_std_error": se / var,
             "folds": entries, "k": folds,
             "what": (f"held-out projected residual: mean of r x E-hat[r | C] over rows the fit never saw "
                      f"({folds} folds), r = Y - f-hat(X); 0 when f-hat meets E[Y - f(X) | C] = 0, lower is better")}
+
+
+def projected_residual(estimator, data: CausalData, seed: int = 0) -> dict:
+    """The projected residual of a fitted ``estimator`` on ``data`` it never saw (a validation set).
+
+    Returns {"score", "relative", "std_error"}: the mean of r_i * E-hat_-(i)[r | C = c_i] over
+    the rows, as one fold of :func:`heldout_score`; lower is better, 0 meets the restriction.
+    Used to choose between settings of a method on validation data, never on the test grid.
+    """
+    if data.image_columns:
+        raise DMLCoreError("The projected residual regresses residuals on a spline basis of the conditioning "
+                           "columns, which cannot take image pixels; it is not available for image data.")
+    products = _residual_products(estimator, data, seed)
+    var = float(np.var(data.table[data.outcome].to_numpy(dtype=float)))
+    score, se = float(products.mean()), float(products.std(ddof=1) / np.sqrt(len(products)))
+    return {"score": score, "relative": score / var, "std_error": se}
+
+
+def _residual_products(estimator, data: CausalData, seed: int) -> np.ndarray:
+    """r_i * g_-(i)(c_i) for each row of ``data``, r = y - f-hat(x) (module notes)."""
+    y = data.table[data.outcome].to_numpy(dtype=float)
+    c = data.table[data.conditioning_columns].to_numpy(dtype=float)
+    excluded = [name for name in data.conditioning_columns if name not in data.input_columns]
+    r = y - np.asarray(estimator.predict(data.table[data.input_columns]), dtype=float).ravel()
+    return r * _cross_fitted_projection(c, r, data.conditioning_columns, excluded, seed)
 
 
 def _in_fold(event: dict, k: int, folds: int) -> dict:

@@ -6,7 +6,7 @@ import pytest
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError, FitCancelled
-from dmlcore.heldout import _cross_fitted_projection, heldout_score
+from dmlcore.heldout import _cross_fitted_projection, heldout_score, projected_residual
 from dmlcore.runs import fit_run
 
 from test_effects import linear_iv
@@ -33,6 +33,15 @@ def test_ranks_the_confounded_regression_below_2sls():
     assert good["k"] == 2 and [f["fold"] for f in good["folds"]] == [0, 1]
     assert sum(f["rows"] for f in good["folds"]) == 1500
     assert good["relative"] == pytest.approx(good["score"] / np.var(data.table["y"]))
+
+
+def test_projected_residual_on_validation_data_ranks_fits_it_never_saw():
+    train, validation = linear_iv(1500, seed=4), linear_iv(1500, seed=5)
+    good = projected_residual(fit_run(train, "2sls").estimator, validation)
+    bad = projected_residual(fit_run(train, "regression", learner="linear").estimator, validation)
+    assert bad["score"] - good["score"] > 4 * np.hypot(bad["std_error"], good["std_error"])
+    assert abs(good["score"]) < 3 * good["std_error"] + 0.01
+    assert good["relative"] == pytest.approx(good["score"] / np.var(validation.table["y"]))
 
 
 def test_in_the_record_by_default_only_without_a_truth():

@@ -80,6 +80,21 @@ def test_neural_iv_peers_beat_confounded_regression(make):
     assert est.second_stage_history_["epoch"], "per-epoch losses are recorded"
 
 
+def test_dfiv_covariate_batch_norm_is_an_option_off_by_default():
+    import torch
+    r = np.random.default_rng(0)
+    n = 200
+    x, c, e = r.normal(size=n), r.normal(size=n), r.normal(size=n)
+    a = c + e + 0.3 * r.normal(size=n)
+    table = pd.DataFrame(dict(y=a + x + e, a=a, x=x, c=c))
+    data = CausalData(table, "iv", "y", treatment="a", instrument="c", covariates="x")
+
+    def norms(est):
+        return sum(isinstance(m, torch.nn.BatchNorm1d) for m in est.nets_[1].modules())
+    assert norms(DFIV(seed=0, epochs=2).fit(data)) == 0
+    assert norms(DFIV(seed=0, epochs=2, covariate_norm=True).fit(data)) == 1
+
+
 @pytest.mark.parametrize("make", [lambda: KPV(seed=0), lambda: PMMR(seed=0), lambda: NMMR(seed=0, epochs=100)],
                          ids=["kpv", "pmmr", "nmmr"])
 def test_pcl_peers_recover_a_known_bridge(make):
@@ -94,13 +109,27 @@ def test_pcl_peers_recover_a_known_bridge(make):
     assert rmse < 0.8       # h itself ranges over about +-6 here
 
 
-def test_nmmr_v_is_the_v_statistic_and_keeps_its_best_validation_epoch():
-    est = make_peer("nmmr-v", seed=1, epochs=8)
+def test_nmmr_v_is_the_v_statistic_and_can_keep_its_best_validation_epoch():
+    est = make_peer("nmmr-v", seed=1, epochs=8, params={"val_fraction": 0.1})
     assert est.loss == "V" and est.epochs == 8
     est.fit(linear_pcl(300, 1))
     history = est.second_stage_history_
     assert len(history["epoch"]) == 8
     assert est.chosen_epoch_ == history["epoch"][int(np.argmin(history["val"]))]
+
+
+def test_nmmr_follows_the_nmmr_code_by_default_raw_columns_and_the_last_epoch():
+    data = linear_pcl(300, 1)
+    data.table["w"] += 50.0          # a column far from 0: kept raw, not standardized
+    est = NMMR(seed=0, epochs=6).fit(data)
+    assert (est.epochs, est.scale, est.kernel_scale, est.val_fraction) == (6, "raw", "raw", 0.0)
+    assert est.chosen_epoch_ == 5 and not any(est.second_stage_history_["val"])
+    assert np.all(est.h_cols_.mean_ == 0) and np.all(est.h_cols_.std_ == 1)
+    assert (est.scale_.mean, est.scale_.std) == (0.0, 1.0)
+    std = NMMR(seed=0, epochs=6, scale="standardized").fit(data)
+    assert std.h_cols_.mean_[std.h_cols_.names.index("w")] == pytest.approx(data.table["w"].mean())
+    assert std.scale_.std == pytest.approx(data.table["y"].std(ddof=0))
+    assert NMMR().epochs == 3000
 
 
 def test_oadam_is_optimistic():

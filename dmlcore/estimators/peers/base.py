@@ -55,10 +55,11 @@ class Columns:
         pixels = set(self.image[0]) if self.image else set()
         self.scaled = [j for j in range(n_kept) if j not in pixels]
 
-    def fit(self, values: np.ndarray) -> "Columns":
+    def fit(self, values: np.ndarray, standardize: bool = True) -> "Columns":
+        """Learn each column's mean and standard deviation (``standardize=False``: keep raw values)."""
         z = self._encode(values)
-        self.mean_ = z[:, self.scaled].mean(axis=0)
-        self.std_ = np.maximum(z[:, self.scaled].std(axis=0), 1e-12)
+        self.mean_ = z[:, self.scaled].mean(axis=0) if standardize else np.zeros(len(self.scaled))
+        self.std_ = np.maximum(z[:, self.scaled].std(axis=0), 1e-12) if standardize else np.ones(len(self.scaled))
         return self
 
     def _encode(self, values):
@@ -75,12 +76,13 @@ class Scale:
     """The outcome's mean and standard deviation: methods fit on (y - mean) / std.
 
     ``center=False`` leaves the mean in (mean 0): a ridge penalty then shrinks f towards 0
-    rather than towards the outcome's mean, as the KPV / PMMR code did (docs/peers.md).
+    rather than towards the outcome's mean, as the KPV / PMMR code did (docs/peers.md);
+    ``scale=False`` leaves the standard deviation in (std 1).
     """
 
-    def __init__(self, y: np.ndarray, center: bool = True):
+    def __init__(self, y: np.ndarray, center: bool = True, scale: bool = True):
         self.mean = float(np.mean(y)) if center else 0.0
-        self.std = float(np.std(y)) or 1.0
+        self.std = (float(np.std(y)) or 1.0) if scale else 1.0
 
     def __call__(self, y):
         return (np.asarray(y, dtype=float) - self.mean) / self.std
