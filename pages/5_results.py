@@ -7,6 +7,7 @@ from dashboard import results, state, ui
 from dmlcore import plots
 from dmlcore.data.datasets import REAL_DATASETS, TRUTH_UNKNOWN
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.peers import PEERS
 from dmlcore.runs import METHOD_TITLES, fit_run
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
@@ -247,9 +248,14 @@ def details_section(chosen):
             losses["f"] = {None: history}
         st.plotly_chart(plots.loss_figure(losses), key="res_losses")
         st.plotly_chart(plots.second_stage_figure(fold_losses), key="res_second_stage")
-        st.caption("Losses are on the standardized scale; g reports a negative log-likelihood (neural "
-                   "network) or a squared error (trees, linear). Each fold's nuisances are trained on the "
-                   "other folds; the second-stage loss of fold k uses only them.")
+        if item.method in PEERS:
+            st.caption(f"{METHOD_TITLES.get(item.method, item.method)}'s own training criteria per epoch, on "
+                       "the scale it trains on: the raw outcome for NMMR's default, the standardized outcome "
+                       "for the others (docs/peers.md).")
+        else:
+            st.caption("Losses are on the standardized scale; g reports a negative log-likelihood (neural "
+                       "network) or a squared error (trees, linear). Each fold's nuisances are trained on the "
+                       "other folds; the second-stage loss of fold k uses only them.")
     else:
         st.caption(f"{METHOD_TITLES.get(item.method, item.method)} has no nuisance models, so no fold-wise losses.")
     for note in item.record.get("notes") or []:
