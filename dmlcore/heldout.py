@@ -58,9 +58,7 @@ def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = 
     from dmlcore.runs import fit_estimator, make_estimator
 
     folds = check_folds(folds)
-    if data.image_columns:
-        raise DMLCoreError("The held-out score regresses residuals on a spline basis of the conditioning "
-                           "columns, which cannot take image pixels; it is not available for image data.")
+    _check_tabular(data, "The held-out score")
     n = len(data.table)
     if n < 20 * folds:
         raise DMLCoreError(f"The held-out score with {folds} folds needs at least {20 * folds} rows; "
@@ -89,13 +87,17 @@ def projected_residual(estimator, data: CausalData, seed: int = 0) -> dict:
     the rows, as one fold of :func:`heldout_score`; lower is better, 0 meets the restriction.
     Used to choose between settings of a method on validation data, never on the test grid.
     """
-    if data.image_columns:
-        raise DMLCoreError("The projected residual regresses residuals on a spline basis of the conditioning "
-                           "columns, which cannot take image pixels; it is not available for image data.")
+    _check_tabular(data, "The projected residual")
     products = _residual_products(estimator, data, seed)
     var = float(np.var(data.table[data.outcome].to_numpy(dtype=float)))
     score, se = float(products.mean()), float(products.std(ddof=1) / np.sqrt(len(products)))
     return {"score": score, "relative": score / var, "std_error": se}
+
+
+def _check_tabular(data: CausalData, what: str) -> None:
+    if data.image_columns:
+        raise DMLCoreError(f"{what} regresses residuals on a spline basis of the conditioning columns, which "
+                           f"cannot take image pixels; it is not available for image data.")
 
 
 def _residual_products(estimator, data: CausalData, seed: int) -> np.ndarray:

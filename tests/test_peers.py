@@ -132,6 +132,16 @@ def test_nmmr_follows_the_nmmr_code_by_default_raw_columns_and_the_last_epoch():
     assert NMMR().epochs == 3000
 
 
+
+@pytest.mark.parametrize("make, name", [(lambda: NMMR(epochs=2, scale="log"), "scale"),
+                                        (lambda: NMMR(epochs=2, out_relu="no"), "out_relu"),
+                                        (lambda: DFIV(epochs=2, covariate_norm="yes"), "covariate_norm")])
+def test_bad_switches_are_refused_by_name(make, name):
+    data = linear_pcl(100, 0) if name != "covariate_norm" else nonlinear_iv(100, 0)
+    with pytest.raises(DMLCoreError, match=name):
+        make().fit(data)
+
+
 def test_oadam_is_optimistic():
     """OAdam moves by -2 u_t + u_(t-1): its first step is twice Adam's, then corrects."""
     p = torch_param([1.0])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from dmlcore.estimators.peers.base import Columns, PeerEstimator, Scale
+from dmlcore.estimators.peers.base import Columns, PeerEstimator, Scale, check_choice
 from dmlcore.estimators.peers.nets import Net, check_nn_settings, device_of, diverged, seeded, tensor
 from dmlcore.learners.base import check_fraction
 
@@ -77,6 +77,7 @@ class DFIV(PeerEstimator):
                           instrument_features=self.instrument_features,
                           covariate_features=self.covariate_features)
         check_fraction("split", self.split, allow_zero=False, allow_one=False)
+        check_choice("covariate_norm", self.covariate_norm, (True, False))
         device = device_of(self.device)
         arr = data.cmr()
         cond = set(arr.conditioning_names)
@@ -103,7 +104,7 @@ class DFIV(PeerEstimator):
             c_net = Net(c.shape[1], self.instrument_hidden, self.instrument_features, image=c_cols.image,
                         out_norm=True).to(device)
             x_net = (Net(x.shape[1], self.covariate_hidden, self.covariate_features, image=self.x_cols_.image,
-                         out_relu=True, hidden_norm=bool(self.covariate_norm)).to(device) if x is not None else None)
+                         out_relu=True, hidden_norm=self.covariate_norm).to(device) if x is not None else None)
             t_opt = torch.optim.Adam(t_net.parameters(), lr=self.lr)
             c_opt = torch.optim.Adam(c_net.parameters(), lr=self.lr)
             x_opt = torch.optim.Adam(x_net.parameters(), lr=self.lr, weight_decay=self.weight_decay) if x_net else None

@@ -87,18 +87,17 @@ class NMMR(PeerEstimator):
         check_choice("loss", self.loss, LOSSES)
         check_choice("kernel_scale", self.kernel_scale, KERNEL_SCALES)
         check_choice("scale", self.scale, SCALES)
-        depth = self.depth
-        check_nn_settings(depth=depth, width=self.width, lr=self.lr, l2_penalty=self.l2_penalty,
+        check_choice("out_relu", self.out_relu, (True, False))
+        check_nn_settings(depth=self.depth, width=self.width, lr=self.lr, l2_penalty=self.l2_penalty,
                           batch_size=self.batch_size, epochs=self.epochs)
         check_fraction("val_fraction", self.val_fraction, allow_zero=True, allow_one=False)
         device = device_of(self.device)
         arr = data.cmr()
         raw = self.scale == "raw"
         self.h_cols_ = Columns(data, arr.input_names).fit(arr.inputs, standardize=not raw)
-        k_cols = Columns(data, arr.conditioning_names).fit(arr.conditioning)
+        k_cols = Columns(data, arr.conditioning_names).fit(arr.conditioning,
+                                                            standardize=self.kernel_scale == "standardized")
         kernel_in = k_cols(arr.conditioning)
-        if self.kernel_scale == "raw":
-            kernel_in[:, k_cols.scaled] = kernel_in[:, k_cols.scaled] * k_cols.std_ + k_cols.mean_
         if k_cols.image:
             kernel_in[:, k_cols.image[0]] *= PIXEL_KERNEL_SCALE
         self.scale_ = Scale(arr.y, center=not raw, scale=not raw)
@@ -113,8 +112,8 @@ class NMMR(PeerEstimator):
         y = tensor(self.scale_(arr.y), device)
         epochs = int(self.epochs)
         with seeded(self.seed, device):
-            net = Net(h_in.shape[1], (int(self.width),) * int(depth), 1, image=self.h_cols_.image,
-                      out_relu=bool(self.out_relu)).to(device)
+            net = Net(h_in.shape[1], (int(self.width),) * int(self.depth), 1, image=self.h_cols_.image,
+                      out_relu=self.out_relu).to(device)
             opt = torch.optim.Adam(net.parameters(), lr=self.lr, weight_decay=self.l2_penalty)
             monitor.stage(f"NMMR-{self.loss}: bridge network", start=0.0, end=1.0)
             best, best_state, best_epoch = np.inf, None, epochs - 1
