@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from dashboard import plan
 from dmlcore.cli import main
@@ -131,6 +132,21 @@ def test_nmmr_follows_the_nmmr_code_by_default_raw_columns_and_the_last_epoch():
     assert std.scale_.std == pytest.approx(data.table["y"].std(ddof=0))
     assert NMMR().epochs == 3000
 
+
+
+@pytest.mark.parametrize("loss", ["U", "V"])
+def test_nmmr_risk_is_the_kernel_statistic_also_where_rows_are_far_apart(loss):
+    rng = np.random.default_rng(0)
+    k_in = rng.normal(size=(60, 3)) * np.array([0.5, 1.0, 30.0])   # one wide column: most entries ~ exp(-400)
+    r = rng.normal(size=60)
+    kernel = np.exp(-0.5 * ((k_in[:, None, :] - k_in[None, :, :]) ** 2).sum(-1))
+    if loss == "U":
+        np.fill_diagonal(kernel, 0.0)
+        exact = r @ kernel @ r / (60 * 59)
+    else:
+        exact = r @ kernel @ r / 60 ** 2
+    got = NMMR(loss=loss)._risk(torch.as_tensor(r, dtype=torch.float32), torch.as_tensor(k_in, dtype=torch.float32))
+    assert got.item() == pytest.approx(exact, rel=1e-4, abs=1e-9)
 
 
 @pytest.mark.parametrize("make, name", [(lambda: NMMR(epochs=2, scale="log"), "scale"),
