@@ -10,8 +10,9 @@ from dmlcore.runs import METHOD_TITLES
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
 FILES = ("authors/demand-iv-nn-1000-2000.csv", "authors/demand-iv-nn-5000.csv", "authors/demand-iv-nn-10000.csv",
-         "authors/demand-iv-gb.csv", "demand-iv-nn.csv",
-         "authors/demand-pcl-nn.csv")  # the authors' demand-iv design (nn, gb), the raw one beside it, and PCL
+         "authors/demand-iv-gb.csv", "authors/demand-iv-rf.csv",
+         "authors/digits-iv-nn-1000.csv", "authors/digits-iv-nn-5000.csv", "demand-iv-nn.csv",
+         "authors/demand-pcl-nn.csv")  # the authors' demand-iv design (nn, gb, rf), digits-iv, the raw design, PCL
 METHODS = ("dml-cmr", "ce-dml-cmr", "naive")
 
 
