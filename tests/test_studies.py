@@ -18,7 +18,7 @@ from dmlcore.runs import fit_run
 from dmlcore.store import RunStore
 from dmlcore.studies import (config_key, get_executor, load_spec, load_study, run_fit_config, run_study,
                              spec_from_dict)
-from dmlcore.studies.figures import mse_figure, paired_figure
+from dmlcore.studies.figures import PANEL_GAP, PANEL_TITLE, mse_figure, paired_figure
 from dmlcore.studies.spec import parse_seeds
 
 TINY = {"dataset": "demand-iv", "data": {"n": 200}, "methods": ["ce-dml-cmr", "naive", "2sls"],
@@ -319,6 +319,20 @@ def test_figures_box_per_method_log_scale_and_paired_differences(store):
     naive = fits[fits["method"] == "naive"].set_index(["n", "seed"])["mse"]
     tsls = fits[fits["method"] == "2sls"].set_index(["n", "seed"])["mse"]
     assert sorted(paired.data[2].y) == pytest.approx(sorted(naive - tsls))
+
+
+def test_figures_with_several_panels_keep_titles_legend_and_axes_apart(store):
+    fits = run_study({**TINY, "data": {"n": [200]}}, store=store).fits
+    three = pd.concat([fits.assign(rho=rho) for rho in (0.1, 0.5, 0.9)], ignore_index=True)
+    for fig in (mse_figure(three), paired_figure(three)):
+        plot_height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+        domains = sorted((fig.layout[f"yaxis{k if k > 1 else ''}"].domain for k in (1, 2, 3)), reverse=True)
+        gaps = [(upper[0] - lower[1]) * plot_height for upper, lower in zip(domains, domains[1:])]
+        assert min(gaps) >= PANEL_GAP - 1                     # room for an axis title and the next panel's title
+        titles = [a.text for a in fig.layout.annotations][:3]
+        assert titles == [f"demand-iv, Confounding ρ = {rho}" for rho in (0.1, 0.5, 0.9)]
+        assert (fig.layout.legend.y - 1) * plot_height >= PANEL_TITLE   # the legend clears the first panel's title
+        assert fig.layout.title.y * fig.layout.height > fig.layout.height - fig.layout.margin.t / 2
 
 
 # ------------------------------------------------------------------ command line

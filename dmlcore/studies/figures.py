@@ -23,10 +23,11 @@ from dmlcore.runs import METHOD_TITLES
 from dmlcore.studies.summarize import METRIC_LABELS, data_columns, format_value, label, paired_metric
 
 PANEL_HEIGHT = 380
+PANEL_GAP = 100  # pixels between panels: the upper one's axis title and the lower one's title
+PANEL_TITLE = 26  # pixels of a panel's title
+MARGIN = dict(l=60, r=20, t=90, b=50)
 X_TITLE = "N (rows)"
 SPREAD = 0.8     # share of the room between two values of N that an effect figure's points fill
-_LAYOUT = dict(template="plotly_white", boxmode="group", margin=dict(l=60, r=20, t=70, b=50),
-               legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0.0))
 
 
 @dataclass
@@ -93,15 +94,14 @@ def _box_figure(fits: pd.DataFrame, column: str, y_title: str, name: str, title:
         return _empty(name, "no finished fits yet")
     colors = _arm_colors(done)
     panels = list(dict.fromkeys(done["panel"]))
-    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=_titles(panels), vertical_spacing=0.12 / len(panels))
+    fig = _panel_figure(panels)
     for arm, color, row, part in _by_arm_and_panel(done, colors, panels):
         fig.add_trace(go.Box(x=part["x"], y=_floats(part, column), name=arm, legendgroup=arm, marker_color=color,
                              showlegend=not any(t.name == arm for t in fig.data), boxpoints="all",
                              jitter=0.3, pointpos=0, marker_size=4), row=row, col=1)
     reps = done.groupby(["panel", "x", "arm"]).size()
     seeds = f"{reps.min()}" if reps.min() == reps.max() else f"{reps.min()}–{reps.max()}"
-    fig.update_layout(**_LAYOUT, height=PANEL_HEIGHT * len(panels) + 90,
-                      title=title or f"{name} ({detail.format(seeds=seeds)})")
+    _lay_out(fig, len(panels), title or f"{name} ({detail.format(seeds=seeds)})")
     fig.update_yaxes(type="log" if log else "linear", title_text=y_title)
     fig.update_xaxes(title_text=X_TITLE, **_x_order(done))
     return fig
@@ -123,7 +123,7 @@ def effect_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     count = done.groupby(["panel", "x", "arm"])["seed"].transform("size").to_numpy()
     done["pos"] = (done["x"].map(xs.index).to_numpy() - SPREAD / 2 + done["arm"].map(arms.index).to_numpy() * slot
                    + (k + 0.5) / count * slot)
-    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=_titles(panels), vertical_spacing=0.12 / len(panels))
+    fig = _panel_figure(panels)
     for arm, color, row, part in _by_arm_and_panel(done, colors, panels):
         estimate = part["effect_estimate"].astype(float).to_numpy()
         upper = _floats(part, "effect_ci_upper") - estimate
@@ -138,8 +138,7 @@ def effect_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     levels = _floats(done, "effect_level")
     levels = np.unique(levels[np.isfinite(levels)])
     level = f"{levels[0]:.0%} " if len(levels) == 1 else ""
-    fig.update_layout(**_LAYOUT, height=PANEL_HEIGHT * len(panels) + 90,
-                      title=title or f"Effect estimates with their {level}intervals, one point per fit")
+    _lay_out(fig, len(panels), title or f"Effect estimates with their {level}intervals, one point per fit")
     fig.update_yaxes(title_text="effect", zeroline=True, zerolinecolor="#888", zerolinewidth=1)
     fig.update_xaxes(title_text=X_TITLE, tickvals=list(range(len(xs))), ticktext=xs,
                      range=[-0.6, len(xs) - 0.4], zeroline=False)
@@ -169,7 +168,7 @@ def paired_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
         return _empty("Paired differences", "no seed finished for two methods yet")
     table = pd.concat(diffs, ignore_index=True)
     panels = list(dict.fromkeys(table["panel"]))
-    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=_titles(panels), vertical_spacing=0.12 / len(panels))
+    fig = _panel_figure(panels)
     for k, pair in enumerate(dict.fromkeys(table["pair"])):
         for row, panel in enumerate(panels, start=1):
             part = table[(table["pair"] == pair) & (table["panel"] == panel)]
@@ -182,8 +181,8 @@ def paired_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
         fig.add_hline(y=0, line_color="#555", line_width=1, row=row, col=1)
         fig.update_yaxes(title_text=f"{METRIC_LABELS[metrics[panel]]} difference", zeroline=True, row=row, col=1)
     what = " / ".join(dict.fromkeys(METRIC_LABELS[m] for m in metrics.values()))
-    fig.update_layout(**_LAYOUT, height=PANEL_HEIGHT * len(panels) + 90,
-                      title=title or f"Paired differences of the {what}, a − b seed by seed (below 0: a did better)")
+    _lay_out(fig, len(panels),
+             title or f"Paired differences of the {what}, a − b seed by seed (below 0: a did better)")
     fig.update_xaxes(title_text=X_TITLE, **_x_order(done))
     return fig
 
@@ -254,8 +253,28 @@ def _x_order(done: pd.DataFrame) -> dict:
     return {"categoryorder": "array", "categoryarray": values, "type": "category"}
 
 
-def _titles(panels: list[str]) -> list[str]:
-    return panels if len(panels) > 1 else [""]
+def _geometry(n_panels: int) -> tuple[int, dict, int]:
+    """Figure height, margins and plot-area height in pixels; several panels leave room for the first
+    one's title between the legend and the plot."""
+    height = PANEL_HEIGHT * n_panels + 90
+    margin = dict(MARGIN, t=MARGIN["t"] + (PANEL_TITLE if n_panels > 1 else 0))
+    return height, margin, height - margin["t"] - margin["b"]
+
+
+def _panel_figure(panels: list[str]) -> go.Figure:
+    """One row per panel, PANEL_GAP pixels apart, titled when there are several."""
+    plot_height = _geometry(len(panels))[2]
+    return make_subplots(rows=len(panels), cols=1, subplot_titles=panels if len(panels) > 1 else [""],
+                         vertical_spacing=PANEL_GAP / plot_height if len(panels) > 1 else 0.0)
+
+
+def _lay_out(fig: go.Figure, n_panels: int, title: str) -> None:
+    """Height by panels; the title at the very top, the legend below it, above the first panel."""
+    height, margin, plot_height = _geometry(n_panels)
+    above = 12 + (PANEL_TITLE if n_panels > 1 else 0)
+    fig.update_layout(template="plotly_white", boxmode="group", margin=margin, height=height,
+                      title=dict(text=title, yref="container", y=1 - 10 / height, yanchor="top"),
+                      legend=dict(orientation="h", yanchor="bottom", y=1 + above / plot_height, xanchor="left", x=0.0))
 
 
 def _empty(title: str, note: str) -> go.Figure:
