@@ -97,7 +97,7 @@ def projected_residual(estimator, data: CausalData, seed: int = 0) -> dict:
 def _check_tabular(data: CausalData, what: str) -> None:
     if data.image_columns:
         raise DMLCoreError(f"{what} regresses residuals on a spline basis of the conditioning columns, which "
-                           f"cannot take image pixels; it is not available for image data.")
+                           "cannot take image pixels; it is not available for image data.")
 
 
 def _residual_products(estimator, data: CausalData, seed: int) -> np.ndarray:
