@@ -1,0 +1,59 @@
+"""The standard table of a study cell (median [q1, q3], mean, paired wins and Wilcoxon p against
+DML-CMR, fresh-draw median, mean seconds), from the study runner's own summaries."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dmlcore.runs import METHOD_TITLES
+from dmlcore.studies.summarize import paired_table, summary_table
+
+REFERENCE = "dml-cmr"
+
+
+def title(method: str) -> str:
+    """A method's display name; bench reads titles here only (one place to switch to a registry)."""
+    return METHOD_TITLES.get(method, method)
+
+
+def select(fits: pd.DataFrame, **cell) -> pd.DataFrame:
+    """The fits of one cell: ``select(fits, n=1000, iv_strength=0.4)``; ``methods=[...]`` keeps those."""
+    methods = cell.pop("methods", None)
+    for column, value in cell.items():
+        fits = fits[fits[column] == value]
+    if methods is not None:
+        fits = fits[fits["method"].isin(methods)]
+    if fits.empty:
+        raise ValueError(f"no rows for {cell}")
+    return fits
+
+
+def study_table(fits: pd.DataFrame, *, unit: str = "MSE", reps_label: str = "reps") -> str:
+    """The markdown table of one cell's fits (every method, in the rows' order)."""
+    summary, pairs = summary_table(fits), paired_table(fits)
+    fresh = summary["mse_fresh_median"].notna().any()
+    head = (f"| method | {reps_label} | median {unit} [q1, q3] | mean | vs DML-CMR: wins of DML-CMR / of method, "
+            f"Wilcoxon p |{' median fresh-draw MSE |' if fresh else ''} mean s/fit |")
+    lines = [head, "|" + "---|" * (7 if fresh else 6)]
+    for _, row in summary.iterrows():
+        versus = ""
+        if row["method"] != REFERENCE:
+            match = pairs[(pairs.arm_a == REFERENCE) & (pairs.arm_b == row["arm"])]
+            if len(match):
+                m = match.iloc[0]
+                versus = f"{m.wins_a} / {m.wins_b} of {m.pairs}, p = {m.wilcoxon_p:.2g}"
+        cells = [title(row["method"]), str(row["reps"]),
+                 f"{row['median']:.4g} [{row['q1']:.4g}, {row['q3']:.4g}]", f"{row['mean']:.4g}", versus]
+        if fresh:
+            cells.append("" if pd.isna(row["mse_fresh_median"]) else f"{row['mse_fresh_median']:.4g}")
+        cells.append(f"{row['seconds_mean']:.1f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def per_seed(fits: pd.DataFrame, method: str, column: str = "mse") -> pd.Series:
+    """One method's ``column`` by seed (one cell's fits)."""
+    part = fits[fits["method"] == method]
+    if part["seed"].duplicated().any():
+        raise ValueError(f"{method}: several rows per seed; select one cell first")
+    return part.set_index("seed")[column]

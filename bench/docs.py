@@ -1,0 +1,190 @@
+"""Render every table, figure and quoted figure of the docs from the raw rows in bench/results/.
+
+    python bench/docs.py --write     # rewrite every generated block, figure and derived file
+    python bench/docs.py --check     # exit 1, naming each block whose text differs from the rows
+
+A generated block is the text between ``<!-- BEGIN generated:ID -->`` and
+``<!-- END generated:ID -->`` in README.md or a docs/*.md (a block may sit inside a sentence);
+ID names a renderer registered in bench/docgen/ (``--list`` prints them). Only saved rows are
+read (CSV, JSON, logs): no fit runs, and the check takes seconds. ``--check`` also fails when a
+doc shows an image that is missing, or a box plot of docs/img/ that no rows produce, or when a
+derived file (the Learn page's measured.csv) is stale. ``--write`` redraws the PNG box plots
+(Chromium, about a second each; ``--no-figures`` skips them). ``--docs`` and ``--results``
+point at other copies (the tests edit a copy).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+if __name__ == "__main__" and not __package__:  # `python bench/docs.py`: run as `python -m bench.docs`
+    ROOT = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    os.execve(sys.executable, [sys.executable, "-P", "-m", "bench.docs", *sys.argv[1:]], env)
+
+import argparse  # noqa: E402
+import re  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+from bench.docgen import FIGURES, FILES, BLOCKS  # noqa: E402  (importing it registers every block)
+from bench.docgen.rows import RESULTS, Rows  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+MARKER = re.compile(r"<!-- BEGIN generated:(?P<id>\S+) -->(?P<body>.*?)<!-- END generated:(?P=id) -->", re.S)
+IMAGE = re.compile(r"!\[[^\]]*\]\((?P<path>[^)\s]+\.png)\)")
+SCREENSHOTS = "img/teaching/"  # pictures of the dashboard, not of rows
+
+
+def doc_files(root: Path) -> list[Path]:
+    """README.md and docs/*.md under ``root`` (a checkout, or a copy of one)."""
+    return [p for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))] if p.exists()]
+
+
+@dataclass
+class Rendered:
+    """Every block's text (or the error that kept it from rendering)."""
+    text: dict
+    errors: dict
+
+
+def render_all(rows: Rows, names=None) -> Rendered:
+    text, errors = {}, {}
+    for name in names if names is not None else BLOCKS:
+        try:
+            text[name] = BLOCKS[name](rows).strip("\n")
+        except Exception as exc:  # one line per block: which rows are missing or wrong
+            errors[name] = f"{type(exc).__name__}: {exc}"
+    return Rendered(text, errors)
+
+
+def fill(doc: str, rendered: Rendered) -> str:
+    """``doc`` with every known block's body replaced by its rendering (a multi-line block keeps its
+    own lines; a block inside a sentence stays inline)."""
+    def replace(m: re.Match) -> str:
+        name, body = m["id"], m["body"]
+        if name not in rendered.text:
+            return m[0]
+        new = f"\n{rendered.text[name]}\n" if body.startswith("\n") else rendered.text[name]
+        return f"<!-- BEGIN generated:{name} -->{new}<!-- END generated:{name} -->"
+    return MARKER.sub(replace, doc)
+
+
+def block_ids(doc: str) -> list[str]:
+    return [m["id"] for m in MARKER.finditer(doc)]
+
+
+def check_doc(path: Path, doc: str, rendered: Rendered) -> list[str]:
+    """What is wrong in one doc: blocks that differ from the rows, unknown or failing blocks, stray
+    markers, missing images, box plots without rows."""
+    problems = []
+    for m in MARKER.finditer(doc):
+        name = m["id"]
+        if name not in BLOCKS:
+            problems.append(f"{path.name}: unknown block {name!r} (bench/docs.py --list names them)")
+        elif name in rendered.errors:
+            problems.append(f"{path.name}: block {name}: {rendered.errors[name]}")
+        elif m["body"].strip("\n") != rendered.text[name]:
+            problems.append(f"{path.name}: block {name} differs from what the rows give")
+    bare = MARKER.sub("", doc)
+    for stray in re.findall(r"<!-- (?:BEGIN|END) generated:\S+ -->", bare):
+        problems.append(f"{path.name}: unmatched marker {stray}")
+    for m in IMAGE.finditer(doc):
+        image = (path.parent / m["path"]).resolve()
+        if not image.exists():
+            problems.append(f"{path.name}: image {m['path']} is missing")
+        elif SCREENSHOTS not in m["path"] and image.name not in FIGURES:
+            problems.append(f"{path.name}: image {m['path']} has no rows behind it (no figure registered)")
+        elif image.name in FIGURES and f"img:{image.name}" not in block_ids(doc):
+            problems.append(f"{path.name}: image {m['path']} is shown outside its block img:{image.name}")
+    return problems
+
+
+def draw_figures(rows: Rows, folder: Path, names) -> list[str]:
+    """Write the PNGs ``names`` into ``folder``; problems as lines."""
+    from dmlcore.studies.report import write_pngs
+
+    figures = {name: FIGURES[name].draw(FIGURES[name].fits(rows)) for name in names}
+    if not figures:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    error = write_pngs(figures, folder)
+    return [error] if error else []
+
+
+def check_all(root: Path, rows: Rows, rendered: Rendered) -> list[str]:
+    """Every problem of the docs under ``root``: blocks, images, derived files, unused renderers."""
+    problems, used = [], set()
+    for path in doc_files(root):
+        doc = path.read_text()
+        used.update(block_ids(doc))
+        problems += check_doc(path, doc, rendered)
+    for rel, render in FILES.items():
+        path = root / rel
+        if path.exists() and path.read_text() != render(rows):
+            problems.append(f"{rel} is stale: `python bench/docs.py --write` derives it from the rows")
+    problems += [f"block {name} is registered but shown in no doc" for name in sorted(set(BLOCKS) - used)]
+    return problems
+
+
+def write_all(root: Path, rows: Rows, rendered: Rendered, figures: bool = True) -> list[str]:
+    """Rewrite every block of the docs under ``root``, the figures they show and the derived files."""
+    problems, used = [], set()
+    for path in doc_files(root):
+        doc = path.read_text()
+        used.update(block_ids(doc))
+        new = fill(doc, rendered)
+        if new != doc:
+            path.write_text(new)
+            print(f"wrote {path}")
+    if figures:
+        shown = {n.split(":", 1)[1] for n in used if n.startswith("img:") and n not in rendered.errors}
+        problems += draw_figures(rows, root / "docs" / "img", sorted(shown))
+    for rel, render in FILES.items():
+        path, text = root / rel, render(rows)
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f"wrote {path}")
+    return problems
+
+
+def run(root: Path, results: Path, write: bool, figures: bool = True) -> list[str]:
+    """Check (or, with ``write``, first rewrite) every doc under ``root`` against the rows in ``results``."""
+    rows = Rows(results)
+    used = {name for path in doc_files(root) for name in block_ids(path.read_text())}
+    rendered = render_all(rows, [name for name in BLOCKS if name in used])
+    problems = write_all(root, rows, rendered, figures) if write else []
+    return problems + check_all(root, rows, rendered)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="render every block, figure and derived file in place")
+    mode.add_argument("--check", action="store_true", help="exit 1 naming each block that differs from the rows")
+    mode.add_argument("--list", action="store_true", help="print the registered blocks")
+    parser.add_argument("--docs", type=Path, default=ROOT,
+                        help="the checkout (or a copy) whose README.md and docs/*.md are read (default: this one)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the rows (default: bench/results)")
+    parser.add_argument("--no-figures", action="store_true", help="with --write: do not redraw the PNGs")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(sorted(BLOCKS)))
+        return 0
+    if not args.docs.is_dir():
+        parser.error(f"--docs {args.docs}: not a folder; give a checkout holding README.md and docs/")
+    problems = run(args.docs, args.results, args.write, figures=not args.no_figures)
+    for line in problems:
+        print(line, file=sys.stderr)
+    if problems:
+        print(f"{len(problems)} problem(s); the rows in {args.results} are the truth: "
+              "fix the rows or run `python bench/docs.py --write`", file=sys.stderr)
+        return 1
+    print(f"every generated block matches the rows ({len(BLOCKS)} blocks)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
