@@ -1,12 +1,12 @@
-"""Append a study's finished fits to a bench CSV (the columns bench/authors_tables.py reads).
+"""Append a study's finished fits to a bench CSV (the rows the docs' tables are generated from).
 
 The peers' 20-seed studies and the DML family's bench rows share seeds and data, so one file with
 both gives tables with paired wins against DML-CMR and one box plot per design:
 
     python -m dmlcore study --dataset demand-iv --sizes 1000,2000,5000,10000 --methods kiv \\
         --seeds 0-19 --jobs 2 --out /tmp/kiv
-    python bench/study_rows.py /tmp/kiv/fits.csv --out bench/results/authors/peers-demand-iv-sizes.csv
-    python bench/authors_tables.py bench/results/authors/peers-demand-iv-sizes.csv --figures docs/img
+    python -m bench.study_rows /tmp/kiv/fits.csv --out bench/results/authors/peers-demand-iv-sizes.csv
+    python bench/docs.py --write     # the docs' tables and box plots from the new rows
 
 Rows of ``--out`` with the same (design, n, seed, method) are replaced, so a rerun does not double them.
 """

@@ -9,10 +9,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
 BLOCKS: dict[str, Callable] = {}
+FAMILIES: list[tuple[re.Pattern, Callable]] = []  # parametrised blocks: the id's fields are the arguments
 FIGURES: dict[str, "Figure"] = {}
 FILES: dict[str, Callable] = {}
 
@@ -25,6 +27,26 @@ def block(name: str):
         BLOCKS[name] = render
         return render
     return register
+
+
+def family(pattern: str):
+    """Register the decorated function for every block id matching ``pattern`` (named groups: keywords),
+    e.g. ``rel:(?P<table>[^:]+):(?P<a>[^:]+):(?P<b>[^:]+)``."""
+    def register(render: Callable) -> Callable:
+        FAMILIES.append((re.compile(pattern), render))
+        return render
+    return register
+
+
+def renderer(name: str) -> Callable | None:
+    """The function that renders block ``name``, or None."""
+    if name in BLOCKS:
+        return BLOCKS[name]
+    for pattern, render in FAMILIES:
+        match = pattern.fullmatch(name)
+        if match:
+            return lambda rows, r=render, kw=match.groupdict(): r(rows, **kw)
+    return None
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,18 @@ from dmlcore.studies.summarize import paired_table, summary_table
 REFERENCE = "dml-cmr"
 
 
+# How running text names a method (tables use METHOD_TITLES).
+PROSE = {"naive": "the naive plug-in", "2sls": "linear 2SLS", "regression": "the regression that ignores the instrument"}
+
+
 def title(method: str) -> str:
     """A method's display name; bench reads titles here only (one place to switch to a registry)."""
     return METHOD_TITLES.get(method, method)
+
+
+def prose(method: str) -> str:
+    """A method's name in a sentence ("the naive plug-in")."""
+    return PROSE.get(method, title(method))
 
 
 def select(fits: pd.DataFrame, **cell) -> pd.DataFrame:

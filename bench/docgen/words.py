@@ -67,4 +67,5 @@ def paired(a: pd.Series, b: pd.Series) -> Paired:
 def relation(pair: Paired, a: str, b: str) -> str:
     """"a is ahead of b (lower on W of N seeds, p = ...)", "... behind ...", or "... level with ..."."""
     word = "ahead of" if pair.a_ahead else "behind" if pair.b_ahead else "level with"
-    return f"{a} is {word} {b} (lower on {pair.counts()})"
+    text = f"{a} is {word} {b} (lower on {pair.counts()})"
+    return text[0].upper() + text[1:]
