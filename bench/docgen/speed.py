@@ -7,7 +7,7 @@ import re
 
 import pandas as pd
 
-from .registry import block
+from .registry import block, family
 from .words import num
 
 
@@ -220,4 +220,44 @@ def tune_validation(rows) -> str:
             break
         lr, batch, _, s_val, g_val, _, sec = parts[:7]
         lines.append(f"| {float(lr):g} | {batch} | {s_val} | {g_val} | {sec} |")
+    return "\n".join(lines)
+
+
+EXECUTOR_NAMES = {"local-jobs1": "in process (`--jobs 1`)", "local-jobs2": "loky, 2 workers (`--jobs 2`)",
+                  "ray-local-2cpus": "Ray, local instance, 2 CPUs"}
+
+
+@family(r"executors:(?P<file>[^:]+\.jsonl)")
+def executors(rows, file: str) -> str:
+    """One row per executor run of bench/perf/executor_overhead.py."""
+    frame = rows.jsonl(file)
+    lines = ["| executor | fits | start-up (s) | a fit in its worker, median (s) | idle between fits, median / mean (s) | "
+             "results per second | load average before |", "|---|---|---|---|---|---|---|"]
+    for r in frame.itertuples():
+        lines.append(f"| {EXECUTOR_NAMES[r.executor]} | {r.fits} | {num(r.startup_s, 3)} | {r.fit_s:.3f} | "
+                     f"{r.gap_s:.3f} / {r.gap_mean_s:.3f} | {r.fits_per_s:.0f} | {r.load_before:.1f} |")
+    return "\n".join(lines)
+
+
+@block("gc-cost")
+def gc_cost(rows) -> str:
+    cost = rows.json("gc-cost.json")
+    return f"{cost['collect_ms_after_imports'] / 1000:.2f} s"
+
+
+@block("gpu:cpu-reference")
+def gpu_cpu_reference(rows) -> str:
+    ref = rows.csv("gpu-cpu-reference-demand-iv.csv").iloc[0]
+    idle = rows.jsonl("authors/speed-idle.jsonl")
+    idle = idle[(idle["method"] == "dml-cmr") & (idle["torch_threads"] == 1)]
+    sprites = rows.csv("dsprites-pcl-nn.csv").query("seed == 0").set_index(["n", "method"])
+    lines = ["| fit | CPU MSE | CPU seconds | where |", "|---|---|---|---|",
+             f"| demand-iv, DML-CMR, K = 10, N = {ref['n']}, seed {ref['seed']} | {ref['mse']:.4f} | {ref['seconds']:.0f} "
+             "(2-core development machine, shared with other jobs) | `bench/results/gpu-cpu-reference-demand-iv.csv` |",
+             f"| demand-iv, DML-CMR, K = 10, N = 5000 | — | {idle['seconds'].median():.1f} (1 thread, idle, median of "
+             f"{len(idle)}) | docs/benchmarks.md, \"Speed on this design\" |"]
+    for n in (1000, 5000):
+        cells = [sprites.loc[(n, m)] for m in ("naive", "ce-dml-cmr", "dml-cmr")]
+        lines.append(f"| dsprites-pcl N = {n}, seed 0: naive / CE / DML-CMR | {' / '.join(f'{c.mse:.2f}' for c in cells)} | "
+                     f"{' / '.join(f'{c.seconds:,.0f}' for c in cells)} | `bench/results/dsprites-pcl-nn.csv` |")
     return "\n".join(lines)
