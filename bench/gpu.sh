@@ -4,7 +4,7 @@
 # Meant for a lent GPU machine: its own python3 holds torch; wheels in .whl/ (bench/gpu_wheels.sh)
 # are installed first when present. Rows go to $OUT when it is set, else to bench/results/.
 # GPU_BUDGET (seconds, default 420) bounds the fits; the whole script is killed 90 s after it.
-# Extra arguments go to bench/gpu_bench.py (e.g. --only dsprites-pcl:5000:dml-cmr).
+# Extra arguments go to bench/gpu_bench.py (run as python3 -m bench.gpu_bench) (e.g. --only dsprites-pcl:5000:dml-cmr).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -22,5 +22,5 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 fi
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv
 mkdir -p "$DEST"
-timeout -s INT $((${BUDGET%.*} + 90)) "$PY" bench/gpu_bench.py --budget "$BUDGET" --out "$DEST" "$@" 2>&1 \
+timeout -s INT $((${BUDGET%.*} + 90)) "$PY" -m bench.gpu_bench --budget "$BUDGET" --out "$DEST" "$@" 2>&1 \
   | tee "$DEST/gpu-$(date +%Y%m%d-%H%M%S).log"

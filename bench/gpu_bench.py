@@ -10,7 +10,7 @@ needs, and stopped (status "stopped") when the budget runs out; what fit_run doe
 its fit ends. Run through bench/gpu.sh (docs/gpu.md); on a CPU, ``--quick --device cpu`` tries
 the script itself on tiny data in a few seconds.
 
-    python3 bench/gpu_bench.py --budget 480 --out bench/results
+    python3 -m bench.gpu_bench --budget 480 --out bench/results
 """
 
 from __future__ import annotations
@@ -23,14 +23,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-import torch  # noqa: E402
+import torch
 
-from dmlcore.data.registry import load_dataset  # noqa: E402
-from dmlcore.device import resolve_device  # noqa: E402
-from dmlcore.errors import DMLCoreError, FitCancelled  # noqa: E402
-from dmlcore.runs import fit_run  # noqa: E402
+from dmlcore.data.registry import load_dataset
+from dmlcore.device import resolve_device
+from dmlcore.errors import DMLCoreError, FitCancelled
+from dmlcore.runs import fit_run
 
 FIELDS = ["dataset", "n", "seed", "method", "folds", "device", "gpu", "mse", "seconds", "after_fit_seconds",
           "peak_gpu_gb", "status", "started_at_s"]

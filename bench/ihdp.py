@@ -3,19 +3,16 @@
 Scored as the authors did: MSE of f-hat(t1, x) against v1 on each replicate's val.csv.
 Needs ../shared/data/ihdp (not part of the product).
 
-    python bench/ihdp.py --root ../shared/data/ihdp/3000_5_6_2_IHDP_n_0.1 --out bench/results/ihdp-nn.csv
+    python -m bench.ihdp --root ../shared/data/ihdp/3000_5_6_2_IHDP_n_0.1 --out bench/results/ihdp-nn.csv
 """
 
 import argparse
 import csv
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from dmlcore.cli import summarize  # noqa: E402
-from dmlcore.data.ihdp import list_replicates, load_replicate  # noqa: E402
-from dmlcore.runs import fit_run  # noqa: E402
+from dmlcore.cli import summarize
+from dmlcore.data.ihdp import list_replicates, load_replicate
+from dmlcore.runs import fit_run
 
 
 def main():

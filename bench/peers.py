@@ -5,7 +5,7 @@ settings that differ from the method's defaults, as JSON), mse, mse_fresh, secon
 are diagnostics (what the published numbers' code did), never a choice made on the test grid.
 The 20-seed measurements go through the study runner (``python -m dmlcore study``).
 
-    python bench/peers.py --dataset demand-pcl --sizes 1000 --seeds 0-2 --methods kpv,pmmr \
+    python -m bench.peers --dataset demand-pcl --sizes 1000 --seeds 0-2 --methods kpv,pmmr \
         --variant '{}' --variant '{"center": false}' --out bench/results/peers-center-demand-pcl.csv
 
 ``--validation`` adds ``val_score``: the projected residual (``dmlcore.heldout.projected_residual``)
@@ -18,16 +18,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from dmlcore.data.registry import load_dataset  # noqa: E402
-from dmlcore.heldout import projected_residual  # noqa: E402
-from dmlcore.runs import fit_run  # noqa: E402
-from dmlcore.studies.spec import parse_seeds  # noqa: E402
+from dmlcore.data.registry import load_dataset
+from dmlcore.heldout import projected_residual
+from dmlcore.runs import fit_run
+from dmlcore.studies.spec import parse_seeds
 
 FIELDS = ["dataset", "n", "seed", "method", "variant", "categories", "mse", "mse_fresh", "seconds", "error",
           "val_score"]

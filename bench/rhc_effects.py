@@ -6,24 +6,21 @@ with its 95 % interval and the held-out score. The DML-CMR family runs twice: wi
 second stage (delta-method interval) and, with ``--bootstrap B``, with the learner's own second
 stage and B bootstrap refits. Raw rows go to ``--out`` (CSV, appended).
 
-    python bench/rhc_effects.py --learner gb --folds 5 --bootstrap 100 --jobs 2 \\
+    python -m bench.rhc_effects --learner gb --folds 5 --bootstrap 100 --jobs 2 \\
         --out bench/results/rhc-effects.csv
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from dmlcore.data.registry import load_dataset  # noqa: E402
-from dmlcore.runs import fit_run  # noqa: E402
+from dmlcore.data.registry import load_dataset
+from dmlcore.runs import fit_run
 
 
 def main() -> None:

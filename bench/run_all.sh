@@ -25,7 +25,7 @@ $PY -m dmlcore bench --dataset demand-pcl --sizes 1000,5000 --methods $M --learn
 # image data: a CNN fit takes minutes on 2 cores, hence fewer seeds
 I=naive,ce-dml-cmr,dml-cmr
 $PY -m dmlcore bench --dataset digits-iv $N --sizes 1000 --methods $I --learner nn --reps 5 --out $R/digits-iv-nn.csv
-$PY -m dmlcore bench --dataset digits-iv $N --sizes 5000 --methods $I --learner nn --reps 3 --out $R/digits-iv-nn.csv
+$PY -m dmlcore bench --dataset digits-iv $N --sizes 5000 --methods $I --learner nn --reps 5 --out $R/digits-iv-nn.csv
 $PY -m dmlcore bench --dataset dsprites-pcl --sizes 1000 --methods $I --learner nn --reps 2 --out $R/dsprites-pcl-nn.csv
 $PY -m dmlcore bench --dataset dsprites-pcl --sizes 5000 --methods $I --learner nn --reps 1 --threads 2 --out $R/dsprites-pcl-nn.csv   # about an hour
 for m in 1 16; do

@@ -1,6 +1,6 @@
 """The Learn page's experiments at the page's default settings: the numbers docs/teaching.md quotes.
 
-    .venv/bin/python bench/teaching.py [--out bench/results/teaching] [--skip-slow]
+    .venv/bin/python -m bench.teaching [--out bench/results/teaching] [--skip-slow]
 
 Writes one CSV per experiment (its summary table; the rows of the Wald data set and of the
 comparisons too) and ``run.json`` (per experiment: seconds, date, machine, load average). The
@@ -15,20 +15,18 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-import pandas as pd  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
+import pandas as pd
+from threadpoolctl import threadpool_limits
 
-from dmlcore.data.registry import load_dataset  # noqa: E402
-from dmlcore.runs import fit_run  # noqa: E402
-from dmlcore.teaching import demand, forbidden, iv, nuisance, proximal  # noqa: E402
-from dmlcore.teaching.measured import measured  # noqa: E402
+from dmlcore.data.registry import load_dataset
+from dmlcore.runs import fit_run
+from dmlcore.teaching import demand, forbidden, iv, nuisance, proximal
+from dmlcore.teaching.measured import measured
 
 FAST = {
     "wald": lambda: iv.wald(rho=0.9, seed=0),

@@ -4,16 +4,13 @@ For each candidate (learning rate, batch size) it fits CE-DML-CMR on demand-iv a
 best validation loss of s (MSE), of the mixture density network (NLL) and of the second stage
 (orthogonal score on held-out rows), with the wall time. Test MSE is not computed.
 
-    python bench/tune_validation.py --n 5000 --seeds 1,2
+    python -m bench.tune_validation --n 5000 --seeds 1,2
 """
 
 import argparse
 import itertools
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 import numpy as np
 

@@ -4,7 +4,7 @@ Each setting runs in a fresh subprocess (``DMLCORE_KEEP_FREED_MEMORY`` is read o
 process) and prints one JSON line: wall, user and system seconds and minor page faults per
 step (forward + backward of K fold models on B pictures), and the peak resident memory.
 
-    python bench/image_step.py --out bench/results/image-step.jsonl
+    python -m bench.perf.image_step --out bench/results/image-step.jsonl
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # run as a script from anywhere
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def one(folds: int, batch: int, side: int, steps: int) -> dict:
@@ -63,13 +62,13 @@ def main() -> int:
     if args.child:
         print(json.dumps(one(args.folds, args.batch, args.side, args.steps)))
         return 0
-    cmd = [sys.executable, __file__, "--child", "--folds", str(args.folds), "--batch", str(args.batch),
+    cmd = [sys.executable, "-m", __spec__.name, "--child", "--folds", str(args.folds), "--batch", str(args.batch),
            "--side", str(args.side), "--steps", str(args.steps)]
     lines = []
     for _ in range(args.repeats):
         for keep in ("0", "1"):
             env = {**os.environ, "DMLCORE_KEEP_FREED_MEMORY": keep}
-            line = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout.strip()
+            line = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=ROOT).stdout.strip()
             print(line, flush=True)
             lines.append(line)
     if args.out:

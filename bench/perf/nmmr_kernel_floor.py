@@ -1,7 +1,7 @@
 """NMMR fit time with and without the floor on the kernel's exponent (nmmr.MIN_EXPONENT), alternating
 in one process on the same data, so that both see the same machine state.
 
-    python bench/nmmr_kernel_floor.py --sizes 1000:300,5000:60,10000:30 --repeats 8 \
+    python -m bench.perf.nmmr_kernel_floor --sizes 1000:300,5000:60,10000:30 --repeats 8 \
         --out bench/results/nmmr-kernel-floor-speed.csv
 
 Each size is N:EPOCHS (few epochs: the time per epoch is what changes). One row per fit: N, epochs,
@@ -11,17 +11,14 @@ both up to float32 rounding) and the 1-minute load average.
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
+import pandas as pd
+import torch
 
-import dmlcore.estimators.peers.nmmr as nmmr  # noqa: E402
-from dmlcore.data.simulate import simulate_demand_pcl  # noqa: E402
+import dmlcore.estimators.peers.nmmr as nmmr
+from dmlcore.data.simulate import simulate_demand_pcl
 
 
 def main() -> None:

@@ -4,10 +4,10 @@
 # local Ray instance with 2 CPUs, each in a fresh run store so that every fit runs. Keeps each run's
 # fits.csv, summary.csv and paired.csv and its /usr/bin/time log in bench/results/study40-<run>*.
 #
-#   bash bench/study_parallel.sh            # all three runs, one after another
-#   bash bench/study_parallel.sh jobs2      # one of: jobs1 jobs2 ray2
+#   bash bench/perf/study_parallel.sh            # all three runs, one after another
+#   bash bench/perf/study_parallel.sh jobs2      # one of: jobs1 jobs2 ray2
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 R=bench/results
 declare -A FLAGS=([jobs1]="--jobs 1" [jobs2]="--jobs 2" [ray2]="--executor ray --jobs 2")
 for run in "${@:-jobs1 jobs2 ray2}"; do

@@ -4,9 +4,9 @@ Each configuration runs in a fresh subprocess (so peak RSS is its own) and print
 line; the summary gives the ratios the speed issue asks for (K-fold / CE, batched / one fold
 model at a time) and how the cost grows with N and K.
 
-    python bench/speed.py --out bench/results/speed.jsonl            # the full set
-    python bench/speed.py --plan core --seeds 1,2,3 --out bench/results/speed-idle.jsonl  # ratio on an idle machine
-    python bench/speed.py --only one --method dml-cmr --learner nn --n 5000 --folds 10
+    python -m bench.perf.speed --out bench/results/speed.jsonl            # the full set
+    python -m bench.perf.speed --plan core --seeds 1,2,3 --out bench/results/speed-idle.jsonl  # ratio on an idle machine
+    python -m bench.perf.speed --only one --method dml-cmr --learner nn --n 5000 --folds 10
 
 Every row records the demand-iv design it timed (`noise_scale`; `--noise-scale raw` for the appendix's text).
 """
@@ -24,10 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # run as a script from anywhere
+ROOT = Path(__file__).resolve().parents[2]
 
-from dmlcore.data.simulate import NOISE_SCALES  # noqa: E402
+from dmlcore.data.simulate import NOISE_SCALES
 
 PLAN = [  # (method, learner, n, folds)
     ("dml-cmr", "nn", 5000, 10), ("ce-dml-cmr", "nn", 5000, 10), ("naive", "nn", 5000, 10),
@@ -106,7 +105,7 @@ def main() -> None:
     with out.open("a") as handle:
         for (method, learner, n, folds), threads in jobs:
             for seed in seeds:
-                cmd = [sys.executable, __file__, "--only", "one", "--method", method, "--learner", learner,
+                cmd = [sys.executable, "-m", __spec__.name, "--only", "one", "--method", method, "--learner", learner,
                        "--n", str(n), "--folds", str(folds), "--seeds", str(seed), "--noise-scale", args.noise_scale]
                 env = {**os.environ, "DMLCORE_TORCH_THREADS": threads}
                 res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)

@@ -11,10 +11,10 @@ run and shows its title), and the server's and the worker processes' CPU and mem
 from /proc. At the end it checks the run store: every session's demo runs under its own owner,
 none lost; and counts Streamlit's "fragment ... does not exist anymore" lines.
 
-    python bench/class_load.py --browsers 20 --spread 10 --out bench/results/class-load-local.json
-    python bench/class_load.py --browsers 20 --executor ray --out bench/results/class-load-ray.json
-    python bench/class_load.py --browsers 20 --students-nice 19        # students' browsers at low priority
-    python bench/class_load.py --browsers 4 --post-script-gc true      # a small check
+    python -m bench.perf.class_load --browsers 20 --spread 10 --out bench/results/class-load-local.json
+    python -m bench.perf.class_load --browsers 20 --executor ray --out bench/results/class-load-ray.json
+    python -m bench.perf.class_load --browsers 20 --students-nice 19        # students' browsers at low priority
+    python -m bench.perf.class_load --browsers 4 --post-script-gc true      # a small check
 
 Prints a summary and writes it (with one row per session, each page switch and each CPU sample)
 as JSON to ``--out``.
@@ -37,8 +37,7 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[2]
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",

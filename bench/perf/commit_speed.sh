@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Time one CLI fit in this work tree and at another commit, alternately, on the same machine.
 #
-#   bash bench/commit_speed.sh REV REPEATS OUT.jsonl FIT-ARGS...
-#   bash bench/commit_speed.sh ad7db5d 2 bench/results/nmmr-kernel-floor-cli.jsonl \
+#   bash bench/perf/commit_speed.sh REV REPEATS OUT.jsonl FIT-ARGS...
+#   bash bench/perf/commit_speed.sh ad7db5d 2 bench/results/nmmr-kernel-floor-cli.jsonl \
 #       --dataset demand-pcl --n 1000 --method nmmr --seed 0 --threads 1
 #
 # REV is checked out in a temporary git worktree (it uses this tree's .venv). Each line of OUT
 # is one fit: the commit, the fit's arguments, its own seconds and MSE, the 1-minute load average.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 rev=$1 repeats=$2 out=$3; shift 3
 other=$(mktemp -d)
 git worktree add -q --detach "$other" "$rev"

@@ -13,7 +13,7 @@ when it started and ended. One JSON line per executor (appended to --out):
 * ``load_before``: the machine's 1-minute load average when it started (other work slows all);
 * ``psutil``: whether psutil is installed (without it loky's workers garbage-collect every second).
 
-    .venv/bin/python bench/executor_overhead.py --fits 40 --out bench/results/executor-overhead.jsonl
+    .venv/bin/python -m bench.perf.executor_overhead --fits 40 --out bench/results/executor-overhead.jsonl
 """
 
 from __future__ import annotations
@@ -24,13 +24,10 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dmlcore.studies import get_executor, run_fit_config, spec_from_dict  # noqa: E402
+from dmlcore.studies import get_executor, run_fit_config, spec_from_dict
 
 EXECUTORS = {"local-jobs1": ("local", 1), "local-jobs2": ("local", 2), "ray-local-2cpus": ("ray", 2)}
 

@@ -4,7 +4,7 @@ server process, with and without the freeze the dashboard does once (dashboard/s
 Imports what the server imports, times gc.collect(2) (best of 5), freezes, times it again, then
 keeps one demo batch's runs in memory (as the job registry does) and times it once more.
 
-    python bench/gc_cost.py --out bench/results/gc-cost.json
+    python -m bench.perf.gc_cost --out bench/results/gc-cost.json
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def collect_ms() -> float:
