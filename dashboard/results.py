@@ -209,7 +209,7 @@ def bootstrap_candidates(items: list[ResultItem]) -> list[ResultItem]:
 def refit_kwargs(record: dict, refits: int) -> dict:
     """``fit_run`` keywords that redo the run of ``record`` with a bootstrap of ``refits``."""
     config = record.get("config") or {}
-    keys = ("learner", "folds", "seed", "epochs", "n_draws", "nuisance_params", "f_params", "f_model",
+    keys = ("learner", "folds", "seed", "epochs", "n_draws", "nuisance_params", "f_params", "f_model", "cov_type", "cluster",
             "reps_crossfit", "device", "heldout_folds")
     kwargs = {k: config[k] for k in keys if k in config}
     return {**kwargs, "data_params": config.get("data") or {}, "bootstrap": refits}

@@ -21,10 +21,12 @@ from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
+from dmlcore.ivinference import set_text
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS
 from dmlcore.runs import METHODS, fit_run
-from dmlcore.studies.command import add_executor_options, add_study_parser, exit_status, run_cli_study, study_command
+from dmlcore.studies.command import (add_covariance_options, add_executor_options, add_study_parser, exit_status,
+                                    run_cli_study, study_command)
 from dmlcore.studies.spec import spec_from_dict
 
 
@@ -86,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where bootstrap refits run: local processes or a Ray cluster")
     fit.add_argument("--jobs", type=int, default=1, help="bootstrap refits run at once")
     fit.add_argument("--address", help="Ray cluster address for --executor ray (default: a local Ray)")
+    add_covariance_options(fit)
     own = fit.add_argument_group("own data")
     own.add_argument("--csv", help="a CSV or Parquet file of your own")
     own.add_argument("--problem", choices=("iv", "pcl", "cmr"), default="iv")
@@ -127,7 +130,7 @@ def _fit(args) -> int:
                   seed=args.seed, epochs=args.epochs, n_draws=args.n_draws, f_model=args.f_model,
                   reps_crossfit=args.reps_crossfit, data_params=params, device=args.device,
                   bootstrap=args.bootstrap, heldout_folds=args.heldout_folds, executor=args.executor,
-                  jobs=args.jobs, address=args.address)
+                  jobs=args.jobs, address=args.address, cov_type=args.cov, cluster=args.cluster)
     rec = run.record
     diagnostics = rec.get("diagnostics") or {}
     if diagnostics.get("error"):      # e.g. blank pixel covariates: the fit itself went fine
@@ -136,6 +139,8 @@ def _fit(args) -> int:
         print(f"warning: {diagnostics['warning']}", file=sys.stderr)
     elif (diagnostics.get("strength") or {}).get("level") == "moderate":   # labels: diagnostics.strength_label
         print(f"note: instrument strength {diagnostics['strength']['text']}", file=sys.stderr)
+    for note in (diagnostics.get("inference") or {}).get("notes") or []:
+        print(f"note: {note}", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(run.to_json())
     if args.predictions:
@@ -165,8 +170,13 @@ def _effect_text(effect: dict) -> str:
     if effect.get("ci_lower") is not None:
         how = "bootstrap" if effect.get("bootstrap") else "2SLS s.e." if effect["interval"].startswith("2SLS") \
             else "delta method"
-        return text + f" [{effect['ci_lower']:.4g}, {effect['ci_upper']:.4g}] ({effect['level']:.0%}, {how})"
-    return text + " (no interval: add --bootstrap B)"
+        text += f" [{effect['ci_lower']:.4g}, {effect['ci_upper']:.4g}] ({effect['level']:.0%}, {how})"
+    else:
+        text += " (no interval: add --bootstrap B)"
+    for entry in effect.get("intervals") or []:
+        if entry["interval"].startswith("Anderson-Rubin") and entry.get("set") is not None:
+            text += f" anderson_rubin={set_text(entry['set'])} ({entry['kind']})"
+    return text
 
 
 def _csv_header(path: Path) -> list[str]:

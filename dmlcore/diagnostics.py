@@ -1,4 +1,11 @@
-"""Instrument strength diagnostics for IV problems."""
+"""Instrument strength diagnostics: the first stage of an IV problem, the proxies' of a PCL one.
+
+In IV the instruments Z must move the treatment A given the covariates X. In proximal causal
+learning (PCL) the linear outcome bridge is an IV regression with the outcome proxies W as the
+endogenous columns and the treatment proxies Z as instruments (the treatment and covariates are
+exogenous): its "first stage" is how strongly Z predicts W given (A, X). :func:`first_stage`
+measures both, linearly, with the same labels.
+"""
 
 from __future__ import annotations
 
@@ -13,144 +20,225 @@ from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import check_full_rank, dummy_columns, with_dummies
 
-# Thresholds for the first-stage F of one treatment, with their sources.
+# Thresholds of a first-stage F with one endogenous column, with their sources.
 WEAK_F = 10.0            # Staiger & Stock (1997): the rule of thumb below which an instrument is weak
 STOCK_YOGO_SIZE_10 = {1: 16.38, 2: 19.93, 3: 22.30, 4: 24.58}
-"""Stock & Yogo (2005), Table 5.2: with one treatment and 1-4 instruments, a first-stage F above
-this keeps the true size of a nominal 5 % 2SLS Wald test at most 10 %."""
-LEE_T_TEST_F = 104.7     # Lee, McCrary, Moreira & Porter (2022): the usual 5 % t-test is valid above this F
+"""Stock & Yogo (2005), Table 5.2: with one treatment and 1-4 instruments and homoskedastic errors,
+a first-stage (Cragg-Donald) F above this keeps the true size of a nominal 5 % 2SLS Wald test at
+most 10 %."""
+LEE_T_TEST_F = 104.7     # Lee, McCrary, Moreira & Porter (2022), ONE instrument: the usual 5 % t-test is valid above this F
 STRENGTH_LEVELS = ("weak", "moderate", "strong")
+NONPARAMETRIC_NOTE = (
+    "These labels are about linear 2SLS. For a nonparametric f (DML-CMR, Sieve 2SLS, the peers) the linear "
+    "F measures only how much of the treatment the instruments move along a straight line: a small F does not "
+    "rule out a strong nonlinear first stage (the boosted held-out R² gain looks for one), and a large F does "
+    "not make the nonparametric problem well posed -- how hard it is to recover f from E[f(X) | Z] (its "
+    "ill-posedness) is not measured by any F, and no critical value of the table applies to it.")
+PROXY_NOTE = (
+    "What this measures: how strongly the treatment proxies Z predict each outcome proxy W given the treatment "
+    "and covariates, in a linear regression -- the first stage of the linear proximal 2SLS, which needs it. "
+    "What it does not: it is not a test of the completeness conditions that identify the bridge function "
+    "(they concern the hidden confounder's distribution and cannot be tested from these columns), nor of "
+    "whether Z and W are valid proxies. A weak linear link is a warning sign; a strong one is necessary-looking, "
+    "not sufficient.")
 
 
 @dataclass(frozen=True)
 class Strength:
     """How strong an instrument is by its first-stage F: ``level`` is "weak" (F < WEAK_F),
-    "moderate" (WEAK_F <= F < LEE_T_TEST_F) or "strong"; ``text`` says what that means."""
+    "moderate" or "strong" (above the bar of :func:`strong_bar`, when there is one); ``text`` says
+    what that means and whose result it is."""
 
     level: str
     f_stat: float
     text: str
 
 
-def strength_label(f_stat: float, n_instruments: int = 1) -> Strength:
-    """The strength label of a first-stage F statistic, the one used by Roles, Learn and the CLI."""
+def strong_bar(n_instruments: int = 1, cov_type: str = "unadjusted", n_endogenous: int = 1):
+    """``(F above which "strong", source, what is kept above it, what may fail below it)``, or
+    ``(None, why there is no bar, None, None)``: the bar depends on the number of instruments."""
+    k = int(n_instruments)
+    if n_endogenous != 1:
+        return (None, f"with {n_endogenous} endogenous columns no critical value beyond the rule of thumb is "
+                      f"used here", None, None)
+    if k == 1:
+        return (LEE_T_TEST_F, "the bar of Lee et al. 2022 for one instrument",
+                "the usual 5 % t-test of 2SLS keeps its size",
+                "a usual 5 % t-test of 2SLS can reject a true value more often than 5 % of the time")
+    if cov_type != "unadjusted":
+        return (None, f"with {k} instruments and {cov_type} errors the relevant critical values are Montiel "
+                      f"Olea & Pflueger's (2013) for the effective F, which depend on the estimated covariance "
+                      f"and are not computed here", None, None)
+    sy = STOCK_YOGO_SIZE_10.get(k)
+    if sy is None:
+        return (None, f"no critical value for {k} instruments is tabled here", None, None)
+    return (sy, f"Stock-Yogo's critical value for {k} instruments, homoskedastic errors",
+            "a nominal 5 % Wald test of 2SLS rejects a true value at most 10 % of the time (Lee et al.'s "
+            f"{LEE_T_TEST_F:g} is for one instrument and does not apply here)",
+            "the true size of a nominal 5 % Wald test of 2SLS may exceed 10 % (Stock & Yogo 2005)")
+
+
+def strength_label(f_stat: float, n_instruments: int = 1, *, statistic: str = "first-stage F",
+                   cov_type: str = "unadjusted", n_endogenous: int = 1, proximal: bool = False) -> Strength:
+    """The strength label of a first-stage F (or effective F) with ``n_instruments`` instruments,
+    the one used by Roles, Results, Learn and the CLI. NaN counts as weak. ``proximal``: the
+    F of treatment proxies for outcome proxies (PCL), with advice in those terms."""
     f_stat = float(f_stat)
-    sy = STOCK_YOGO_SIZE_10.get(int(n_instruments))
-    sy_text = (f"; Stock-Yogo's critical value for at most 10 % size distortion with {n_instruments} "
-               f"instrument(s) is {sy:g}" if sy is not None else "")
-    if not f_stat >= WEAK_F:  # NaN counts as weak
+    k = int(n_instruments)
+    shown = f"{f_stat:,.1f}" if np.isfinite(f_stat) else "not finite"
+    bar, source, above, below = strong_bar(k, cov_type, n_endogenous)
+    if not f_stat >= WEAK_F:
+        sy = STOCK_YOGO_SIZE_10.get(k) if n_endogenous == 1 and cov_type == "unadjusted" else None
+        sy_text = (f"; Stock-Yogo's critical value for at most 10 % size distortion with {k} "
+                   f"instrument(s) is {sy:g}" if sy is not None else "")
+        advice = ("linear proximal 2SLS is then biased toward the regression on the outcome proxies and its "
+                  "usual interval is too narrow; look for treatment proxies more strongly tied to the outcome "
+                  "proxies." if proximal else
+                  "2SLS is then biased toward the confounded regression and its usual confidence interval is "
+                  "too narrow; report a weak-instrument-robust interval (Anderson-Rubin) and look for a "
+                  "stronger instrument.")
         return Strength("weak", f_stat, (
-            f"weak: first-stage F {f_stat:,.1f} is below {WEAK_F:g}, the Staiger-Stock rule of thumb{sy_text}. "
-            f"2SLS is then biased toward the confounded regression and its usual confidence interval is "
-            f"too narrow; report a weak-instrument-robust interval (Anderson-Rubin) and look for a "
-            f"stronger instrument."))
-    if f_stat < LEE_T_TEST_F:
-        passes = "" if sy is None else (f" and {'above' if f_stat >= sy else 'below'} Stock-Yogo's {sy:g}")
+            f"weak: {statistic} {shown} is below {WEAK_F:g}, the Staiger-Stock rule of thumb{sy_text}. "
+            + advice[0].upper() + advice[1:]))
+    prefer = ("Read the 2SLS interval with caution." if proximal else "Prefer Anderson-Rubin intervals.")
+    if bar is None:
         return Strength("moderate", f_stat, (
-            f"moderate: first-stage F {f_stat:,.1f} is above the rule of thumb {WEAK_F:g}{passes}, but "
-            f"below {LEE_T_TEST_F:g}: a usual 5 % t-test of 2SLS then rejects a true value more often than "
-            f"5 % of the time (Lee et al. 2022). Prefer Anderson-Rubin intervals."))
-    return Strength("strong", f_stat, (
-        f"strong: first-stage F {f_stat:,.1f} is above {LEE_T_TEST_F:g}, where the usual 5 % t-test of "
-        f"2SLS keeps its size (Lee et al. 2022)."))
+            f"moderate: {statistic} {shown} is above the rule of thumb {WEAK_F:g}; {source}. {prefer}"))
+    if f_stat < bar:
+        extra = ""
+        if k == 1 and n_endogenous == 1 and cov_type == "unadjusted":
+            sy = STOCK_YOGO_SIZE_10[1]
+            extra = f" and {'above' if f_stat >= sy else 'below'} Stock-Yogo's {sy:g}"
+        return Strength("moderate", f_stat, (
+            f"moderate: {statistic} {shown} is above the rule of thumb {WEAK_F:g}{extra}, but below "
+            f"{bar:g} ({source}): {below}. {prefer}"))
+    return Strength("strong", f_stat, f"strong: {statistic} {shown} is above {bar:g} ({source}): {above}.")
 
 
 def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
-                max_rows: int = 20_000, random_state: int = 0) -> dict:
-    """First-stage strength of the instruments, linear and nonparametric.
+                max_rows: int = 20_000, random_state: int = 0, *, cov_type: str = "unadjusted",
+                cluster: str | None = None, inference: bool = True) -> dict:
+    """First-stage strength, linear and nonparametric: of the instruments for the treatment (IV),
+    or of the treatment proxies Z for each outcome proxy W given the treatment (PCL).
 
-    Linear part (homoskedastic, constant and covariates partialled out): for each treatment,
-    the partial R^2 of the excluded instruments and the F statistic of their joint
-    significance, ``(R2p / q) / ((1 - R2p) / (n - q - k))`` with q instruments and k
-    covariates plus the constant. A categorical covariate or instrument (``data.categorical``)
-    enters as dummies of its levels, the first left out, and counts once per dummy in q or k.
-    These equal ``partial.rsquared`` and ``f.stat`` of
-    ``linearmodels`` ``IV2SLS(...).fit(cov_type="unadjusted", debiased=True).first_stage
-    .diagnostics``. The Cragg-Donald Wald F (Stock-Yogo's statistic; equal to F with one
-    treatment) is ``(n - q - k) / q * r2 / (1 - r2)`` with r2 the smallest squared canonical
-    correlation between the partialled treatments and instruments.
+    Linear part (homoskedastic, constant and exogenous columns partialled out -- the covariates
+    in IV, the treatment and covariates in PCL): for each endogenous column (the treatment; each
+    W), the partial R^2 of the q excluded columns and the F statistic of their joint
+    significance, computed from the residual sum of squares ``(ESS / q) / (RSS / (n - q - k))``
+    with k exogenous columns plus the constant, so never negative (an F without residual, from
+    an instrument that copies the treatment, is refused when the roles are set). A categorical
+    column enters as dummies of its levels, the first left out, and counts once per dummy. These
+    equal ``partial.rsquared`` and ``f.stat`` of ``linearmodels``
+    ``IV2SLS(...).fit(cov_type="unadjusted", debiased=True).first_stage.diagnostics``. The
+    Cragg-Donald Wald F (Stock-Yogo's statistic; equal to F with one endogenous column) is
+    ``(n - q - k) / q * r2 / (1 - r2)`` with r2 the smallest squared canonical correlation between
+    the partialled endogenous columns and instruments: with several W it is the rank version.
 
-    Nonparametric part: the 5-fold held-out R^2 of a small HistGradientBoostingRegressor of
-    the treatment on (instruments, covariates) minus that on the covariates alone (the fold
-    mean without covariates), on at most ``max_rows`` random rows; the trees split category
-    codes directly.
+    ``inference`` holds :func:`dmlcore.ivinference.first_stage_inference` under the covariance
+    choice ``cov_type`` ("unadjusted", "robust", "clustered" by the column ``cluster``): the F
+    under that covariance, the effective F (one endogenous column), Kleibergen-Paap and the
+    overidentification tests; or ``{"error": why}``; None when ``inference`` is False (it refits
+    with linearmodels: about a second on Card, tens of seconds on RHC's 79 covariates under load).
 
-    ``weak`` is True when any F (or the Cragg-Donald F) is below 10, the Staiger-Stock rule
-    of thumb; ``strength`` is :func:`strength_label` of the smallest of them.
+    Nonparametric part: the 5-fold held-out R^2 of a small HistGradientBoostingRegressor of each
+    endogenous column on (instruments, exogenous columns) minus that on the exogenous columns
+    alone (the fold mean without them), on at most ``max_rows`` random rows.
+
+    ``weak`` is True when any F (or the Cragg-Donald F) is below 10, the Staiger-Stock rule of
+    thumb; ``strength`` is :func:`strength_label` of the smallest of them (unadjusted), or of the
+    effective F with a robust or clustered covariance.
 
     Returns
     -------
     dict
-        ``{"n", "instruments", "covariates", "treatments": {name: {"partial_r2", "f_stat",
-        "f_pvalue", "df_num", "df_denom", "np_r2", "np_r2_covariates", "np_r2_gain"}},
-        "cragg_donald_f", "weak", "strength": {"level", "f_stat", "text"}, "warning"}``; the
-        ``np_*`` entries are None when ``nonparametric`` is False. ``warning`` is None unless
-        ``weak``.
+        ``{"problem", "n", "instruments", "covariates", "treatments" (IV) or "outcome_proxies"
+        (PCL): {name: {"partial_r2", "f_stat", "f_pvalue", "df_num", "df_denom", "np_r2",
+        "np_r2_covariates", "np_r2_gain"}}, "cragg_donald_f", "weak", "strength": {"level",
+        "f_stat", "text", "statistic"}, "warning", "cov_type", "cluster", "inference", "note"}``;
+        the ``np_*`` entries are None when ``nonparametric`` is False; ``warning`` is None unless
+        ``weak``. In PCL ``instruments`` are the treatment proxies and ``covariates`` the treatment
+        and covariates; ``note`` says what the numbers do and do not mean.
     """
     if not isinstance(data, CausalData):
         raise DMLCoreError(f"first_stage expects a CausalData; got {type(data).__name__}.")
-    if data.problem != "iv":
-        raise DMLCoreError(f"First-stage diagnostics are for IV problems; this data defines a "
+    if data.problem == "iv":
+        endogenous, excluded, exogenous, key = data.treatment, data.instrument, data.covariates, "treatments"
+    elif data.problem == "pcl":
+        endogenous, excluded, exogenous = data.outcome_proxy, data.treatment_proxy, data.treatment + data.covariates
+        key = "outcome_proxies"
+    else:
+        raise DMLCoreError(f"First-stage diagnostics are for IV and PCL problems; this data defines a "
                            f"'{data.problem}' problem. Use problem='iv' with an instrument column.")
-    # categorical covariates and instruments enter as dummies (the first level left out), as in 2SLS
+    from dmlcore.ivinference import check_covariance, first_stage_inference
+    check_covariance(cov_type, cluster, data.table)
     levels = {c: np.unique(data.table[c].to_numpy(dtype=float)) for c in data.categorical
-              if c in data.covariates or c in data.instrument}
+              if c in exogenous or c in excluded}
     table = with_dummies(data.table, levels, drop_first=True)
-    covariates, instruments = (dummy_columns(cols, levels, drop_first=True)
-                               for cols in (data.covariates, data.instrument))
+    covariates, instruments = (dummy_columns(cols, levels, drop_first=True) for cols in (exogenous, excluded))
     n, q = len(table), len(instruments)
-    a = table[data.treatment].to_numpy(dtype=float)
+    a = table[endogenous].to_numpy(dtype=float)
     z = table[instruments].to_numpy(dtype=float)
     x = np.column_stack([np.ones(n), table[covariates].to_numpy(dtype=float)])
-    check_full_rank(np.column_stack([x, z]), ["const"] + covariates + instruments, "covariates and instruments")
+    check_full_rank(np.column_stack([x, z]), ["const"] + covariates + instruments,
+                    "covariates and instruments" if key == "treatments" else "treatment, covariates and treatment proxies")
     a_t, z_t = _residualize(a, x), _residualize(z, x)
     fitted = z_t @ np.linalg.lstsq(z_t, a_t, rcond=None)[0]
     df_denom = n - q - x.shape[1]
-    partial = np.sum(fitted ** 2, axis=0) / np.sum(a_t ** 2, axis=0)
-    # smallest squared canonical correlation between the partialled treatments and instruments
-    r2_min = np.linalg.svd(np.linalg.qr(a_t)[0].T @ np.linalg.qr(z_t)[0], compute_uv=False).min() ** 2
-    with np.errstate(divide="ignore"):
-        f_stat = partial / q / ((1.0 - partial) / df_denom)
-        cragg_donald = float(df_denom / q * r2_min / (1.0 - r2_min))
-    np_scores = (_nonparametric(data.table, data, folds, max_rows, random_state) if nonparametric
-                 else {name: (None, None) for name in data.treatment})
-    treatments = {}
-    for j, name in enumerate(data.treatment):
+    explained, residual = np.sum(fitted ** 2, axis=0), np.sum((a_t - fitted) ** 2, axis=0)
+    partial = explained / (explained + residual)
+    r2_min = min(1.0, np.linalg.svd(np.linalg.qr(a_t)[0].T @ np.linalg.qr(z_t)[0], compute_uv=False).min() ** 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f_stat = np.where(residual > 0, explained / q / (residual / df_denom), np.inf)
+        cragg_donald = float(df_denom / q * r2_min / (1.0 - r2_min)) if r2_min < 1 else np.inf
+    np_scores = (_nonparametric(data.table, endogenous, excluded + exogenous, exogenous, folds, max_rows,
+                                random_state) if nonparametric else {name: (None, None) for name in endogenous})
+    columns = {}
+    for j, name in enumerate(endogenous):
         full, base = np_scores[name]
-        treatments[name] = {
+        columns[name] = {
             "partial_r2": float(partial[j]), "f_stat": float(f_stat[j]),
             "f_pvalue": float(f_dist.sf(f_stat[j], q, df_denom)),
             "df_num": q, "df_denom": df_denom,
             "np_r2": full, "np_r2_covariates": base,
             "np_r2_gain": None if full is None else full - base,
         }
-    label = strength_label(min(f_stat.min(), cragg_donald), q)
-    weak = label.level == "weak"
-    return {"n": n, "instruments": list(data.instrument), "covariates": list(data.covariates),
-            "treatments": treatments, "cragg_donald_f": cragg_donald, "weak": weak,
-            "strength": {"level": label.level, "f_stat": label.f_stat, "text": label.text},
-            "warning": _warning(data, treatments, cragg_donald, label) if weak else None}
+    try:
+        inference = first_stage_inference(data, cov_type, cluster) if inference else None
+    except DMLCoreError as exc:
+        inference = {"error": str(exc)}
+    statistic, value = "first-stage F" if key == "treatments" else "proxy first-stage F", min(f_stat.min(), cragg_donald)
+    if len(endogenous) > 1:
+        statistic = "Cragg-Donald F"
+    if cov_type != "unadjusted" and (inference or {}).get("effective_f") is not None:
+        statistic, value = f"effective F ({cov_type})", inference["effective_f"]
+    label = strength_label(value, q, statistic=statistic, cov_type=cov_type, n_endogenous=len(endogenous),
+                           proximal=key == "outcome_proxies")
+    weak = label.level == "weak" or bool(np.any(f_stat < WEAK_F)) or cragg_donald < WEAK_F
+    return {"problem": data.problem, "n": n, "instruments": list(excluded), "covariates": list(exogenous),
+            key: columns, "cragg_donald_f": cragg_donald, "weak": weak,
+            "strength": {"level": label.level, "f_stat": label.f_stat, "text": label.text, "statistic": statistic},
+            "warning": _warning(data, key, columns, cragg_donald, label, statistic) if weak else None,
+            "cov_type": cov_type, "cluster": cluster, "inference": inference,
+            "note": PROXY_NOTE if key == "outcome_proxies" else NONPARAMETRIC_NOTE}
 
 
 def _residualize(v, x):
     return v - x @ np.linalg.lstsq(x, v, rcond=None)[0]
 
 
-def _nonparametric(table, data, folds, max_rows, random_state):
-    """{treatment: (held-out R^2 on instruments + covariates, on covariates only)}."""
+def _nonparametric(table, targets, features, base, folds, max_rows, random_state):
+    """{target: (held-out R^2 on ``features``, on ``base`` only -- the fold mean when empty)}."""
     rng = np.random.default_rng(random_state)
     rows = rng.choice(len(table), max_rows, replace=False) if len(table) > max_rows else slice(None)
     sub = table.iloc[rows]
     split = list(KFold(folds, shuffle=True, random_state=random_state).split(sub))
     out = {}
-    for name in data.treatment:
+    for name in targets:
         target = sub[name].to_numpy(dtype=float)
-        full = _held_out_r2(sub[data.instrument + data.covariates].to_numpy(dtype=float), target,
-                            split, random_state)
-        base = (_held_out_r2(sub[data.covariates].to_numpy(dtype=float), target, split,
-                             random_state) if data.covariates else
-                _held_out_r2(None, target, split, random_state))
-        out[name] = (full, base)
+        full = _held_out_r2(sub[features].to_numpy(dtype=float), target, split, random_state)
+        reduced = (_held_out_r2(sub[base].to_numpy(dtype=float), target, split, random_state) if base else
+                   _held_out_r2(None, target, split, random_state))
+        out[name] = (full, reduced)
     return out
 
 
@@ -167,17 +255,23 @@ def _held_out_r2(features, target, split, random_state):
     return float(1.0 - np.sum((target - pred) ** 2) / np.sum((target - target.mean()) ** 2))
 
 
-def _warning(data, treatments, cragg_donald, label):
-    instruments = ", ".join(data.instrument)
+def _warning(data, key, columns, cragg_donald, label, statistic):
+    instruments = ", ".join(data.instrument if key == "treatments" else data.treatment_proxy)
     parts = []
-    for name, d in treatments.items():
+    for name, d in columns.items():
         if d["f_stat"] < WEAK_F:
             parts.append(f"the first-stage F for '{name}' is {d['f_stat']:.2f} (partial R^2 "
                          f"{d['partial_r2']:.4f})")
-    if not parts:
-        parts.append(f"the Cragg-Donald F is {cragg_donald:.2f}")
-    text = f"The instrument(s) {instruments} look {label.text} Here {'; '.join(parts)}."
-    gains = [d["np_r2_gain"] for d in treatments.values() if d["np_r2_gain"] is not None]
+    if not parts and len(columns) > 1:
+        each = ", ".join(f"'{name}' {d['f_stat']:,.1f}" for name, d in columns.items())
+        parts.append(f"each column's own F is above {WEAK_F:g} ({each}), but the Cragg-Donald F, the rank version, "
+                     f"is {cragg_donald:.2f}: together they move the {len(columns)} columns in fewer independent "
+                     f"directions than that")
+    elif not parts:
+        parts.append(f"the {statistic} is {label.f_stat:.2f}")
+    who = "instrument(s)" if key == "treatments" else "treatment proxies"
+    text = f"The {who} {instruments} look {label.text} Here {'; '.join(parts)}."
+    gains = [d["np_r2_gain"] for d in columns.values() if d["np_r2_gain"] is not None]
     if gains and max(gains) > 0.05:
         text += (f" A flexible first stage explains more (held-out R^2 gain {max(gains):.3f}): "
                  f"the instruments may act nonlinearly, which nonparametric estimators can use.")

@@ -17,7 +17,10 @@ over points built from the data's rows (:func:`contrast`):
 Intervals (:func:`effect_record`, level ``LEVEL``):
 
 * 2SLS: the treatment's coefficient -/+ z * its standard error -- the same numbers as
-  ``linearmodels`` ``IV2SLS(...).fit(cov_type="unadjusted").conf_int()``.
+  ``linearmodels`` ``IV2SLS(...).fit(cov_type=...).conf_int()`` with the estimator's covariance
+  (unadjusted, robust or clustered). In IV with one treatment, ``intervals`` also holds the
+  Anderson-Rubin set of that coefficient (:func:`anderson_rubin_entry`), robust to weak
+  instruments; it is never the headline interval.
 * Spline f (Sieve 2SLS, DML-CMR with ``f_model="sieve"``): the effect is linear in the spline
   coefficients, so its standard error is sqrt(d' V d) with d the weighted sum of basis vectors
   and V the sandwich variance behind the bands (delta method; knots, penalty and nuisances
@@ -136,8 +139,7 @@ def closed_form(estimator, plan: Contrast, level: float = LEVEL) -> dict | None:
     z = float(norm.ppf(0.5 + level / 2))
     if isinstance(estimator, TwoStageLeastSquares):
         estimate, se = _tsls_effect(estimator, plan)
-        how = (f"2SLS: the coefficient -/+ {z:.2f} x its standard error (homoskedastic, as linearmodels "
-               f"IV2SLS 'unadjusted')")
+        how = f"2SLS: the coefficient -/+ {z:.2f} x its standard error ({covariance_words(estimator)})"
     elif isinstance(estimator, Sieve2SLS):
         estimate, se = estimator.linear_functional(plan.points, plan.weights)
         how = (f"delta method: estimate -/+ {z:.2f} x sqrt(d'Vd), V the sandwich variance of the spline "
@@ -174,6 +176,40 @@ def _tsls_effect(estimator, plan: Contrast) -> tuple[float, float]:
     return float(estimator.coef_[name]) * scale, float(estimator.std_errors_[name]) * abs(scale)
 
 
+def covariance_words(estimator) -> str:
+    """The 2SLS standard errors' covariance in words, naming linearmodels' equivalent."""
+    cov, cluster = getattr(estimator, "cov_type_", "unadjusted"), getattr(estimator, "cluster_", None)
+    words = {"unadjusted": "homoskedastic", "robust": "heteroskedasticity-robust",
+             "clustered": f"clustered by '{cluster}'"}[cov]
+    return f"{words}, as linearmodels IV2SLS '{cov}'"
+
+
+def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: float = LEVEL) -> dict | None:
+    """The Anderson-Rubin set of 2SLS's treatment coefficient (times the distance between a binary
+    treatment's two values) as an entry of ``intervals``, under the estimator's covariance; None
+    unless the estimator is 2SLS on IV data.
+
+    ``set`` lists the set's pieces ``[lower, upper]`` with None for an infinite end; ``ci_lower``
+    and ``ci_upper`` are its ends when it is one bounded interval, else None (JSON has no
+    infinity): read ``set`` and ``kind`` ("bounded", "two rays", "everything", "empty", ...).
+    """
+    from dmlcore.estimators.tsls import TwoStageLeastSquares
+    from dmlcore.ivinference import anderson_rubin_set
+    if not isinstance(estimator, TwoStageLeastSquares) or data.problem != "iv":
+        return None
+    values = np.unique(plan.points[plan.treatment])
+    scale = float(values[-1] - values[0]) if len(values) == 2 and plan.treatment not in data.categorical else 1.0
+    head = f"Anderson-Rubin set ({covariance_words(estimator).split(',')[0]}; robust to weak instruments)"
+    try:
+        ar = anderson_rubin_set(data, estimator.cov_type_, estimator.cluster_, level, scale)
+    except DMLCoreError as err:
+        return {"interval": f"{head}: not computed: {err}", "ci_lower": None, "ci_upper": None, "set": None,
+                "kind": None}
+    bounded = ar["kind"] == "bounded"
+    return {"interval": f"{head}: {ar['text']}", "ci_lower": ar["pieces"][0][0] if bounded else None,
+            "ci_upper": ar["pieces"][0][1] if bounded else None, "set": ar["pieces"], "kind": ar["kind"]}
+
+
 def _sieve_functional(estimator, plan: Contrast) -> tuple[float, float]:
     x = plan.points[estimator.input_columns_].to_numpy(dtype=float)
     return estimator.f_.linear_functional(x, plan.weights)
@@ -208,6 +244,9 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     else:
         out["interval"] = ("none: this method has no closed-form interval; ask for a bootstrap "
                            "(B refits: --bootstrap B, or 'Bootstrap interval' on Results)")
+    weak_robust = anderson_rubin_entry(estimator, data, plan, level)   # listed, never the headline
+    if weak_robust is not None:
+        out["intervals"].append(weak_robust)
     return out
 
 

@@ -48,7 +48,7 @@ STACK_ROWS = 2 ** 20  # rows stacked at once for the band of an averaged curve
 def make_estimator(method: str, *, learner: str = "nn", folds: int = 10, seed: int = 0,
                    epochs: int | None = None, n_draws: int = 8, nuisance_params: dict | None = None,
                    f_params: dict | None = None, f_model: str | None = None, reps_crossfit: int = 1,
-                   device: str = "auto"):
+                   device: str = "auto", cov_type: str = "unadjusted", cluster: str | None = None):
     """The estimator for ``method`` with the given learners and budget.
 
     For the DML-CMR family only: ``f_model`` picks the second stage (None: the learner's own),
@@ -56,7 +56,8 @@ def make_estimator(method: str, *, learner: str = "nn", folds: int = 10, seed: i
     ``device`` ("auto", "cpu", "cuda", "cuda:N") is where torch models run; it is checked for
     every method, so a CUDA device torch cannot see is refused here. For the peer methods (KIV,
     DFIV, DeepGMM, KPV, PMMR, NMMR: dmlcore.estimators.peers) ``f_params`` holds the method's own
-    settings, e.g. {"n_features": 500}.
+    settings, e.g. {"n_features": 500}. ``cov_type`` and ``cluster`` are the standard errors of 2SLS
+    (:class:`~dmlcore.estimators.tsls.TwoStageLeastSquares`); the other methods' fits do not use them.
     """
     resolve_device(device)
     if method in NEURAL_METHODS:
@@ -76,7 +77,7 @@ def make_estimator(method: str, *, learner: str = "nn", folds: int = 10, seed: i
         return OutcomeRegression(learner, epochs=epochs, nuisance_params=nuisance_params, seed=seed, device=device)
     if method == "2sls":
         from dmlcore.estimators.tsls import TwoStageLeastSquares
-        return TwoStageLeastSquares()
+        return TwoStageLeastSquares(cov_type=cov_type, cluster=cluster)
     if method == "sieve-2sls":
         from dmlcore.estimators.sieve import Sieve2SLS
         return Sieve2SLS()
@@ -156,6 +157,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
             f_model: str | None = None, reps_crossfit: int = 1, data_params: dict | None = None,
             device: str = "auto", bootstrap: int | None = None, heldout_folds: int | None = None,
             executor: str = "local", jobs: int = 1, address: str | None = None,
+            cov_type: str = "unadjusted", cluster: str | None = None,
             callback=None, should_stop=None) -> Run:
     """Fit ``method`` on ``data`` and score it (and its bands) against ``truth`` when given.
 
@@ -167,9 +169,14 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     run on ``executor`` ("local" or "ray") with ``jobs`` workers (Ray at ``address``).
     ``heldout`` is the held-out projected residual (:mod:`dmlcore.heldout`) from
     ``heldout_folds`` refits; None computes it with 2 folds when there is no ``truth`` (real
-    data: nothing else compares the methods) and not otherwise, 0 never. IV records carry the
-    linear first-stage ``diagnostics``.
+    data: nothing else compares the methods) and not otherwise, 0 never. IV and PCL records carry
+    the linear first-stage ``diagnostics`` (:func:`dmlcore.diagnostics.first_stage`; PCL without its
+    linearmodels ``inference``, which costs tens of seconds on wide tables) under the
+    covariance ``cov_type`` ("unadjusted", "robust", "clustered" by the column ``cluster``), which
+    2SLS's standard errors and Anderson-Rubin set use too.
     """
+    from dmlcore.ivinference import check_covariance
+    check_covariance(cov_type, cluster, data.table)   # before any fit
     if bootstrap is not None:
         check_bootstrap(bootstrap)
         contrast(data)                # refused before any fit when there is no effect to bootstrap
@@ -179,6 +186,8 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     fit_kwargs = dict(learner=learner, folds=folds, epochs=epochs, n_draws=n_draws,
                       nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
                       reps_crossfit=reps_crossfit, device=device)
+    if cov_type != "unadjusted":
+        fit_kwargs.update(cov_type=cov_type, cluster=cluster)
     extra = (bootstrap or 0) + score_folds       # refits after the fit, for the progress bar
     share = 1.0 / (1.0 + extra)
     estimator = make_estimator(method, seed=seed, **fit_kwargs)
@@ -211,7 +220,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         "config": {"method": method, "learner": learner, "folds": folds, "seed": seed, "epochs": epochs,
                    "n_draws": n_draws, "nuisance_params": nuisance_params, "f_params": f_params,
                    "f_model": f_model, "reps_crossfit": reps_crossfit, "device": device,
-                   "data": data_params or {}},
+                   "cov_type": cov_type, "cluster": cluster, "data": data_params or {}},
         "device": getattr(fitted, "device_", None),
         "truth": truth.description if truth is not None else None,
         "metric_help": dict(truth.metric_help) if truth is not None else {},
@@ -224,8 +233,8 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         value = getattr(estimator, attr, None)
         if value is not None:
             record[key] = {str(k): float(v) for k, v in pd.Series(value).items()}
-    if data.problem == "iv":
-        record["diagnostics"] = _first_stage(data)
+    if data.problem in ("iv", "pcl"):
+        record["diagnostics"] = _first_stage(data, cov_type, cluster)
     done = share
     boot = None
     if bootstrap is not None:
@@ -253,12 +262,15 @@ def _scaled(callback, start: float, width: float):
     return lambda event: callback({**event, "progress": start + width * float(event.get("progress", 0.0))})
 
 
-def _first_stage(data: CausalData) -> dict:
-    """The linear first-stage diagnostics of an IV problem, or {"error": why} when they cannot be
-    computed (e.g. blank pixel covariates): the fit itself went fine."""
+def _first_stage(data: CausalData, cov_type: str = "unadjusted", cluster: str | None = None) -> dict:
+    """The linear first-stage diagnostics of an IV or PCL problem, or {"error": why} when they cannot
+    be computed (e.g. blank pixel covariates): the fit itself went fine."""
     from dmlcore.diagnostics import first_stage
+    if data.image_columns and data.problem == "pcl":
+        return {"error": "no proxy diagnostics with an image treatment"}
     try:
-        return first_stage(data, nonparametric=False)
+        return first_stage(data, nonparametric=False, cov_type=cov_type, cluster=cluster,
+                           inference=data.problem == "iv")
     except DMLCoreError as exc:
         return {"error": str(exc)}
 

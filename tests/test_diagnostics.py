@@ -130,8 +130,10 @@ def test_no_covariates():
 
 
 def test_errors():
-    with pytest.raises(DMLCoreError, match="IV problems.*'pcl'"):
-        first_stage(simulate_demand_pcl(n=200).data)
+    cmr = simulate_demand_pcl(n=200).data
+    cmr = CausalData(cmr.table, "cmr", cmr.outcome, inputs=cmr.input_columns, conditioning=cmr.conditioning_columns)
+    with pytest.raises(DMLCoreError, match="IV and PCL problems.*'cmr'"):
+        first_stage(cmr)
     data = simulate_demand_iv(n=300, seed=0).data
     table = data.table.assign(z_copy=-data.table["fuel_price"])
     # collinear instruments are now rejected when the roles are set, before any diagnostic

@@ -25,8 +25,14 @@ def test_strength_label_thresholds_and_sources():
     weak, moderate = strength_label(3.2), strength_label(26.4)
     assert "Staiger-Stock" in weak.text and "Anderson-Rubin" in weak.text and "3.2" in weak.text
     assert "Lee et al. 2022" in moderate.text and "above Stock-Yogo's 16.38" in moderate.text
-    assert "below Stock-Yogo's 19.93" in strength_label(18.0, 2).text
+    assert "below 19.93 (Stock-Yogo's critical value for 2 instruments" in strength_label(18.0, 2).text
     assert "Stock-Yogo" not in strength_label(18.0, 7).text       # no critical value tabled here
+    # with several instruments the bar is Stock-Yogo's, not Lee et al.'s one-instrument 104.7 (issue 26)
+    four = strength_label(50.0, 4)
+    assert four.level == "strong" and "24.58" in four.text and "does not apply" in four.text
+    assert strength_label(24.0, 4).level == "moderate"
+    # robust errors and several instruments: no tabled bar, so never "strong" by a homoskedastic table
+    assert strength_label(500.0, 2, cov_type="robust").level == "moderate"
 
 
 def test_first_stage_reports_the_label_of_its_weakest_f():

@@ -210,6 +210,34 @@ class CausalData:
             else:
                 why = "it adds no information (perfectly collinear). Remove it from the treatment proxies."
             raise DMLCoreError(f"Column '{col}' ({role}) is a linear combination of {shown}: {why}")
+        self._check_perfect_first_stage(excluded, base)
+
+    def _check_perfect_first_stage(self, excluded: list[str], base: list[str]):
+        """Raise when the excluded columns (with the covariates, and in PCL the treatment) explain an
+        endogenous column exactly: a treatment in IV, an outcome proxy in PCL (z = d, for instance).
+
+        Then the first-stage R^2 is 1, its F infinite, and 2SLS equals the regression on the
+        endogenous column itself: the confounded slope. An excluded column that copies the
+        endogenous one cannot be excluded from the outcome's equation.
+        """
+        role, targets = (("instrument", self.treatment) if self.problem == "iv" else
+                         ("treatment proxy", self.outcome_proxy))
+        what = "treatment" if self.problem == "iv" else "outcome proxy"
+        for target in targets:
+            if target in self.image_columns:
+                continue
+            partners = _spanned_by(self.table, target, base + excluded)
+            named = [p for p in partners or [] if p in excluded]
+            if not named:
+                continue
+            others = [p for p in partners if p not in excluded]
+            with_base = f" with {', '.join(repr(p) for p in others)}" if others else ""
+            raise DMLCoreError(
+                f"Column '{named[0]}' ({role}) explains the {what} '{target}' perfectly: '{target}' is a linear "
+                f"combination of {', '.join(repr(p) for p in named)}{with_base} (first-stage R² = 1, e.g. a copy "
+                f"of it). Such a column carries the {what}'s confounding with it, so 2SLS would return the "
+                f"confounded slope. Remove it from the {role.replace('proxy', 'proxies') if 'proxy' in role else role + 's'} "
+                f"or choose another.")
 
     def check_folds(self, folds: int) -> None:
         """Raise unless ``folds`` is a valid number of cross-fitting folds for this table."""

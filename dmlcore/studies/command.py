@@ -12,6 +12,7 @@ import sys
 import time
 
 from dmlcore.errors import DMLCoreError
+from dmlcore.ivinference import COV_TYPES
 from dmlcore.studies.executors import EXECUTORS
 from dmlcore.studies.runner import StudyResult, run_study
 from dmlcore.studies.spec import StudySpec, check_size, load_spec, spec_from_flags
@@ -29,6 +30,16 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", default="local", choices=EXECUTORS,
                         help="local processes, or Ray tasks (a cluster with --address, else a local instance)")
     parser.add_argument("--address", help="a running Ray cluster: host:port, ray://host:port or auto")
+
+
+def add_covariance_options(parser: argparse.ArgumentParser) -> None:
+    """``--cov`` and ``--cluster``: the standard errors of 2SLS, its Anderson-Rubin set and the
+    first-stage diagnostics (dmlcore.ivinference)."""
+    parser.add_argument("--cov", default="unadjusted", choices=COV_TYPES,
+                        help="covariance of 2SLS's standard errors, Anderson-Rubin set and first-stage F: "
+                             "unadjusted (homoskedastic, default), robust (heteroskedasticity-robust) or "
+                             "clustered (with --cluster)")
+    parser.add_argument("--cluster", metavar="COLUMN", help="the column that groups rows, with --cov clustered")
 
 
 def add_study_parser(sub) -> None:

@@ -1,0 +1,374 @@
+"""Linear-IV inference at ivreg2's level, computed by ``linearmodels`` where it already does it.
+
+The linear model of a CausalData (:func:`linear_iv`): in IV, y on the treatment (endogenous),
+the covariates and a constant (exogenous), instrumented by the instruments; in PCL, the linear
+outcome bridge: y on the outcome proxies W (endogenous), the treatment, the covariates and a
+constant (exogenous), with the treatment proxies Z as instruments. A categorical column enters as
+dummies of its levels, the first left out.
+
+* :func:`check_covariance` -- the covariance choice: ``unadjusted`` (homoskedastic),
+  ``robust`` (heteroskedasticity-robust, HC0) or ``clustered`` by a column.
+* :func:`first_stage_inference` -- per endogenous column the partial R^2, the first-stage F
+  under the covariance choice (linearmodels' Wald statistic divided by the number of
+  instruments), the effective F of Montiel Olea & Pflueger (2013) (one endogenous column; not
+  in linearmodels, computed here), the Kleibergen-Paap rk Wald F and rank test (linearmodels),
+  and overidentification tests when there are more instruments than endogenous columns
+  (linearmodels' Sargan, Basmann and Wooldridge score tests).
+* :func:`anderson_rubin_set` -- the Anderson-Rubin confidence set of the coefficient of the one
+  endogenous column, by exact inversion of the AR test (see its docstring).
+
+The effective F, with ``Q = Z'Z/n`` of the instruments after the exogenous columns are partialled
+out, the first-stage coefficients ``pi`` and their covariance ``V`` under the covariance choice,
+is ``F_eff = pi' Q pi / trace(V Q)`` -- MOP's ``x'ZZ'x / (n trace(W2))`` written without
+normalising the instruments. With homoskedastic errors it equals the usual first-stage F.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.linalg import eig
+from scipy.optimize import brentq
+from scipy.stats import chi2, f as f_dist
+
+from dmlcore.data.roles import CausalData
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.tsls import check_full_rank, dummy_columns, with_dummies
+
+COV_TYPES = ("unadjusted", "robust", "clustered")
+COV_TITLES = {"unadjusted": "homoskedastic (unadjusted)", "robust": "heteroskedasticity-robust (HC0)",
+              "clustered": "clustered"}
+FEW_CLUSTERS = 30     # below this many clusters, cluster-robust errors are unreliable (Cameron & Miller 2015)
+AR_NAME = "Anderson-Rubin"
+
+
+def check_covariance(cov_type: str, cluster: str | None, table: pd.DataFrame | None = None) -> None:
+    """Raise unless ``cov_type`` (and ``cluster``, a column of ``table``) is a valid covariance choice."""
+    if cov_type not in COV_TYPES:
+        raise DMLCoreError(f"Unknown covariance {cov_type!r}; choose one of {', '.join(COV_TYPES)}.")
+    if cov_type != "clustered":
+        if cluster:
+            raise DMLCoreError(f"A cluster column ({cluster!r}) is used only with the clustered covariance; "
+                               f"choose cov 'clustered' or leave the cluster column out.")
+        return
+    if not cluster:
+        raise DMLCoreError("The clustered covariance needs a cluster column (--cluster COLUMN); name the "
+                           "column whose values group the rows (a village, a firm, a year).")
+    if table is not None:
+        cluster_codes(table, cluster)
+
+
+def cluster_codes(table: pd.DataFrame, cluster: str) -> np.ndarray:
+    """The rows' cluster numbers 0..g-1 from the column ``cluster``; raise for a column that cannot
+    cluster (absent, missing values, one level, a level per row)."""
+    if cluster not in table.columns:
+        raise DMLCoreError(f"Cluster column '{cluster}' is not in the table; choose one of its columns.")
+    column = table[cluster]
+    if column.isna().any():
+        raise DMLCoreError(f"Cluster column '{cluster}' has {int(column.isna().sum())} missing value(s); fill them "
+                           f"in or choose another column.")
+    codes, levels = pd.factorize(column, sort=True)
+    if len(levels) < 2:
+        raise DMLCoreError(f"Cluster column '{cluster}' has a single level, so clustering has nothing to group by; "
+                           f"choose a column with several groups, or the robust covariance.")
+    if len(levels) == len(table):
+        raise DMLCoreError(f"Cluster column '{cluster}' has a different value in every row ({len(table):,} "
+                           f"clusters of one row): that is the robust covariance. Choose 'robust', or a column "
+                           f"that groups rows.")
+    return codes
+
+
+@dataclass
+class LinearIV:
+    """The linear model's columns: outcome, exogenous (with ``const``), endogenous and instruments."""
+
+    y: pd.Series
+    exog: pd.DataFrame
+    endog: pd.DataFrame
+    instruments: pd.DataFrame
+    clusters: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.y)
+
+
+def linear_iv(data: CausalData, cluster: str | None = None) -> LinearIV:
+    """The linear IV (or linear proximal) model of ``data``; raise for collinear columns."""
+    if data.problem == "iv":
+        endog, instruments, exog = data.treatment, data.instrument, data.covariates
+    elif data.problem == "pcl":
+        endog, instruments, exog = data.outcome_proxy, data.treatment_proxy, data.treatment + data.covariates
+    else:
+        raise DMLCoreError("Linear-IV inference needs an IV or PCL problem (instruments or proxies); a general CMR "
+                           "problem names neither.")
+    used = set(endog) | set(instruments) | set(exog)
+    levels = {c: np.unique(data.table[c].to_numpy(dtype=float)) for c in data.categorical if c in used}
+    table = with_dummies(data.table, levels, drop_first=True)
+    endog, instruments, exog = (dummy_columns(cols, levels, drop_first=True) for cols in (endog, instruments, exog))
+    frame = table[exog].astype(float)
+    frame.insert(0, "const", 1.0)
+    check_full_rank(np.column_stack([frame.to_numpy(), table[instruments].to_numpy(dtype=float)]),
+                    list(frame.columns) + instruments, "exogenous columns and instruments")
+    return LinearIV(table[data.outcome].astype(float), frame, table[endog].astype(float),
+                    table[instruments].astype(float),
+                    cluster_codes(data.table, cluster) if cluster else None)
+
+
+def fit_iv(model: LinearIV, cov_type: str = "unadjusted", debiased: bool = False):
+    """linearmodels' IV2SLS of the model with the covariance choice."""
+    from linearmodels.iv import IV2SLS
+    kwargs = {"clusters": model.clusters} if cov_type == "clustered" else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")        # few clusters: said in our own words
+        return IV2SLS(model.y, model.exog, model.endog, model.instruments).fit(
+            cov_type=cov_type, debiased=debiased, **kwargs)
+
+
+def _ols(dependent, regressors: pd.DataFrame, model: LinearIV, cov_type: str, debiased: bool):
+    from linearmodels.iv import IV2SLS
+    kwargs = {"clusters": model.clusters} if cov_type == "clustered" else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return IV2SLS(dependent, regressors, None, None).fit(cov_type=cov_type, debiased=debiased, **kwargs)
+
+
+def effective_f(model: LinearIV, first_stage) -> float:
+    """Montiel Olea & Pflueger's effective F of the one endogenous column: ``pi'Q pi / trace(V Q)``
+    (module notes); ``first_stage`` is linearmodels' first-stage regression of that column (its
+    ``params`` and ``cov`` under the covariance choice)."""
+    if model.endog.shape[1] != 1:
+        raise DMLCoreError("The effective F is defined for one endogenous column; this model has "
+                           f"{model.endog.shape[1]}.")
+    names = list(model.instruments.columns)
+    pi = first_stage.params[names].to_numpy()
+    v = first_stage.cov.loc[names, names].to_numpy()
+    z_tilde = _partialled(model, model.instruments.to_numpy())
+    q = z_tilde.T @ z_tilde / model.n
+    return float(pi @ q @ pi / np.trace(v @ q))
+
+
+def _partialled(model: LinearIV, values: np.ndarray) -> np.ndarray:
+    """``values`` less their least-squares projection on the exogenous columns."""
+    x = model.exog.to_numpy()
+    return values - x @ np.linalg.lstsq(x, values, rcond=None)[0]
+
+
+def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluster: str | None = None) -> dict:
+    """First-stage strength and overidentification under the covariance choice (module notes).
+
+    Returns ``{"cov_type", "cluster", "n_clusters", "n_instruments", "endogenous": {name:
+    {"partial_r2", "f_stat_cov", "f_cov_pvalue", "f_cov_dist"}}, "effective_f" (None with several
+    endogenous columns), "kleibergen_paap_f", "kleibergen_paap": {"stat", "pvalue", "df", "null"},
+    "overid": None or {test: {"stat", "pvalue", "df", "null"}}, "notes": [...]}``. ``f_stat_cov``
+    is the Wald statistic of the instruments in linearmodels' first-stage regression under the
+    covariance choice, divided by their number q, with linearmodels' small-sample scaling
+    (``debiased=True``): with the unadjusted covariance it is the textbook F (p-value from
+    F(q, n - k)), otherwise its p-value is that of the Wald statistic (chi2(q)).
+    """
+    check_covariance(cov_type, cluster, data.table)
+    model = linear_iv(data, cluster)
+    fit = fit_iv(model, cov_type, debiased=True)
+    stage = fit.first_stage
+    names = list(model.instruments.columns)
+    q = len(names)
+    z_tilde = _partialled(model, model.instruments.to_numpy())
+    endogenous = {}
+    for name, individual in stage.individual.items():
+        pi = individual.params[names].to_numpy()
+        wald = float(pi @ np.linalg.solve(individual.cov.loc[names, names].to_numpy(), pi))
+        target = _partialled(model, model.endog[name].to_numpy())
+        explained = z_tilde @ np.linalg.lstsq(z_tilde, target, rcond=None)[0]
+        pvalue = (f_dist.sf(wald / q, q, individual.df_resid) if cov_type == "unadjusted" else chi2.sf(wald, q))
+        endogenous[name] = {"partial_r2": float(explained @ explained / (target @ target)), "f_stat_cov": wald / q,
+                            "f_cov_pvalue": float(pvalue),
+                            "f_cov_dist": "F" if cov_type == "unadjusted" else "chi2 / q"}
+    out = {"cov_type": cov_type, "cluster": cluster,
+           "n_clusters": None if model.clusters is None else int(model.clusters.max() + 1),
+           "n_instruments": q, "endogenous": endogenous,
+           "effective_f": (effective_f(model, next(iter(stage.individual.values())))
+                           if model.endog.shape[1] == 1 else None),
+           "kleibergen_paap_f": _finite(stage.kleibergen_paap_f),
+           "kleibergen_paap": _test(stage.kleibergen_paap), "overid": None, "notes": []}
+    if q > model.endog.shape[1]:
+        out["overid"] = {"sargan": _test(fit.sargan), "basmann": _test(fit.basmann),
+                         "wooldridge": _test(fit.wooldridge_overid)}
+    if out["n_clusters"] is not None and out["n_clusters"] < FEW_CLUSTERS:
+        out["notes"].append(f"Only {out['n_clusters']} clusters: cluster-robust standard errors and tests are "
+                            f"unreliable with fewer than about {FEW_CLUSTERS} (Cameron & Miller 2015).")
+    return out
+
+
+def _finite(value) -> float | None:
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def _test(result) -> dict | None:
+    """A linearmodels test statistic as plain numbers; None when it is not defined."""
+    stat = getattr(result, "stat", None)
+    if stat is None or not np.isfinite(stat):
+        return None
+    return {"stat": float(stat), "pvalue": float(result.pval), "df": int(result.df), "null": str(result.null)}
+
+
+# ------------------------------------------------------------------ Anderson-Rubin
+def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: str | None = None,
+                       level: float = 0.95, scale: float = 1.0) -> dict:
+    """The Anderson-Rubin ``level`` confidence set of the endogenous column's coefficient beta.
+
+    AR(b) tests that the instruments' coefficients pi(b) are zero in the regression of y - b d on
+    the instruments and the exogenous columns (linearmodels, under the covariance choice); the set
+    is every b not rejected. Unadjusted: the F form, W(b)/q against F(q, n - k) (exact with normal
+    errors); robust or clustered: the Wald statistic W(b) against chi2(q). pi(b) is linear in b and
+    its covariance V(b) quadratic, so W(b) <= c exactly where c V(b) - pi(b) pi(b)' is positive
+    semi-definite: the boundaries are the real roots of det(c V(b) - pi(b) pi(b)'), a polynomial
+    of degree 2q found as the eigenvalues of a quadratic eigenvalue problem (one treatment, one
+    instrument: a quadratic inequality). The set is a bounded interval, the union of two rays,
+    the whole line, or empty (with several instruments, in general a union of such pieces). It is
+    unbounded exactly when the instruments are not significant in the first stage at the same level.
+
+    ``scale`` multiplies the coefficient (the distance between a binary treatment's two values).
+    Returns ``{"pieces": [[lo, hi], ...] (None for an infinite end), "kind", "text", "cov_type",
+    "level", "critical", "statistic" ("F" or "chi2")}``.
+    """
+    check_covariance(cov_type, cluster, data.table)
+    if data.problem != "iv" or len(data.treatment) != 1:
+        raise DMLCoreError(f"The Anderson-Rubin set is computed for one treatment column of an IV problem; "
+                           f"{'this problem is ' + data.problem.upper() if data.problem != 'iv' else 'there are ' + str(len(data.treatment))}"
+                           f"{'' if data.problem != 'iv' else ' treatment columns'}.")
+    model = linear_iv(data, cluster)
+    if model.endog.shape[1] != 1:
+        raise DMLCoreError(f"The Anderson-Rubin set needs one endogenous column; the categorical treatment "
+                           f"'{data.treatment[0]}' enters as {model.endog.shape[1]} dummies. Recode it as 0/1.")
+    debiased = cov_type == "unadjusted"
+    centre = fit_iv(model, cov_type)
+    name = model.endog.columns[0]
+    b0 = float(centre.params[name])
+    step = max(float(centre.std_errors[name]), 1e-8 * (1.0 + abs(b0)))
+    regressors = pd.concat([model.exog, model.instruments], axis=1)
+    names = list(model.instruments.columns)
+    q = len(names)
+    d = model.endog.iloc[:, 0]
+
+    def reduced(b):
+        fit = _ols(model.y - b * d, regressors, model, cov_type, debiased)
+        return fit.params[names].to_numpy(), fit.cov.loc[names, names].to_numpy(), fit.df_resid
+
+    (p_minus, v_minus, _), (p_zero, v_zero, df_resid), (p_plus, v_plus, _) = (
+        reduced(b0 + step * t) for t in (-1.0, 0.0, 1.0))
+    if debiased:
+        critical, statistic = q * float(f_dist.ppf(level, q, df_resid)), "F"
+    else:
+        critical, statistic = float(chi2.ppf(level, q)), "chi2"
+    # in t = (b - b0) / step: pi(t) = p0 + t p1, V(t) = V0 + t V1 + t^2 V2
+    p0, p1 = p_zero, (p_plus - p_minus) / 2
+    v0, v1, v2 = v_zero, (v_plus - v_minus) / 2, (v_plus + v_minus) / 2 - v_zero
+
+    def wald(t):
+        p = p0 + t * p1
+        return float(p @ np.linalg.solve(v0 + t * v1 + t * t * v2, p))
+
+    roots = _boundaries(critical * v0 - np.outer(p0, p0),
+                        critical * v1 - np.outer(p0, p1) - np.outer(p1, p0),
+                        critical * v2 - np.outer(p1, p1), lambda t: wald(t) - critical)
+    at_infinity = float(p1 @ np.linalg.solve(v2, p1)) if np.linalg.matrix_rank(v2) == q else np.inf
+    pieces = _pieces(roots, lambda t: wald(t) <= critical, at_infinity <= critical)
+    to_b = lambda t: None if t is None else (b0 + step * t) * scale   # noqa: E731
+    pieces = [[to_b(lo), to_b(hi)] for lo, hi in pieces]
+    if scale < 0:
+        pieces = [[hi, lo] for lo, hi in reversed(pieces)]
+    kind = set_kind(pieces)
+    return {"pieces": pieces, "kind": kind, "text": describe_set(pieces, level), "cov_type": cov_type,
+            "cluster": cluster, "level": level, "critical": critical, "statistic": statistic}
+
+
+def _boundaries(a0, a1, a2, excess) -> list[float]:
+    """Real roots of det(a0 + t a1 + t^2 a2), refined on ``excess`` (W(t) - c) where it changes sign."""
+    k = a0.shape[0]
+    left = np.block([[np.zeros((k, k)), np.eye(k)], [-a0, -a1]])
+    right = np.block([[np.eye(k), np.zeros((k, k))], [np.zeros((k, k)), a2]])
+    with np.errstate(all="ignore"):
+        values = eig(left, right, right=False)
+    real = sorted(float(v.real) for v in values
+                  if np.isfinite(v) and abs(v.imag) <= 1e-7 * (1.0 + abs(v.real)))
+    out = []
+    for t in real:
+        width = 1e-6 * (1.0 + abs(t))
+        lo, hi = t - width, t + width
+        try:
+            if excess(lo) * excess(hi) < 0:
+                t = brentq(excess, lo, hi, xtol=1e-14 * (1.0 + abs(t)))
+        except (ValueError, np.linalg.LinAlgError):
+            pass
+        if not out or abs(t - out[-1]) > 1e-9 * (1.0 + abs(t)):
+            out.append(t)
+    return out
+
+
+def _pieces(roots: list[float], inside, inside_at_infinity: bool) -> list[list]:
+    """The stretches of the line between consecutive ``roots`` where ``inside`` holds, merged."""
+    if not roots:
+        return [[None, None]] if inside_at_infinity or inside(0.0) else []
+    edges = [None, *roots, None]
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        if lo is None or hi is None:
+            keep = inside_at_infinity
+        else:
+            keep = inside((lo + hi) / 2)
+        if not keep:
+            continue
+        if out and out[-1][1] == lo:
+            out[-1][1] = hi
+        else:
+            out.append([lo, hi])
+    return out
+
+
+def set_kind(pieces: list[list]) -> str:
+    """'empty', 'bounded', 'two rays', 'everything', 'ray' or 'several pieces'."""
+    if not pieces:
+        return "empty"
+    if pieces == [[None, None]]:
+        return "everything"
+    if len(pieces) == 1:
+        return "bounded" if None not in pieces[0] else "ray"
+    if len(pieces) == 2 and pieces[0][0] is None and pieces[1][1] is None:
+        return "two rays"
+    return "several pieces"
+
+
+def set_text(pieces: list[list]) -> str:
+    """The pieces as text: ``[0.02, 0.28]``, ``(-inf, -1.2] U [0.5, +inf)``, ``empty``."""
+    return " U ".join(_piece_text(p, "inf") for p in pieces) if pieces else "empty"
+
+
+def describe_set(pieces: list[list], level: float = 0.95) -> str:
+    """The set in words, with what its shape means."""
+    shown = " ∪ ".join(_piece_text(p) for p in pieces)
+    kind = set_kind(pieces)
+    lead = f"The {level:.0%} Anderson-Rubin set"
+    if kind == "empty":
+        return (f"{lead} is empty: every value of the coefficient is rejected, which says the model itself "
+                f"(the instruments' exclusion, or linearity) is rejected by the data.")
+    if kind == "everything":
+        return (f"{lead} is the whole line: the instruments are too weak to exclude any value of the "
+                f"coefficient; the data say nothing about it at this level.")
+    if kind == "bounded":
+        return (f"{lead} is the interval {shown}: bounded, so the instruments are strong enough to locate the "
+                f"coefficient at this level.")
+    if kind == "two rays":
+        return (f"{lead} is {shown}: two rays, unbounded on both sides. The instruments are weak: values "
+                f"near the 2SLS estimate's side may be rejected, but arbitrarily large ones are not.")
+    return f"{lead} is {shown}: unbounded, so the instruments are weak at this level."
+
+
+def _piece_text(piece, infinity: str = "∞") -> str:
+    lo, hi = piece
+    left = f"(-{infinity}" if lo is None else f"[{lo:.4g}"
+    right = f"+{infinity})" if hi is None else f"{hi:.4g}]"
+    return f"{left}, {right}"
