@@ -222,6 +222,19 @@ def download_name(item: ResultItem) -> str:
     return safe_filename(f"{stem}_{item.method}_{item.key[:8]}")
 
 
+def linear_iv_inference(data, cov_type: str, cluster: str | None) -> dict:
+    """2SLS's Wald interval and Anderson-Rubin set of the effect, and the first stage, under the covariance
+    choice: {"wald": effect closed form, "ar": the AR entry, "first": first_stage_inference}; raises
+    DMLCoreError for a bad choice (a cluster column with one level, ...)."""
+    from dmlcore.effects import anderson_rubin_entry, closed_form, contrast
+    from dmlcore.estimators.tsls import TwoStageLeastSquares
+    from dmlcore.ivinference import first_stage_inference
+    estimator = TwoStageLeastSquares(cov_type=cov_type, cluster=cluster).fit(data)
+    plan = contrast(data)
+    return {"wald": closed_form(estimator, plan), "ar": anderson_rubin_entry(estimator, data, plan),
+            "first": first_stage_inference(data, cov_type, cluster)}
+
+
 STANDARDIZED_SALES = ("demand-iv", "digits-iv")  # scored on sales in units of 158 tickets
 
 

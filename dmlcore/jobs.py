@@ -91,7 +91,7 @@ from typing import Callable
 from threadpoolctl import threadpool_limits
 
 from dmlcore.errors import DMLCoreError, FitCancelled, FitDiverged
-from dmlcore.runs import METHODS, NEURAL_METHODS, Run, fit_run
+from dmlcore.runs import METHODS, NEURAL_METHODS, Run, fit_run, fits_in_run
 from dmlcore.store import RunStore, default_store_path
 
 logger = logging.getLogger(__name__)
@@ -269,6 +269,11 @@ class CostBook:
 
 def _key(spec: FitSpec) -> tuple:
     return cost_key(spec.method, spec.kwargs)
+
+
+def _fits(spec: FitSpec) -> int:
+    """Fits the job makes (bootstrap and held-out refits too): its cost is this many of one fit's."""
+    return fits_in_run(spec.kwargs, spec.truth is not None or spec.truth_params is not None)
 
 
 # ------------------------------------------------------------------ the queue
@@ -530,11 +535,13 @@ class _Job:
             series.add(int(event["epoch"]), float(event["train"]), event.get("val"))
 
     def seconds_left(self, now: float) -> float:
-        """Estimated seconds until a running job ends: from its progress once it has some."""
+        """Estimated seconds until a running job ends: from its progress once it has some (or once
+        the job has outlived its estimate), else the estimate less the time spent. A job past its
+        estimate without progress is given as long again: never a fixed remainder that stays put."""
         elapsed = now - (self.started or now)
-        if self.progress >= 0.15:
+        if self.progress >= 0.15 or (elapsed >= self.cost and self.progress > 0):
             return max(0.0, elapsed * (1 - self.progress) / self.progress)
-        return max(self.cost - elapsed, 0.1 * self.cost)
+        return self.cost - elapsed if elapsed < self.cost else elapsed
 
 
 class JobRegistry:
@@ -601,7 +608,7 @@ class JobRegistry:
             raise DMLCoreError("A fit scored against a ground truth outside this process needs the data "
                                "set's parameters: pass data_params (as load_dataset returns them).")
         spec = FitSpec(data, method, dataset, dict(fit_kwargs), truth, recipe)
-        return self._add(owner, label, None, spec, self._costs.estimate(_key(spec), spec.n))
+        return self._add(owner, label, None, spec, self._costs.estimate(_key(spec), spec.n) * _fits(spec))
 
     def submit_call(self, owner: str, label: str, fn: Callable, item, *, cost: float | None = None,
                     group: str | None = None) -> str:
@@ -763,7 +770,7 @@ class JobRegistry:
                 self._finish(job, "done", result=run)
                 return
             if job.fit is not None:
-                self._costs.observe(_key(job.fit), job.fit.n, time.time() - job.started)
+                self._costs.observe(_key(job.fit), job.fit.n, (time.time() - job.started) / _fits(job.fit))
             run_id, error = self._save(job, run)
             self._finish(job, "done", error=error, run=run, run_id=run_id)
 

@@ -349,3 +349,41 @@ def bar_figure(names: Sequence[str], values: Sequence[float], *, keys: Sequence[
                       annotation_text=reference_name, annotation_position="top left")
     fig.update_layout(**_LAYOUT, title=title, yaxis_title=y_title, height=320)
     return fig
+
+
+# ----------------------------------------------------------------- interval sets
+def interval_sets_figure(rows: Sequence[tuple[str, Sequence[Sequence[float | None]]]], *,
+                         estimate: float | None = None, x_title: str = "effect") -> go.Figure:
+    """One row per interval or confidence set: ``(label, pieces)`` with pieces ``[lower, upper]``
+    (None for an infinite end, drawn to the edge with an arrow); an empty set is written as such.
+    ``estimate`` is marked by a dotted line."""
+    ends = [e for _, pieces in rows for p in pieces for e in p if e is not None]
+    if estimate is not None:
+        ends.append(estimate)
+    lo, hi = (min(ends), max(ends)) if ends else (-1.0, 1.0)
+    pad = 0.25 * (hi - lo) if hi > lo else 1.0
+    left, right = lo - pad, hi + pad
+    fig = go.Figure()
+    labels = [label for label, _ in rows]
+    for i, (label, pieces) in enumerate(rows):
+        color = PALETTE[i % len(PALETTE)]
+        if not pieces:
+            fig.add_annotation(x=(left + right) / 2, y=label, text="empty set", showarrow=False,
+                               font=dict(color=color))
+        for piece in pieces:
+            a = left if piece[0] is None else piece[0]
+            b = right if piece[1] is None else piece[1]
+            symbols = ["arrow-left" if piece[0] is None else "line-ns",
+                       "arrow-right" if piece[1] is None else "line-ns"]
+            fig.add_trace(go.Scatter(x=[a, b], y=[label, label], mode="lines+markers", showlegend=False,
+                                     line=dict(color=color, width=6),
+                                     marker=dict(symbol=symbols, size=14, color=color,
+                                                 line=dict(color=color, width=2)),
+                                     hovertemplate=f"{label}<br>%{{x:.4g}}<extra></extra>"))
+    if estimate is not None:
+        fig.add_vline(x=estimate, line=dict(color=TRUTH_COLOR, dash="dot"),
+                      annotation_text=f"estimate {estimate:.4g}", annotation_position="top")
+    fig.update_layout(**_LAYOUT, height=90 + 55 * len(rows), xaxis_title=x_title, showlegend=False)
+    fig.update_xaxes(range=[left, right])
+    fig.update_yaxes(categoryorder="array", categoryarray=labels[::-1], automargin=True)
+    return fig

@@ -227,6 +227,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    _stage(callback, "first-stage diagnostics and the effect's interval", share)
     record["notes"] = list(getattr(estimator, "notes_", []) or []) + list(
         getattr(getattr(fitted, "f_", None), "notes_", []) or [])
     for attr, key in (("coef_", "coefficients"), ("std_errors_", "std_errors")):
@@ -238,6 +239,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     done = share
     boot = None
     if bootstrap is not None:
+        _stage(callback, f"bootstrap: 0 of {bootstrap} refits on resampled rows", done)
         boot = bootstrap_effect(data, method, fit_kwargs, bootstrap, seed=seed, executor=executor, jobs=jobs,
                                 address=address, callback=_scaled(callback, done, bootstrap * share),
                                 should_stop=should_stop)
@@ -245,6 +247,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     record["effect"] = effect_record(estimator, data, bootstrap=boot)
     record["heldout"] = None
     if score_folds:
+        _stage(callback, f"held-out score: {score_folds} refits on part of the rows", done)
         try:
             record["heldout"] = heldout_score(data, method, fit_kwargs, score_folds, seed=seed,
                                               callback=_scaled(callback, done, score_folds * share),
@@ -252,7 +255,22 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: keep it, say why
             record["heldout"] = {"error": f"no held-out score: {exc}"}
     record["config"].update(bootstrap=bootstrap, heldout_folds=heldout_folds)
+    _stage(callback, "done", 1.0)
     return Run(record, estimator, data, truth)
+
+
+def fits_in_run(fit_kwargs: dict, has_truth: bool) -> int:
+    """How many fits a ``fit_run`` with these keywords makes: the fit, its bootstrap refits and the
+    held-out score's refits (2 by default without a truth) -- what its cost scales with."""
+    folds = fit_kwargs.get("heldout_folds")
+    folds = (0 if has_truth else HELDOUT_FOLDS) if folds is None else folds
+    return 1 + int(fit_kwargs.get("bootstrap") or 0) + int(folds)
+
+
+def _stage(callback, stage: str, progress: float) -> None:
+    """Tell ``callback`` that the run moved on to ``stage`` (a fit's own last stage says "done")."""
+    if callback is not None:
+        callback({"type": "stage", "stage": stage, "fold": None, "progress": progress})
 
 
 def _scaled(callback, start: float, width: float):

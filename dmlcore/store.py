@@ -209,8 +209,9 @@ class RunStore:
     # ------------------------------------------------- study fits and studies
     def save_fit(self, key: str, config: dict, row: dict, record: dict | None = None) -> None:
         """Store (or replace) the finished study fit ``key``."""
+        cost = row.get("worker_seconds") or row.get("seconds")    # data, fit, diagnostics and held-out refits
         values = (key, json.dumps(config), json.dumps(row), None if record is None else json.dumps(record),
-                  row.get("seconds"), _now_iso())
+                  cost, _now_iso())
         with self._connect() as conn:
             conn.execute("INSERT OR REPLACE INTO study_fits (key, config, row, record, seconds, created) "
                          "VALUES (?, ?, ?, ?, ?, ?)", values)
@@ -233,7 +234,9 @@ class RunStore:
         return None if row is None or row["record"] is None else json.loads(row["record"])
 
     def fit_timings(self) -> list[dict]:
-        """``{"config", "seconds"}`` of every stored fit, for cost estimates."""
+        """``{"config", "seconds"}`` of every stored fit, for cost estimates: the seconds a study's
+        worker spent on it (data, fit, diagnostics, held-out refits; the fit's own for fits stored
+        before 2026-11-26)."""
         with self._connect() as conn:
             rows = conn.execute("SELECT config, seconds FROM study_fits WHERE seconds IS NOT NULL").fetchall()
         return [{"config": json.loads(row["config"]), "seconds": row["seconds"]} for row in rows]

@@ -7,7 +7,7 @@ from dashboard.training import one_openmp_thread
 from dashboard.diagram import causal_dot, moment_text
 from dashboard.state import CATEGORICAL_KEY, PROBLEM_KEY, ROLE_KEYS, SINGLE_ROLES
 from dmlcore.data.roles import ALLOWED, PROBLEMS, REQUIRED, CausalData, suggest_categorical
-from dmlcore.diagnostics import LEE_T_TEST_F, WEAK_F, first_stage, strength_label
+from dmlcore.diagnostics import WEAK_F, first_stage, strength_label, strong_bar
 from dmlcore.errors import DMLCoreError
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
@@ -75,42 +75,75 @@ def role_widgets(ds: state.Dataset, problem: str, message: str | None, offending
 
 
 def diagnostics(ds: state.Dataset, data: CausalData):
-    st.subheader("First stage: is the instrument strong?")
+    """The first stage (IV) or the proxies' linear link (PCL), labelled in plain words."""
+    proximal = data.problem == "pcl"
+    st.subheader("Proxies: do the treatment proxies predict the outcome proxies?" if proximal
+                 else "First stage: is the instrument strong?")
     flexible = st.toggle("Also fit a flexible (boosted) first stage (a few seconds)", key="roles_np")
     cache = ss.setdefault("first_stage_cache", {})
     key = (id(ds.table), data.describe_roles(), flexible)
     if key not in cache:
         try:
             with st.spinner("Fitting the first stage..."), one_openmp_thread():
-                cache[key] = first_stage(data, nonparametric=flexible)
+                cache[key] = first_stage(data, nonparametric=flexible, inference=not proximal)
         except DMLCoreError as err:
             cache[key] = str(err)
     result = cache[key]
     if isinstance(result, str):
         st.error(result)
         return
-    for name, d in result["treatments"].items():
+    columns = result["outcome_proxies" if proximal else "treatments"]
+    q = len(result["instruments"])
+    bar, source, _, _ = strong_bar(q, "unadjusted", len(columns))
+    scale = (f"weak below {WEAK_F:g} (Staiger-Stock rule of thumb); "
+             + (f"strong above {bar:g} ({source})" if bar is not None else source) + ". See Learn.")
+    for name, d in columns.items():
         c1, c2, c3 = st.columns(3)
-        label = strength_label(d["f_stat"], len(result["instruments"]))
-        c1.metric(f"First-stage F ({name})", f"{d['f_stat']:,.1f}", delta=label.level, delta_arrow="off",
-                  delta_color=ui.STRENGTH_COLORS[label.level],
-                  help="F statistic of the instruments in the regression of the treatment on instruments "
-                       f"and covariates. Labels: weak below {WEAK_F:g} (Staiger-Stock), strong above "
-                       f"{LEE_T_TEST_F:g} (Lee et al. 2022: the usual 5 % t-test is valid); see Learn.")
-        c2.metric("Partial R² of the instruments", f"{d['partial_r2']:.3f}",
-                  help="Share of the treatment's variation left after the covariates that the instruments "
-                       "explain (linear).")
+        label = strength_label(d["f_stat"], q, n_endogenous=len(columns), proximal=proximal)
+        c1.metric(f"{'Proxy first-stage' if proximal else 'First-stage'} F ({name})", format_f(d["f_stat"]),
+                  delta=label.level, delta_arrow="off", delta_color=ui.STRENGTH_COLORS[label.level],
+                  help=(f"F statistic of the treatment proxies in the linear regression of the outcome proxy {name} "
+                        f"on the proxies, the treatment and the covariates (homoskedastic). Labels: " if proximal else
+                        "F statistic of the instruments in the linear regression of the treatment on instruments "
+                        "and covariates (homoskedastic). Labels: ") + scale)
+        c2.metric("Partial R² of the " + ("treatment proxies" if proximal else "instruments"), f"{d['partial_r2']:.3f}",
+                  help=f"Share of {name}'s variation left after the " + ("treatment and covariates" if proximal
+                                                                         else "covariates")
+                  + " that the " + ("treatment proxies" if proximal else "instruments") + " explain (linear).")
         if d.get("np_r2_gain") is not None:
             c3.metric("Held-out R² gain, boosted", f"{d['np_r2_gain']:.3f}",
-                      help="How much a flexible first stage on instruments + covariates beats one on the "
-                           "covariates alone (5-fold held-out R²).")
+                      help="How much a flexible first stage on all the conditioning columns beats one without the "
+                           + ("treatment proxies" if proximal else "instruments") + " (5-fold held-out R²).")
+    if len(columns) > 1:
+        st.metric("Cragg-Donald F (rank version)", format_f(result["cragg_donald_f"]),
+                  help="Smallest canonical correlation between the treatment proxies and the outcome proxies, as an "
+                       "F: whether the proxies move every outcome proxy in an independent direction (linear).")
     strength = result["strength"]
     if result["weak"]:
         st.warning(result["warning"], icon=":material/warning:")
     elif strength["level"] == "moderate":
-        st.info(f"Instrument strength — {strength['text']}", icon=":material/info:")
+        st.info(f"{'Proxy strength' if proximal else 'Instrument strength'} — {strength['text']}", icon=":material/info:")
     else:
-        st.success(f"Instrument strength — {strength['text']}", icon=":material/check_circle:")
+        st.success(f"{'Proxy strength' if proximal else 'Instrument strength'} — {strength['text']}",
+                   icon=":material/check_circle:")
+    overid = (result.get("inference") or {}).get("overid")
+    if overid:
+        st.markdown("**Overidentification** (more instruments than treatments): "
+                    + "; ".join(f"{OVERID_TITLES[k]} {v['stat']:.2f}, p = {v['pvalue']:.3f}"
+                                for k, v in overid.items() if v) + ".")
+        st.caption("Each tests whether the instruments agree with each other about the effect (null: all are valid "
+                   "if one set is). A small p-value says at least one instrument is invalid or the effect is not "
+                   "the same for all of them; a large one does not prove them valid. Sargan and Basmann assume "
+                   "homoskedastic errors; Wooldridge's score test is heteroskedasticity-robust.")
+    st.caption(result["note"])
+
+
+OVERID_TITLES = {"sargan": "Sargan", "basmann": "Basmann", "wooldridge": "Wooldridge's score test"}
+
+
+def format_f(value: float) -> str:
+    """An F statistic for the screen: never a negative or non-finite number printed as one."""
+    return f"{value:,.1f}" if value == value and abs(value) != float("inf") else "not finite"
 
 
 def fixed_roles(data: CausalData):
@@ -150,7 +183,7 @@ def assign_roles(ds: state.Dataset):
                                                                            "dataset": ds.name}))
             if ds.caveat:
                 st.warning(ds.caveat, icon=":material/help:")
-    if data is not None and data.problem == "iv":
+    if data is not None and data.problem in ("iv", "pcl") and not data.image_columns:
         diagnostics(ds, data)
     if data is not None:
         st.page_link(ui.ESTIMATORS, label="Next: estimators", icon=":material/arrow_forward:")

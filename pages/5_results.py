@@ -6,7 +6,9 @@ import streamlit as st
 from dashboard import results, state, ui
 from dmlcore import plots
 from dmlcore.data.datasets import REAL_DATASETS, TRUTH_UNKNOWN
+from dmlcore.diagnostics import strength_label
 from dmlcore.errors import DMLCoreError
+from dmlcore.ivinference import COV_TITLES, COV_TYPES
 from dmlcore.estimators.peers import PEERS
 from dmlcore.runs import METHOD_TITLES, fit_run
 
@@ -149,6 +151,80 @@ def effects_section(chosen, reference):
                                 "how": st.column_config.TextColumn(width="large")})
     st.caption(EFFECTS_NOTE)
     bootstrap_form(results.bootstrap_candidates(chosen))
+    linear_iv_section(chosen, reference)
+
+
+def linear_iv_section(chosen, reference):
+    """2SLS under a covariance choice: the Wald interval beside the Anderson-Rubin set, and the first stage."""
+    data = next((it.run.data for it in chosen if it.run is not None and it.run.data is not None), None)
+    data = data if data is not None else (reference.data if reference is not None else None)
+    if data is None or data.problem != "iv" or len(data.treatment) != 1 or data.image_columns:
+        return
+    st.markdown("**Linear IV inference** — 2SLS on these roles under a covariance choice, its first stage, and "
+                "the Anderson-Rubin set, which stays valid however weak the instruments are")
+    c1, c2 = st.columns(2)
+    cov = c1.selectbox("Standard errors", COV_TYPES, key="res_cov", format_func=COV_TITLES.get,
+                       help="Homoskedastic assumes the same error variance in every row; robust allows it to vary; "
+                            "clustered also allows errors to be correlated within groups of rows (a region, a "
+                            "school). The same choice as `--cov` on the command line.")
+    cluster = None
+    if cov == "clustered":
+        cluster = c2.selectbox("Cluster by", [str(c) for c in data.table.columns], index=None, key="res_cluster",
+                               placeholder="Choose a column", help="The column whose values group the rows.")
+        if cluster is None:
+            c2.caption("Choose the column whose values group the rows.")
+            return
+    cache = ss.setdefault("linear_iv_cache", {})
+    key = (id(data.table), data.describe_roles(), cov, cluster)
+    if key not in cache:
+        try:
+            with st.spinner("2SLS, its first stage and the Anderson-Rubin set..."):
+                cache[key] = results.linear_iv_inference(data, cov, cluster)
+        except DMLCoreError as err:
+            cache[key] = str(err)
+    out = cache[key]
+    if isinstance(out, str):
+        (c2 if cov == "clustered" else c1).error(out, icon=":material/error:")
+        return
+    wald, ar, first = out["wald"], out["ar"], out["first"]
+    rows = [(f"Wald: 2SLS ± 1.96 s.e.", [[wald["ci_lower"], wald["ci_upper"]]])]
+    if ar and ar.get("set") is not None:
+        rows.append(("Anderson-Rubin set", ar["set"]))
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        st.plotly_chart(plots.interval_sets_figure(rows, estimate=wald["estimate"],
+                                                   x_title=f"effect of {data.treatment[0]} (95 %)"),
+                        key="res_ar_figure")
+    with right:
+        st.markdown(f"**Wald** [{wald['ci_lower']:.4g}, {wald['ci_upper']:.4g}]: {wald['interval']}.")
+        if ar:
+            st.markdown(f"**{ar['interval'].split(':')[0]}**: " + ar["interval"].split(": ", 1)[1])
+    endogenous = next(iter(first["endogenous"].values()))
+    label = strength_label(first["effective_f"], first["n_instruments"], statistic=f"effective F ({cov})",
+                           cov_type=cov)
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Partial R²", f"{endogenous['partial_r2']:.4f}",
+              help="Share of the treatment's variation left after the covariates that the instruments explain.")
+    m2.metric(f"First-stage F ({cov})", f"{endogenous['f_stat_cov']:,.1f}",
+              help="Wald statistic of the instruments in the first stage under this covariance, divided by their "
+                   "number (linearmodels).")
+    m3.metric("Effective F", f"{first['effective_f']:,.1f}", delta=label.level, delta_arrow="off",
+              delta_color=ui.STRENGTH_COLORS[label.level],
+              help="Montiel Olea & Pflueger (2013): the first-stage F made robust to the covariance; with "
+                   "homoskedastic errors it is the usual F. " + label.text)
+    if first.get("kleibergen_paap_f") is not None:
+        m4.metric("Kleibergen-Paap rk F", f"{first['kleibergen_paap_f']:,.1f}",
+                  help="ivreg2's robust analogue of the Cragg-Donald F (linearmodels); not a test, and Stock-Yogo's "
+                       "critical values do not apply to it.")
+    for name, test in (first.get("overid") or {}).items():
+        if test:
+            st.caption(f"Overidentification, {name}: {test['stat']:.3g} (p = {test['pvalue']:.3f}; null: "
+                       f"{test['null'].rstrip('.').lower()}).")
+    for note in first.get("notes") or []:
+        st.warning(note, icon=":material/warning:")
+    st.caption("The Wald interval assumes the instruments are strong; the Anderson-Rubin set does not: it collects "
+               "every coefficient the data do not reject. When the two disagree, trust the Anderson-Rubin set. Both "
+               "are about the coefficient of the linear model, not the nonparametric methods' average slope.")
 
 
 EFFECTS_NOTE = (

@@ -70,7 +70,8 @@ def cost(spec) -> bool:
                  f"{training.about(plan.estimate_seconds / workers)} on this server's {workers} workers, "
                  f"longer while others' runs share them.")
     elif to_run:
-        text += " No stored fit of this kind yet to estimate the time from."
+        text += (" **Time unknown**: no stored fit of this kind yet to estimate it from. It can start all the "
+                 "same; once its first fits have finished, the progress bar estimates the rest from their pace.")
     st.markdown(text)
     if plan.total > CONFIRM_ABOVE:
         return st.checkbox(f"Run more than {CONFIRM_ABOVE:,} fits", key="study_confirm")

@@ -223,6 +223,8 @@ class CausalData:
         role, targets = (("instrument", self.treatment) if self.problem == "iv" else
                          ("treatment proxy", self.outcome_proxy))
         what = "treatment" if self.problem == "iv" else "outcome proxy"
+        if len(base) + len(excluded) + 1 >= len(self.table):   # so few rows that any column is spanned
+            return
         for target in targets:
             if target in self.image_columns:
                 continue

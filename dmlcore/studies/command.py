@@ -67,6 +67,7 @@ def add_study_parser(sub) -> None:
     p.add_argument("--ood-test", nargs="?", const="true", help="demand-iv fresh test draws with time in [1, 11]")
     p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
     p.add_argument("--out", help="write fits.csv, summary.csv, paired.csv, report.html and PNGs here")
+    add_covariance_options(p)
     add_executor_options(p)
     p.add_argument("--threads", type=int, help="torch threads per fit (default 1, or DMLCORE_TORCH_THREADS)")
     p.add_argument("--yes", action="store_true", help="run a grid of more than 10,000 fits")
@@ -78,10 +79,14 @@ def study_spec(args) -> StudySpec:
         given = [f"--{name.replace('_', '-')}" for name in GRID_FLAGS if getattr(args, name) is not None]
         if given:
             raise DMLCoreError(f"Give the grid either by flags or by --spec FILE, not both ({given[0]} with --spec).")
+        if args.cov != "unadjusted" or args.cluster:
+            raise DMLCoreError("With --spec FILE, give the covariance in the file (cov_type = \"robust\", "
+                               "cluster = \"COLUMN\"), not by --cov or --cluster.")
         return load_spec(args.spec)
+    settings = {("device" if s == "devices" else s): getattr(args, s) for s in SETTING_FLAGS}
     return spec_from_flags(args.dataset or "demand-iv", methods=args.methods, seeds=args.seeds,
                            data={option: getattr(args, flag) for flag, option in DATA_FLAGS.items()},
-                           settings={("device" if s == "devices" else s): getattr(args, s) for s in SETTING_FLAGS})
+                           settings={**settings, "cov_type": args.cov, "cluster": args.cluster})
 
 
 def study_command(args) -> int:

@@ -58,6 +58,7 @@ def run_fit_config(config: dict) -> dict:
                     "reps_crossfit": config.get("reps_crossfit") or 1}
         if config.get("device") is not None:
             settings["device"] = config["device"]
+        settings.update({k: config[k] for k in ("cov_type", "cluster") if config.get(k) is not None})
         run = fit_run(loaded.data, config["method"], truth=loaded.truth, dataset=config["dataset"],
                       seed=config["seed"], data_params=loaded.params, **settings)
         record = json.loads(run.to_json())

@@ -57,7 +57,8 @@ FIT_SETTINGS = {"learner": "nn", "folds": 10, "epochs": None, "n_draws": 8, "f_m
 INTEGER_SETTINGS = ("folds", "epochs", "n_draws", "reps_crossfit")
 DEFAULT_METHODS = ("dml-cmr", "ce-dml-cmr", "naive")
 DEFAULT_SEEDS = "0-9"
-GRID_KEYS = ("dataset", "data", "methods", "seeds", *FIT_SETTINGS)
+COVARIANCE = {"cov_type": "unadjusted", "cluster": None}   # one choice per grid (2SLS's errors, diagnostics)
+GRID_KEYS = ("dataset", "data", "methods", "seeds", *FIT_SETTINGS, *COVARIANCE)
 CONFIRM_ABOVE = 10_000   # a larger grid runs only when confirmed (--yes)
 OPTION_CHOICES = {"noise_scale": tuple(NOISE_SCALES), "design": tuple(IHDP_DESIGNS)}  # options with named values
 MAX_FITS = 1_000_000     # never expanded
@@ -85,6 +86,7 @@ class Grid:
     methods: tuple
     settings: dict
     seeds: tuple
+    covariance: tuple = ("unadjusted", None)
 
     def count(self) -> int:
         """Grid points before settings a method ignores are merged (an upper bound of its fits)."""
@@ -105,13 +107,17 @@ class Grid:
                     axes = [self.settings[s] if s in used else (None,) for s in FIT_SETTINGS]
                     for setting in itertools.product(*axes):
                         out.append({"dataset": self.dataset, "data": dict(data), "method": method,
-                                    **dict(zip(FIT_SETTINGS, setting)), "seed": seed})
+                                    **dict(zip(FIT_SETTINGS, setting)), "seed": seed, **self._covariance()})
         return out
+
+    def _covariance(self) -> dict:
+        """The covariance choice when it is not the default (so the default leaves fit keys as they were)."""
+        return {} if self.covariance == ("unadjusted", None) else dict(zip(COVARIANCE, self.covariance))
 
     def to_dict(self) -> dict:
         return {"dataset": self.dataset, "data": {k: list(v) for k, v in self.data.items()},
                 "methods": list(self.methods), "seeds": list(self.seeds),
-                **{k: list(v) for k, v in self.settings.items()}}
+                **{k: list(v) for k, v in self.settings.items()}, **self._covariance()}
 
 
 @dataclass(frozen=True)
@@ -280,7 +286,10 @@ def _grid(block: dict) -> Grid:
             _check_setting(name, value)
         settings[name] = values
     seeds = parse_seeds(block.get("seeds", DEFAULT_SEEDS))
-    return Grid(dataset, data, methods, settings, seeds)
+    covariance = (block.get("cov_type") or "unadjusted", block.get("cluster") or None)
+    from dmlcore.ivinference import check_covariance
+    check_covariance(*covariance)          # the cluster column is checked against the table by each fit
+    return Grid(dataset, data, methods, settings, seeds, covariance)
 
 
 def spec_from_dict(spec: dict) -> StudySpec:
