@@ -118,7 +118,7 @@ def metric_help(items) -> dict:
 def metrics_table(items: list[ResultItem]) -> pd.DataFrame:
     """One row per run: what ran and how well (MSE against the truth, when known) and how long;
     with "band coverage" and "band width" when any run has a band (``record["bands"]``), and the
-    held-out score relative to Var(Y) with its standard error when any run has one."""
+    held-out residual relative to Var(Y) with its standard error when any run has one."""
     rows = []
     for item in items:
         rec = item.record
@@ -135,14 +135,14 @@ def metrics_table(items: list[ResultItem]) -> pd.DataFrame:
             "seconds": rec.get("seconds"),
             "band coverage": rec.get("band_coverage"),
             "band width": rec.get("band_width"),
-            "held-out score": (rec.get("heldout") or {}).get("relative"),
+            "held-out residual": (rec.get("heldout") or {}).get("relative"),
             "held-out s.e.": (rec.get("heldout") or {}).get("relative_std_error"),
         })
     frame = pd.DataFrame(rows)
     if not any(item.record.get("bands") for item in items):
         frame = frame.drop(columns=["band coverage", "band width"], errors="ignore")
     if not any(item.record.get("heldout") for item in items):
-        frame = frame.drop(columns=["held-out score", "held-out s.e."], errors="ignore")
+        frame = frame.drop(columns=["held-out residual", "held-out s.e."], errors="ignore")
     if not frame.empty and frame["MSE (fresh draws)"].isna().all():
         frame = frame.drop(columns=["MSE (fresh draws)"])
     return frame

@@ -128,7 +128,7 @@ def took(snap, rec: dict) -> str:
         return f"in {fit:.1f} s (the fit)"
     wall = max(snap.finished - snap.started, fit)
     boot = (rec.get("effect") or {}).get("bootstrap")
-    extra = ([f"{boot['refits']} bootstrap refits"] if boot else []) + (["the held-out score"] if rec.get("heldout") else [])
+    extra = ([f"{boot['refits']} bootstrap refits"] if boot else []) + (["the held-out residual"] if rec.get("heldout") else [])
     if not extra or wall < fit + 1.0:
         return f"in {wall:.1f} s"
     return f"in {wall:.1f} s (the fit {fit:.1f} s, then {' and '.join(extra)})"

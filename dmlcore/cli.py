@@ -25,8 +25,8 @@ from dmlcore.ivinference import set_text
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS
 from dmlcore.runs import METHODS, fit_run
-from dmlcore.studies.command import (add_covariance_options, add_executor_options, add_study_parser, exit_status,
-                                    run_cli_study, study_command)
+from dmlcore.studies.command import (add_covariance_options, add_executor_options, add_own_data_options,
+                                    add_study_parser, exit_status, own_data, run_cli_study, study_command)
 from dmlcore.studies.spec import spec_from_dict
 
 
@@ -83,18 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--bootstrap", type=int, metavar="B",
                      help="add a bootstrap interval of the effect from B refits on resampled rows (e.g. 200)")
     fit.add_argument("--heldout-folds", type=int, metavar="K",
-                     help="folds of the held-out score (default: 2 without a known truth, else off; 0: off)")
+                     help="folds of the held-out residual (default: 2 without a known truth, else off; 0: off)")
     fit.add_argument("--executor", default="local", choices=("local", "ray"),
                      help="where bootstrap refits run: local processes or a Ray cluster")
     fit.add_argument("--jobs", type=int, default=1, help="bootstrap refits run at once")
     fit.add_argument("--address", help="Ray cluster address for --executor ray (default: a local Ray)")
     add_covariance_options(fit)
-    own = fit.add_argument_group("own data")
-    own.add_argument("--csv", help="a CSV or Parquet file of your own")
-    own.add_argument("--problem", choices=("iv", "pcl", "cmr"), default="iv")
-    for role in ("outcome", "treatment", "instrument", "treatment-proxy", "outcome-proxy", "covariates",
-                 "inputs", "conditioning"):
-        own.add_argument(f"--{role}", help="column name(s), comma-separated")
+    add_own_data_options(fit)
 
     bench = sub.add_parser("bench", help="repeat fits over sizes, seeds and methods")
     _add_common(bench)
@@ -108,19 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _own_data(args) -> CausalData:
-    from dmlcore.data.io import load_table
-    table = load_table(args.csv)
-    roles = {r: _columns(getattr(args, r)) for r in ("treatment", "instrument", "treatment_proxy",
-                                                     "outcome_proxy", "covariates", "inputs", "conditioning")}
-    if not args.outcome:
-        raise DMLCoreError("--outcome is required with --csv.")
-    return CausalData(table, args.problem, args.outcome, name=Path(args.csv).name, **roles)
-
-
 def _fit(args) -> int:
     if args.csv:
-        data, truth, params, dataset = _own_data(args), None, {"csv": args.csv}, Path(args.csv).name
+        data, truth, params, dataset = own_data(args), None, {"csv": args.csv}, Path(args.csv).name
     else:
         loaded = load_dataset(args.dataset, n=args.n, seed=args.seed, rho=args.rho, iv_strength=args.iv_strength,
                               ood_test=args.ood_test, data_dir=args.data_dir, noise_scale=args.noise_scale,
@@ -200,7 +185,7 @@ def _bench(args) -> int:
     if args.dataset in real_dataset_names():
         raise DMLCoreError(f"bench scores methods against a known truth, and {args.dataset} is a real data set "
                            f"without one; use `python -m dmlcore study --dataset {args.dataset} --methods ...` "
-                           f"for each method's effect and held-out score.")
+                           f"for each method's effect and held-out residual.")
     data = {"n": sizes, "rho": args.rho, "iv_strength": args.iv_strength, "ood_test": args.ood_test,
             "noise_scale": args.noise_scale, "design": args.design, "data_dir": args.data_dir}
     spec = spec_from_dict({"dataset": args.dataset, "methods": methods,

@@ -1,4 +1,4 @@
-"""A held-out score that needs no truth: how far f-hat is from E[Y - f(X) | C] = 0.
+"""A held-out residual that needs no truth: how far f-hat is from E[Y - f(X) | C] = 0.
 
 Every method targets the conditional moment restriction E[Y - f(X) | C] = 0, so the size of
 E[Y - f-hat(X) | C] on rows the fit never saw measures how well f-hat meets it -- on real data,
@@ -40,7 +40,7 @@ MAX_LEVELS = 10
 def check_folds(folds) -> int:
     """``folds`` as an int of at least 2; a DMLCoreError otherwise."""
     if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
-        raise DMLCoreError(f"The held-out score needs at least 2 folds (2 is the default; 0 turns it off); "
+        raise DMLCoreError(f"The held-out residual needs at least 2 folds (2 is the default; 0 turns it off); "
                            f"got {folds!r}.")
     return int(folds)
 
@@ -58,10 +58,10 @@ def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = 
     from dmlcore.runs import fit_estimator, make_estimator
 
     folds = check_folds(folds)
-    _check_tabular(data, "The held-out score")
+    _check_tabular(data, "The held-out residual")
     n = len(data.table)
     if n < 20 * folds:
-        raise DMLCoreError(f"The held-out score with {folds} folds needs at least {20 * folds} rows; "
+        raise DMLCoreError(f"The held-out residual with {folds} folds needs at least {20 * folds} rows; "
                            f"the data has {n}.")
     fold_of = np.random.default_rng([seed, 29]).permutation(n) % folds
     y = data.table[data.outcome].to_numpy(dtype=float)
@@ -110,10 +110,10 @@ def _residual_products(estimator, data: CausalData, seed: int) -> np.ndarray:
 
 
 def _in_fold(event: dict, k: int, folds: int) -> dict:
-    """A refit's progress event as part of the held-out score: progress over all folds, stages named."""
+    """A refit's progress event as part of the held-out residual: progress over all folds, stages named."""
     out = {**event, "progress": (k + event.get("progress", 0.0)) / folds}
     if event.get("type") == "stage":
-        out["stage"] = f"held-out score, fold {k + 1} of {folds}: {event['stage']}"
+        out["stage"] = f"held-out residual, fold {k + 1} of {folds}: {event['stage']}"
     return out
 
 
@@ -127,7 +127,7 @@ def _cross_fitted_projection(c, r, names, excluded, seed):
         basis = (additive_basis(c, names, KNOTS, MAX_LEVELS, cap, smooth=excluded)
                  or additive_basis(c, names, 0, MAX_LEVELS, m // 2, smooth=excluded))
     if basis is None:
-        raise DMLCoreError(f"The held-out score's regression on the {len(names)} conditioning columns needs "
+        raise DMLCoreError(f"The held-out residual's regression on the {len(names)} conditioning columns needs "
                            f"more rows per fold than {m}; use fewer folds or more rows.")
     z, omega = basis(c), basis.penalty()
     part = np.random.default_rng([seed, 37]).permutation(m) % INNER

@@ -247,13 +247,13 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     record["effect"] = effect_record(estimator, data, bootstrap=boot)
     record["heldout"] = None
     if score_folds:
-        _stage(callback, f"held-out score: {score_folds} refits on part of the rows", done)
+        _stage(callback, f"held-out residual: {score_folds} refits on part of the rows", done)
         try:
             record["heldout"] = heldout_score(data, method, fit_kwargs, score_folds, seed=seed,
                                               callback=_scaled(callback, done, score_folds * share),
                                               should_stop=should_stop)
         except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: keep it, say why
-            record["heldout"] = {"error": f"no held-out score: {exc}"}
+            record["heldout"] = {"error": f"no held-out residual: {exc}"}
     record["config"].update(bootstrap=bootstrap, heldout_folds=heldout_folds)
     _stage(callback, "done", 1.0)
     return Run(record, estimator, data, truth)
@@ -261,7 +261,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
 
 def fits_in_run(fit_kwargs: dict, has_truth: bool) -> int:
     """How many fits a ``fit_run`` with these keywords makes: the fit, its bootstrap refits and the
-    held-out score's refits (2 by default without a truth) -- what its cost scales with."""
+    held-out residual's refits (2 by default without a truth) -- what its cost scales with."""
     folds = fit_kwargs.get("heldout_folds")
     folds = (0 if has_truth else HELDOUT_FOLDS) if folds is None else folds
     return 1 + int(fit_kwargs.get("bootstrap") or 0) + int(folds)

@@ -283,32 +283,40 @@ def metrics_section(chosen):
     st.dataframe(shown, key="res_metrics", hide_index=True,
                  column_config={"MSE": scored("%.4g", helps.get("mse")),
                                 "MSE (fresh draws)": scored("%.4g", helps.get("mse_fresh")),
-                                "held-out score": st.column_config.NumberColumn(format="%.4g", help=HELDOUT_HELP),
+                                "held-out residual": st.column_config.NumberColumn(format="%.4g", help=HELDOUT_HELP),
                                 "held-out s.e.": st.column_config.NumberColumn(
-                                    format="%.2g", help="Standard error of the held-out score."),
+                                    format="%.2g", help="Standard error of the held-out residual."),
                                 "seconds": st.column_config.NumberColumn(format="%.1f"),
                                 "band coverage": scored("%.2f", "Share of the points where the band contains the truth."),
                                 "band width": st.column_config.NumberColumn(
                                     format="%.4g", help="Mean width of the band, on the outcome's scale.")})
     if "MSE (fresh draws)" in table:
         st.caption(f"**MSE**: {helps['mse']}. **MSE (fresh draws)**: {helps['mse_fresh']}.")
-    if "held-out score" in table:
-        st.caption(HELDOUT_NOTE)
+    if "held-out residual" in table:
+        st.caption(heldout_note(chosen[0].record.get("problem")))
 
 
-HELDOUT_HELP = ("How far f-hat is from E[Y - f(X) | C] = 0 on rows its fit never saw, relative to Var(Y); "
-                "lower is better, no truth needed.")
-HELDOUT_NOTE = (
-    "**Held-out score** (needs no truth): every method aims at E[Y − f(X) | C] = 0. The method is refitted on "
-    "half the rows; on the other half, the residual Y − f̂(X) is regressed on C, and the score is the size of "
-    "that regression (the projected residual), relative to Var(Y) and swapped halves averaged. A lower score "
-    "means f̂ fits the moment restriction better on new rows; differences smaller than about two standard "
-    "errors are noise. It is not the error against the true f: with a weak instrument very different f's fit "
-    "the restriction almost equally well. Measured on 150 simulated data sets (docs/coverage.md): with a strong "
-    "instrument and a linear f it ranked the methods almost as the true MSE did, and it gave the regression that "
-    "ignores the instrument the worst score 91 times in 100; with a weak instrument it was no guide (the "
-    "confounded regression scored as well as 2SLS). Use it to flag fits that fail the restriction, not to pick "
-    "a winner among fits that pass.")
+HELDOUT_HELP = ("An estimate of E[(E[Y − f̂(X) | C])²] ÷ Var(Y) on rows the fit never saw: a squared size, so 0 "
+                "at best; its estimate is noisy and can dip slightly below 0. Lower is better; no truth needed.")
+
+
+def heldout_note(problem: str | None) -> str:
+    """What the held-out residual is and what it can be used for, in the words of the data's problem."""
+    weak = ("weak proxies (treatment proxies that say little about the outcome proxies)" if problem == "pcl"
+            else "a weak instrument")
+    measured = (" Measured on 150 simulated IV data sets (docs/coverage.md): with a strong instrument and a linear "
+                "f it ranked the methods almost as the true MSE did, and it gave the regression that ignores the "
+                "instrument the worst value 91 times in 100; with a weak instrument it was no guide (the confounded "
+                "regression scored as well as 2SLS)." if problem != "pcl" else "")
+    return (
+        "**Held-out residual** (needs no truth): every method aims at E[Y − f(X) | C] = 0. The method is refitted "
+        "on half the rows; on the other half the residual Y − f̂(X) is regressed on C, and the value estimates the "
+        "mean square of that regression (the projected residual), ÷ Var(Y), the two halves swapped and averaged. "
+        "The quantity is a square, so it is 0 at best; its estimate is unbiased but noisy and can come out "
+        "slightly negative — read anything within about two standard errors of 0 as no detectable misfit. Lower "
+        f"means f̂ meets the restriction better on new rows; it is not the error against the true f: with {weak} "
+        f"very different f's meet the restriction almost equally well.{measured} Use it to set aside fits that "
+        "fail the restriction, not to pick a winner among fits that pass (Study reads it the same way).")
 
 
 def details_section(chosen):

@@ -11,6 +11,7 @@ import streamlit as st
 from dashboard import state, training, ui
 from dmlcore.data.datasets import REAL_DATASETS
 from dmlcore.data.registry import OPTION_LABELS, SIMULATED, dataset_options
+from dmlcore.data.tables import TABLE, keep_table
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
 from dmlcore.runs import METHOD_TITLES, METHODS
 from dmlcore.studies import load_study, plan_study, spec_from_dict, spec_from_flags
@@ -27,18 +28,21 @@ ss = st.session_state
 
 
 def design():
-    """The grid from the widgets, as a study spec (raises DMLCoreError for a bad value)."""
-    dataset = st.selectbox("Data set", [*SIMULATED, *REAL_DATASETS], key="study_dataset", persist_state="session",
+    """The grid from the widgets, as a study spec (raises DMLCoreError for a bad value); None when the
+    current data cannot be studied (the reason is shown next to the widget)."""
+    current = state.dataset()
+    choices = [*SIMULATED, *REAL_DATASETS] + ([TABLE] if current is not None else [])
+    dataset = st.selectbox("Data set", choices, key="study_dataset", persist_state="session",
                            format_func=dataset_title)
     if dataset in REAL_DATASETS:
         st.caption(real_data_note([dataset]))
-    options = dataset_options(dataset)
-    cols = st.columns(max(1, len(options)))
-    data = {}
-    for col, (option, default) in zip(cols, options.items()):
-        value = "1000, 2000" if option == "n" else str(default)
-        data[option] = col.text_input(OPTION_LABELS[option], value=value, key=f"study_opt_{dataset}_{option}",
-                                      help="One value or a comma list: each value is a cell of the grid.")
+    if dataset == TABLE:
+        data = table_options(current)
+        if data is None:
+            return None
+        st.caption(real_data_note([TABLE]))
+    else:
+        data = data_widgets(dataset)
     methods = st.multiselect("Methods", list(METHODS), default=list(DEFAULT_METHODS), key="study_methods",
                              format_func=lambda m: METHOD_TITLES.get(m, m))
     c1, c2, c3, c4 = st.columns(4)
@@ -52,7 +56,41 @@ def design():
                            settings={"learner": learner, "folds": folds, "epochs": epochs})
 
 
+def data_widgets(dataset: str) -> dict:
+    """One text box per option of a built-in data set: a value or a comma list (the grid's cells)."""
+    options = dataset_options(dataset)
+    cols = st.columns(max(1, len(options)))
+    data = {}
+    for col, (option, default) in zip(cols, options.items()):
+        value = "1000, 2000" if option == "n" else str(default)
+        data[option] = col.text_input(OPTION_LABELS[option], value=value, key=f"study_opt_{dataset}_{option}",
+                                      help="One value or a comma list: each value is a cell of the grid.")
+    return data
+
+
+def table_options(current) -> dict | None:
+    """The current data with its roles, kept by its content hash for the study's fits; None (and why,
+    next to the data set) when its roles are not valid."""
+    data = state.causal()
+    if data is None:
+        st.error(f"The current data ({current.title or current.name}) has no valid roles yet, so it cannot be "
+                 f"studied: assign them on Roles first.", icon=":material/error:")
+        st.page_link(ui.ROLES, label="Go to Roles", icon=":material/account_tree:")
+        return None
+    cache = ss.setdefault("study_table_cache", {})
+    key = (id(current.table), data.describe_roles(), tuple(data.categorical))
+    if key not in cache:
+        cache.clear()
+        cache[key] = keep_table(data, current.title or current.name)
+    options = cache[key]
+    st.caption(f"**{options['file']}**, {len(data.table):,} rows, as set on Roles: {data.describe_roles()}. "
+               f"Kept by its content (hash {options['table'][:12]}), so a changed file is a new study.")
+    return {k: [v] for k, v in options.items()}
+
+
 def dataset_title(name: str) -> str:
+    if name == TABLE:
+        return "Your current data, with its roles (uploaded or loaded; no truth)"
     if name in REAL_DATASETS:
         return f"{name}: {REAL_DATASETS[name].title.split(':')[0]} (real data, no truth)"
     return f"{name}: {SIMULATED[name].split(':')[0]}"

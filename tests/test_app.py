@@ -543,5 +543,5 @@ def test_real_data_results_side_by_side_with_2sls():
     assert ref["how"].startswith("2SLS")
     assert "average derivative of f in educ" in all_text(at)
     metrics = next(d.value for d in at.dataframe if "MSE" in d.value)
-    assert (metrics["MSE"] == "no truth").all() and metrics["held-out score"].notna().all()
-    assert "Held-out score" in all_text(at)
+    assert (metrics["MSE"] == "no truth").all() and metrics["held-out residual"].notna().all()
+    assert "Held-out residual" in all_text(at)

@@ -228,7 +228,7 @@ def test_summarize_statistics():
 
 def test_bench_on_data_without_ground_truth(capsys, tmp_path):
     """A real data set has no truth, so bench (whose rows and summary are MSEs) refuses it with exit 2
-    and points to `study`, which reports effects and held-out scores; no CSV is started."""
+    and points to `study`, which reports effects and held-out residuals; no CSV is started."""
     pytest.importorskip("linearmodels")
     code, out, err = run_main(capsys, "bench", "--dataset", "mroz", "--sizes", "200", "--reps", "1",
                               "--methods", "naive", "--learner", "linear", "--out", str(tmp_path / "b.csv"))

@@ -209,7 +209,7 @@ def test_cli_record_has_effect_and_diagnostics_like_fit_run(capsys, tmp_path):
         direct["diagnostics"]["treatments"]["price"]["f_stat"])
     assert cli["effect"]["estimate"] == pytest.approx(direct["effect"]["estimate"])
     assert f"effect={cli['effect']['estimate']:.4g} [" in out and "2SLS s.e." in out
-    assert cli["heldout"] is None                               # a known truth: no held-out score by default
+    assert cli["heldout"] is None                               # a known truth: no held-out residual by default
 
 
 # ------------------------------------------------------------------ real covariates

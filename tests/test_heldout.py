@@ -51,7 +51,7 @@ def test_in_the_record_by_default_only_without_a_truth():
     assert record["heldout"]["k"] == 2 and "projected residual" in record["heldout"]["what"]
     progress = [e["progress"] for e in events]
     assert progress == sorted(progress) and 0 <= progress[0] and progress[-1] <= 1
-    assert any("held-out score, fold 2 of 2" in e["stage"] for e in events)
+    assert any("held-out residual, fold 2 of 2" in e["stage"] for e in events)
     from dmlcore.data.registry import load_dataset
     loaded = load_dataset("demand-iv", n=300, seed=0)
     assert fit_run(loaded.data, "2sls", truth=loaded.truth).record["heldout"] is None
@@ -67,7 +67,7 @@ def test_bad_input():
         heldout_score(data, "2sls", {}, 10)
     record = fit_run(data, "2sls", heldout_folds=10).record         # the fit is kept, the score says why
     assert record["effect"]["estimate"] is not None
-    assert record["heldout"] == {"error": "no held-out score: The held-out score with 10 folds needs at least "
+    assert record["heldout"] == {"error": "no held-out residual: The held-out residual with 10 folds needs at least "
                                           "200 rows; the data has 100."}
     from dmlcore.data.registry import load_dataset
     digits = load_dataset("digits-iv", n=200, seed=0).data

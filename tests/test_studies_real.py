@@ -1,4 +1,4 @@
-"""Studies of the built-in real data sets (no truth: effects and held-out scores instead of the
+"""Studies of the built-in real data sets (no truth: effects and held-out residuals instead of the
 MSE) and the readable labels of a study's options and columns."""
 
 from pathlib import Path
@@ -95,10 +95,10 @@ def test_real_data_report_and_figures(card_study):
     assert [t.type for t in held.data] == ["box", "box"] and held.layout.yaxis.type == "linear"
     assert sorted(held.data[0].y) == pytest.approx(sorted(result.fits.loc[result.fits["method"] == "2sls",
                                                                           "heldout_relative"]))
-    assert "held-out score" in paired_figure(result.fits).layout.title.text
+    assert "held-out residual" in paired_figure(result.fits).layout.title.text
     page = (out / "report.html").read_text()
-    assert "Real data (card)" in page and "Effect estimates" in page and "MSE by N" not in page
-    assert "Held-out score median" in page and "heldout_relative_median" not in page   # readable columns
+    assert "without a known truth (card)" in page and "Effect estimates" in page and "MSE by N" not in page
+    assert "Held-out residual median" in page and "heldout_relative_median" not in page   # readable columns
     assert f"{result.summary['effect_median'].iloc[0]:.4g}" in page
     if Path("/usr/bin/chromium").exists():
         assert result.png_error is None, result.png_error
@@ -118,7 +118,7 @@ def test_a_study_mixing_simulated_and_real_data(tmp_path):
     assert sim["mse"].notna().all() and sim["effect_estimate"].notna().all() and sim["heldout_relative"].isna().all()
     files = [f.file for f in study_figures(result.fits)]
     assert files == ["mse_by_n.png", "effects.png", "heldout_score.png", "paired_differences.png"]
-    assert "Real data (mroz)" in report_html(result)
+    assert "without a known truth (mroz)" in report_html(result)
 
 
 def test_real_data_with_a_simulator_option_is_refused(capsys, tmp_path, monkeypatch):

@@ -93,7 +93,7 @@ def test_readable_labels_and_a_study_of_real_data():
     assert at.text_input(key="study_opt_demand-iv_rho").label == "Confounding ρ"
     at.selectbox(key="study_dataset").set_value("card").run()
     assert not [t for t in at.text_input if (t.key or "").startswith("study_opt_")]   # real data: no options
-    assert any("Real data (card)" in c.value for c in at.caption)
+    assert any("without a known truth (card)" in c.value for c in at.caption)
     at.multiselect(key="study_methods").set_value(["2sls"]).run()
     at.text_input(key="study_seeds").set_value("0-1").run()
     assert "**2 fits**: 0 already stored (reused), 2 to run." in markdown(at)
@@ -101,7 +101,31 @@ def test_readable_labels_and_a_study_of_real_data():
     assert wait_done(at).startswith("2 of 2 fits run")
     assert not at.exception, [e.value for e in at.exception]
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
-    assert titles[0].startswith("Effect estimates") and titles[1].startswith("Held-out score")
+    assert titles[0].startswith("Effect estimates") and titles[1].startswith("Held-out residual")
     summary = at.dataframe[0].value
-    assert {"Effect median", "Held-out score median"} <= set(summary.columns)
+    assert {"Effect median", "Held-out residual median"} <= set(summary.columns)
     assert "MSE median" not in summary.columns and "effect_median" not in summary.columns
+
+
+def test_a_study_of_an_uploaded_table_with_its_roles():
+    from tests.reliability_cases import GOOD_ROLES, base_table, csv_of, set_roles, upload
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    upload(at, "mine.csv", csv_of(base_table()))
+    at.switch_page(STUDY).run()
+    at.selectbox(key="study_dataset").set_value("table").run()
+    assert any("no valid roles yet" in e.value for e in at.error), [e.value for e in at.error]  # next to the choice
+    assert not [b for b in at.button if b.key == "study_start"]
+    set_roles(at, GOOD_ROLES)
+    at.switch_page(STUDY).run()
+    assert at.selectbox(key="study_dataset").value == "table"
+    assert any("mine.csv" in c.value and "hash" in c.value for c in at.caption)
+    at.multiselect(key="study_methods").set_value(["2sls", "naive"]).run()
+    at.selectbox(key="study_learner").set_value("linear").run()
+    at.text_input(key="study_seeds").set_value("0-4").run()
+    assert "**10 fits**: 0 already stored (reused), 10 to run. **Time unknown**" in markdown(at)
+    at.button(key="study_start").click().run()
+    assert wait_done(at, timeout=240).startswith("10 of 10 fits run")
+    assert not at.exception, [e.value for e in at.exception]
+    summary = at.dataframe[0].value
+    assert set(summary["Finished fits"]) == {5} and "Held-out residual median" in summary.columns

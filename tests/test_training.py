@@ -52,7 +52,7 @@ class _Run:
 def test_a_finished_run_says_the_wall_time_with_its_refits_not_the_fit_alone():
     record = {"seconds": 4.5, "mse": None, "effect": {"bootstrap": {"refits": 20}}, "heldout": {"relative": 0.1}}
     line = training.status_line(snap("done", run=_Run(record), started=1000.0, finished=1152.0))
-    assert line == "done in 152.0 s (the fit 4.5 s, then 20 bootstrap refits and the held-out score)"
+    assert line == "done in 152.0 s (the fit 4.5 s, then 20 bootstrap refits and the held-out residual)"
     plain = training.status_line(snap("done", run=_Run({"seconds": 3.0, "mse": 0.25}), started=10.0, finished=13.2))
     assert plain == "done in 3.2 s · MSE 0.25"
 

@@ -31,16 +31,24 @@ def real_dataset_names() -> list[str]:
 
 
 def dataset_names() -> list[str]:
-    return [*SIMULATED, "replicate", *real_dataset_names()]
+    """Every data set a study or ``load_dataset`` knows; ``table`` is a file of the user's own
+    (:mod:`dmlcore.data.tables`)."""
+    return [*SIMULATED, "replicate", *real_dataset_names(), "table"]
+
+
+def no_truth(name: str) -> bool:
+    """Whether the data set ``name`` is data without a known truth (a real data set, a user's table)."""
+    return name in real_dataset_names() or name == "table"
 
 
 def load_dataset(name: str, *, n: int = 5000, seed: int = 0, rho: float = 0.9, iv_strength: float = 1.0,
                  ood_test: bool = False, data_dir: str | None = None, noise_scale: str = "standardized",
-                 design: str = "code") -> Loaded:
+                 design: str = "code", table: str | None = None, file: str = "", roles: str = "") -> Loaded:
     """Load or simulate the data set ``name``; simulations come with their ground truth.
 
     ``noise_scale`` applies to demand-iv and digits-iv ("standardized", the authors' code, or "raw");
-    ``design`` to ihdp-like ("code", the generator of the authors' replicates, or "text")."""
+    ``design`` to ihdp-like ("code", the generator of the authors' replicates, or "text"); ``table``,
+    ``file`` and ``roles`` to ``table``, a user's table kept by its hash (:mod:`dmlcore.data.tables`)."""
     if name == "demand-iv":
         sim = simulate_demand_iv(n, seed, rho=rho, iv_strength=iv_strength, ood_test=ood_test,
                                  noise_scale=noise_scale)
@@ -60,6 +68,10 @@ def load_dataset(name: str, *, n: int = 5000, seed: int = 0, rho: float = 0.9, i
             raise DMLCoreError("--dataset replicate needs --data-dir PATH, a folder with train.csv and val.csv.")
         from dmlcore.data.ihdp import load_replicate
         sim = load_replicate(data_dir)
+    elif name == "table":
+        from dmlcore.data.tables import load_kept_table
+        data = load_kept_table(table, roles, file)
+        return Loaded(data, None, {"dataset": name, "table": table, "file": file, "roles": roles})
     elif name in real_dataset_names():
         from dmlcore.data.datasets import load_real_dataset
         data = load_real_dataset(name)
@@ -79,12 +91,14 @@ DATASET_OPTIONS = {
     "dsprites-pcl": ("n",),
     "ihdp-like": ("design",),
     "replicate": ("data_dir",),
+    "table": ("table", "file", "roles"),
 }
 
 # What a user reads for each option (forms, tables, figure panels); code and CSV files keep the names.
 OPTION_LABELS = {"n": "N (rows)", "rho": "Confounding ρ", "iv_strength": "Instrument strength",
                  "noise_scale": "Outcome noise", "ood_test": "Out-of-distribution test",
-                 "data_dir": "Replicate folder", "design": "IHDP design"}
+                 "data_dir": "Replicate folder", "design": "IHDP design", "table": "Table (content hash)",
+                 "file": "File", "roles": "Roles"}
 
 
 def dataset_options(name: str) -> dict:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
+from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.ivinference import COV_TYPES
 from dmlcore.studies.executors import EXECUTORS
@@ -42,13 +44,38 @@ def add_covariance_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", metavar="COLUMN", help="the column that groups rows, with --cov clustered")
 
 
+ROLE_FLAGS = ("outcome", "treatment", "instrument", "treatment-proxy", "outcome-proxy", "covariates", "inputs",
+              "conditioning")
+
+
+def add_own_data_options(parser: argparse.ArgumentParser) -> None:
+    """``--csv FILE`` with ``--problem`` and the role options (comma-separated column names)."""
+    own = parser.add_argument_group("own data")
+    own.add_argument("--csv", help="a CSV or Parquet file of your own")
+    own.add_argument("--problem", choices=("iv", "pcl", "cmr"), default="iv")
+    for role in ROLE_FLAGS:
+        own.add_argument(f"--{role}", help="column name(s), comma-separated")
+
+
+def own_data(args) -> CausalData:
+    """The CausalData of ``--csv FILE`` with the roles of the role options."""
+    from dmlcore.data.io import load_table
+    table = load_table(args.csv)
+    columns = lambda text: [c.strip() for c in text.split(",") if c.strip()] if text else []  # noqa: E731
+    roles = {r: columns(getattr(args, r)) for r in ("treatment", "instrument", "treatment_proxy", "outcome_proxy",
+                                                    "covariates", "inputs", "conditioning")}
+    if not args.outcome:
+        raise DMLCoreError("--outcome is required with --csv.")
+    return CausalData(table, args.problem, args.outcome, name=Path(args.csv).name, **roles)
+
+
 def add_study_parser(sub) -> None:
     """The ``study`` subcommand: every grid flag takes a comma list."""
     p = sub.add_parser("study", help="a grid of fits in parallel, with summaries, paired comparisons and a report",
                        description="Every grid flag takes a comma list; the grid is every combination.")
     p.add_argument("--spec", help="a TOML or JSON grid (several data sets); replaces the grid flags")
     p.add_argument("--dataset", help="a simulated data set (default demand-iv), or a real one (rhc, card, ...): "
-                                     "no truth, so effects and held-out scores instead of the MSE")
+                                     "no truth, so effects and held-out residuals instead of the MSE")
     p.add_argument("--sizes", help="N, e.g. 1000,2000,5000,10000")
     p.add_argument("--methods", help="default dml-cmr,ce-dml-cmr,naive")
     p.add_argument("--seeds", help="e.g. 0-19 or 0,3,5-9 (default 0-9)")
@@ -67,6 +94,7 @@ def add_study_parser(sub) -> None:
     p.add_argument("--ood-test", nargs="?", const="true", help="demand-iv fresh test draws with time in [1, 11]")
     p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
     p.add_argument("--out", help="write fits.csv, summary.csv, paired.csv, report.html and PNGs here")
+    add_own_data_options(p)
     add_covariance_options(p)
     add_executor_options(p)
     p.add_argument("--threads", type=int, help="torch threads per fit (default 1, or DMLCORE_TORCH_THREADS)")
@@ -75,6 +103,8 @@ def add_study_parser(sub) -> None:
 
 
 def study_spec(args) -> StudySpec:
+    if args.csv:
+        return _table_spec(args)
     if args.spec:
         given = [f"--{name.replace('_', '-')}" for name in GRID_FLAGS if getattr(args, name) is not None]
         if given:
@@ -86,6 +116,20 @@ def study_spec(args) -> StudySpec:
     settings = {("device" if s == "devices" else s): getattr(args, s) for s in SETTING_FLAGS}
     return spec_from_flags(args.dataset or "demand-iv", methods=args.methods, seeds=args.seeds,
                            data={option: getattr(args, flag) for flag, option in DATA_FLAGS.items()},
+                           settings={**settings, "cov_type": args.cov, "cluster": args.cluster})
+
+
+def _table_spec(args) -> StudySpec:
+    """A study of the user's file (``--csv`` with its roles): its rows are fixed, seeds change the methods'
+    randomness; the table is kept by its content hash (dmlcore.data.tables)."""
+    from dmlcore.data.tables import TABLE, keep_table
+    given = [f"--{name.replace('_', '-')}" for name in ("spec", "dataset", *DATA_FLAGS) if getattr(args, name) is not None]
+    if given:
+        raise DMLCoreError(f"A study of your file (--csv) takes its roles, methods, seeds and fit settings; {given[0]} "
+                           f"does not apply to it.")
+    options = keep_table(own_data(args), Path(args.csv).name, [args.cluster] if args.cluster else None)
+    settings = {("device" if s == "devices" else s): getattr(args, s) for s in SETTING_FLAGS}
+    return spec_from_flags(TABLE, methods=args.methods, seeds=args.seeds, data={k: [v] for k, v in options.items()},
                            settings={**settings, "cov_type": args.cov, "cluster": args.cluster})
 
 
@@ -136,7 +180,7 @@ def run_cli_study(spec: StudySpec, args, *, out_dir=None, reuse: bool = True, ke
 
 
 def outcome_text(row: dict) -> str:
-    """A finished fit in a few words: its MSE, else its effect [interval] and held-out score."""
+    """A finished fit in a few words: its MSE, else its effect [interval] and held-out residual."""
     if row.get("mse") is not None:
         return f"mse={row['mse']:.4f}"
     parts = []
@@ -146,7 +190,7 @@ def outcome_text(row: dict) -> str:
             parts[-1] += f" [{row['effect_ci_lower']:.4g}, {row['effect_ci_upper']:.4g}]"
     if row.get("heldout_relative") is not None:
         parts.append(f"heldout={row['heldout_relative']:.4g}")
-    return " ".join(parts) or "done (no truth, effect or held-out score)"
+    return " ".join(parts) or "done (no truth, effect or held-out residual)"
 
 
 def exit_status(result: StudyResult) -> int:

@@ -1,5 +1,5 @@
 """A study's figures (plotly, no Streamlit): the MSE by N per method on a log scale, as the
-paper's Figure 2; each fit's effect estimate with its interval; the held-out score (real data);
+paper's Figure 2; each fit's effect estimate with its interval; the held-out residual (real data);
 and the paired differences between methods seed by seed.
 
 All take the fits table (``StudyResult.fits``) and draw only finished fits, so a page can call
@@ -42,7 +42,7 @@ class StudyFigure:
 
 def study_figures(fits: pd.DataFrame) -> list[StudyFigure]:
     """The figures with something to show: the MSE by N where a truth is known (or while nothing
-    has finished), the effects and the held-out score where fits have them, the paired differences."""
+    has finished), the effects and the held-out residual where fits have them, the paired differences."""
     has = {column: len(_finished(fits, column)) > 0 for column in ("mse", "effect_estimate", "heldout_relative")}
     out = []
     if has["mse"] or not (has["effect_estimate"] or has["heldout_relative"]):
@@ -60,16 +60,16 @@ def study_figures(fits: pd.DataFrame) -> list[StudyFigure]:
             "the interval speaks to that.", effect_figure(fits)))
     if has["heldout_relative"]:
         out.append(StudyFigure(
-            "heldout_score.png", "Held-out score",
-            "How far each fit is from meeting E[Y − f(X) | C] = 0 on rows it was not fitted on (the projected "
-            f"residual over {HELDOUT_FOLDS} held-out folds, divided by Var(Y)); lower is better, 0 is perfect, "
-            "slightly negative values are noise. It needs no truth, so it compares methods on real data; it "
-            "ranks how well a fit solves the moment restriction, not its distance to the true f "
-            "(docs/coverage.md).",
+            "heldout_score.png", "Held-out residual",
+            "How far each fit is from meeting E[Y − f(X) | C] = 0 on rows it was not fitted on: an estimate of "
+            f"the mean square of the projected residual over {HELDOUT_FOLDS} held-out folds, divided by Var(Y). "
+            "The quantity is 0 at best; its noisy estimate can dip slightly below 0. It needs no truth; it says "
+            "how well a fit solves the moment restriction, not its distance to the true f, so use it to set aside "
+            "fits that fail the restriction, not to pick a winner among those that pass (docs/coverage.md).",
             heldout_figure(fits)))
     out.append(StudyFigure(
         "paired_differences.png", "Paired differences",
-        "a − b on the same seed, of the MSE where the truth is known, else of the held-out score: below 0, "
+        "a − b on the same seed, of the MSE where the truth is known, else of the held-out residual: below 0, "
         "a did better on that seed.", paired_figure(fits)))
     return out
 
@@ -80,8 +80,8 @@ def mse_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
 
 
 def heldout_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
-    """Box plots of the held-out score (projected residual / Var(Y)) over seeds, by N, one box per arm."""
-    return _box_figure(fits, "heldout_relative", "held-out score (÷ Var Y)", "Held-out score by method", title,
+    """Box plots of the held-out residual (projected residual / Var(Y)) over seeds, by N, one box per arm."""
+    return _box_figure(fits, "heldout_relative", "held-out residual (÷ Var Y)", "Held-out residual by method", title,
                        "{seeds} seeds per box; lower is better", log=False)
 
 
@@ -147,7 +147,7 @@ def effect_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
 
 def paired_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """Per pair of arms, box plots of a − b over the seeds both finished, by N: of the MSE where the
-    truth is known, else of the held-out score (:func:`~dmlcore.studies.summarize.paired_metric`)."""
+    truth is known, else of the held-out residual (:func:`~dmlcore.studies.summarize.paired_metric`)."""
     done = _finished(fits)
     arms = list(dict.fromkeys(done["arm"])) if not done.empty else []
     if len(arms) < 2:

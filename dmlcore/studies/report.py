@@ -2,7 +2,7 @@
 
 ``report.html`` is one self-contained page (plotly.js inlined: it opens offline) with the figures
 of :func:`~dmlcore.studies.figures.study_figures` (the MSE box plots by N where a truth is known,
-the effect estimates with their intervals, the held-out score on real data, the paired
+the effect estimates with their intervals, the held-out residual on real data, the paired
 differences), the summary and paired tables with readable column names, and any failed fits.
 The same figures are written as PNGs (``mse_by_n.png``, ``effects.png``, ``heldout_score.png``,
 ``paired_differences.png``: those the study has), exported by plotly's kaleido, which drives the
@@ -23,7 +23,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from dmlcore import __version__
-from dmlcore.data.registry import real_dataset_names
+from dmlcore.data.registry import no_truth
 from dmlcore.studies.figures import StudyFigure, study_figures
 from dmlcore.studies.summarize import OUTCOMES, compact, readable
 
@@ -75,7 +75,7 @@ def report_html(result, figures: list[StudyFigure] | None = None, *, spec=None) 
         f"<p>{html.escape(result.message)}. Written {time.strftime('%Y-%m-%d %H:%M %Z')} by dmlcore "
         f"{html.escape(__version__)} on {html.escape(platform.node() or 'this machine')}.</p>",
     ]
-    real = [name for name in datasets if name in real_dataset_names()]
+    real = [name for name in datasets if no_truth(name)]
     if real:
         parts.append(f"<p class=note>{html.escape(real_data_note(real))}</p>")
     for item in figures:
@@ -106,20 +106,24 @@ def report_html(result, figures: list[StudyFigure] | None = None, *, spec=None) 
 SUMMARY_NOTE = ("Per design and method, over finished fits: fits and failed fits; where the truth is known the "
                 "median, quartiles, mean and sample sd of the MSE, the median MSE on fresh draws; mean fit seconds; "
                 "the median, quartiles and sd over seeds of the effect estimates and the medians of their interval "
-                "ends; on real data the median and quartiles of the held-out score (÷ Var Y, lower is better).")
+                "ends; on real data the median and quartiles of the held-out residual (÷ Var Y, lower is better).")
 PAIRED_NOTE = ("Per design and pair of methods, over the seeds where both finished: the median of a − b (of the "
-               "MSE where the truth is known, else of the held-out score: 'Compared on'), seeds won by each (the "
+               "MSE where the truth is known, else of the held-out residual: 'Compared on'), seeds won by each (the "
                "lower value), ties, and the two-sided Wilcoxon signed-rank p-value (scipy; blank when every "
                "difference is zero; no correction for multiple comparisons). On real data the seeds share the "
                "rows, so the p-value weighs a gap against the methods' randomness, not against sampling.")
 
 
 def real_data_note(names: list[str]) -> str:
-    """What a study of the real data sets ``names`` can and cannot say."""
-    return (f"Real data ({', '.join(names)}): the true causal function is unknown, so there is no MSE. Each fit "
-            "reports the treatment's effect with its interval (where the method has one) and the held-out score, "
-            "which ranks the methods without a truth. The rows are the same at every seed: a seed changes only "
-            "the methods' randomness (initial weights, draws, cross-fitting folds) and the held-out folds.")
+    """What a study of the real data sets (or the user's table, ``table``) ``names`` can and cannot say."""
+    shown = ", ".join("your table" if name == "table" else name for name in names)
+    return (f"Data without a known truth ({shown}): the true causal function is unknown, so there is no MSE. Each "
+            "fit reports the treatment's effect with its interval (where the method has one) and the held-out "
+            "residual score, which needs no truth: it flags fits that fail the moment restriction on rows they "
+            "never saw. It is not an error against the true effect (with weak instruments or proxies very "
+            "different fits score alike), so use it to set aside fits that fail, not to crown a winner. The rows "
+            "are the same at every seed: a seed changes only the methods' randomness (initial weights, draws, "
+            "cross-fitting folds) and the held-out folds.")
 
 
 def _figure_html(fig) -> str:

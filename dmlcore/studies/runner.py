@@ -9,7 +9,7 @@ record)}``. It never raises: a failure is a row with its one-line error.
 Every fit records the treatment's effect with its interval (the record's ``effect``:
 ``effect_estimate``, ``effect_ci_lower``, ``effect_ci_upper``, ``effect_level``,
 ``effect_interval`` (how it was computed), ``effect_estimand``). A simulation is scored against
-its truth (``mse``); a real data set has none, so its fits get the held-out score instead (the
+its truth (``mse``); a real data set has none, so its fits get the held-out residual instead (the
 record's ``heldout``, 2 extra refits: ``heldout_relative``, the projected residual / Var(Y), and
 ``heldout_relative_se``) and ``mse`` is blank.
 
@@ -69,7 +69,7 @@ def run_fit_config(config: dict) -> dict:
 
 
 def record_outcomes(record: dict) -> dict:
-    """The fits.csv outcomes of a run record: MSE, effect with its interval, held-out score."""
+    """The fits.csv outcomes of a run record: MSE, effect with its interval, held-out residual."""
     effect, heldout = record.get("effect") or {}, record.get("heldout") or {}
     return {"mse": record.get("mse"), "mse_fresh": (record.get("metrics") or {}).get("mse_fresh"),
             **{f"effect_{k}": effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "level", "interval",

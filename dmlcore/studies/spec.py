@@ -14,7 +14,7 @@ Settings a method does not use are None (2SLS has no learner, only DML-CMR has f
 grid points that differ only there are one fit. The seed draws the data and seeds the fit, so
 every method of a cell sees the same data at the same seed: comparisons are paired. A real data
 set's rows are the same at every seed: there the seed changes only the methods' randomness
-(initial weights, draws, cross-fitting folds) and the folds of the held-out score.
+(initial weights, draws, cross-fitting folds) and the folds of the held-out residual.
 
 Written as a dict (``spec_from_dict``), a TOML or JSON file (``load_spec``), or flags
 (``spec_from_flags``)::

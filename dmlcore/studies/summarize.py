@@ -10,7 +10,7 @@ arms are compared seed by seed:
   real data, which has no truth), with ``mse_fresh_median`` and ``seconds_mean``; then the
   effect estimates' ``effect_median``, ``effect_q1``, ``effect_q3``, ``effect_sd`` and the
   medians of their interval ends ``effect_ci_lower_median``, ``effect_ci_upper_median``; then the
-  held-out score's (projected residual / Var(Y), real data) ``heldout_relative_median``,
+  held-out residual's (projected residual / Var(Y), real data) ``heldout_relative_median``,
   ``heldout_relative_q1``, ``heldout_relative_q3``;
 * ``paired_table``: per cell and pair of arms (a before b in the study's order), over the seeds
   both finished: ``pairs``, ``median_diff`` (median of a − b; negative: a is better),
@@ -39,7 +39,7 @@ from dmlcore.data.registry import OPTION_LABELS
 from dmlcore.studies.spec import FIT_SETTINGS
 
 EFFECT_FIELDS = ("estimate", "ci_lower", "ci_upper", "level", "interval", "estimand")
-# A fit's outcomes in fits.csv: the MSE (simulations), the effect with its interval, the held-out score.
+# A fit's outcomes in fits.csv: the MSE (simulations), the effect with its interval, the held-out residual.
 OUTCOMES = ("mse", "mse_fresh", *(f"effect_{k}" for k in EFFECT_FIELDS), "heldout_relative", "heldout_relative_se")
 OUTCOME_COLUMNS = ("arm", *OUTCOMES, "seconds", "worker_seconds", "rows", "status", "error", "reused", "key")
 NOT_DATA = {"dataset", "method", "seed", *FIT_SETTINGS, *OUTCOME_COLUMNS}
@@ -49,7 +49,7 @@ EFFECT_STATS = ("effect_median", "effect_q1", "effect_q3", "effect_sd", "effect_
 HELDOUT_STATS = ("heldout_relative_median", "heldout_relative_q1", "heldout_relative_q3")
 SUMMARY_STATS = ("reps", "failed", *MSE_STATS, "mse_fresh_median", "seconds_mean", *EFFECT_STATS, *HELDOUT_STATS)
 PAIRED_STATS = ("pairs", "median_diff", "wins_a", "wins_b", "ties", "wilcoxon_p", "metric")
-METRIC_LABELS = {"mse": "MSE", "heldout_relative": "held-out score"}
+METRIC_LABELS = {"mse": "MSE", "heldout_relative": "held-out residual"}
 
 COLUMN_LABELS = {
     # the design and the fit settings
@@ -60,7 +60,7 @@ COLUMN_LABELS = {
     "mse": "MSE", "mse_fresh": "MSE on fresh draws", "effect_estimate": "Effect",
     "effect_ci_lower": "Interval lower end", "effect_ci_upper": "Interval upper end",
     "effect_level": "Interval level", "effect_interval": "Interval (how)", "effect_estimand": "Effect (what)",
-    "heldout_relative": "Held-out score (÷ Var Y)", "heldout_relative_se": "Held-out score s.e.",
+    "heldout_relative": "Held-out residual (÷ Var Y)", "heldout_relative_se": "Held-out residual s.e.",
     "seconds": "Seconds", "worker_seconds": "Worker seconds", "rows": "Rows", "status": "Status",
     "error": "Error", "reused": "Reused", "key": "Key",
     # summary.csv
@@ -69,8 +69,8 @@ COLUMN_LABELS = {
     "seconds_mean": "Seconds per fit, mean", "effect_median": "Effect median", "effect_q1": "Effect q1",
     "effect_q3": "Effect q3", "effect_sd": "Effect sd over seeds",
     "effect_ci_lower_median": "Interval lower end, median", "effect_ci_upper_median": "Interval upper end, median",
-    "heldout_relative_median": "Held-out score median", "heldout_relative_q1": "Held-out score q1",
-    "heldout_relative_q3": "Held-out score q3",
+    "heldout_relative_median": "Held-out residual median", "heldout_relative_q1": "Held-out residual q1",
+    "heldout_relative_q3": "Held-out residual q3",
     # paired.csv
     "arm_a": "Method a", "arm_b": "Method b", "pairs": "Seeds paired", "median_diff": "Median difference a − b",
     "wins_a": "Seeds a did better", "wins_b": "Seeds b did better", "ties": "Ties", "wilcoxon_p": "Wilcoxon p",
@@ -137,7 +137,7 @@ def _groups(frame: pd.DataFrame, by: list[str]):
 
 def summary_table(fits: pd.DataFrame) -> pd.DataFrame:
     """Per cell and arm: reps, failed, the MSE's median, q1, q3, mean, sd, then the effect's and
-    the held-out score's (finished fits; module notes)."""
+    the held-out residual's (finished fits; module notes)."""
     columns = [*cell_columns(fits), "arm", "method", *SUMMARY_STATS]
     if fits.empty:
         return pd.DataFrame(columns=columns)
@@ -179,7 +179,7 @@ def _stats(values: np.ndarray, which=MSE_STATS) -> list[float]:
 
 def paired_metric(cell: pd.DataFrame) -> str | None:
     """What a cell's finished fits are compared on: ``mse`` where the truth is known, else the
-    held-out score ``heldout_relative``; None when neither was computed."""
+    held-out residual ``heldout_relative``; None when neither was computed."""
     for metric in ("mse", "heldout_relative"):
         if len(_numbers(cell, metric)):
             return metric
