@@ -74,6 +74,7 @@ def moment_text(problem: str) -> str:
     """The conditional moment restriction of ``problem``, in LaTeX."""
     return {
         "iv": r"\mathbb{E}[\,Y - f(A, X) \mid Z, X\,] = 0",
-        "pcl": r"\mathbb{E}[\,Y - h(A, W, X) \mid A, Z, X\,] = 0,\quad \mathbb{E}[Y \mid do(a)] = \mathbb{E}_{W,X}[h(a, W, X)]",
+        "pcl": (r"\begin{gathered}\mathbb{E}[\,Y - h(A, W, X) \mid A, Z, X\,] = 0,\\"
+                r"\mathbb{E}[Y \mid do(a)] = \mathbb{E}_{W,X}[h(a, W, X)]\end{gathered}"),
         "cmr": r"\mathbb{E}[\,Y - f(\text{inputs}) \mid C\,] = 0",
     }[problem]

@@ -177,21 +177,62 @@ def for_display(table: pd.DataFrame, items: list[ResultItem]) -> pd.DataFrame:
 
 
 def effects_table(items: list[ResultItem], reference: Run | None = None) -> pd.DataFrame:
-    """One row per run with an effect: the estimate, its interval and how the interval was made
-    (``record["effect"]``), or why there is none; the 2SLS reference fit last when given."""
+    """One row per run with an effect: the estimate, its interval and its kind in a few words
+    (:func:`interval_kind`; :func:`interval_descriptions` says each in full), the bootstrap's
+    percentile interval and the Anderson-Rubin set where the run has them, or why there is no
+    effect; the 2SLS reference fit last when given."""
+    from dmlcore.ivinference import set_text
+    rows = []
+    for title, effect in _effects(items, reference):
+        level = effect.get("level") or 0.95
+        lower, upper = effect.get("ci_lower"), effect.get("ci_upper")
+        row = {"run": title, "effect": effect.get("estimate"),
+               f"{level:.0%} interval": "—" if lower is None else f"{lower:.4g} to {upper:.4g}",
+               "kind": interval_kind(effect.get("interval")) if effect.get("estimate") is not None
+               else effect.get("error")}
+        percentile = (effect.get("bootstrap") or {}).get("percentile")
+        row["bootstrap percentile"] = f"{percentile[0]:.4g} to {percentile[1]:.4g}" if percentile else None
+        ar = _anderson_rubin(effect)
+        row["Anderson-Rubin set"] = set_text(ar["set"]) if ar and ar.get("set") is not None else None
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    return frame.dropna(axis=1, how="all") if len(frame) else frame
+
+
+def _effects(items, reference):
     entries = [(item.title, item.record.get("effect")) for item in items]
     if reference is not None:
         entries.append(("2SLS (reference)", reference.record.get("effect")))
-    rows = []
-    for title, effect in entries:
-        if not effect:
+    return [(title, effect) for title, effect in entries if effect]
+
+
+def _anderson_rubin(effect: dict) -> dict | None:
+    return next((e for e in effect.get("intervals") or [] if e["interval"].startswith("Anderson-Rubin")), None)
+
+
+def interval_kind(how: str | None) -> str:
+    """An interval's description in a few words: "2SLS s.e.", "delta method", "bootstrap (B = 50)", "none"."""
+    if not how or how.startswith("none"):
+        return "none (ask for a bootstrap)"
+    if how.startswith("bootstrap"):
+        return "bootstrap" + (f" (B = {how.split(',')[1].split()[0]})" if "," in how else "")
+    if how.startswith("2SLS"):
+        return "2SLS s.e." + (f" ({how.split('(')[-1].split(',')[0]})" if "(" in how else "")
+    return "delta method" if how.startswith("delta") else how.split(":")[0]
+
+
+def interval_descriptions(items: list[ResultItem], reference: Run | None = None) -> dict[str, str]:
+    """{short kind: full description} of every interval kind in the effects table, the Anderson-Rubin
+    sets' words included (one line each)."""
+    out = {}
+    for title, effect in _effects(items, reference):
+        if effect.get("estimate") is None:
             continue
-        level = effect.get("level") or 0.95
-        lower, upper = effect.get("ci_lower"), effect.get("ci_upper")
-        rows.append({"run": title, "effect": effect.get("estimate"),
-                     f"{level:.0%} interval": "—" if lower is None else f"{lower:.4g} to {upper:.4g}",
-                     "how": effect.get("interval") or effect.get("error")})
-    return pd.DataFrame(rows)
+        out.setdefault(interval_kind(effect.get("interval")), effect.get("interval"))
+        ar = _anderson_rubin(effect)
+        if ar:
+            out[f"Anderson-Rubin set, {title}"] = ar["interval"].split(": ", 1)[-1]
+    return out
 
 
 def estimand(items: list[ResultItem]) -> str | None:

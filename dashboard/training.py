@@ -109,9 +109,10 @@ def status_line(snap) -> str:
                 f"done in {about(snap.ends_in)} (estimates)")
     if snap.status == "running":
         where = f" · fold {snap.fold}" if snap.fold is not None else ""
+        spent = f" · {time.time() - snap.started:.0f} s so far" if snap.started else ""
         left = f" · {about(snap.ends_in)} left" if snap.ends_in is not None else ""
         stop = " · stopping after this step" if snap.cancel_requested else ""
-        return f"{snap.stage or 'starting'}{where}{left}{stop}"
+        return f"{snap.stage or 'starting'}{where}{spent}{left}{stop}"
     if snap.status == "done":
         rec = snap.run.record if snap.run is not None else None
         if rec is None:

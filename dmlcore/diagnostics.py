@@ -112,7 +112,10 @@ def strength_label(f_stat: float, n_instruments: int = 1, *, statistic: str = "f
         return Strength("moderate", f_stat, (
             f"moderate: {statistic} {shown} is above the rule of thumb {WEAK_F:g}{extra}, but below "
             f"{bar:g} ({source}): {below}. {prefer}"))
-    return Strength("strong", f_stat, f"strong: {statistic} {shown} is above {bar:g} ({source}): {above}.")
+    aside = (" In the linear bridge these bars concern tests on the outcome proxies' coefficients; they say the "
+             "proxies are linearly related, not that the treatment's effect is identified (completeness)."
+             if proximal else "")
+    return Strength("strong", f_stat, f"strong: {statistic} {shown} is above {bar:g} ({source}): {above}.{aside}")
 
 
 def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,

@@ -6,7 +6,7 @@ from dashboard import state, training, ui
 from dmlcore import plots
 from dmlcore.data.datasets import REAL_DATASETS
 from dmlcore.data.ihdp import IHDP_DESIGNS
-from dmlcore.data.io import load_table, numeric_problems, summarize
+from dmlcore.data.io import check_usable, load_table, numeric_problems, summarize
 from dmlcore.data.registry import SIMULATED
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError
@@ -87,8 +87,11 @@ def upload_tab():
     elif ss.get("upload_id") != upload.file_id:
         try:
             table = load_table(upload, name=upload.name, max_bytes=MAX_BYTES)
-        except DMLCoreError as err:             # the data loaded before stays
-            ss["upload_error"] = str(err)
+            check_usable(table, upload.name)    # parses but cannot hold a problem: keep what was loaded
+        except DMLCoreError as err:             # the data loaded before stays, with its roles
+            current = state.dataset()
+            ss["upload_error"] = str(err) + (f" The data loaded before ({current.title or current.name}) and its roles "
+                                             f"are kept." if current is not None else "")
         else:
             ss.pop("upload_error", None)
             state.set_dataset(state.Dataset(name=upload.name, source="upload", table=table, suggested=None,
@@ -109,12 +112,15 @@ def real_tab():
     st.markdown(f"**Suggested roles** ({'proximal' if info.problem == 'pcl' else 'instrumental variable'}): "
                 f"{info.roles_text()}.")
     current = state.dataset()
-    if current is None or current.name != name:      # once loaded, the caveat is shown below
+    if ss.get("real_loaded") == name and current is not None and current.name == name:
+        st.success(f"Loaded {name} with its suggested roles.")
+    elif current is None or current.name != name:      # once loaded, the caveat is shown below
         st.warning(info.caveat, icon=":material/help:")
     if st.button("Load this data set", key="real_load", type="primary"):
         with ui.guarded(f"load {name}"):          # on failure the data loaded before is kept
             state.set_dataset(training.dataset_from_registry(name))
-            st.success(f"Loaded {name} with its suggested roles.")
+            ss["real_loaded"] = name
+            st.rerun()                            # drawn again: the caveat once, under the current data
 
 
 def current_data(ds: state.Dataset):

@@ -5,7 +5,7 @@ import streamlit as st
 
 from dashboard import results, state, ui
 from dmlcore import plots
-from dmlcore.data.datasets import REAL_DATASETS, TRUTH_UNKNOWN
+from dmlcore.data.datasets import OWN_DATA_UNKNOWN, REAL_DATASETS
 from dmlcore.diagnostics import strength_label
 from dmlcore.errors import DMLCoreError
 from dmlcore.ivinference import COV_TITLES, COV_TYPES
@@ -18,16 +18,18 @@ ss = st.session_state
 
 
 def choose_runs(items):
-    """Which runs to compare: the newest batch (and reloaded runs) unless the user picked others."""
+    """Which runs to compare: at first the newest batch (or the last three runs); afterwards every run
+    that appears (a new batch, a finished bootstrap, a reloaded run) is added to the user's choice."""
     keys = [it.key for it in items]
     labels = {it.key: it.title for it in items}
-    latest = max((it.batch for it in items if it.batch is not None), default=None)
-    if "res_selected" not in ss or ss.get("res_latest_batch") != latest:
-        ss["res_selected"] = [it.key for it in items if it.batch == latest] or keys[-3:]
-        ss["res_latest_batch"] = latest
-    current = [k for k in ss["res_selected"] if k in keys]
+    seen = ss.get("res_seen")
+    if seen is None or "res_selected" not in ss:
+        latest = max((it.batch for it in items if it.batch is not None), default=None)
+        current = [it.key for it in items if it.batch == latest] or keys[-3:]
+    else:
+        current = [k for k in ss["res_selected"] if k in keys] + [k for k in keys if k not in seen]
     current += [k for k in ss.pop("res_add", []) if k in keys and k not in current]
-    ss["res_selected"] = current
+    ss["res_selected"], ss["res_seen"] = current, set(keys)
     chosen = st.multiselect("Runs to compare", keys, key="res_selected", persist_state="session",
                             format_func=lambda k: labels[k])
     return [it for it in items if it.key in chosen]
@@ -94,7 +96,7 @@ def curves_section(chosen):
         with right:
             dataset = chosen[0].record.get("dataset")
             info = REAL_DATASETS.get(dataset)
-            st.warning(info.caveat if info else TRUTH_UNKNOWN, icon=":material/help:")
+            st.warning(info.caveat if info else OWN_DATA_UNKNOWN, icon=":material/help:")
             coef_item = next((it for it in chosen if it.method == "2sls"), None)
             record = coef_item.record if coef_item else (ref.record if ref is not None and not isinstance(ref, str) else None)
             if record and record.get("coefficients"):
@@ -147,8 +149,10 @@ def effects_section(chosen, reference):
         return
     st.markdown(f"**Effect of the treatment**: {results.estimand(chosen) or 'not available'}")
     st.dataframe(table, key="res_effects", hide_index=True,
-                 column_config={"effect": st.column_config.NumberColumn(format="%.4g"),
-                                "how": st.column_config.TextColumn(width="large")})
+                 column_config={"effect": st.column_config.NumberColumn(format="%.4g")})
+    how = results.interval_descriptions(chosen, reference)
+    if how:
+        st.markdown("\n".join(f"- **{kind}**: {text}" for kind, text in how.items()))
     st.caption(EFFECTS_NOTE)
     bootstrap_form(results.bootstrap_candidates(chosen))
     linear_iv_section(chosen, reference)
@@ -356,7 +360,7 @@ def details_section(chosen):
                        help="Configuration, metrics and losses: enough to reproduce the run.")
 
 
-def stored_section(items):
+def stored_section(items, chosen):
     st.subheader("Stored runs")
     rows = state.stored_runs(safe=False)
     if not rows:
@@ -370,7 +374,9 @@ def stored_section(items):
     present = {it.key for it in items}
     options = [r["id"] for r in rows if r["id"] not in present]
     if not options:
-        st.caption("Every stored run of this session is already among the runs to compare above.")
+        st.caption(f"Every stored run of this session ({len(rows)}) is already loaded; {len(chosen)} of them "
+                   f"{'is' if len(chosen) == 1 else 'are'} selected under 'Runs to compare' above, where the "
+                   f"others can be added.")
         return
     labels = {r["id"]: f"{r['label']} · {r['dataset']} · {r['created']}" for r in rows}
     ss["store_pick"] = [k for k in ss.get("store_pick", []) if k in options]
@@ -392,6 +398,7 @@ active = [s for s in state.snapshots() if s.active]
 if active:
     st.info(f"{len(active)} run(s) still training.", icon=":material/hourglass_top:")
     st.page_link(ui.TRAIN, label="Follow them on Train", icon=":material/model_training:")
+chosen = []
 if not items:
     st.info("No finished runs yet. Start some on Train, try the demo on Home, or reload a stored run below.")
 else:
@@ -406,5 +413,5 @@ else:
     else:
         st.info("Choose at least one run to compare.")
 with ui.guarded("read the run store"):
-    stored_section(items)
+    stored_section(items, chosen)
 state.remember()  # a reload of this browser finds the data and choices again

@@ -30,12 +30,13 @@ SMALL_LIMIT = 2**20                # the upload limit used to test "a file over 
 
 
 def base_table(n: int = 300, seed: int = 1) -> pd.DataFrame:
-    """A clean IV table plus columns that are bad in a role: text, NaN, inf, constant, collinear."""
+    """A clean IV table plus columns that are bad in a role: text, NaN, inf, constant, collinear, a copy
+    of the treatment."""
     rng = np.random.default_rng(seed)
     z, u, x = rng.normal(size=(3, n))
     a = z + u + rng.normal(scale=0.5, size=n)
     y = 2 * a + 3 * u + rng.normal(size=n)
-    table = pd.DataFrame({"y": y, "a": a, "z": z, "x": x, "z_double": 2 * z, "constant": 1.0,
+    table = pd.DataFrame({"y": y, "a": a, "z": z, "x": x, "z_double": 2 * z, "a_copy": a, "constant": 1.0,
                           "label": ["p", "q"] * (n // 2), "x_nan": x, "x_inf": x,
                           "amount": [f"{v:,.1f}" for v in 1000 + 1000 * np.abs(x)]})
     table.loc[5, "x_nan"] = np.nan
@@ -122,6 +123,8 @@ ROLE_CASES = [
          roles=dict(GOOD_ROLES, instrument=["constant"]), dashboard="roles"),
     Case("collinear_instrument", "collinear instruments (z_double = 2 z)", "linear combination",
          roles=dict(GOOD_ROLES, instrument=["z", "z_double"]), dashboard="roles"),
+    Case("copied_instrument", "an instrument that copies the treatment (z = a)", "explains the treatment 'a' perfectly",
+         roles=dict(GOOD_ROLES, instrument=["a_copy"]), dashboard="roles"),
     Case("two_roles", "one column in two roles (instrument = covariate)", "has two roles",
          roles=dict(GOOD_ROLES, covariates=["x", "z"]), dashboard="roles"),
     Case("missing_instrument", "no instrument (required role missing)", "role 'instrument'",
@@ -167,6 +170,12 @@ SETTING_CASES = [
          settings=dict(learner="svm"), cli=["--learner", "svm", "--method", "ce-dml-cmr"], dashboard=None),
     Case("unknown_method", "an unknown method 'magic'", "'magic'", method="magic", settings={},
          cli=["--method", "magic"], dashboard=None),
+    Case("cluster_one_level", "clustered errors by a column with one level", "has a single level",
+         settings=dict(cov_type="clustered", cluster="constant"), cli=["--cov", "clustered", "--cluster", "constant"],
+         dashboard=None),
+    Case("cluster_all_distinct", "clustered errors by a column with a value per row", "different value in every row",
+         settings=dict(cov_type="clustered", cluster="x"), cli=["--cov", "clustered", "--cluster", "x"],
+         dashboard=None),
     Case("diverging", "a diverging fit (learning rate 1e6)", "diverged", method="ce-dml-cmr",
          settings=dict(learner="nn", nuisance_params={"lr": 1e6}, epochs=3), cli=None,
          dashboard="train", widgets={"est_learner": "nn", "adv_nn_lr": 1e6, "est_methods": ["ce-dml-cmr", "2sls"]}),

@@ -167,7 +167,10 @@ def test_pcl_simulation_shows_the_proxy_roles():
     assert at.multiselect(key="role_treatment_proxy").value == ["fuel_price_1", "fuel_price_2"]
     assert at.multiselect(key="role_outcome_proxy").value == ["views"]
     assert "Roles are valid" in texts(at.success)[0]
-    assert not at.get("metric")        # no first-stage diagnostics outside IV
+    [metric, partial] = at.get("metric")      # the proxies' linear first stage, in plain words
+    assert metric.label == "Proxy first-stage F (views)" and float(metric.value.replace(",", "")) > 0
+    assert "Partial R²" in partial.label
+    assert any("not a test of the completeness" in c for c in texts(at.caption))
 
 
 def test_the_sprite_simulation_warns_of_its_cost_before_it_is_chosen_to_train():
@@ -305,9 +308,11 @@ def test_whole_flow_simulate_train_results_and_reload(monkeypatch):
     assert list(table["method"]) == ["DML-CMR", "Naive plug-in", "2SLS"]
     assert all(math.isfinite(v) and v > 0 for v in table["MSE"])
     assert all(v >= 0 for v in table["seconds"])
-    assert [m.label for m in at.metric] == list(table["run"])
-    losses = json.loads(charts[1].proto.spec)
-    assert {"fold 0", "fold 1", "fold 2"} <= {t.get("name") for t in losses["data"]}
+    assert [m.label for m in at.metric if m.label.startswith("#")] == list(table["run"])
+    specs = [json.loads(c.proto.spec) for c in charts]
+    names = [{t.get("name") for t in spec["data"]} for spec in specs]
+    assert any({"fold 0", "fold 1", "fold 2"} <= n for n in names)               # the fold-wise losses
+    assert "effect of price (95 %)" in specs[1]["layout"]["xaxis"]["title"]["text"]   # Wald beside Anderson-Rubin
     downloads = at.get("download_button")
     assert len(downloads) == 2
     stored = at.dataframe[-1].value
@@ -540,7 +545,15 @@ def test_real_data_results_side_by_side_with_2sls():
     ref = effects.loc["2SLS (reference)"]                      # the coefficient and its interval
     lower, upper = map(float, ref["95% interval"].split(" to "))
     assert lower < ref["effect"] == coefficients.loc["educ", "coefficient"] < upper
-    assert ref["how"].startswith("2SLS")
+    assert ref["kind"] == "2SLS s.e. (homoskedastic)"
+    assert ref["Anderson-Rubin set"].startswith("[") and effects.loc["#1 DML-CMR · linear", "kind"].startswith("none")
+    # the covariance choice on Results: robust errors change the Wald interval, beside the Anderson-Rubin set
+    at.selectbox(key="res_cov").set_value("robust").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Anderson-Rubin set" in t for t in texts(at.markdown)) and at.get("plotly_chart")
+    at.selectbox(key="res_cov").set_value("clustered").run()
+    at.selectbox(key="res_cluster").set_value("educ").run()
+    assert not at.exception and not texts(at.error)
     assert "average derivative of f in educ" in all_text(at)
     metrics = next(d.value for d in at.dataframe if "MSE" in d.value)
     assert (metrics["MSE"] == "no truth").all() and metrics["held-out residual"].notna().all()

@@ -379,3 +379,12 @@ def test_unknown_key_in_spec_file_exits_2(capsys, tmp_path, home):
     spec.write_text('dataset = "demand-iv"\n[data]\nn = [200]\ncolour = "red"\n')
     assert_one_line_error(main(["study", "--spec", str(spec)]), capsys.readouterr().err,
                           "Unknown option 'colour' for demand-iv")
+
+
+def test_a_new_size_is_timed_by_a_line_through_the_sizes_seen():
+    from dmlcore.studies.runner import _scaled_by_rows
+    # 2 s of fixed cost and 1 ms per row: proportional scaling from 1000 rows would say 6 s at 2000
+    seen = {500: [2.5, 2.4, 2.6], 1000: [3.0, 2.9, 3.1]}
+    assert _scaled_by_rows(seen, 2000) == pytest.approx(2.0 + 0.001 * 2000)
+    assert _scaled_by_rows({1000: [3.0]}, 2000) == 6.0                  # one size: proportional
+    assert _scaled_by_rows({500: [3.0], 1000: [1.0]}, 2000) >= 0        # never a negative time

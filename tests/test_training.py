@@ -49,6 +49,12 @@ class _Run:
         self.record = record
 
 
+def test_a_running_run_says_the_time_spent_by_the_wall_clock():
+    line = training.status_line(snap("running", stage="bootstrap: 3 of 20 refits", started=time.time() - 95.4,
+                                     ends_in=500.0))
+    assert line == "bootstrap: 3 of 20 refits · 95 s so far · about 8 min left"
+
+
 def test_a_finished_run_says_the_wall_time_with_its_refits_not_the_fit_alone():
     record = {"seconds": 4.5, "mse": None, "effect": {"bootstrap": {"refits": 20}}, "heldout": {"relative": 0.1}}
     line = training.status_line(snap("done", run=_Run(record), started=1000.0, finished=1152.0))

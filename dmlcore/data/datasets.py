@@ -25,6 +25,9 @@ from dmlcore.errors import DMLCoreError
 TRUTH_UNKNOWN = ("Real data: the true causal function is unknown, so no estimate can be "
                  "scored; compare with the published estimate and judge the instrument's "
                  "validity yourself.")
+OWN_DATA_UNKNOWN = ("Your data: the true causal function is unknown, so no estimate can be scored. Judge the "
+                    "validity of the instruments (or proxies) from what you know of the data, and compare the "
+                    "methods through their effect intervals and held-out residuals.")
 
 
 @dataclass(frozen=True)

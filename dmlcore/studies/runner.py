@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from dmlcore.data.registry import dataset_options, load_dataset
@@ -133,24 +134,39 @@ def _plan(spec: StudySpec, store: RunStore | None, reuse: bool) -> StudyPlan:
 
 
 def _timing_model(store: RunStore) -> Callable[[dict], float | None]:
-    """A fit's seconds: the median of stored fits of the same config (any seed), else of the same
-    data set, method and learner scaled linearly in n; None without either."""
+    """A fit's seconds: the median of stored fits of the same config (any seed), else from stored fits
+    of the same data set, method and learner at other N: a line a + b N through their medians per N
+    when there are two N or more (a fit has a fixed cost besides its rows), else proportional to N;
+    None without either."""
     by_config, by_method = {}, {}
     for item in store.fit_timings():
         cfg = item["config"]
         by_config.setdefault(_without_seed(cfg), []).append(item["seconds"])
         n = cfg.get("data", {}).get("n")
         if n:
-            by_method.setdefault((cfg["dataset"], cfg["method"], cfg.get("learner")), []).append(item["seconds"] / n)
+            by_method.setdefault((cfg["dataset"], cfg["method"], cfg.get("learner")), {}).setdefault(n, []).append(
+                item["seconds"])
 
     def estimate(config: dict) -> float | None:
         same = by_config.get(_without_seed(config))
         if same:
             return statistics.median(same)
-        rates, n = by_method.get((config["dataset"], config["method"], config.get("learner"))), config["data"].get("n")
-        return statistics.median(rates) * n if rates and n else None
+        seen, n = by_method.get((config["dataset"], config["method"], config.get("learner"))), config["data"].get("n")
+        return _scaled_by_rows(seen, n) if seen and n else None
 
     return estimate
+
+
+def _scaled_by_rows(seen: dict, n: int) -> float:
+    """Seconds at ``n`` rows from {rows: [seconds, ...]} at other sizes (see :func:`_timing_model`)."""
+    sizes = sorted(seen)
+    medians = [statistics.median(seen[size]) for size in sizes]
+    if len(sizes) == 1:
+        return medians[0] * n / sizes[0]
+    slope, intercept = np.polyfit(sizes, medians, 1)
+    slope = max(float(slope), 0.0)
+    intercept = max(float(intercept), 0.0)
+    return intercept + slope * n
 
 
 def _without_seed(config: dict) -> str:
