@@ -196,7 +196,12 @@ def effects_table(items: list[ResultItem], reference: Run | None = None) -> pd.D
         row["Anderson-Rubin set"] = set_text(ar["set"]) if ar and ar.get("set") is not None else None
         rows.append(row)
     frame = pd.DataFrame(rows)
-    return frame.dropna(axis=1, how="all") if len(frame) else frame
+    if not len(frame):
+        return frame
+    frame = frame.dropna(axis=1, how="all")
+    text = [c for c in frame.columns if c != "effect"]
+    frame[text] = frame[text].fillna("—")
+    return frame
 
 
 def _effects(items, reference):
@@ -228,7 +233,8 @@ def interval_descriptions(items: list[ResultItem], reference: Run | None = None)
     for title, effect in _effects(items, reference):
         if effect.get("estimate") is None:
             continue
-        out.setdefault(interval_kind(effect.get("interval")), effect.get("interval"))
+        how = effect.get("interval") or ""
+        out.setdefault(interval_kind(how), how.removeprefix("none: "))
         ar = _anderson_rubin(effect)
         if ar:
             out[f"Anderson-Rubin set, {title}"] = ar["interval"].split(": ", 1)[-1]

@@ -19,6 +19,7 @@ from sklearn.model_selection import KFold
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import check_full_rank, dummy_columns, with_dummies
+from dmlcore.ivinference import FEW_CLUSTERS, check_covariance, first_stage_inference
 
 # Thresholds of a first-stage F with one endogenous column, with their sources.
 WEAK_F = 10.0            # Staiger & Stock (1997): the rule of thumb below which an instrument is weak
@@ -149,7 +150,8 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
 
     ``weak`` is True when any F (or the Cragg-Donald F) is below 10, the Staiger-Stock rule of
     thumb; ``strength`` is :func:`strength_label` of the smallest of them (unadjusted), or of the
-    effective F with a robust or clustered covariance.
+    effective F with a robust or clustered covariance -- but not with fewer than FEW_CLUSTERS
+    clusters, where a clustered F can be huge and means little.
 
     Returns
     -------
@@ -172,7 +174,6 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
     else:
         raise DMLCoreError(f"First-stage diagnostics are for IV and PCL problems; this data defines a "
                            f"'{data.problem}' problem. Use problem='iv' with an instrument column.")
-    from dmlcore.ivinference import check_covariance, first_stage_inference
     check_covariance(cov_type, cluster, data.table)
     levels = {c: np.unique(data.table[c].to_numpy(dtype=float)) for c in data.categorical
               if c in exogenous or c in excluded}
@@ -212,7 +213,8 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
     statistic, value = "first-stage F" if key == "treatments" else "proxy first-stage F", min(f_stat.min(), cragg_donald)
     if len(endogenous) > 1:
         statistic = "Cragg-Donald F"
-    if cov_type != "unadjusted" and (inference or {}).get("effective_f") is not None:
+    few = (inference or {}).get("n_clusters") is not None and inference["n_clusters"] < FEW_CLUSTERS
+    if cov_type != "unadjusted" and (inference or {}).get("effective_f") is not None and not few:
         statistic, value = f"effective F ({cov_type})", inference["effective_f"]
     label = strength_label(value, q, statistic=statistic, cov_type=cov_type, n_endogenous=len(endogenous),
                            proximal=key == "outcome_proxies")

@@ -100,8 +100,11 @@ def diagnostics(ds: state.Dataset, data: CausalData):
     for name, d in columns.items():
         c1, c2, c3 = st.columns(3)
         label = strength_label(d["f_stat"], q, n_endogenous=len(columns), proximal=proximal)
+        # with several endogenous columns each F only says whether that column alone is weak; the
+        # Cragg-Donald F below speaks for them together
+        level = label.level if len(columns) == 1 or label.level == "weak" else f"above {WEAK_F:g}"
         c1.metric(f"{'Proxy first-stage' if proximal else 'First-stage'} F ({name})", format_f(d["f_stat"]),
-                  delta=label.level, delta_arrow="off", delta_color=ui.STRENGTH_COLORS[label.level],
+                  delta=level, delta_arrow="off", delta_color=ui.STRENGTH_COLORS.get(level, "gray"),
                   help=(f"F statistic of the treatment proxies in the linear regression of the outcome proxy {name} "
                         f"on the proxies, the treatment and the covariates (homoskedastic). Labels: " if proximal else
                         "F statistic of the instruments in the linear regression of the treatment on instruments "

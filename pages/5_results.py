@@ -8,7 +8,7 @@ from dmlcore import plots
 from dmlcore.data.datasets import OWN_DATA_UNKNOWN, REAL_DATASETS
 from dmlcore.diagnostics import strength_label
 from dmlcore.errors import DMLCoreError
-from dmlcore.ivinference import COV_TITLES, COV_TYPES
+from dmlcore.ivinference import COV_TITLES, COV_TYPES, FEW_CLUSTERS
 from dmlcore.estimators.peers import PEERS
 from dmlcore.runs import METHOD_TITLES, fit_run
 
@@ -212,8 +212,10 @@ def linear_iv_section(chosen, reference):
     m2.metric(f"First-stage F ({cov})", f"{endogenous['f_stat_cov']:,.1f}",
               help="Wald statistic of the instruments in the first stage under this covariance, divided by their "
                    "number (linearmodels).")
-    m3.metric("Effective F", f"{first['effective_f']:,.1f}", delta=label.level, delta_arrow="off",
-              delta_color=ui.STRENGTH_COLORS[label.level],
+    few = first.get("n_clusters") is not None and first["n_clusters"] < FEW_CLUSTERS
+    m3.metric("Effective F", f"{first['effective_f']:,.1f}",
+              delta=f"unreliable: {first['n_clusters']} clusters" if few else label.level, delta_arrow="off",
+              delta_color="gray" if few else ui.STRENGTH_COLORS[label.level],
               help="Montiel Olea & Pflueger (2013): the first-stage F made robust to the covariance; with "
                    "homoskedastic errors it is the usual F. " + label.text)
     if first.get("kleibergen_paap_f") is not None:

@@ -119,7 +119,7 @@ def real_data_note(names: list[str]) -> str:
     shown = ", ".join("your table" if name == "table" else name for name in names)
     return (f"Data without a known truth ({shown}): the true causal function is unknown, so there is no MSE. Each "
             "fit reports the treatment's effect with its interval (where the method has one) and the held-out "
-            "residual score, which needs no truth: it flags fits that fail the moment restriction on rows they "
+            "residual, which needs no truth: it flags fits that fail the moment restriction on rows they "
             "never saw. It is not an error against the true effect (with weak instruments or proxies very "
             "different fits score alike), so use it to set aside fits that fail, not to crown a winner. The rows "
             "are the same at every seed: a seed changes only the methods' randomness (initial weights, draws, "
