@@ -17,7 +17,6 @@ import torch
 
 from dmlcore.data.ihdp import IHDP_DESIGNS
 from dmlcore.data.registry import dataset_options, load_dataset, real_dataset_names
-from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged

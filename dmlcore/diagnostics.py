@@ -19,7 +19,8 @@ from sklearn.model_selection import KFold
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import check_full_rank, dummy_columns, with_dummies
-from dmlcore.ivinference import FEW_CLUSTERS, check_covariance, first_stage_inference
+from dmlcore.covariance import FEW_CLUSTERS, check_covariance
+from dmlcore.ivinference import first_stage_inference
 
 # Thresholds of a first-stage F with one endogenous column, with their sources.
 WEAK_F = 10.0            # Staiger & Stock (1997): the rule of thumb below which an instrument is weak

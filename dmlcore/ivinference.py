@@ -6,8 +6,8 @@ outcome bridge: y on the outcome proxies W (endogenous), the treatment, the cova
 constant (exogenous), with the treatment proxies Z as instruments. A categorical column enters as
 dummies of its levels, the first left out.
 
-* :func:`check_covariance` -- the covariance choice: ``unadjusted`` (homoskedastic),
-  ``robust`` (heteroskedasticity-robust, HC0) or ``clustered`` by a column.
+The covariance choice (``unadjusted``, ``robust``, ``clustered`` by a column) and its checks live
+in :mod:`dmlcore.covariance`.
 * :func:`first_stage_inference` -- per endogenous column the partial R^2, the first-stage F
   under the covariance choice (linearmodels' Wald statistic divided by the number of
   instruments), the effective F of Montiel Olea & Pflueger (2013) (one endogenous column; not
@@ -35,50 +35,11 @@ from scipy.optimize import brentq
 from scipy.stats import chi2, f as f_dist
 
 from dmlcore.data.roles import CausalData
+from dmlcore.covariance import FEW_CLUSTERS, check_covariance, cluster_codes
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import check_full_rank, dummy_columns, with_dummies
 
-COV_TYPES = ("unadjusted", "robust", "clustered")
-COV_TITLES = {"unadjusted": "homoskedastic (unadjusted)", "robust": "heteroskedasticity-robust (HC0)",
-              "clustered": "clustered"}
-FEW_CLUSTERS = 30     # below this many clusters, cluster-robust errors are unreliable (Cameron & Miller 2015)
 AR_NAME = "Anderson-Rubin"
-
-
-def check_covariance(cov_type: str, cluster: str | None, table: pd.DataFrame | None = None) -> None:
-    """Raise unless ``cov_type`` (and ``cluster``, a column of ``table``) is a valid covariance choice."""
-    if cov_type not in COV_TYPES:
-        raise DMLCoreError(f"Unknown covariance {cov_type!r}; choose one of {', '.join(COV_TYPES)}.")
-    if cov_type != "clustered":
-        if cluster:
-            raise DMLCoreError(f"A cluster column ({cluster!r}) is used only with the clustered covariance; "
-                               f"choose cov 'clustered' or leave the cluster column out.")
-        return
-    if not cluster:
-        raise DMLCoreError("The clustered covariance needs a cluster column (--cluster COLUMN); name the "
-                           "column whose values group the rows (a village, a firm, a year).")
-    if table is not None:
-        cluster_codes(table, cluster)
-
-
-def cluster_codes(table: pd.DataFrame, cluster: str) -> np.ndarray:
-    """The rows' cluster numbers 0..g-1 from the column ``cluster``; raise for a column that cannot
-    cluster (absent, missing values, one level, a level per row)."""
-    if cluster not in table.columns:
-        raise DMLCoreError(f"Cluster column '{cluster}' is not in the table; choose one of its columns.")
-    column = table[cluster]
-    if column.isna().any():
-        raise DMLCoreError(f"Cluster column '{cluster}' has {int(column.isna().sum())} missing value(s); fill them "
-                           f"in or choose another column.")
-    codes, levels = pd.factorize(column, sort=True)
-    if len(levels) < 2:
-        raise DMLCoreError(f"Cluster column '{cluster}' has a single level, so clustering has nothing to group by; "
-                           f"choose a column with several groups, or the robust covariance.")
-    if len(levels) == len(table):
-        raise DMLCoreError(f"Cluster column '{cluster}' has a different value in every row ({len(table):,} "
-                           f"clusters of one row): that is the robust covariance. Choose 'robust', or a column "
-                           f"that groups rows.")
-    return codes
 
 
 @dataclass

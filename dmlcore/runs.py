@@ -175,7 +175,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     covariance ``cov_type`` ("unadjusted", "robust", "clustered" by the column ``cluster``), which
     2SLS's standard errors and Anderson-Rubin set use too.
     """
-    from dmlcore.ivinference import check_covariance
+    from dmlcore.covariance import check_covariance
     check_covariance(cov_type, cluster, data.table)   # before any fit
     if bootstrap is not None:
         check_bootstrap(bootstrap)

@@ -6,7 +6,8 @@ from dashboard import state, training, ui
 from dmlcore import plots
 from dmlcore.data.datasets import REAL_DATASETS
 from dmlcore.data.ihdp import IHDP_DESIGNS
-from dmlcore.data.io import check_usable, load_table, numeric_problems, summarize
+from dmlcore.data.io import load_table, numeric_problems, summarize
+from dmlcore.data.roles import check_usable
 from dmlcore.data.registry import SIMULATED
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError

@@ -8,7 +8,7 @@ from dmlcore import plots
 from dmlcore.data.datasets import OWN_DATA_UNKNOWN, REAL_DATASETS
 from dmlcore.diagnostics import strength_label
 from dmlcore.errors import DMLCoreError
-from dmlcore.ivinference import COV_TITLES, COV_TYPES, FEW_CLUSTERS
+from dmlcore.covariance import COV_TITLES, COV_TYPES, FEW_CLUSTERS
 from dmlcore.estimators.peers import PEERS
 from dmlcore.runs import METHOD_TITLES, fit_run
 

@@ -14,8 +14,8 @@ from dmlcore.data.simulate import simulate_demand_pcl
 from dmlcore.diagnostics import first_stage
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import TwoStageLeastSquares
-from dmlcore.ivinference import (anderson_rubin_set, check_covariance, first_stage_inference, linear_iv,
-                                 set_kind)
+from dmlcore.covariance import check_covariance
+from dmlcore.ivinference import anderson_rubin_set, first_stage_inference, linear_iv, set_kind
 from dmlcore.runs import fit_run
 
 

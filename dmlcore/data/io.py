@@ -378,21 +378,6 @@ FORMATTED_NUMBER_HINT = ("It looks like a number with thousands separators or a 
                          "file with plain numbers ('.' as decimal mark, no thousands separators).")
 
 
-def check_usable(table: pd.DataFrame, name: str) -> None:
-    """Raise unless some roles could be valid on ``table``: at least MIN_ROWS rows and three numeric
-    columns (outcome, treatment, and an instrument or proxies). A file that parses but fails this
-    should not replace the data a user already has."""
-    from dmlcore.data.roles import MIN_ROWS
-    if len(table) < MIN_ROWS:
-        raise DMLCoreError(f"{name} has {len(table)} row(s); every problem needs at least {MIN_ROWS} (and cross-fitting "
-                           f"10 per fold). Load a file with more rows.")
-    numeric = [str(c) for c in table.columns if _is_numeric(table[c]) or pd.api.types.is_bool_dtype(table[c])]
-    if len(numeric) < 3:
-        shown = f" ({', '.join(numeric)})" if numeric else ""
-        raise DMLCoreError(f"{name} has {len(numeric)} numeric column(s){shown}; a problem needs at least three "
-                           f"(outcome, treatment, and an instrument or proxies). Encode the others as numbers first.")
-
-
 def numeric_problems(df: pd.DataFrame, columns) -> list[str]:
     """Messages about ``columns`` that are not clean numbers: text, missing or infinite values.
 

@@ -304,6 +304,20 @@ class CausalData:
         return "; ".join(f"{r}: {', '.join(c)}" for r, c in self.roles().items())
 
 
+def check_usable(table: pd.DataFrame, name: str) -> None:
+    """Raise unless some roles could be valid on ``table``: at least MIN_ROWS rows and three numeric
+    columns (outcome, treatment, and an instrument or proxies). A file that parses but fails this
+    should not replace the data a user already has."""
+    if len(table) < MIN_ROWS:
+        raise DMLCoreError(f"{name} has {len(table)} row(s); every problem needs at least {MIN_ROWS} (and cross-fitting "
+                           f"10 per fold). Load a file with more rows.")
+    numeric = [str(c) for c in table.columns if pd.api.types.is_numeric_dtype(table[c]) or pd.api.types.is_bool_dtype(table[c])]
+    if len(numeric) < 3:
+        shown = f" ({', '.join(numeric)})" if numeric else ""
+        raise DMLCoreError(f"{name} has {len(numeric)} numeric column(s){shown}; a problem needs at least three "
+                           f"(outcome, treatment, and an instrument or proxies). Encode the others as numbers first.")
+
+
 def suggest_categorical(table: pd.DataFrame, columns: list[str], max_levels: int = 10) -> list[str]:
     """The ``columns`` that hold integers with 3 to ``max_levels`` levels: perhaps category codes
     (a 0/1 column reads the same either way)."""

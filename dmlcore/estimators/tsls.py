@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy.linalg import solve_triangular
 
+from dmlcore.covariance import check_covariance, cluster_codes
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 
@@ -79,7 +80,6 @@ class TwoStageLeastSquares:
     def fit(self, data: CausalData, monitor=None) -> "TwoStageLeastSquares":
         """Estimate the coefficients of f on ``data``; ``monitor`` is only checked for cancellation."""
         check_data(data, type(self).__name__)
-        from dmlcore.ivinference import check_covariance, cluster_codes
         check_covariance(self.cov_type, self.cluster, data.table)
         if monitor is not None:
             monitor.stage("2SLS")

@@ -287,7 +287,7 @@ def _grid(block: dict) -> Grid:
         settings[name] = values
     seeds = parse_seeds(block.get("seeds", DEFAULT_SEEDS))
     covariance = (block.get("cov_type") or "unadjusted", block.get("cluster") or None)
-    from dmlcore.ivinference import check_covariance
+    from dmlcore.covariance import check_covariance
     check_covariance(*covariance)          # the cluster column is checked against the table by each fit
     return Grid(dataset, data, methods, settings, seeds, covariance)
 
