@@ -6,20 +6,18 @@ estimate is compared with the seconds its fits actually took (the workers' secon
 diagnostics, held-out refits) and with the wall clock. Rows are appended to
 bench/results/study-estimates.csv.
 
-    nice -n 10 .venv/bin/python bench/study_estimates.py
+    nice -n 10 .venv/bin/python -m bench.study_estimates
 """
 
 from __future__ import annotations
 
 import csv
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 CASES = [  # (name, first study, second study): the second is estimated from the first's timings
     ("card, same configs, new seeds",

@@ -261,3 +261,15 @@ def gpu_cpu_reference(rows) -> str:
         lines.append(f"| dsprites-pcl N = {n}, seed 0: naive / CE / DML-CMR | {' / '.join(f'{c.mse:.2f}' for c in cells)} | "
                      f"{' / '.join(f'{c.seconds:,.0f}' for c in cells)} | `bench/results/dsprites-pcl-nn.csv` |")
     return "\n".join(lines)
+
+
+@block("study-estimates")
+def study_estimates(rows) -> str:
+    """Estimate / actual seconds of a study planned from a first study's timings (bench/study_estimates.py)."""
+    frame = rows.csv("study-estimates.csv")
+    lines = ["| case | fits | estimate / actual, each run | when (UTC) | load average |", "|---|---|---|---|---|"]
+    for case, part in frame.groupby("case", sort=False):
+        lines.append(f"| {case} | {part['fits'].iloc[0]} | {', '.join(f'{r:.2f}' for r in part['ratio'])} | "
+                     f"{', '.join(d.split()[1] for d in part['date'])} | "
+                     f"{part['load'].min():.1f}–{part['load'].max():.1f} |")
+    return "\n".join(lines)
