@@ -210,13 +210,14 @@ def loss_figure(losses: Mapping, *, models: Sequence[str] = ("s", "g", "f"),
             epochs, train, val = _thin(folds[fold], max_points)
             color = "#444444" if fold is None else PALETTE[fi % len(PALETTE)]
             name = "all rows" if fold is None else f"fold {fold}"
-            fig.add_trace(go.Scatter(x=epochs, y=train, mode="lines", name=name,
+            mode = "lines" if len(epochs) > 1 else "markers"   # a closed-form fit (linear) has one point
+            fig.add_trace(go.Scatter(x=epochs, y=train, mode=mode, name=name,
                                      legendgroup=name, showlegend=ci == 1 or fold is None,
                                      line=dict(color=color, width=1.6),
                                      hovertemplate=f"{name} train<br>epoch %{{x}}<br>loss %{{y:.4f}}<extra></extra>"),
                           row=1, col=ci)
             if any(v is not None for v in val):
-                fig.add_trace(go.Scatter(x=epochs, y=[np.nan if v is None else v for v in val], mode="lines",
+                fig.add_trace(go.Scatter(x=epochs, y=[np.nan if v is None else v for v in val], mode=mode,
                                          name=f"{name} (validation)", legendgroup=name, showlegend=False,
                                          line=dict(color=color, width=1.6, dash="dot"),
                                          hovertemplate=f"{name} validation<br>epoch %{{x}}<br>loss %{{y:.4f}}<extra></extra>"),

@@ -114,3 +114,10 @@ def test_sweep_figure_one_panel_per_quantity_with_reference_lines():
     assert [t.name for t in fig.data] == ["width", "coverage"]
     assert list(fig.data[1].y) == [0.9, 0.8, 0.7] and list(fig.data[0].text) == ["F 100", "F 20", "F 5"]
     assert fig.layout.xaxis.type == "log" and [s.y0 for s in fig.layout.shapes] == [0.95]
+
+
+def test_a_loss_history_of_one_point_is_drawn_as_a_marker():
+    fig = plots.loss_figure({"s": {0: {"epoch": [0], "train": [0.9], "val": [0.95]}},
+                             "g": {0: {"epoch": [0, 1], "train": [0.5, 0.4], "val": [None, None]}}})
+    assert [t.mode for t in fig.data if t.xaxis == "x"] == ["markers", "markers"]   # train and validation
+    assert [t.mode for t in fig.data if t.xaxis == "x2"] == ["lines"]
