@@ -1,0 +1,72 @@
+"""Learn, tab Weak instruments: 2SLS drifts toward OLS, its interval fails, Anderson-Rubin holds."""
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.learn.common import num, pct
+from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F
+from dmlcore.teaching import figures, iv
+
+
+@st.cache_data(show_spinner=False, max_entries=50)
+def weak_exp(instruments: int, rho: float):
+    return iv.weak_instruments(instruments=instruments, rho=rho)
+
+
+def weak_tab():
+    st.markdown(
+        "The same markets with the confounding set by ρ, and an instrument made weaker and weaker. 500 data sets "
+        "of 500 rows at each strength; the strength is named by the median first-stage F.")
+    c1, c2 = st.columns(2)
+    k = c1.radio("Instruments", [4, 1], horizontal=True, key="learn_weak_k", persist_state="session",
+                 format_func=lambda v: f"{v} instrument{'s' if v > 1 else ''}",
+                 help="Four weak instruments show the bias toward OLS; one instrument shows the unreliable "
+                      "intervals (its 2SLS median stays close to the truth until F is very small).")
+    rho = c2.slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key="learn_weak_rho", persist_state="session")
+    exp = weak_exp(int(k), float(rho))
+    st.plotly_chart(figures.weak_figure(exp), key="learn_weak_plot")
+    s = exp.summary
+    table = pd.DataFrame({
+        "median first-stage F": s["median F"], "label": s["strength"],
+        "median 2SLS": s["median 2SLS"], "median OLS": s["median OLS"],
+        "2SLS median bias / OLS's": s["relative median bias"],
+        "usual 2SLS 95 % interval covers": s["2SLS interval coverage"],
+        "Anderson-Rubin 95 % set covers": s["AR coverage"], "AR set unbounded": s["AR unbounded"]})
+    st.dataframe(table, hide_index=True, key="learn_weak_table",
+                 column_config={c: st.column_config.NumberColumn(format="%.2f") for c in table.columns if c != "label"})
+    weakest, at10 = s.iloc[0], s.iloc[(s["median F"] - WEAK_F).abs().argmin()]
+    lines = [
+        f"At median F {num(at10['median F'], 1)}, 2SLS's median bias is {pct(at10['relative median bias'])} of "
+        f"OLS's; at F {num(weakest['median F'], 1)} it is {pct(weakest['relative median bias'])}: as F falls, "
+        "2SLS drifts toward OLS.",
+        f"The usual 2SLS interval contains the truth in {pct(weakest['2SLS interval coverage'])} of the draws at "
+        f"F {num(weakest['median F'], 1)} and {pct(s['2SLS interval coverage'].iloc[-1])} at F "
+        f"{num(s['median F'].iloc[-1], 1)}; the **Anderson-Rubin** set in "
+        + (f"{pct(s['AR coverage'].min())}" if pct(s['AR coverage'].min()) == pct(s['AR coverage'].max()) else
+           f"{pct(s['AR coverage'].min())} to {pct(s['AR coverage'].max())}")
+        + f" at every strength. It stays honest by growing: at F "
+        f"{num(weakest['median F'], 1)} it is unbounded in {pct(weakest['AR unbounded'])} of the draws: the data "
+        "cannot rule out arbitrarily large effects.",
+    ]
+    if k == 1:
+        lines.append("With one instrument the 2SLS median stays near the truth until F is very small, but its "
+                     "spread explodes and the usual interval is too narrow: the bias toward OLS shows most with "
+                     "several instruments (choose 4).")
+    st.markdown("\n".join(f"- {line}" for line in lines))
+    st.markdown("#### Thresholds for the first-stage F, with their sources")
+    st.dataframe(pd.DataFrame([
+        {"first-stage F above": f"{WEAK_F:g}", "what it buys": "rule of thumb: the instrument is not weak",
+         "source": "Staiger & Stock (1997)"},
+        {"first-stage F above": " / ".join(f"{v:.2f}" for v in STOCK_YOGO_SIZE_10.values())
+         + " (1 / 2 / 3 / 4 instruments)",
+         "what it buys": "a nominal 5 % 2SLS test rejects a true value at most 10 % of the time",
+         "source": "Stock & Yogo (2005), critical values for one treatment"},
+        {"first-stage F above": f"{LEE_T_TEST_F:g}", "what it buys": "the usual 5 % t-test of 2SLS has size 5 % "
+         "(one instrument)", "source": "Lee, McCrary, Moreira & Porter (2022)"},
+    ]), hide_index=True, key="learn_thresholds")
+    st.caption(f"The labels used everywhere in this tool (Roles, this page, the command line's warning): **weak** "
+               f"below {WEAK_F:g}, **moderate** from {WEAK_F:g} to {LEE_T_TEST_F:g}, **strong** above.")
+    choice = st.select_slider("Intervals of single data sets at strength", list(s["expected F"]),
+                              value=s["expected F"].iloc[1], key="learn_weak_pick", persist_state="session",
+                              format_func=lambda v: f"F≈{s.set_index('expected F').loc[v, 'median F']:.3g}")
+    st.plotly_chart(figures.intervals_figure(exp, float(choice)), key="learn_weak_intervals")
