@@ -7,14 +7,15 @@ Streamlit). Tabs track which one is open and only the open tab computes anything
 import streamlit as st
 
 from dashboard import state, ui
-from dashboard.learn import confounding, crossfit, demand, exclusion, forbidden, iv, proximal, score, weak
+from dashboard.learn import confounding, crossfit, demand, exclusion, forbidden, iv, pliv, proximal, score, weak
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
 
 TABS = (("Instrumental variables", iv.iv_tab), ("Confounding", confounding.confounding_tab),
         ("Weak instruments", weak.weak_tab), ("Invalid instruments", exclusion.exclusion_tab),
         ("Forbidden regression", forbidden.forbidden_tab), ("Proximal learning", proximal.pcl_tab),
-        ("Orthogonal score", score.score_tab), ("Cross-fitting", crossfit.crossfit_tab),
+        ("Orthogonal score", score.score_tab),
+        ("Orthogonality that works", pliv.pliv_tab), ("Cross-fitting", crossfit.crossfit_tab),
         ("Ticket demand", demand.demand_tab))
 
 st.title("Learn")

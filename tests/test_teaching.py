@@ -239,3 +239,32 @@ def test_demand_regression_moves_with_the_hidden_shock():
     assert confounded["fits"][reg]["slope"] - clean["fits"][reg]["slope"] > 5       # the shock tilts it
     assert abs(confounded["fits"]["2SLS"]["slope"] - clean["fits"]["2SLS"]["slope"]) < 5
     assert confounded["true_slope"] == pytest.approx(clean["true_slope"], rel=0.05)
+
+
+# ---------------------------------------------------------------- orthogonality that works (PLIV)
+def test_orthogonal_score_keeps_its_coverage_and_the_naive_score_does_not():
+    from dmlcore.teaching import pliv
+    s = pliv.simulations(n=500, sims=60, seed=0).summary.set_index(["score", "cross-fitting"])
+    for crossfit in (True, False):
+        assert s.loc[("orthogonal", crossfit), "coverage"] >= 0.85
+        assert s.loc[("naive", crossfit), "coverage"] <= 0.6
+        assert abs(s.loc[("orthogonal", crossfit), "mean t"]) < 1.0 < 1.5 < abs(s.loc[("naive", crossfit), "mean t"])
+
+
+def test_second_order_control_shrinks_like_eps_squared():
+    from dmlcore.teaching import pliv
+    slopes = pliv.second_order().params["slopes"]
+    assert slopes["orthogonal"] == pytest.approx(2.0, abs=0.2)
+    assert slopes["naive"] == pytest.approx(1.0, abs=0.25)
+    assert pliv.loglog_slope([0.1, 0.2, 0.4], [0.01, 0.04, 0.16]) == pytest.approx(2.0)
+
+
+def test_shipped_pliv_rows_are_what_the_code_computes():
+    from dmlcore.teaching import pliv
+    shipped = pliv.cached()
+    assert shipped.params["sims"] == shipped.draws["sim"].nunique() == pliv.CACHE_SETTINGS["sims"]
+    settings = {k: v for k, v in pliv.CACHE_SETTINGS.items() if k != "sims"}
+    again = pliv.simulations(sims=2, **settings).draws
+    first = shipped.draws[shipped.draws["sim"] < 2]
+    assert np.allclose(again["theta_hat"], first["theta_hat"], rtol=1e-5)
+    assert np.allclose(again["se"], first["se"], rtol=1e-5)

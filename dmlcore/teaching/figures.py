@@ -217,3 +217,52 @@ def orthogonality_figure(exp: Experiment) -> go.Figure:
     fig.update_layout(margin=dict(t=100), legend=dict(y=1.08))
     fig.update_annotations(font_size=12)
     return fig
+
+
+def pliv_histograms(exp: Experiment) -> go.Figure:
+    """Histograms of (theta-hat - theta) / se of :func:`dmlcore.teaching.pliv.simulations`: one
+    panel per score (columns) and with / without cross-fitting (rows), the N(0, 1) density over
+    each, the panel's coverage of the 95 % interval in its title."""
+    from dmlcore.teaching.pliv import SCORE_TITLES
+    table, summary = exp.draws, exp.summary.set_index(["score", "cross-fitting"])
+    cells = [(crossfit, score) for crossfit in (True, False) for score in SCORE_TITLES]
+    titles = [f"{SCORE_TITLES[s]}, {'cross-fitting' if c else 'no cross-fitting'}: "
+              f"covers {summary.loc[(s, c), 'coverage']:.0%}" for c, s in cells]
+    fig = make_subplots(rows=2, cols=2, shared_xaxes=True, shared_yaxes=True, subplot_titles=titles,
+                        horizontal_spacing=0.06, vertical_spacing=0.12)
+    grid = np.linspace(-6, 6, 241)
+    bins = dict(start=-6, end=6, size=0.25)
+    for i, (crossfit, score) in enumerate(cells):
+        row, col = i // 2 + 1, i % 2 + 1
+        t = table.loc[(table["score"] == score) & (table["cross-fitting"] == crossfit), "t"].clip(-6, 6)
+        fig.add_trace(go.Histogram(x=t, xbins=bins, histnorm="probability density", name=SCORE_TITLES[score],
+                                   marker_color=color_for("naive" if score == "naive" else "dml-cmr"), opacity=0.75,
+                                   legendgroup=score, showlegend=row == 1), row=row, col=col)
+        fig.add_trace(go.Scatter(x=grid, y=np.exp(-grid ** 2 / 2) / np.sqrt(2 * np.pi), mode="lines",
+                                 name="N(0, 1)", line=dict(color=TRUTH_COLOR, dash="dash", width=2),
+                                 legendgroup="normal", showlegend=i == 0), row=row, col=col)
+    fig.update_xaxes(title_text="(θ̂ − θ) / se  (values beyond ±6 piled at the edge)", row=2)
+    fig.update_yaxes(title_text="density", col=1)
+    fig.update_layout(**LAYOUT, height=560, bargap=0.02)
+    fig.update_layout(margin=dict(t=110), legend=dict(y=1.12))
+    fig.update_annotations(font_size=12)
+    return fig
+
+
+def second_order_figure(lines: list[tuple[str, np.ndarray, np.ndarray, str]]) -> go.Figure:
+    """|change of the estimate| against eps on log-log axes, one line per (name, eps, change,
+    colour key); a slope-1 and a slope-2 guide through the first line's first point."""
+    fig = go.Figure()
+    for name, eps, change, key in lines:
+        fig.add_trace(go.Scatter(x=eps, y=change, mode="lines+markers", name=name,
+                                 line=dict(color=color_for(key), width=2.5)))
+    eps, change = np.asarray(lines[0][1], dtype=float), np.asarray(lines[0][2], dtype=float)
+    low = min(float(np.min(np.asarray(c)[np.asarray(c) > 0])) for _, _, c, _ in lines)
+    for power, dash in ((1, "dot"), (2, "dash")):
+        guide = low * (eps / eps[0]) ** power
+        fig.add_trace(go.Scatter(x=eps, y=guide, mode="lines", name=f"slope {power} (guide)",
+                                 line=dict(color="#999", dash=dash, width=1), hoverinfo="skip"))
+    fig.update_layout(**LAYOUT, height=430, title="How far the estimate moves when the nuisances are off by ε",
+                      xaxis=dict(type="log", title="ε (size of the nuisance error)"),
+                      yaxis=dict(type="log", title="|change of the estimate| (log scale)", exponentformat="power"))
+    return fig
