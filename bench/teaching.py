@@ -81,6 +81,8 @@ SLOW = {
     "orthogonality": lambda: nuisance.orthogonality(),
     "compare-simple": lambda: nuisance.compare_methods("simple", draws=20),
     "compare-overfit": lambda: nuisance.compare_methods("overfit", draws=20),
+    "crossfit-swap": lambda: nuisance.swap_nuisances("overfit", seeds=5),
+    "demand-band-coverage": lambda: demand.band_coverage(seeds=10),
 }
 
 
@@ -88,11 +90,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "teaching"))
     parser.add_argument("--skip-slow", action="store_true", help="only the closed-form experiments")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="only these experiments (names as the CSVs)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     seconds = {}
     todo = dict(FAST) if args.skip_slow else {**FAST, **SLOW}
+    if args.only:
+        todo = {name: run for name, run in {**FAST, **SLOW}.items() if name in args.only}
     with threadpool_limits(limits=1, user_api="openmp"):
         for name, run in todo.items():
             start = time.perf_counter()

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 import streamlit as st
 
 from dashboard import state
+from dashboard.plan import methods_for
 from dmlcore.data.roles import ROLE_NAMES
 from dmlcore.errors import DMLCoreError
 from dmlcore.runs import METHOD_TITLES
@@ -112,4 +113,6 @@ def sidebar_status() -> None:
             for s in snaps:
                 counts[s.status] = counts.get(s.status, 0) + 1
             st.markdown("**Runs:** " + ", ".join(f"{STATUS_ICONS[k]} {v} {k}" for k, v in counts.items()))
-        st.caption(f"Methods: {', '.join(METHOD_TITLES.values())}")
+        data = state.causal() if ds is not None else None
+        methods = ", ".join(METHOD_TITLES[m] for m in methods_for(data))
+        st.caption(f"Methods for this data: {methods}" if data is not None else f"Methods: {methods}")

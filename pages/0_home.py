@@ -15,10 +15,10 @@ st.markdown(
     "confounder (*Z* of the treatment, *W* of the outcome) define a *bridge function* h through "
     "E[Y − h(A, W, X) | A, Z, X] = 0; its average over *W* and *X* is the causal curve E[Y | do(a)], which "
     "the proxies identify even when h itself is not unique. "
-    "This dashboard estimates them with **DML-CMR** (the paper's score ŝ(c) − g(f, c) with K-fold "
-    "cross-fitting), its variant without cross-fitting **CE-DML-CMR**, the **naive two-stage "
-    "plug-in**, classical **2SLS**, and a **regression** that ignores the instrument, all with the "
-    "same learners, so that the comparison is fair.")
+    "This dashboard estimates them with **DML-CMR** (the paper's score, the squared difference "
+    "(ŝ(c) − g(f, c))², with K-fold cross-fitting), its variant without cross-fitting **CE-DML-CMR**, the "
+    "**naive two-stage plug-in**, a **regression** that ignores the instrument — these four with the same "
+    "learners, so that the comparison is fair — and classical linear **2SLS**, which has no learners.")
 
 c1, c2, c3 = st.columns(3, border=True)
 with c1:

@@ -8,6 +8,7 @@ import streamlit as st
 
 from dashboard import state, ui
 from dashboard.learn import confounding, crossfit, demand, exclusion, forbidden, iv, pliv, proximal, score, weak
+from dashboard.learn.common import notation
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
 
@@ -20,7 +21,9 @@ TABS = (("Instrumental variables", iv.iv_tab), ("Confounding", confounding.confo
 
 st.title("Learn")
 st.caption("Each tab states what a simulation shows and shows it: the numbers in the text are computed from the "
-           "experiments on the page. Only the open tab computes.")
+           "experiments on the page. Only the open tab computes. Statements that no experiment here checks are "
+           "marked *not simulated here*.")
+notation()
 for tab, (_, draw) in zip(st.tabs([label for label, _ in TABS], key="learn_tab", on_change="rerun"), TABS):
     if tab.open:
         with tab, ui.guarded(f"draw the lesson {draw.__name__}"):

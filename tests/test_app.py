@@ -399,7 +399,8 @@ def test_demo_runs_and_lands_on_results(monkeypatch):
 
 
 LEARN_TABS = ["Instrumental variables", "Confounding", "Weak instruments", "Invalid instruments",
-              "Forbidden regression", "Proximal learning", "Orthogonal score", "Cross-fitting", "Ticket demand"]
+              "Forbidden regression", "Proximal learning", "Orthogonal score", "Orthogonality that works",
+              "Cross-fitting", "Ticket demand"]
 
 
 def open_tab(at, label):
@@ -411,13 +412,14 @@ def open_tab(at, label):
 
 
 def test_learn_opens_without_computing_hidden_tabs(monkeypatch):
-    from dmlcore.teaching import demand, forbidden, iv, nuisance, proximal
+    from dmlcore.teaching import demand, forbidden, iv, nuisance, pliv, proximal
 
     def refuse(*args, **kwargs):
         raise AssertionError("a hidden Learn tab computed")
     for module, name in ((iv, "confounding"), (iv, "weak_instruments"), (iv, "exclusion"),
                          (forbidden, "forbidden_regression"), (proximal, "proximal"), (nuisance, "orthogonality"),
-                         (nuisance, "compare_methods"), (demand, "demand_fits"), (demand, "band_fit")):
+                         (nuisance, "compare_methods"), (demand, "demand_fits"), (demand, "band_fit"),
+                         (pliv, "simulations"), (pliv, "second_order")):
         monkeypatch.setattr(module, name, refuse)
     at = start(LEARN)
     assert not at.error, [e.value for e in at.error]
@@ -464,7 +466,7 @@ def test_learn_lessons_state_what_their_experiments_show():
     open_tab(at, "Cross-fitting")
     body = all_text(at)
     assert "300 rows" in body and "K = 10" in body                # the user's own folds
-    folds = at.dataframe[0].value
+    folds = next(d.value for d in at.dataframe if "held-out rows (scored)" in d.value)
     assert len(folds) == 10 and folds["held-out rows (scored)"].sum() == 300
     assert any("naive plug-in beat DML-CMR" in m for m in texts(at.markdown))   # the project's own rows
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app import APP, LEARN, all_text
+from tests.test_app import APP, LEARN, LEARN_TABS, all_text
 
 pytestmark = pytest.mark.usefixtures("fresh_runtime")  # tests/conftest.py
 
@@ -20,6 +20,13 @@ def learn(tab: str) -> AppTest:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     return at
+
+
+@pytest.mark.parametrize("tab", [t for t in LEARN_TABS if t not in ("Ticket demand", "Orthogonality that works")])
+def test_each_tab_renders(tab):
+    at = learn(tab)
+    opened = next(t for t in at.tabs if t.label == tab)
+    assert len(opened.children) > 2 and not any(len(t.children) for t in at.tabs if t.label != tab)
 
 
 def test_orthogonality_that_works_draws_the_shipped_histograms_and_the_control():

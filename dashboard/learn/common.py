@@ -1,6 +1,7 @@
 """What every Learn tab shares: number formatting, the slow experiments shared by a server's
 sessions, and the first-stage strength metric."""
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import ui
@@ -49,3 +50,40 @@ def strength_metric(col, f_stat: float, n_instruments: int = 1, label: str = "Fi
     s = strength_label(f_stat, n_instruments)
     col.metric(label, f"{f_stat:,.1f}", delta=s.level, delta_color=ui.STRENGTH_COLORS[s.level], delta_arrow="off",
                help=s.text)
+
+
+NOTATION = (
+    ("Y", "outcome (sales)", "every tab"),
+    ("A", "treatment (price); D in the double machine learning papers", "every tab"),
+    ("X", "observed covariates (season, customer type; x₀, x₁, … in Orthogonality that works)", "every tab"),
+    ("U", "the hidden confounder, never in the data", "every tab"),
+    ("Z", "IV tabs: the instrument (the airline's fuel cost). Proximal learning: the treatment proxies "
+          "(the literature's letter; fuel prices again, now allowed to share the cause U, which an instrument "
+          "may not)", "every tab"),
+    ("W", "outcome proxies (web page views)", "Proximal learning"),
+    ("C", "what the moment restriction conditions on: (Z, X) for IV, (A, Z, X) for proximal learning", "IV, PCL"),
+    ("f, f̂", "the causal (structural) function and its estimate", "every tab"),
+    ("h", "the bridge function of proximal learning", "Proximal learning"),
+    ("s, g; ŝ, ĝ", "DML-CMR's nuisances s(c) = E[Y | C = c] and g(f, c) = E[f(A, X) | C = c]; their estimates",
+     "Orthogonal score, Cross-fitting"),
+    ("θ; ℓ, m, r; q", "the scalar effect of the partially linear IV model; its nuisances E[Y | X], E[A | X], "
+                      "E[Z | X]; the direct effect q(X) of the covariates", "Orthogonality that works"),
+    ("β", "the effect of price in the linear simulations (−1)", "linear IV tabs, Proximal learning"),
+    ("ρ", "confounding: how strongly U drives both price and sales", "IV tabs"),
+    ("π", "how much the instrument moves the price", "IV tabs"),
+    ("δ", "the direct effect of the instrument on sales (exclusion violated)", "Invalid instruments"),
+    ("σ", "the spread of the price given the instrument", "Forbidden regression"),
+    ("τ", "the proxies' own noise", "Proximal learning"),
+    ("κ", "the effect of price on the outcome proxy", "Proximal learning"),
+    ("ε, Δ", "the size and the direction of a nuisance error added on purpose", "Orthogonal score, "
+                                                                                "Orthogonality that works"),
+    ("φ", "a direction in which f is varied (the first-order condition)", "Orthogonal score"),
+    ("F, K, N", "the first-stage F statistic; the number of cross-fitting folds; the number of rows", "every tab"),
+)
+
+
+def notation():
+    """One table of the letters used on the Learn page (and the rest of the tool)."""
+    with st.expander("Notation: every letter on this page", icon=":material/menu_book:"):
+        st.dataframe(pd.DataFrame(NOTATION, columns=["symbol", "means", "where"]), hide_index=True,
+                     key="learn_notation", column_config={"means": st.column_config.TextColumn(width="large")})

@@ -39,10 +39,12 @@ def crossfit_tab():
                "scores the same rows it was trained on.")
     st.markdown("#### Naive plug-in, CE-DML-CMR and DML-CMR over many data sets")
     st.markdown(
-        "Why hold rows out? A nuisance model that **overfits** predicts its own training rows too well: ŝ(c_i) "
-        "and the price draws for row i carry that row's own noise, including the part the hidden U drives, "
-        "into the second stage, and f̂ drifts toward the confounded regression. Cross-fitting scores each row "
-        "with models that never saw it. The experiment fits the three methods with the same learners on the "
+        "Why hold rows out? A nuisance model that **overfits** predicts its own training rows too well. What "
+        "moves f̂ most is the **price draws** (measured by swapping one nuisance at a time; docs/teaching.md): a sampler that has memorized row i draws prices close to row i's own "
+        "price, which carries the part of the hidden U in that row, so the second stage ends up regressing "
+        "sales on f(price) — the confounded regression — and f̂ drifts toward it. An overfitted ŝ(c_i) close to "
+        "y_i only adds noise: y_i itself is the naive plug-in's target, and with right draws that is unbiased. "
+        "Cross-fitting scores each row with models that never saw it. The experiment fits the three methods with the same learners on the "
         "same simulated data sets (f(a) = 2 sin(a); second stage: splines, penalty chosen on validation rows).")
     c1, c2 = st.columns([3, 1])
     setting = c1.radio("Setting", list(nuisance.SETTINGS), key="learn_cmp_setting", persist_state="session",

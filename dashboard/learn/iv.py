@@ -18,18 +18,6 @@ def late_exp(compliers: float, effect_always: float):
     return iv.late(compliers=compliers, always=(1 - compliers) / 2, effect_always=effect_always)
 
 
-def notation():
-    with st.expander("Notation on every page of this tool"):
-        st.markdown(
-            "- **Y** outcome (sales); **A** treatment (price); **X** observed covariates (season, customer "
-            "type); **U** the hidden confounder, never in the data.\n"
-            "- **Z**: in IV the *instrument*; in proximal learning the *treatment proxies* (the literature's "
-            "letter: like an instrument they are conditioned on, unlike one they may share the cause U). "
-            "**W**: the outcome proxies.\n"
-            "- **C**: what the moment restriction conditions on: (Z, X) for IV, (A, Z, X) for proximal learning.\n"
-            "- **f**: the causal (structural) function; in proximal learning the *bridge* h takes its place.")
-
-
 def iv_tab():
     left, right = st.columns([3, 2], gap="large")
     with left:
@@ -40,8 +28,8 @@ def iv_tab():
             "**An instrument** *Z* (the airline's fuel cost) identifies the effect when\n"
             "1. it moves the price (*relevance*; the data can check it: the first-stage F, tab *Weak instruments*),\n"
             "2. it affects sales only through the price (*exclusion*; tab *Invalid instruments*), and\n"
-            "3. it is as good as randomly assigned: independent of *U* and of everything else that drives "
-            "sales (*instrument independence*).\n\n"
+            "3. given the covariates *X*, it is as good as randomly assigned: independent of *U* and of "
+            "everything else that drives sales (*instrument independence*, conditional on *X*).\n\n"
             "The data cannot check 2 and 3; they must come from knowing how the instrument arises. With "
             "additive noise, Y = f(A, X) + e, assumptions 2 and 3 give E[e | Z, X] = 0, so averaging over "
             "what is left random given the instrument gives")
@@ -51,12 +39,13 @@ def iv_tab():
         st.markdown(
             "*f* is the **causal** function: f(a, x) is the expected sales if we *set* the price to *a* for "
             "customers with covariates *x*. The equation pins *f* down only if the instrument moves the price "
-            "in enough ways (*completeness*, the nonparametric form of relevance).")
+            "in enough ways (*completeness*, the nonparametric form of relevance; not simulated on this page). "
+            "Even then, recovering *f* is *ill-posed*: small errors in E[Y | Z, X] can mean large errors in *f*, "
+            "more so the less the instrument moves the price (tab *Ticket demand*).")
     with right:
         st.graphviz_chart(causal_dot("iv", {"outcome": "sales", "treatment": "price", "instrument": "fuel_price",
                                             "covariates": ["time", "customer_type"]}))
         st.caption("Dashed: the hidden confounder U, never observed.")
-    notation()
     wald_section()
     late_section()
 
@@ -91,7 +80,7 @@ def late_section():
         "estimates the average effect **among compliers**, the *local average treatment effect* (Imbens & "
         "Angrist 1994), not the average effect over everyone (ATE). With a treatment that takes many values, "
         "like years of schooling, 2SLS estimates a weighted average of the effects on those the instrument "
-        "moves (Angrist & Imbens 1995).")
+        "moves (Angrist & Imbens 1995; *not simulated here*).")
     c1, c2 = st.columns(2)
     compliers = c1.slider("Share of compliers", 0.1, 0.9, 0.4, 0.05, key="learn_late_share", persist_state="session",
                           help="The rest is split equally between always-takers and never-takers.")
@@ -110,7 +99,12 @@ def late_section():
         f"Over {exp.params['draws']} simulated samples of {exp.params['n']:,} people, the Wald ratio centres on "
         f"the compliers' effect ({num(med.loc['Wald', 'median'])} against LATE {num(exp.params['late'])}), "
         f"not on the ATE ({num(exp.params['ate'])}). Comparing treated with untreated people gives "
-        f"{num(med.loc['treated minus untreated', 'median'])}: who takes the treatment depends on *U*. The "
+        f"{num(med.loc['treated minus untreated', 'median'])}. In every draw that difference is the sum of two things "
+        f"that are not the ATE (medians over the draws): the average effect among the treated, ATT = "
+        f"{num(exp.params['att'])} (the treated are the always-takers and "
+        "the compliers whose instrument is on; when their effects differ from the others', this is **selection on "
+        f"gains**), plus {num(exp.params['baseline_gap'])}, the gap the two groups would show even untreated "
+        "(**selection on U**: the types differ in *U*). The "
         "tool's estimators assume additive noise (the same effect for everyone with the same inputs). With a "
         "binary treatment and a binary instrument their f(1) − f(0) solves the same two equations as the Wald "
         "ratio, so it estimates the same compliers' effect; with more values, what they estimate when effects "

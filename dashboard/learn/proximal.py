@@ -22,15 +22,21 @@ def pcl_tab():
             "outcome — Z is independent of Y given A, U and X;\n"
             "- **outcome proxies** W (web page views): related to U; they may affect the outcome, but neither "
             "the treatment nor Z may affect them — W is independent of (A, Z) given U and X.\n\n"
-            "If, in addition, the proxies vary enough with U (*completeness* conditions), a **bridge function** "
-            "h(a, w, x) solving")
+            "Two more conditions make the proxies enough (Miao, Geng & Tchetgen Tchetgen 2018; Cui et al. 2023; "
+            "*not simulated here*). First, a **bridge function** h(a, w, x) solving")
         st.latex(r"\mathbb{E}[\,Y - h(A, W, X) \mid A, Z, X\,] = 0")
-        st.markdown("exists, and averaging it over the outcome proxy gives the causal curve")
+        st.markdown(
+            "must **exist**. That asks more than completeness: the usual sufficient conditions are completeness "
+            "of W given (A, Z, X) *and* a condition on the equation itself (Picard's: the components of "
+            "E[Y | A, Z, X] along the singular functions of the conditional expectation must shrink fast enough "
+            "relative to its singular values). Second, Z must vary enough "
+            "with U (*completeness* of U given (A, Z, X)), so that every solution also removes U's bias. Then "
+            "averaging the bridge over the outcome proxy gives the causal curve")
         st.latex(r"\mathbb{E}[Y \mid do(a)] = \mathbb{E}_{W, X}[h(a, W, X)]")
         st.markdown(
             "The proxies "
             "identify that average even when they do not pin down h itself: several h may solve the equation, "
-            "and all of them give the same average. The estimators are those "
+            "and all of them give the same average (*not simulated here*). The estimators are those "
             "of IV; only the roles change: h takes (A, W, X), and the conditioning set is (A, Z, X).")
     with right:
         st.graphviz_chart(causal_dot("pcl", {"outcome": "sales", "treatment": "price",
@@ -38,11 +44,11 @@ def pcl_tab():
                                              "outcome_proxy": "views"}))
     st.markdown("#### Experiment: what the proxies buy")
     st.markdown(
-        "A linear market: U hidden; Z = U + noise; price A = U + 0.5 Z + noise; W = U + noise + κ·A; sales "
+        "A linear market: U hidden; Z = U + τ·noise; price A = U + 0.5 Z + noise; W = U + τ·noise + κ·A; sales "
         "Y = −1·A + 2·U + noise. With κ = 0 the bridge h(a, w) = −a + 2w solves the equation, and *proximal "
         "2SLS* (regress Y on A and W, instrumenting W with Z) estimates the effect −1. 200 data sets.")
     c1, c2, c3 = st.columns(3)
-    noise = c1.slider("Proxy noise s", 0.0, 2.0, 1.0, 0.1, key="learn_pcl_noise", persist_state="session",
+    noise = c1.slider("Proxy noise τ", 0.0, 2.0, 1.0, 0.1, key="learn_pcl_noise", persist_state="session",
                       help="Standard deviation of the proxies' own noise: 0 means W and Z measure U exactly.")
     kappa = c2.slider("Effect κ of the price on the outcome proxy", -0.5, 0.5, 0.0, 0.05, key="learn_pcl_kappa",
                       persist_state="session", help="Not zero: the outcome proxy is affected by the treatment, "
@@ -56,13 +62,15 @@ def pcl_tab():
     lines = [
         f"**Y on A**: median {num(s.loc['Y on A', 'median'])}: confounded by U.",
         f"**Y on A and W** (treating the proxy as if it were U): {num(s.loc['Y on A and W', 'median'])}: a noisy "
-        "proxy removes only part of the bias (all of it only when s = 0).",
+        "proxy removes only part of the bias (all of it only when τ = 0).",
         f"**Proximal 2SLS**: {num(s.loc['proximal 2SLS', 'median'])}; the middle half of the draws spans "
         f"{num(iqr['proximal 2SLS'])}.",
         "**Z dropped** (replaced by noise unrelated to U): median "
         f"{num(s.loc['proximal 2SLS, Z dropped (noise)', 'median'])}, "
         f"middle half spread over {num(iqr['proximal 2SLS, Z dropped (noise)'])}: with one kind of proxy the bridge "
-        "is not identified; all that is left is the biased Y on A and W.",
+        "is not identified, and the estimates scatter around the regression of Y on A and W ("
+        + ("unbiased here only because τ = 0: the proxy measures U exactly)." if noise == 0 else
+           f"{num(s.loc['Y on A and W', 'median'])}, biased because the proxy is noisy)."),
     ]
     if kappa != 0:
         lines.append(f"With κ = {kappa:g}, the outcome proxy carries the price's effect, and proximal 2SLS tends to "

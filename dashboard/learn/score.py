@@ -16,7 +16,7 @@ def score_tab():
     c1, c2 = st.columns(2, border=True)
     with c1:
         st.markdown("**Naive plug-in** (DeepIV-style)")
-        st.latex(r"\ell(f) = \big(Y - \hat g(f, C)\big)^2")
+        st.latex(r"L(f) = \big(Y - \hat g(f, C)\big)^2")
     with c2:
         st.markdown("**DML-CMR and CE-DML-CMR** (the paper's score)")
         st.latex(r"\psi(f) = \big(\hat s(C) - \hat g(f, C)\big)^2")
@@ -33,8 +33,8 @@ def score_tab():
         "small errors in s and g change the loss at f₀ only at second order.\n"
         "- What the theory of double machine learning (Chernozhukov et al. 2018) needs is different: the "
         "**first-order condition** that defines f̂ — the derivative of the loss in f — must not move, to first "
-        "order, when the nuisances are slightly wrong. For ψ it moves: an error δ(c) in ŝ shifts the condition "
-        "in a direction h by −2 E[δ(C) g(h, C)], which is not zero in general; an error in ĝ shifts it too. "
+        "order, when the nuisances are slightly wrong. For ψ it moves: an error Δ(c) in ŝ shifts the condition "
+        "in a direction φ by −2 E[Δ(C) g(φ, C)], which is not zero in general; an error in ĝ shifts it too. "
         "The experiment below measures how far f̂ moves.\n"
         "- The paper's rate N^(−1/2) is proven for an f with finitely many parameters; a nonparametric f "
         "converges more slowly.")
@@ -43,7 +43,7 @@ def score_tab():
         "On simulated data with f(a) = 2 sin(a) (tab *Forbidden regression*): CE-DML-CMR and DML-CMR are fitted "
         "with small gradient-boosting nuisances (the naive plug-in uses CE-DML-CMR's draws with y as target, as "
         "the tool does). Then one nuisance is made wrong by a known ε and the second stage is refitted, in closed "
-        "form (f a degree-5 polynomial), so that only the nuisance changes: ŝ plus ε·sd(Y)·δ(c) with δ the "
+        "form (f a degree-5 polynomial), so that only the nuisance changes: ŝ plus ε·sd(Y)·Δ(c) with Δ the "
         "standardized instrument; the price draws shifted by ε·sd(price); or spread (1 + ε) times wider. "
         "5 data sets of 1,000 rows; about 6 s on 2 cores with other work running.")
     exp = slow("orthogonality", "Run the perturbation experiment", lambda cb: nuisance.orthogonality(callback=cb))
@@ -56,29 +56,32 @@ def score_tab():
     order = s.groupby(["perturbation", "method"])["order"].first()
     ch1, ch2 = at[0.1]["change"], at[0.2]["change"]
     first = {key: value < 1.5 for key, value in order.items() if np.isfinite(value)}  # naive has no s-hat
-    kind = {True: "a **first-order** effect", False: "a **second-order** effect"}
     g_first = all(first[(k, m)] for k in ("shift", "widen") for m in nuisance.METHODS)
     st.markdown(
         f"- **An error in ŝ**: at ε = 0.1 f̂ of CE-DML-CMR moves by {num(ch1['s', 'ce-dml-cmr'])} (root mean "
         f"square over the grid) and of DML-CMR by {num(ch1['s', 'dml-cmr'])}; at ε = 0.2 by "
-        f"{num(ch2['s', 'ce-dml-cmr'])} and {num(ch2['s', 'dml-cmr'])}: "
-        f"{num(ch2['s', 'dml-cmr'] / ch1['s', 'dml-cmr'], 1)} times as much, {kind[first['s', 'dml-cmr']]} "
-        f"(estimated order {num(order['s', 'dml-cmr'], 1)}: 1 is first order, 2 second order). The naive "
-        "plug-in has no ŝ and does not move.\n"
+        f"{num(ch2['s', 'ce-dml-cmr'])} and {num(ch2['s', 'dml-cmr'])}: exactly "
+        f"{num(ch2['s', 'dml-cmr'] / ch1['s', 'dml-cmr'], 1)} times as much. That ratio is **not a measurement**: "
+        "the second stage here is a least-squares fit, linear in its targets, so an error ε·Δ in ŝ moves f̂ by ε "
+        "times a fixed curve, first order by construction. What is measured is the size of that curve, which "
+        "would be 0 for a score insensitive to ŝ. What a second-order effect looks like: tab *Orthogonality that "
+        "works*. The naive plug-in has no ŝ and does not move.\n"
         f"- **An error in ĝ**: shifting the price draws by 0.1 sd moves f̂ by {num(ch1['shift', 'naive'])} "
         f"(naive), {num(ch1['shift', 'ce-dml-cmr'])} (CE-DML-CMR), {num(ch1['shift', 'dml-cmr'])} (DML-CMR); "
         f"widening them by 10 % by {num(ch1['widen', 'naive'])}, {num(ch1['widen', 'ce-dml-cmr'])}, "
-        f"{num(ch1['widen', 'dml-cmr'])}. Estimated orders for DML-CMR {num(order['shift', 'dml-cmr'], 1)} and "
+        f"{num(ch1['widen', 'dml-cmr'])}. These are measured (the draws enter f̂ through the nonlinear basis): "
+        f"estimated orders for DML-CMR {num(order['shift', 'dml-cmr'], 1)} and "
         f"{num(order['widen', 'dml-cmr'], 1)}"
-        + (": first order for every method.\n" if g_first else ".\n")
+        + (" (log₂ of the change at 2ε over the change at ε; 1 is first order, 2 second order): first order "
+           "for every method.\n" if g_first else ".\n")
         + f"- With the nuisances as fitted (ε = 0) the errors are {num(base['naive'])} (naive), "
         f"{num(base['ce-dml-cmr'])} (CE-DML-CMR) and {num(base['dml-cmr'])} (DML-CMR).")
     if all(first.values()):
         st.markdown(
             "**What this teaches**: in this tool no method's f̂ is protected against nuisance errors to first "
             "order, the orthogonal score included. What the score's target changes is the noise: ŝ averages the "
-            "outcome noise before the second stage, y carries all of it. What cross-fitting changes is in the "
-            "next tab.")
+            "outcome noise before the second stage, y carries all of it. What cross-fitting changes is in tab "
+            "*Cross-fitting*; a score that does protect its estimate, in tab *Orthogonality that works*.")
     else:
         st.markdown("**What this teaches**: the curves above differ in order between methods or errors; read "
                     "each panel's slope near ε = 0.")

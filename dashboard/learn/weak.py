@@ -31,7 +31,8 @@ def weak_tab():
         "median 2SLS": s["median 2SLS"], "median OLS": s["median OLS"],
         "2SLS median bias / OLS's": s["relative median bias"],
         "usual 2SLS 95 % interval covers": s["2SLS interval coverage"],
-        "Anderson-Rubin 95 % set covers": s["AR coverage"], "AR set unbounded": s["AR unbounded"]})
+        "Anderson-Rubin 95 % set covers": s["AR coverage"], "AR set unbounded": s["AR unbounded"],
+        "AR set empty": s["AR empty"]})
     st.dataframe(table, hide_index=True, key="learn_weak_table",
                  column_config={c: st.column_config.NumberColumn(format="%.2f") for c in table.columns if c != "label"})
     weakest, at10 = s.iloc[0], s.iloc[(s["median F"] - WEAK_F).abs().argmin()]
@@ -44,9 +45,18 @@ def weak_tab():
         f"{num(s['median F'].iloc[-1], 1)}; the **Anderson-Rubin** set in "
         + (f"{pct(s['AR coverage'].min())}" if pct(s['AR coverage'].min()) == pct(s['AR coverage'].max()) else
            f"{pct(s['AR coverage'].min())} to {pct(s['AR coverage'].max())}")
-        + f" at every strength. It stays honest by growing: at F "
-        f"{num(weakest['median F'], 1)} it is unbounded in {pct(weakest['AR unbounded'])} of the draws: the data "
-        "cannot rule out arbitrarily large effects.",
+        + " at every strength. That it is the same at every strength is **by construction, not a finding**: at "
+        "the true effect, sales minus β × price does not involve the instrument's coefficient, and the experiment "
+        "reuses the same random numbers at every strength, so the same draws are covered whatever the strength. "
+        f"What the experiment does show is the level: {100 * s['AR coverage'].iloc[0]:.1f} % of "
+        f"{exp.params['draws']} draws, the AR test's exact 95 % (normal errors) up to simulation noise.",
+        f"The AR set stays honest by growing: at F {num(weakest['median F'], 1)} it is unbounded in "
+        f"{pct(weakest['AR unbounded'])} of the draws: the data cannot rule out arbitrarily large effects."
+        + (f" With {k} instruments it can also be **empty** ({100 * s['AR empty'].max():.1f} % of the draws at "
+           "most, here): no value of the effect passes the test. That reads as the data rejecting the model (an "
+           "invalid instrument, a wrong linear model); here, where the model is right, it is a false alarm within "
+           "the test's 5 %. An empty set counts as not covering."
+           if s["AR empty"].max() > 0 else ""),
     ]
     if k == 1:
         lines.append("With one instrument the 2SLS median stays near the truth until F is very small, but its "

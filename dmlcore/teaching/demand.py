@@ -7,6 +7,8 @@ over the central 96 % of the simulated prices.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -22,6 +24,7 @@ BAND_STRENGTHS = (2.0, 1.0, 0.5, 0.25, 0.1, 0.05)
 BAND_RIDGE = 1e-6  # the spline penalty, held fixed so that only the instrument changes
 SIEVE_GB = {**FAST_GB, "f_model": "sieve", "f_params": dict(ridge=BAND_RIDGE)}
 REGRESSION = "Regression (ignores the instrument)"
+BAND_COVERAGE_CSV = Path(__file__).resolve().parents[2] / "bench" / "results" / "teaching" / "demand-band-coverage.csv"
 
 
 class TrueDemand:
@@ -67,13 +70,13 @@ def demand_fits(strength: float, rho: float, n: int, seed: int, with_naive: bool
     return {"fits": out, "true_slope": float(np.polyfit(grid, true_curve, 1)[0]), "f_stat": _f_stat(data)}
 
 
-def band_fit(strength: float, rho: float, n: int, seed: int) -> dict:
-    """Fast DML-CMR with the spline second stage (penalty fixed at BAND_RIDGE) on simulated
+def band_fit(strength: float, rho: float, n: int, seed: int, ridge: float = BAND_RIDGE) -> dict:
+    """Fast DML-CMR with the spline second stage (penalty fixed at ``ridge``) on simulated
     demand-iv: the average demand curve with its 95 % band, the band of f on the test grid (mean
     width, coverage of the truth), the mean width of the curve's band and the first-stage F."""
     loaded = load_dataset("demand-iv", n=n, seed=seed, rho=rho, iv_strength=strength)
     data = loaded.data
-    run = fit_run(data, "dml-cmr", truth=loaded.truth, **SIEVE_GB)
+    run = fit_run(data, "dml-cmr", truth=loaded.truth, **{**SIEVE_GB, "f_params": dict(ridge=ridge)})
     grid = _price_grid(data)
     frame = pd.DataFrame({"x": grid, "estimate": bridge_curve(run.estimator, data, grid),
                           "truth": bridge_curve(TrueDemand(), data, grid), "group": "average over customers"})
@@ -81,3 +84,28 @@ def band_fit(strength: float, rho: float, n: int, seed: int) -> dict:
     return {"curve": curve, "width": run.record["band_width"], "coverage": run.record["band_coverage"],
             "curve_width": float(np.mean(curve["upper"] - curve["lower"])), "f_stat": _f_stat(data),
             "seconds": run.record["seconds"]}
+
+
+def band_coverage(strengths=BAND_STRENGTHS, *, seeds: int = 10, rho: float = 0.9, n: int = 1000,
+                  small_ridge: float = 1e-9) -> pd.DataFrame:
+    """What the band of :func:`band_fit` delivers over ``seeds`` data sets at each strength: the
+    mean (and lowest) share of the test grid inside the band, its mean width and the median
+    first-stage F; and, at the weakest strength, the same with the penalty ``small_ridge``
+    instead of BAND_RIDGE (how much the fixed penalty holds the band's width down)."""
+    rows = []
+    for strength, ridge in [(v, BAND_RIDGE) for v in strengths] + [(min(strengths), small_ridge)]:
+        for seed in range(seeds):
+            r = band_fit(strength, rho, n, seed, ridge)
+            rows.append({"instrument strength": strength, "ridge": ridge, "seed": seed, "first-stage F": r["f_stat"],
+                         "coverage": r["coverage"], "width": r["width"]})
+    table = pd.DataFrame(rows)
+    return table.groupby(["instrument strength", "ridge"], sort=False).agg(
+        **{"median first-stage F": ("first-stage F", "median"), "mean coverage": ("coverage", "mean"),
+           "lowest coverage": ("coverage", "min"), "mean width": ("width", "mean"),
+           "data sets": ("seed", "size")}).reset_index()
+
+
+
+def measured_band_coverage() -> pd.DataFrame | None:
+    """:func:`band_coverage` as bench/teaching.py wrote it (None when the file is not here)."""
+    return pd.read_csv(BAND_COVERAGE_CSV) if BAND_COVERAGE_CSV.exists() else None

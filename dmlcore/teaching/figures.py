@@ -123,7 +123,9 @@ def weak_figure(exp: Experiment) -> go.Figure:
 
 def intervals_figure(exp: Experiment, expected_f: float, count: int = 12) -> go.Figure:
     """The usual 2SLS interval and the Anderson-Rubin set of the first ``count`` draws at one
-    strength, side by side; arrows mark sets that go on to infinity."""
+    strength, side by side. Where a set runs past the plot, its edge says how: a triangle when it
+    goes on to infinity, the number where it ends when it is bounded; a half-line that starts
+    beyond the plot is written at the edge; an empty set is written as such."""
     part = exp.draws[np.isclose(exp.draws["expected F"], expected_f)].head(count)
     lo_all = np.concatenate([part["2SLS lower"], part["AR lower"]])
     hi_all = np.concatenate([part["2SLS upper"], part["AR upper"]])
@@ -132,32 +134,56 @@ def intervals_figure(exp: Experiment, expected_f: float, count: int = 12) -> go.
     left, right = min(left, exp.truth - 1), max(right, exp.truth + 1)
     fig = go.Figure()
     shown = set()
+    marks, notes = [], []        # (x, y, symbol, colour) and (x, y, text, text position)
     for i, (_, row) in enumerate(part.iterrows()):
         y = i + 1
-        for name, lo, hi, offset, color in (
-                ("usual 2SLS interval", row["2SLS lower"], row["2SLS upper"], 0.15, COLORS["2SLS"]),
-                ("Anderson-Rubin set", row["AR lower"], row["AR upper"], -0.15, PALETTE[3])):
-            segments = _ar_segments(row["AR shape"], lo, hi, left, right) if name.startswith("Anderson") else [
-                (max(lo, left), min(hi, right))]
-            for a, b in segments:
-                fig.add_trace(go.Scatter(x=[a, b], y=[y + offset] * 2, mode="lines", name=name,
-                                         line=dict(color=color, width=5), legendgroup=name,
+        for name, shape, lo, hi, offset, color in (
+                ("usual 2SLS interval", "interval", row["2SLS lower"], row["2SLS upper"], 0.15, COLORS["2SLS"]),
+                ("Anderson-Rubin set", row["AR shape"], row["AR lower"], row["AR upper"], -0.15, PALETTE[3])):
+            if shape == "empty":
+                notes.append((left, y + offset, "  AR set empty", "middle right"))
+                continue
+            for a, b in _set_pieces(shape, lo, hi):
+                if b < left or a > right:     # a half-line that starts beyond the plot
+                    at_right = a > right
+                    notes.append((right, y + offset, f"[{a:.3g}, ∞) ", "middle left") if at_right else
+                                 (left, y + offset, f" (−∞, {b:.3g}]", "middle right"))
+                    continue
+                fig.add_trace(go.Scatter(x=[max(a, left), min(b, right)], y=[y + offset] * 2, mode="lines",
+                                         name=name, line=dict(color=color, width=5), legendgroup=name,
                                          showlegend=name not in shown, hoverinfo="skip"))
                 shown.add(name)
+                for end, edge, outward, where in ((a, left, "triangle-left", "middle right"),
+                                                  (b, right, "triangle-right", "middle left")):
+                    if np.isinf(end):
+                        marks.append((edge, y + offset, outward, color))
+                    elif (end < left) if edge == left else (end > right):
+                        notes.append((edge, y + offset + 0.32, f"{end:.3g}".replace("-", "−"), where))
+    if marks:
+        x, y, symbol, color = zip(*marks)
+        fig.add_trace(go.Scatter(x=x, y=y, mode="markers", name="goes on to infinity", hoverinfo="skip",
+                                 marker=dict(symbol=list(symbol), size=13, color=list(color))))
+    if notes:
+        x, y, text, position = zip(*notes)
+        fig.add_trace(go.Scatter(x=x, y=y, mode="text", text=list(text), textposition=list(position),
+                                 textfont=dict(size=11, color="#444"), showlegend=False, hoverinfo="skip"))
     fig.add_vline(x=exp.truth, line=dict(color=TRUTH_COLOR, dash="dash", width=2), annotation_text="truth")
-    fig.update_layout(**LAYOUT, height=60 + 28 * len(part), xaxis=dict(range=[left, right], title="effect of price"),
+    fig.update_layout(**LAYOUT, height=90 + 32 * len(part), xaxis=dict(range=[left, right], title="effect of price"),
                       yaxis=dict(title="draw", autorange="reversed", dtick=1),
-                      title="95 % intervals of single data sets (a line reaching the edge goes on to infinity)")
+                      title="95 % intervals of single data sets. At an edge: ◀ ▶ the set goes on to infinity; "
+                            "a number, where a set that runs past the plot ends")
+    fig.update_layout(title_font_size=14)
     return fig
 
 
-def _ar_segments(shape, lo, hi, left, right):
+def _set_pieces(shape, lo, hi) -> list[tuple[float, float]]:
+    """The pieces of a confidence set of ``shape`` as (start, end), with infinite ends."""
     if shape == "interval":
-        return [(max(lo, left), min(hi, right))]
+        return [(lo, hi)]
     if shape == "whole line":
-        return [(left, right)]
+        return [(-np.inf, np.inf)]
     if shape == "two half-lines":
-        return [(left, max(min(lo, right), left)), (min(max(hi, left), right), right)]
+        return [(-np.inf, lo), (hi, np.inf)]
     return []
 
 

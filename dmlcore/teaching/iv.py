@@ -305,7 +305,10 @@ def late(*, n: int = 1000, draws: int = 200, compliers: float = 0.4, always: flo
     (monotonicity). Each type has its own effect. The instrument is a fair coin, independent of
     type and of the hidden U. The summary compares, over ``draws`` simulations, the Wald ratio
     with the average effect over everyone (ATE), over the compliers (LATE), and the naive
-    difference in mean outcomes between treated and untreated.
+    difference in mean outcomes between treated and untreated. That difference is the average
+    effect among the treated (``params["att"]``: above the ATE when those who take the treatment
+    gain more, selection on gains) plus the gap in untreated outcomes between the two groups
+    (``params["baseline_gap"]``: the types differ in U). Both are medians over the draws.
     """
     check_count("n", n, 20)
     check_count("draws", draws, 2)
@@ -326,12 +329,14 @@ def late(*, n: int = 1000, draws: int = 200, compliers: float = 0.4, always: flo
         (treated * on).sum(-1) / on.sum(-1) - (treated * ~on).sum(-1) / (~on).sum(-1))
     t = treated > 0
     naive = (y * t).sum(-1) / t.sum(-1) - (y * ~t).sum(-1) / (~t).sum(-1)
+    att = (effect * t).sum(-1) / t.sum(-1)      # the average effect among the treated
     table = _long(Wald=wald_ratio, **{"treated minus untreated": naive})
     summary = summarize(table, ["estimator"])
     ate = compliers * effect_compliers + always * effect_always + max(never, 0.0) * effect_never
     params = dict(n=n, draws=draws, compliers=compliers, always=always, never=max(never, 0.0),
                   effect_compliers=effect_compliers, effect_always=effect_always, effect_never=effect_never,
-                  seed=seed, ate=ate, late=effect_compliers)
+                  seed=seed, ate=ate, late=effect_compliers, att=float(np.median(att)),
+                  baseline_gap=float(np.median(naive - att)))
     return Experiment("late", table, summary, params, effect_compliers, time.perf_counter() - start)
 
 

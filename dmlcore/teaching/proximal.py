@@ -3,12 +3,12 @@
 For each draw (rows i = 1..n):
 
     U ~ N(0, 1)                                  hidden confounder
-    Z = U + s N1                                 treatment proxy (may affect the price)
+    Z = U + tau N1                                 treatment proxy (may affect the price)
     A = U + 0.5 Z + V                            price
-    W = U + s N2 + kappa A                       outcome proxy (kappa = 0: not affected by A)
+    W = U + tau N2 + kappa A                       outcome proxy (kappa = 0: not affected by A)
     Y = beta A + 2 U + E                         sales
 
-with N1, N2, V, E ~ N(0, 1), beta = -1 and proxy noise s. With kappa = 0 the bridge
+with N1, N2, V, E ~ N(0, 1), beta = -1 and proxy noise tau (``proxy_noise``). With kappa = 0 the bridge
 h(a, w) = beta a + 2 w solves E[Y - h(A, W) | A, Z] = 0, so the coefficient of A in the
 proximal 2SLS (regress Y on A and W, instrumenting W with Z) is consistent for beta. With
 kappa != 0 (the proxy is affected by the treatment) the same estimator converges to
