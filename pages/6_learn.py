@@ -7,7 +7,7 @@ Streamlit). Tabs track which one is open and only the open tab computes anything
 import streamlit as st
 
 from dashboard import state, ui
-from dashboard.learn import confounding, crossfit, demand, exclusion, forbidden, iv, pliv, proximal, score, weak
+from dashboard.learn import card, confounding, crossfit, demand, exclusion, forbidden, iv, pliv, proximal, score, weak
 from dashboard.learn.common import notation
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
@@ -17,7 +17,7 @@ TABS = (("Instrumental variables", iv.iv_tab), ("Confounding", confounding.confo
         ("Forbidden regression", forbidden.forbidden_tab), ("Proximal learning", proximal.pcl_tab),
         ("Orthogonal score", score.score_tab),
         ("Orthogonality that works", pliv.pliv_tab), ("Cross-fitting", crossfit.crossfit_tab),
-        ("Ticket demand", demand.demand_tab))
+        ("Ticket demand", demand.demand_tab), ("Card (1995): real data", card.card_tab))
 
 st.title("Learn")
 st.caption("Each tab states what a simulation shows and shows it: the numbers in the text are computed from the "

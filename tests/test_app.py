@@ -400,7 +400,7 @@ def test_demo_runs_and_lands_on_results(monkeypatch):
 
 LEARN_TABS = ["Instrumental variables", "Confounding", "Weak instruments", "Invalid instruments",
               "Forbidden regression", "Proximal learning", "Orthogonal score", "Orthogonality that works",
-              "Cross-fitting", "Ticket demand"]
+              "Cross-fitting", "Ticket demand", "Card (1995): real data"]
 
 
 def open_tab(at, label):

@@ -268,3 +268,28 @@ def test_shipped_pliv_rows_are_what_the_code_computes():
     first = shipped.draws[shipped.draws["sim"] < 2]
     assert np.allclose(again["theta_hat"], first["theta_hat"], rtol=1e-5)
     assert np.allclose(again["se"], first["se"], rtol=1e-5)
+
+
+# ---------------------------------------------------------------- Card (1995), the real-data exercise
+def test_card_steps_agree_with_each_other_and_the_ar_set_inverts_the_test():
+    from scipy.stats import f as f_dist
+
+    from dmlcore.data.registry import load_dataset
+    from dmlcore.teaching import card
+    s = card.linear_steps()
+    assert s["ratio"] == pytest.approx(s["tsls"]["coef"], rel=1e-9)          # reduced form / first stage = 2SLS
+    assert s["f_stat"] == pytest.approx((s["first_stage"]["coef"] / s["first_stage"]["se"]) ** 2, rel=1e-6)
+    assert s["ols"]["coef"] < s["tsls"]["coef"] and s["ar"]["shape"] == "interval"
+    data = load_dataset("card").data
+    t = data.table
+    x = np.column_stack([np.ones(len(t)), t[data.covariates].to_numpy(float), t["nearc4"].to_numpy(float)])
+
+    def ar_f(beta):       # F test of nearc4 in the regression of lwage - beta educ on it and the covariates
+        v = (t["lwage"] - beta * t["educ"]).to_numpy(float)
+        full = v - x @ np.linalg.lstsq(x, v, rcond=None)[0]
+        short = v - x[:, :-1] @ np.linalg.lstsq(x[:, :-1], v, rcond=None)[0]
+        return (short @ short - full @ full) / (full @ full / (len(t) - x.shape[1]))
+    crit = f_dist.ppf(0.95, 1, len(t) - x.shape[1])
+    for end in (s["ar"]["lower"], s["ar"]["upper"]):
+        assert ar_f(end) == pytest.approx(crit, rel=1e-6)
+    assert ar_f(s["tsls"]["coef"]) < crit < ar_f(0.0)

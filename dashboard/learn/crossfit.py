@@ -36,20 +36,23 @@ def crossfit_tab():
                           "first held-out rows": [", ".join(map(str, f[:6])) + " …" for f in folds]})
     st.dataframe(table, hide_index=True, key="learn_fold_table")
     st.caption("CE-DML-CMR and the naive plug-in skip this: one nuisance model, trained on all rows, "
-               "scores the same rows it was trained on.")
+               "scores the same rows it was trained on. The idea is old in IV: with many instruments the first "
+               "stage of 2SLS overfits and 2SLS drifts toward OLS; jackknife IV (JIVE) and split-sample IV predict "
+               "each row's treatment from the other rows, as cross-fitting does, and LIML removes the same bias "
+               "another way (not simulated here).")
     st.markdown("#### Naive plug-in, CE-DML-CMR and DML-CMR over many data sets")
     st.markdown(
-        "Why hold rows out? A nuisance model that **overfits** predicts its own training rows too well. What "
-        "moves f̂ most is the **price draws** (measured by swapping one nuisance at a time; docs/teaching.md): a sampler that has memorized row i draws prices close to row i's own "
-        "price, which carries the part of the hidden U in that row, so the second stage ends up regressing "
-        "sales on f(price) — the confounded regression — and f̂ drifts toward it. An overfitted ŝ(c_i) close to "
-        "y_i only adds noise: y_i itself is the naive plug-in's target, and with right draws that is unbiased. "
+        "Why hold rows out? A nuisance model that **overfits** predicts its own training rows too well. A "
+        "sampler that has memorized row i draws prices close to row i's own price, which carries that row's "
+        "share of the hidden U, so the second stage drifts toward regressing sales on f(price), the confounded "
+        "regression; an ŝ(c_i) that has memorized y_i carries the same row's U in the target. "
         "Cross-fitting scores each row with models that never saw it. The experiment fits the three methods with the same learners on the "
         "same simulated data sets (f(a) = 2 sin(a); second stage: splines, penalty chosen on validation rows).")
     c1, c2 = st.columns([3, 1])
     setting = c1.radio("Setting", list(nuisance.SETTINGS), key="learn_cmp_setting", persist_state="session",
                        format_func=lambda key: nuisance.SETTINGS[key].title)
     draws = c2.select_slider("Data sets", [5, 10, 20, 50], value=20, key="learn_cmp_draws", persist_state="session")
+    swap_note()
     st.caption("About 0.6 s per data set for the first setting and 2.5 s for the second, measured on 2 cores "
                "with other work running.")
     exp = slow(f"compare-{setting}-{draws}", "Run the comparison",
@@ -97,3 +100,20 @@ def measured_section():
         st.caption("Raw noise: the appendix's outcome noise (standard deviation 1 in sales), under which the "
                    "hidden shock barely confounds; the tool now simulates demand-iv as the authors' code does "
                    "(tab *Ticket demand*), see docs/benchmarks.md for its measurements.")
+
+
+def swap_note():
+    """Which overfitted nuisance moves f-hat, from bench/teaching.py's rows."""
+    table = nuisance.measured_swap()
+    if table is None:
+        return
+    mse = table.set_index(["targets", "draws"])["median"]
+    st.markdown(
+        "Which one matters? Refitting the second stage with one nuisance taken in-sample (CE-DML-CMR's) and the "
+        "other cross-fitted (DML-CMR's), on 5 data sets of the overfitting setting "
+        "(bench/results/teaching/crossfit-swap.csv), median MSE: both cross-fitted "
+        f"{mse['cross-fitted', 'cross-fitted']:.3f}; in-sample ŝ {mse['in-sample', 'cross-fitted']:.3f}; in-sample "
+        f"price draws {mse['cross-fitted', 'in-sample']:.3f}; both in-sample {mse['in-sample', 'in-sample']:.3f}. "
+        + ("The draws do more harm than ŝ, and the two together far more than either."
+           if mse['cross-fitted', 'in-sample'] > mse['in-sample', 'cross-fitted'] else
+           "Here ŝ does more harm than the draws, and the two together more than either."))

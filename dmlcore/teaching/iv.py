@@ -132,8 +132,12 @@ def ar_covers(z, a, y, beta0, level: float = LEVEL) -> np.ndarray:
     return ar_statistic(z, a, y, beta0) <= ar_critical(a.shape[-1], k, level)
 
 
-def ar_interval(z: np.ndarray, a: np.ndarray, y: np.ndarray, level: float = LEVEL) -> dict[str, np.ndarray]:
+def ar_interval(z: np.ndarray, a: np.ndarray, y: np.ndarray, level: float = LEVEL,
+                lost: int = 0) -> dict[str, np.ndarray]:
     """The ``level`` Anderson-Rubin confidence set {beta0: AR(beta0) <= F crit}, in closed form.
+
+    ``lost``: degrees of freedom already used, e.g. by covariates partialled out of z, a and y
+    beforehand (the F statistic's denominator then has n - K - 1 - lost of them).
 
     The set solves a quadratic inequality in beta0. With one instrument it is a bounded interval
     exactly when the first-stage F exceeds the AR critical value (about 3.9); otherwise it is
@@ -143,7 +147,7 @@ def ar_interval(z: np.ndarray, a: np.ndarray, y: np.ndarray, level: float = LEVE
     "whole line" or "empty".
     """
     m = _moments(z, a, y)
-    k, n = m["k"], m["n"]
+    k, n = m["k"], m["n"] - lost
     kc = k * ar_critical(n, k, level)
     w = n - k - 1 + kc
     qa = w * _quad(m["zz"], m["za"], m["za"]) - kc * m["aa"]

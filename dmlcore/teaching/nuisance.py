@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -230,3 +231,11 @@ def swap_nuisances(setting: str = "overfit", *, n: int = 500, seeds: int = 3, fo
     summary = table.groupby(["targets", "draws"], sort=False)["mse"].agg(["median", "min", "max"]).reset_index()
     return Experiment("swap nuisances", table, summary, dict(setting=setting, n=n, seeds=seeds, folds=folds,
                                                              seed=seed), None, time.perf_counter() - start)
+
+
+SWAP_CSV = Path(__file__).resolve().parents[2] / "bench" / "results" / "teaching" / "crossfit-swap.csv"
+
+
+def measured_swap() -> pd.DataFrame | None:
+    """:func:`swap_nuisances` as bench/teaching.py wrote it (None when the file is not here)."""
+    return pd.read_csv(SWAP_CSV) if SWAP_CSV.exists() else None
