@@ -7,11 +7,12 @@ the ``dashboard`` package.
 
 import streamlit as st
 
-from dashboard import state, ui
+from dashboard import state, teacher, ui
 
 st.set_page_config(page_title="dmlcore · DML-CMR dashboard", page_icon=":material/query_stats:",
                    layout="wide")
 state.init()
+teacher.ensure_code()   # printed to the console the first time, without DMLCORE_TEACHER_CODE
 with st.sidebar:
     state.keep_owner_in_browser()
 
@@ -24,6 +25,7 @@ PAGES = [
     st.Page(ui.TRAIN, title="Train", icon=":material/model_training:"),
     st.Page(ui.RESULTS, title="Results", icon=":material/insights:"),
     st.Page(ui.STUDY, title="Study", icon=":material/stacked_bar_chart:"),
+    st.Page(ui.CLASS, title="Class", icon=":material/groups:"),
 ]
 page = st.navigation(PAGES, position="top")
 page.run()

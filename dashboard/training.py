@@ -63,6 +63,7 @@ def start_batch() -> tuple[int, list[str], list[str]]:
 def start_demo() -> tuple[int, list[str], list[str]]:
     """Simulate the demo data, choose the demo estimators and queue them."""
     params = {k: v for k, v in DEMO_DATA.items() if k != "name"}
+    params["seed"] = int(st.session_state.get("demo_seed", DEMO_DATA["seed"]))   # a class: one seed each
     ds = dataset_from_registry(DEMO_DATA["name"], **params)
     state.set_dataset(ds)
     for key, value in DEMO_SETTINGS.items():

@@ -24,6 +24,7 @@ TRAIN = "pages/4_train.py"
 RESULTS = "pages/5_results.py"
 LEARN = "pages/6_learn.py"
 STUDY = "pages/7_study.py"
+CLASS = "pages/8_class.py"
 
 PROBLEM_TITLES = {"iv": "Instrumental variables (IV)", "pcl": "Proximal causal learning (PCL)",
                   "cmr": "General conditional moment restriction"}

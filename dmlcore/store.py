@@ -20,6 +20,8 @@ Public API
     * ``load(run_id: str, owner: str | None = None) -> StoredRun | None`` -- None when the id is
       unknown OR belongs to another owner (the two cases look the same, so ids of other users'
       runs cannot be probed). ``owner=None`` skips the check (command line, admin use).
+    * ``list_records(*, dataset=None, since=None) -> list[dict]`` -- every owner's runs (of
+      ``dataset``, stored since the Unix time ``since``), oldest first: summary plus ``record``.
     * ``delete(run_id: str, owner: str) -> bool`` -- True when a run of that owner was deleted.
     * ``timings(limit: int = 500) -> list[dict]`` -- the newest runs' ``{"method", "n", "seconds",
       **config}`` (the record's config: learner, folds, epochs, ...), to estimate what a fit costs.
@@ -179,6 +181,18 @@ class RunStore:
             params.append(int(limit))
         with self._connect() as conn:
             return [dict(row) for row in conn.execute(sql, params)]
+
+    def list_records(self, *, dataset: str | None = None, since: float | None = None) -> list[dict]:
+        """Every owner's runs (of ``dataset``, stored at or after the Unix time ``since``) as their
+        summaries plus the parsed ``record``, oldest first: what a teacher's pooled view reads."""
+        sql = f"SELECT {', '.join(SUMMARY_COLUMNS)}, record FROM runs WHERE created_ts >= ?"
+        params: list = [float(since or 0.0)]
+        if dataset is not None:
+            sql += " AND dataset = ?"
+            params.append(dataset)
+        sql += " ORDER BY created_ts, rowid"
+        with self._connect() as conn:
+            return [dict(row) | {"record": json.loads(row["record"])} for row in conn.execute(sql, params)]
 
     def load(self, run_id: str, owner: str | None = None) -> StoredRun | None:
         """The run ``run_id``; None when unknown or, with ``owner`` given, owned by someone else."""

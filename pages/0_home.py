@@ -41,6 +41,9 @@ st.markdown(
     "gradient-boosting learners, and **2SLS**, in the background. Results follow within seconds "
     "for one user (within about two minutes when a class of 20 starts it together); you can watch "
     "the training meanwhile. Results then say which method came closest to the truth, and by how much.")
+st.number_input("Data seed", min_value=0, max_value=1_000_000, value=DEMO_DATA["seed"], step=1, key="demo_seed",
+                help="Which simulated data set. In a class, each student types their own (a seat number): the "
+                     "teacher's Class page pools everyone's results into one histogram per method.")
 if st.button("Run the demo", key="demo_run", type="primary", icon=":material/play_arrow:"):
     with st.spinner("Simulating and queuing the fits..."):
         batch, ids, problems = training.start_demo()

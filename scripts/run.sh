@@ -3,4 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# The teacher's code opens the Class page's pooled view (docs/class.md); keep the one given, else make one.
+export DMLCORE_TEACHER_CODE="${DMLCORE_TEACHER_CODE:-$(.venv/bin/python -c 'import secrets; print(secrets.token_hex(3))')}"
+echo "Teacher code for the Class page: ${DMLCORE_TEACHER_CODE}"
 exec .venv/bin/python -m streamlit run app.py --server.address 127.0.0.1 "$@"

@@ -292,3 +292,29 @@ def second_order_figure(lines: list[tuple[str, np.ndarray, np.ndarray, str]]) ->
                       xaxis=dict(type="log", title="ε (size of the nuisance error)"),
                       yaxis=dict(type="log", title="|change of the estimate| (log scale)", exponentformat="power"))
     return fig
+
+
+def class_histograms(table, order: list[str]) -> go.Figure:
+    """One histogram per method (rows, in ``order``) of the MSE of a class's pooled runs, on a
+    shared log scale, each with its median marked."""
+    from dmlcore.teaching.classroom import log_bins
+    edges = log_bins(table["mse"])
+    fig = make_subplots(rows=len(order), cols=1, shared_xaxes=True, vertical_spacing=0.04,
+                        subplot_titles=[table.loc[table["method"] == m, "title"].iloc[0] for m in order])
+    for i, method in enumerate(order, start=1):
+        mse = table.loc[(table["method"] == method) & (table["mse"] > 0), "mse"].to_numpy(dtype=float)
+        fig.add_trace(go.Histogram(x=np.log10(mse), xbins=dict(start=edges[0], end=edges[-1] + 1e-9,
+                                                                 size=edges[1] - edges[0]),
+                                   marker_color=color_for(method), showlegend=False,
+                                   hovertemplate="%{y} runs<extra></extra>"), row=i, col=1)
+        if len(mse):
+            fig.add_vline(x=float(np.log10(np.median(mse))), line=dict(color="#222", dash="dash", width=1.5),
+                          row=i, col=1)
+        fig.update_yaxes(title_text="runs", row=i, col=1)
+    ticks = np.arange(np.floor(edges[0]), np.ceil(edges[-1]) + 1)
+    fig.update_xaxes(tickvals=list(ticks), ticktext=[f"{10 ** t:g}" for t in ticks], range=[edges[0], edges[-1]])
+    fig.update_xaxes(title_text="MSE of f̂ against the truth (log scale; dashed: each method's median)",
+                     row=len(order), col=1)
+    fig.update_layout(**LAYOUT, height=140 + 150 * len(order), bargap=0.05)
+    fig.update_annotations(font_size=12)
+    return fig
