@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.runs import fit_run
-from dmlcore.teaching import demand, forbidden, iv, nuisance, proximal
+from dmlcore.teaching import demand, forbidden, iv, nuisance, pliv, proximal
 from dmlcore.teaching.measured import measured
 
 FAST = {
@@ -38,7 +38,16 @@ FAST = {
     "forbidden": lambda: forbidden.forbidden_regression(sigma=0.8, n=1000),
     "proximal": lambda: proximal.proximal(proxy_noise=1.0, kappa=0.0, n=1000),
     "proximal-kappa-0.2": lambda: proximal.proximal(proxy_noise=1.0, kappa=0.2, n=1000),
+    "late-selection": lambda: _late_selection(),
+    "pliv-second-order": lambda: pliv.second_order(),
+    "pliv-shipped": lambda: pliv.cached(),
 }
+
+
+def _late_selection():
+    """The LATE lesson's decomposition of treated minus untreated (ATT and the gap in U)."""
+    p = iv.late(compliers=0.4, always=0.3, effect_always=3.0).params
+    return pd.DataFrame([{k: p[k] for k in ("ate", "late", "att", "baseline_gap")}])
 def _demand():
     fits = demand.demand_fits(1.0, 0.9, 1000, 0)
     return pd.DataFrame([{"fit": name, "mse": f["mse"], "slope": f["slope"], "true slope": fits["true_slope"],

@@ -213,6 +213,10 @@ async def student(i: int, browser, base: str, click_at: float, deadline: float, 
             text = await page.locator("[data-testid=stMain]").inner_text()
             row["batches_shown"] = sorted(set(re.findall(r"#(\d+) ", text)))
             row["table_shown"] = await table.count() > 0
+            row["results_text"] = " ".join(text.split())[:600]
+            await page.wait_for_timeout(5000)
+            await idle(page)
+            row["runs_shown_later"] = await page.locator("[data-testid=stMetric]").count()
         row["exception"] = await page.locator("[data-testid=stException]").count() > 0
         row["owner"] = await owner_of(context)
         row["url"] = page.url
