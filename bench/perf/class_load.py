@@ -5,7 +5,10 @@ contexts in /usr/bin/chromium (each its own browser profile: its own cookie, its
 Each loads Home, then they click "Run the demo" spread evenly over ``--spread`` seconds. For
 each it records the time from its click until its Results page shows the curves, whether its
 Results page was ever blank (the address says Results and the page shows nothing) and for how
-long, and what it shows: its own runs of batch 1, nothing of the others'. Meanwhile one more session
+long, and what it shows once the page has drawn its last section ("Stored runs"; counted earlier,
+while the page was still drawing, it undercounted): its own runs of batch 1, nothing of the others'.
+The clicks start when every session has opened Home (before, slow openings bunched them into one
+second). Meanwhile one more session
 (the prober) switches pages every few seconds and times each switch (click until the page has
 run and shows its title), and the server's and the worker processes' CPU and memory are sampled
 from /proc. At the end it checks the run store: every session's demo runs under its own owner,
@@ -172,7 +175,18 @@ async def first_estimate(page, clicked: float) -> float | None:
     return time.time() - clicked + max(ends) if ends else None
 
 
-async def student(i: int, browser, base: str, click_at: float, deadline: float, out: list) -> None:
+def arrived(start: dict, row: dict) -> None:
+    """Count a session as loaded (once); the last one sets the time of the first click."""
+    if row.get("arrived"):
+        return
+    row["arrived"] = True
+    start["loaded"] += 1
+    if start["loaded"] == start["sessions"]:
+        start["t0"] = time.time() + 1.0
+        start["ready"].set()
+
+
+async def student(i: int, browser, base: str, start: dict, gap: float, out: list) -> None:
     context = await browser.new_context(viewport={"width": 1200, "height": 800})
     page = await context.new_page()
     row = {"session": i, "clicked": None, "results_after": None, "eta_first": None, "blank_seconds": 0.0,
@@ -181,7 +195,10 @@ async def student(i: int, browser, base: str, click_at: float, deadline: float, 
     try:
         await page.goto(base, timeout=600_000)
         await idle(page)
-        await asyncio.sleep(max(0.0, click_at - time.time()))
+        arrived(start, row)                  # every session opens Home first; then the clicks spread
+        await start["ready"].wait()
+        deadline = start["t0"] + start["timeout"]
+        await asyncio.sleep(max(0.0, start["t0"] + i * gap - time.time()))
         row["clicked"] = time.time()
         await page.locator(".st-key-demo_run button").click(timeout=600_000)
         blank_since = None
@@ -207,7 +224,10 @@ async def student(i: int, browser, base: str, click_at: float, deadline: float, 
         if blank_since is not None:
             row["blank_seconds"] += time.time() - blank_since
         if row["results_after"] is not None:
+            # the curves come first; count what the page shows once it has drawn its last section
+            await page.get_by_role("heading", name="Stored runs").wait_for(timeout=600_000)
             await idle(page)
+            row["complete_after"] = time.time() - row["clicked"]
             table = page.locator(".st-key-res_metrics")
             row["runs_shown"] = await page.locator("[data-testid=stMetric]").count()
             text = await page.locator("[data-testid=stMain]").inner_text()
@@ -217,11 +237,13 @@ async def student(i: int, browser, base: str, click_at: float, deadline: float, 
             await page.wait_for_timeout(5000)
             await idle(page)
             row["runs_shown_later"] = await page.locator("[data-testid=stMetric]").count()
+            row["main_chars_later"] = len(await page.locator("[data-testid=stMain]").inner_text())
         row["exception"] = await page.locator("[data-testid=stException]").count() > 0
         row["owner"] = await owner_of(context)
         row["url"] = page.url
     except Exception as exc:          # a session that broke is a finding, not the end of the run
         row["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        arrived(start, row)
     finally:
         await context.close()
 
@@ -262,12 +284,13 @@ async def drive(args, base: str) -> tuple[list, list, float]:
             students = await p.chromium.launch(executable_path=str(wrapper), headless=True, args=ARGS)
         sessions, switches, stop = [], [], asyncio.Event()
         probe = asyncio.create_task(prober(browser, base, stop, switches, args.probe_every))
-        t0 = time.time() + 5 + args.browsers * 0.5      # time to open every session first
-        deadline = t0 + args.timeout
+        start = {"loaded": 0, "sessions": args.browsers, "ready": asyncio.Event(), "t0": None,
+                 "timeout": args.timeout}
         gap = args.spread / max(1, args.browsers - 1)
-        tasks = [asyncio.create_task(student(i, students, base, t0 + i * gap, deadline, sessions))
+        tasks = [asyncio.create_task(student(i, students, base, start, gap, sessions))
                  for i in range(args.browsers)]
         await asyncio.gather(*tasks)
+        t0 = start["t0"] or time.time()
         stop.set()
         await probe
         if students is not browser:
@@ -282,6 +305,19 @@ def quantiles(values: list[float]) -> dict:
         return {"n": 0}
     values = sorted(values)
     return {"n": len(values), "first": values[0], "median": statistics.median(values), "last": values[-1]}
+
+
+def click_order_tau(sessions: list) -> float | None:
+    """Kendall's tau between the order of the clicks and the order in which results appeared."""
+    from scipy.stats import kendalltau
+    rows = [s for s in sessions if s["clicked"] and s["results_after"] is not None]
+    if len(rows) < 3:
+        return None
+    return float(kendalltau([s["clicked"] for s in rows], [s["clicked"] + s["results_after"] for s in rows])[0])
+
+
+def spread_of(values: list[float]) -> float | None:
+    return max(values) - min(values) if values else None
 
 
 def check_store(home: Path, sessions: list) -> dict:
@@ -339,9 +375,14 @@ def main() -> None:
         "load_before": os.getloadavg(),
         "settings": vars(args) | {"out": str(args.out)},
         "results_seconds": quantiles(done),
+        "results_complete_seconds": quantiles([s["complete_after"] for s in sessions if s.get("complete_after")]),
         "estimate_error": quantiles([s["results_after"] - s["eta_first"] for s in sessions
                                      if s["results_after"] is not None and s["eta_first"] is not None]),
         "sessions_without_results": len(sessions) - len(done),
+        "click_order_vs_results_order_kendall_tau": click_order_tau(sessions),
+        "clicks_spread_seconds": spread_of([s["clicked"] for s in sessions if s["clicked"]]),
+        "runs_shown_per_session": [s.get("runs_shown_later", s.get("runs_shown")) for s in
+                                   sorted(sessions, key=lambda r: r["session"])],
         "blank_pages": sum(s["blank"] for s in sessions),
         "blank_seconds_total": sum(s["blank_seconds"] for s in sessions),
         "sessions_with_errors": [s for s in sessions if s.get("error") or s.get("exception")],
