@@ -42,6 +42,13 @@ def job_card(snap, *, live_losses: bool):
 
 
 def jobs_panel():
+    if ss.get("page_now", "Train") != "Train":
+        # A refresh timer of this fragment that fires after the page changed (the switch to Results
+        # below comes from inside the fragment, so its timer outlives it): do nothing. Before, such a
+        # run redrew this panel over the Results page and called st.rerun(), whose Results run the
+        # next tick interrupted again: under load, 9 of 20 Results pages never finished drawing and
+        # 5 went blank (bench/results/class-load-20-local-2026-11-26-evening.json).
+        return
     snaps = state.snapshots()
     if training.batch_to_show(snaps):
         st.switch_page(ui.RESULTS)
@@ -70,6 +77,7 @@ def jobs_panel():
 
 
 st.title("Train")
+ss["page_now"] = "Train"   # app.py sets it too; AppTest runs a page without naming it there
 ds, data = state.dataset(), state.causal()
 st.subheader("Next batch")
 if ds is None or data is None:
