@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 import streamlit as st
@@ -149,3 +150,28 @@ def batch_to_show(snaps) -> bool:
         ss["demo_seconds"] = time.time() - ss.get("demo_clicked", time.time())
         return True
     return False
+
+
+def stop_own_refresh() -> None:
+    """Stop the refresh timer of the fragment that is running, in the browser and on the server.
+
+    Called before a fragment that refreshes itself (``run_every``) switches the page: otherwise its
+    timer outlives the page, and a tick that lands while the next page is still being drawn is
+    queued behind it and then run with the old page's identity, which redraws the old page's
+    panel over the new one or blanks it (bench/results/class-load-20-*-2026-11-26-*.json). Uses
+    Streamlit's own stop message (what it sends for fragments it evicts); if this Streamlit has
+    no such internals, nothing is done and the page's guard (``page_now``) still applies.
+    """
+    try:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
+        ctx, fragment_id = get_script_run_ctx(), ThreadState.get().fragment_id
+        if ctx is None or not fragment_id:
+            return
+        msg = ForwardMsg()
+        msg.stop_auto_rerun.fragment_ids.append(fragment_id)
+        ctx.enqueue(msg)
+        if ctx.fragment_storage.contains(fragment_id):
+            ctx.fragment_storage.delete(fragment_id)
+    except (ImportError, AttributeError, RuntimeError) as err:
+        logging.getLogger("dashboard").info("Could not stop the fragment's refresh: %s", err)

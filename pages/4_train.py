@@ -51,6 +51,7 @@ def jobs_panel():
         return
     snaps = state.snapshots()
     if training.batch_to_show(snaps):
+        training.stop_own_refresh()
         st.switch_page(ui.RESULTS)
     if not ss.pop("train_full_run", False) and training.poll_seconds(snaps) != ss.get("train_poll"):
         st.rerun()          # the whole page catches up and the refresh rate changes
