@@ -29,8 +29,8 @@ def card_tab():
         "the US National Longitudinal Survey of Young Men: log hourly wage in 1976 (*lwage*), years of schooling "
         "(*educ*), experience and its square, race and region (covariates X). Ability is the hidden *U*: it "
         "raises schooling and wages, so a regression of wage on schooling is suspect. The instrument: whether "
-        "the man grew up near a four-year college (*nearc4*, 0 or 1). The same data is on *Data* → *Real data* "
-        "→ Card; every number below is computed from it (covariates partialled out, homoskedastic standard "
+        "the man grew up near a four-year college (*nearc4*, 0 or 1). The same data can be loaded on *Data* "
+        "(real data: Card); every number below is computed from it (covariates partialled out, homoskedastic standard "
         "errors, as the tool's 2SLS).")
     fs, rf = s["first_stage"], s["reduced_form"]
     st.markdown("#### 1. First stage and reduced form")

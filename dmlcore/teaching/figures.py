@@ -288,9 +288,10 @@ def second_order_figure(lines: list[tuple[str, np.ndarray, np.ndarray, str]]) ->
         guide = low * (eps / eps[0]) ** power
         fig.add_trace(go.Scatter(x=eps, y=guide, mode="lines", name=f"slope {power} (guide)",
                                  line=dict(color="#999", dash=dash, width=1), hoverinfo="skip"))
-    fig.update_layout(**LAYOUT, height=430, title="How far the estimate moves when the nuisances are off by ε",
-                      xaxis=dict(type="log", title="ε (size of the nuisance error)"),
+    fig.update_layout(**LAYOUT, height=470, xaxis=dict(type="log", title="ε (size of the nuisance error)"),
                       yaxis=dict(type="log", title="|change of the estimate| (log scale)", exponentformat="power"))
+    fig.update_layout(title=dict(text="How far the estimate moves when the nuisances are off by ε", y=0.98,
+                                 yanchor="top"), margin=dict(t=120), legend=dict(y=1.04, yanchor="bottom"))
     return fig
 
 
