@@ -1,6 +1,6 @@
 """The numbers of the Card (1995) exercise (Learn → Card; docs/teaching.md's answer key).
 
-    .venv/bin/python bench/card_exercise.py [--docs docs/teaching.md]
+    .venv/bin/python -m bench.card_exercise [--docs docs/teaching.md]
 
 Computes :func:`dmlcore.teaching.card.linear_steps` and :func:`~dmlcore.teaching.card.dml_cmr`,
 writes them to bench/results/teaching/card.json (with date, machine, load average) and
@@ -15,16 +15,14 @@ import json
 import os
 import platform
 import re
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from threadpoolctl import threadpool_limits  # noqa: E402
+from threadpoolctl import threadpool_limits
 
-from dmlcore.teaching import card  # noqa: E402
+from dmlcore.teaching import card
 
 BEGIN, END = "<!-- card-numbers:begin -->", "<!-- card-numbers:end -->"
 
@@ -61,7 +59,7 @@ def main(argv=None) -> int:
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
             "load average": os.getloadavg()[0]}
     Path(args.out).write_text(json.dumps({"linear": steps, "dml_cmr": dml, "run": meta}, indent=1, default=str))
-    block = (f"{BEGIN}\n{table(steps, dml)}\n\n*Written by `python bench/card_exercise.py` on {meta['date']} "
+    block = (f"{BEGIN}\n{table(steps, dml)}\n\n*Written by `python -m bench.card_exercise` on {meta['date']} "
              f"(`bench/results/teaching/card.json`).*\n{END}")
     docs = Path(args.docs)
     text = docs.read_text()

@@ -1,7 +1,7 @@
 """The Learn page's "Orthogonality that works" at full size: both scores, with and without
 cross-fitting, on many simulated partially linear IV data sets (dmlcore.teaching.pliv).
 
-    .venv/bin/python bench/pliv.py [--sims 1000] [--n 1000] [--folds 5]
+    .venv/bin/python -m bench.pliv [--sims 1000] [--n 1000] [--folds 5]
 
 Writes the per-simulation rows to dmlcore/teaching/pliv.csv (shipped: the page draws its
 histograms from it and can recompute a small version live) and the timing, date, machine and
@@ -14,14 +14,12 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from dmlcore.teaching import pliv  # noqa: E402
+from dmlcore.teaching import pliv
 
 
 def main(argv=None) -> int:

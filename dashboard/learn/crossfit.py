@@ -103,7 +103,7 @@ def measured_section():
 
 
 def swap_note():
-    """Which overfitted nuisance moves f-hat, from bench/teaching.py's rows."""
+    """Which overfitted nuisance moves f-hat, from ``python -m bench.teaching``'s rows."""
     table = nuisance.measured_swap()
     if table is None:
         return

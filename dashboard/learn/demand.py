@@ -153,11 +153,11 @@ def bands_section(strength: float, rho: float, n: int, seed: int):
 
 
 def measured_coverage():
-    """The band's coverage and width over many data sets at each strength (bench/teaching.py)."""
+    """The band's coverage and width over many data sets at each strength (``python -m bench.teaching``)."""
     table = demand.measured_band_coverage()
     if table is None:
         st.caption("The band's coverage over many data sets (bench/results/teaching/demand-band-coverage.csv, "
-                   "written by `python bench/teaching.py`) is not in this installation.")
+                   "written by `python -m bench.teaching`) is not in this installation.")
         return
     fixed = table[table["ridge"] == demand.BAND_RIDGE]
     small = table[table["ridge"] != demand.BAND_RIDGE]

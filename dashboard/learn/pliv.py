@@ -71,11 +71,11 @@ def histograms_section():
     exp = shipped()
     st.markdown("#### Over many simulated data sets")
     if exp is None:
-        st.caption("The shipped simulations (dmlcore/teaching/pliv.csv, written by bench/pliv.py) are not in this "
+        st.caption("The shipped simulations (dmlcore/teaching/pliv.csv, written by `python -m bench.pliv`) are not in this "
                    "installation; run the small version below.")
     else:
         describe(exp, f"{exp.params['sims']:,} data sets of {exp.params['n']:,} rows (shipped in "
-                      f"{exp.params['source']}, written by `python bench/pliv.py`)", "learn_pliv_plot")
+                      f"{exp.params['source']}, written by `python -m bench.pliv`)", "learn_pliv_plot")
     st.markdown(f"**Recompute a small version live**: {LIVE['sims']} new data sets of {LIVE['n']} rows "
                 "(other random numbers; a few seconds).")
     live = slow("pliv-live", "Run the small version",

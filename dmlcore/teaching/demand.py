@@ -107,5 +107,5 @@ def band_coverage(strengths=BAND_STRENGTHS, *, seeds: int = 10, rho: float = 0.9
 
 
 def measured_band_coverage() -> pd.DataFrame | None:
-    """:func:`band_coverage` as bench/teaching.py wrote it (None when the file is not here)."""
+    """:func:`band_coverage` as ``python -m bench.teaching`` wrote it (None when the file is not here)."""
     return pd.read_csv(BAND_COVERAGE_CSV) if BAND_COVERAGE_CSV.exists() else None

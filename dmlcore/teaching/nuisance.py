@@ -237,5 +237,5 @@ SWAP_CSV = Path(__file__).resolve().parents[2] / "bench" / "results" / "teaching
 
 
 def measured_swap() -> pd.DataFrame | None:
-    """:func:`swap_nuisances` as bench/teaching.py wrote it (None when the file is not here)."""
+    """:func:`swap_nuisances` as ``python -m bench.teaching`` wrote it (None when the file is not here)."""
     return pd.read_csv(SWAP_CSV) if SWAP_CSV.exists() else None

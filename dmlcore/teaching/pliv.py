@@ -48,7 +48,7 @@ NEIGHBOURS = 10
 LEVEL = 0.95
 SCORES = ("naive", "orthogonal")
 SCORE_TITLES = {"naive": "naive score (not orthogonal)", "orthogonal": "orthogonal score (DML)"}
-CACHE = Path(__file__).with_name("pliv.csv")      # written by bench/pliv.py
+CACHE = Path(__file__).with_name("pliv.csv")      # written by python -m bench.pliv
 CACHE_SETTINGS = dict(n=1000, sims=1000, folds=5, seed=0)
 EPSILONS = (0.025, 0.05, 0.1, 0.2, 0.4)
 
@@ -139,7 +139,7 @@ def from_draws(table: pd.DataFrame, params: dict, seconds: float = 0.0) -> Exper
 
 
 def cached() -> Experiment | None:
-    """The shipped large run (:data:`CACHE`, written by bench/pliv.py), or None without it."""
+    """The shipped large run (:data:`CACHE`, written by ``python -m bench.pliv``), or None without it."""
     if not CACHE.exists():
         return None
     table = pd.read_csv(CACHE)
