@@ -24,24 +24,13 @@ from dmlcore.estimators.sieve import check_tabular
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
 from dmlcore.learners.nn import DEFAULTS as NN_NUISANCE_DEFAULTS
 from dmlcore.learners.tabular import DEFAULTS as TABULAR_DEFAULTS
-from dmlcore.estimators.peers import PEERS, peer_problem
-from dmlcore.runs import LEARNER_METHODS, METHOD_TITLES, METHODS, NEURAL_METHODS
+from dmlcore.estimators import METHOD_TITLES, METHODS
 
 DEFAULT_DRAWS = inspect.signature(DMLCMR).parameters["n_draws"].default
 
 SAME = "same as above"
-METHOD_HELP = {
-    "dml-cmr": "Orthogonal score + K-fold cross-fitting (the paper's Algorithm 1).",
-    "ce-dml-cmr": "Orthogonal score, nuisances fitted once on all rows (cheaper, no cross-fitting).",
-    "naive": "Plugs the first stage straight into the second (DeepIV-style); biased when the first stage is off.",
-    "2sls": "Classical linear two-stage least squares, with standard errors.",
-    "sieve-2sls": "Spline (sieve) 2SLS: tensor-product B-splines (with many covariates, a spline in the "
-                  "treatment plus a term per covariate), knots and ridge chosen by validation on the training "
-                  "rows; a few seconds for 5,000 rows.",
-    "regression": "The outcome regressed on f's inputs with the learner, ignoring instruments and proxies: "
-                  "what confounding does to an estimate that does not correct for it.",
-}
-METHOD_HELP.update({name: peer.help + " Its own settings: docs/peers.md." for name, peer in PEERS.items()})
+SECOND_STAGE_METHODS = [name for name, m in METHODS.items() if m.second_stage]  # a learner each may override
+METHOD_HELP = {name: m.help for name, m in METHODS.items()}
 
 
 @dataclass(frozen=True)
@@ -194,7 +183,7 @@ ESTIMATOR_DEFAULTS: dict[str, object] = {
     "est_f_model": "own",
     "est_reps": 1,
     "est_device": "auto",
-    **{learner_override_key(m): SAME for m in NEURAL_METHODS},
+    **{learner_override_key(m): SAME for m in SECOND_STAGE_METHODS},
     **{nuisance_key(lr, f.param): _widget_default(f) for lr, fields in NUISANCE_FIELDS.items() for f in fields},
     **{f_key(m, f.param): _widget_default(f) for m, fields in F_FIELDS.items() for f in fields},
 }
@@ -252,9 +241,9 @@ def _changed(fields, key_of, state, errors) -> dict | None:
 
 def learner_for(method: str, state) -> str | None:
     """The nuisance learner of ``method`` (None for the linear methods)."""
-    if method not in LEARNER_METHODS:
+    if not METHODS[method].uses_learner:
         return None
-    if method not in NEURAL_METHODS:
+    if not METHODS[method].second_stage:
         return state.get("est_learner", "nn")
     override = state.get(learner_override_key(method), SAME)
     return state.get("est_learner", "nn") if override in (None, SAME) else override
@@ -280,7 +269,7 @@ def _refusal(errors: dict, key: str, data: CausalData, what: str, instead: str) 
 def methods_for(data: CausalData | None) -> list[str]:
     """The methods that can fit ``data``: all of them without data; the IV peers (KIV, DFIV,
     DeepGMM) only for IV, the proximal ones (KPV, PMMR, NMMR) only for PCL, no kernel peer on images."""
-    return [m for m in METHODS if data is None or m not in PEERS or peer_problem(m, data) is None]
+    return [m for m in METHODS if data is None or METHODS[m].refusal(data) is None]
 
 
 def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[PlannedFit], dict[str, str]]:
@@ -292,10 +281,10 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
     elif "sieve-2sls" in methods and data is not None:
         _refusal(errors, "est_methods", data, "Sieve 2SLS", "Remove it; use DML-CMR or the naive plug-in "
                  "with the neural-network learner on image data.")
-    for method in (m for m in methods if m in PEERS and data is not None):
-        if peer_problem(method, data) and "est_methods" not in errors:
-            errors["est_methods"] = peer_problem(method, data)
-    neural = [m for m in methods if m in NEURAL_METHODS]
+    for method in (m for m in methods if data is not None):
+        if METHODS[method].refusal(data) and "est_methods" not in errors:
+            errors["est_methods"] = METHODS[method].refusal(data)
+    neural = [m for m in methods if METHODS[m].second_stage]
     sieve_f = state.get("est_f_model", "own") == "sieve"
     if state.get("est_f_model", "own") not in F_MODEL_CHOICES:
         errors["est_f_model"] = (f"Unknown second stage {state.get('est_f_model')!r}; choose one of "
@@ -335,7 +324,7 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
         nuisance = _changed(NUISANCE_FIELDS[learner], lambda p, lr=learner: nuisance_key(lr, p), state, errors)
         kwargs = dict(common, learner=learner, nuisance_params=nuisance)
         label = f"#{batch} {title} · {learner}"
-        if method not in NEURAL_METHODS:     # the regression baseline: no second stage, no cross-fits
+        if not METHODS[method].second_stage:     # the regression baseline: no second stage, no cross-fits
             fits.append(PlannedFit(method, label, learner, kwargs))
             continue
         if sieve_f:

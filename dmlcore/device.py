@@ -40,21 +40,18 @@ def resolve_device(spec: str | torch.device | None = "auto") -> torch.device:
     return torch.device(f"cuda:{index}")
 
 
-def gpus_needed(spec: str | dict | None = "auto", available: int | None = None) -> int:
+def gpus_needed(spec: str | None = "auto", available: int | None = None, *, networks: bool = True) -> int:
     """GPUs a task must reserve (0 or 1) to fit on device ``spec``, for executors such as Ray.
 
-    ``spec`` is a device spec or a run config ({"device", "method", "learner", "f_model", ...}):
-    a config whose fit trains no network of dmlcore (a non-nn learner and second stage, or a
-    method without learners of the DML-CMR family) needs none. ``available`` is how many GPUs
-    the executor can hand out (default: those torch sees here; a Ray driver passes the
+    ``networks`` False (a fit that trains no torch network of dmlcore:
+    :func:`dmlcore.estimators.trains_networks` of its config) needs none. ``available`` is how
+    many GPUs the executor can hand out (default: those torch sees here; a Ray driver passes the
     cluster's). "auto" takes one when there is one, "cpu" none; "cuda" or "cuda:N" takes one
     and is refused when none is available. A task given one GPU sees it as cuda:0, so give such
     tasks "auto" or "cuda" rather than "cuda:N".
     """
-    if isinstance(spec, dict):
-        if not _trains_networks(spec):
-            return 0
-        spec = spec.get("device", "auto")
+    if not networks:
+        return 0
     spec = "auto" if spec is None else str(spec).strip().lower()
     available = cuda_count() if available is None else int(available)
     if spec == "auto":
@@ -67,16 +64,3 @@ def gpus_needed(spec: str | dict | None = "auto", available: int | None = None) 
         raise DMLCoreError(f"device {spec!r} asked for a GPU, but none is available to this executor; "
                            f"use device auto or cpu.")
     return 1
-
-
-def _trains_networks(config: dict) -> bool:
-    """Whether a run config's fit trains a torch network: an nn nuisance or second stage of the
-    DML-CMR family or the regression baseline, or a neural peer method (DFIV, DeepGMM, NMMR)."""
-    method = config.get("method") or "dml-cmr"
-    if method not in ("dml-cmr", "ce-dml-cmr", "naive", "regression"):
-        from dmlcore.estimators.peers import PEERS
-        return method in PEERS and PEERS[method].learner == "nn"
-    learner = config.get("learner") or "nn"
-    used = {learner, config.get("f_model") or learner, config.get("outcome_learner") or learner,
-            config.get("sampler") or learner}
-    return "nn" in used

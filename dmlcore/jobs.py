@@ -91,7 +91,8 @@ from typing import Callable
 from threadpoolctl import threadpool_limits
 
 from dmlcore.errors import DMLCoreError, FitCancelled, FitDiverged
-from dmlcore.runs import METHODS, NEURAL_METHODS, Run, fit_run, fits_in_run
+from dmlcore.estimators import METHODS, get_method
+from dmlcore.runs import Run, fit_run, fits_in_run
 from dmlcore.store import RunStore, default_store_path
 
 logger = logging.getLogger(__name__)
@@ -229,7 +230,7 @@ _FIRST_GUESS = {"gb": 1.0, "rf": 1.0, "nn": 6.0, "linear": 0.05}
 
 def cost_key(method: str, config: dict) -> tuple:
     """What a fit's cost depends on besides its rows: the method and (DML-CMR family) its budget."""
-    if method not in NEURAL_METHODS:
+    if method not in METHODS or not METHODS[method].second_stage:
         return (method,)
     return (method, config.get("learner") or "nn", config.get("folds") if method == "dml-cmr" else None,
             config.get("epochs"), config.get("n_draws") or 8, config.get("f_model"),
@@ -261,7 +262,7 @@ class CostBook:
             seen_n, seconds = self._seen[key]
             return max(0.05, seconds * n / max(seen_n, 1))
         method, learner, folds, *_ = key + (None,) * 3
-        if method not in NEURAL_METHODS:
+        if method not in METHODS or not METHODS[method].second_stage:
             return 0.5
         fits = folds or 1
         return 1.0 + (fits + 1) * _FIRST_GUESS.get(learner, 6.0) * n / 1000
@@ -596,8 +597,7 @@ class JobRegistry:
     def submit_fit(self, owner: str, label: str, *, data, method: str, truth=None, dataset: str | None = None,
                    **fit_kwargs) -> str:
         """Queue ``fit_run(data, method, truth=truth, dataset=dataset, **fit_kwargs)``."""
-        if method not in METHODS:
-            raise DMLCoreError(f"Unknown method {method!r}; choose one of {', '.join(METHODS)}.")
+        get_method(method)
         inspect.signature(fit_run).bind(data, method, truth=truth, dataset=dataset, callback=None,
                                         should_stop=None, **fit_kwargs)
         params = fit_kwargs.get("data_params") or {}

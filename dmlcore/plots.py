@@ -17,11 +17,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from dmlcore.estimators import METHODS
+
 # One colour per method, the same in every figure; the truth is always black and dashed.
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
            "#17becf", "#bcbd22", "#7f7f7f")
-METHOD_COLORS = {"dml-cmr": "#1f77b4", "ce-dml-cmr": "#17becf", "naive": "#d62728",
-                 "2sls": "#2ca02c", "sieve-2sls": "#9467bd", "ols": "#ff7f0e", "regression": "#ff7f0e"}
+# the methods' colours are their registry entries'; "ols" is the teaching pages' plain regression
+METHOD_COLORS = {**{name: m.colour for name, m in METHODS.items() if m.colour}, "ols": "#ff7f0e"}
 TRUTH_COLOR = "#111111"
 MODEL_TITLES = {"s": "outcome model s(c) = E[Y | C]", "g": "conditional distribution g",
                 "f": "second stage f"}

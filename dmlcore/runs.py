@@ -25,63 +25,17 @@ import pandas as pd
 
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, bridge_curve
-from dmlcore.device import resolve_device
 from dmlcore.effects import bootstrap_effect, check_bootstrap, contrast, effect_record
 from dmlcore.errors import DMLCoreError, FitDiverged
-from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
-from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn
-from dmlcore.estimators.peers import PEERS, make_peer
+from dmlcore.estimators import (METHOD_TITLES, METHODS, RepeatedCrossFit, get_method, make_estimator, record_folds,
+                                record_learner)
 from dmlcore.heldout import HELDOUT_FOLDS, check_folds, heldout_score
 from dmlcore.progress import Monitor
 
-NEURAL_METHODS = {"dml-cmr": DMLCMR, "ce-dml-cmr": CEDMLCMR, "naive": NaivePlugIn}
-METHOD_TITLES = {"dml-cmr": "DML-CMR", "ce-dml-cmr": "CE-DML-CMR", "naive": "Naive plug-in",
-                 "2sls": "2SLS", "sieve-2sls": "Sieve 2SLS", "regression": "Regression (ignores C)"}
-METHOD_TITLES.update({name: peer.title for name, peer in PEERS.items()})  # KIV, DFIV, ... (docs/peers.md)
-LEARNER_METHODS = {*NEURAL_METHODS, "regression"}  # methods that use the chosen learner and its callbacks
-METHODS = tuple(METHOD_TITLES)
 BAND_LEVEL = 0.95
 CURVE_POINTS = 60     # treatment values of a curve without a known truth
 STACK_ROWS = 2 ** 20  # rows stacked at once for the band of an averaged curve
-
-
-def make_estimator(method: str, *, learner: str = "nn", folds: int = 10, seed: int = 0,
-                   epochs: int | None = None, n_draws: int = 8, nuisance_params: dict | None = None,
-                   f_params: dict | None = None, f_model: str | None = None, reps_crossfit: int = 1,
-                   device: str = "auto", cov_type: str = "unadjusted", cluster: str | None = None):
-    """The estimator for ``method`` with the given learners and budget.
-
-    For the DML-CMR family only: ``f_model`` picks the second stage (None: the learner's own),
-    and ``reps_crossfit`` > 1 repeats the fit with seeds seed, seed + 1, ... (RepeatedCrossFit).
-    ``device`` ("auto", "cpu", "cuda", "cuda:N") is where torch models run; it is checked for
-    every method, so a CUDA device torch cannot see is refused here. For the peer methods (KIV,
-    DFIV, DeepGMM, KPV, PMMR, NMMR: dmlcore.estimators.peers) ``f_params`` holds the method's own
-    settings, e.g. {"n_features": 500}. ``cov_type`` and ``cluster`` are the standard errors of 2SLS
-    (:class:`~dmlcore.estimators.tsls.TwoStageLeastSquares`); the other methods' fits do not use them.
-    """
-    resolve_device(device)
-    if method in NEURAL_METHODS:
-        est = NEURAL_METHODS[method](learner, folds, n_draws=n_draws, epochs=epochs, seed=seed,
-                                     nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
-                                     device=device)
-        return est if reps_crossfit == 1 else RepeatedCrossFit(est, reps_crossfit)
-    if method in METHODS:
-        for name, value, default in (("f_model", f_model, None), ("reps_crossfit", reps_crossfit, 1)):
-            if value != default:
-                raise DMLCoreError(f"{name}={value!r} applies to dml-cmr, ce-dml-cmr and naive only, "
-                                   f"not to {method}; leave it out.")
-    if method in PEERS:  # their own settings come in f_params
-        return make_peer(method, seed=seed, epochs=epochs, params=f_params, device=device)
-    if method == "regression":
-        from dmlcore.estimators.regression import OutcomeRegression
-        return OutcomeRegression(learner, epochs=epochs, nuisance_params=nuisance_params, seed=seed, device=device)
-    if method == "2sls":
-        from dmlcore.estimators.tsls import TwoStageLeastSquares
-        return TwoStageLeastSquares(cov_type=cov_type, cluster=cluster)
-    if method == "sieve-2sls":
-        from dmlcore.estimators.sieve import Sieve2SLS
-        return Sieve2SLS()
-    raise DMLCoreError(f"Unknown method {method!r}; choose one of {', '.join(METHODS)}.")
+__all__ = ["METHODS", "METHOD_TITLES", "Run", "fit_run", "make_estimator", "band_summary", "curve_band"]
 
 
 @dataclass
@@ -146,7 +100,7 @@ def _json_default(value):
 
 def fit_estimator(estimator, method: str, data: CausalData, callback=None, should_stop=None):
     """``estimator.fit(data)`` with progress and cancellation, as ``method``'s estimator takes them."""
-    if method in LEARNER_METHODS:
+    if get_method(method).uses_learner:
         return estimator.fit(data, callback=callback, should_stop=should_stop)
     return estimator.fit(data, monitor=Monitor(callback, should_stop))
 
@@ -203,8 +157,8 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         "dataset": dataset or data.name,
         "n": int(len(data.table)),
         "seed": int(seed),
-        "folds": int(folds) if method == "dml-cmr" else (1 if method in NEURAL_METHODS else None),
-        "learner": learner if method in LEARNER_METHODS else (PEERS[method].learner if method in PEERS else "linear"),
+        "folds": record_folds(method, folds),
+        "learner": record_learner(method, learner),
         "mse": metrics.get("mse"),
         "metrics": metrics,
         "seconds": seconds,

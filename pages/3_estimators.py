@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard import plan, state, ui
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
-from dmlcore.runs import METHOD_TITLES, NEURAL_METHODS
+from dmlcore.runs import METHOD_TITLES
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
 
@@ -66,7 +66,7 @@ c4.number_input("Draws per row", min_value=1, max_value=256, step=1, key="est_dr
 if "est_folds" in errors:
     st.error(errors["est_folds"])
 
-neural = [m for m in ss["est_methods"] if m in NEURAL_METHODS]
+neural = [m for m in ss["est_methods"] if m in plan.SECOND_STAGE_METHODS]
 c5, c6 = st.columns([3, 1])
 c5.selectbox("Second stage f (DML-CMR, CE-DML-CMR, naive plug-in)", list(plan.F_MODEL_CHOICES), key="est_f_model",
              persist_state="session", format_func=plan.F_MODEL_CHOICES.get, help=plan.F_MODEL_HELP,

@@ -9,7 +9,7 @@ from dmlcore.data.datasets import OWN_DATA_UNKNOWN, REAL_DATASETS
 from dmlcore.diagnostics import strength_label
 from dmlcore.errors import DMLCoreError
 from dmlcore.covariance import COV_TITLES, COV_TYPES, FEW_CLUSTERS
-from dmlcore.estimators.peers import PEERS
+from dmlcore.estimators import METHODS
 from dmlcore.runs import METHOD_TITLES, fit_run
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
@@ -338,7 +338,7 @@ def details_section(chosen):
             losses["f"] = {None: history}
         st.plotly_chart(plots.loss_figure(losses), key="res_losses")
         st.plotly_chart(plots.second_stage_figure(fold_losses), key="res_second_stage")
-        if item.method in PEERS:
+        if item.method in METHODS and METHODS[item.method].peer:
             st.caption(f"{METHOD_TITLES.get(item.method, item.method)}'s own training criteria per epoch, on "
                        "the scale it trains on: the raw outcome for NMMR's default, the standardized outcome "
                        "for the others (docs/peers.md).")

@@ -11,6 +11,7 @@ import dmlcore.device as device_mod
 from dmlcore.cli import main
 from dmlcore.data.registry import load_dataset
 from dmlcore.device import gpus_needed, resolve_device
+from dmlcore.estimators import trains_networks
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.dml import DMLCMR, NaivePlugIn
 from dmlcore.learners.nn import DEFAULTS, _FoldData, dropout_mask, make_network
@@ -74,15 +75,18 @@ def test_gpus_needed_for_a_task(no_cuda):
         gpus_needed("cuda", available=0)
     with pytest.raises(DMLCoreError, match="got 'tpu'"):
         gpus_needed("tpu", available=1)
+    def task_gpus(config, available):      # as the study runner asks for a config
+        return gpus_needed(config.get("device", "auto"), available, networks=trains_networks(config))
+
     nn_fit = {"method": "dml-cmr", "learner": "nn", "device": "cuda"}
-    assert gpus_needed(nn_fit, available=1) == 1
-    assert gpus_needed({**nn_fit, "learner": "gb"}, available=1) == 0            # trees on the CPU
-    assert gpus_needed({**nn_fit, "learner": "gb", "f_model": "nn"}, available=1) == 1
-    assert gpus_needed({**nn_fit, "method": "2sls"}, available=1) == 0
-    assert gpus_needed({"method": "naive", "learner": "nn"}, available=1) == 1    # device "auto"
-    assert gpus_needed({"method": "naive", "learner": None, "device": "auto"}, available=1) == 1  # the default
-    assert gpus_needed({"method": "dfiv", "device": "auto"}, available=1) == 1          # a neural peer
-    assert gpus_needed({"method": "kiv", "device": "auto"}, available=1) == 0           # kernels: CPU
+    assert task_gpus(nn_fit, available=1) == 1
+    assert task_gpus({**nn_fit, "learner": "gb"}, available=1) == 0            # trees on the CPU
+    assert task_gpus({**nn_fit, "learner": "gb", "f_model": "nn"}, available=1) == 1
+    assert task_gpus({**nn_fit, "method": "2sls"}, available=1) == 0
+    assert task_gpus({"method": "naive", "learner": "nn"}, available=1) == 1    # device "auto"
+    assert task_gpus({"method": "naive", "learner": None, "device": "auto"}, available=1) == 1  # the default
+    assert task_gpus({"method": "dfiv", "device": "auto"}, available=1) == 1          # a neural peer
+    assert task_gpus({"method": "kiv", "device": "auto"}, available=1) == 0           # kernels: CPU
 
 
 # ------------------------------------------------------------------ where tensors live

@@ -14,7 +14,8 @@ from dmlcore.data.images import simulate_digits_iv
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import bridge_curve, simulate_demand_pcl
 from dmlcore.errors import DMLCoreError, FitCancelled, FitDiverged
-from dmlcore.estimators.peers import DFIV, KIV, KPV, NMMR, PEERS, PMMR, DeepGMM, deepgmm, kernels, make_peer
+from dmlcore.estimators import make_estimator
+from dmlcore.estimators.peers import DFIV, KIV, KPV, NMMR, PMMR, DeepGMM, deepgmm, kernels
 from dmlcore.estimators.peers.nets import OAdam
 from dmlcore.progress import Monitor
 from dmlcore.runs import METHODS, fit_run
@@ -111,7 +112,7 @@ def test_pcl_peers_recover_a_known_bridge(make):
 
 
 def test_nmmr_v_is_the_v_statistic_and_can_keep_its_best_validation_epoch():
-    est = make_peer("nmmr-v", seed=1, epochs=8, params={"val_fraction": 0.1})
+    est = make_estimator("nmmr-v", seed=1, epochs=8, f_params={"val_fraction": 0.1})
     assert est.loss == "V" and est.epochs == 8
     est.fit(linear_pcl(300, 1))
     history = est.second_stage_history_
@@ -184,17 +185,17 @@ def torch_tensor(values):
 @pytest.mark.parametrize("method", ["kpv", "pmmr", "nmmr"])
 def test_pcl_peers_refuse_iv_roles(method):
     with pytest.raises(DMLCoreError, match="proximal.*IV problem"):
-        make_peer(method).fit(linear_iv(100, 0))
+        make_estimator(method).fit(linear_iv(100, 0))
 
 
 @pytest.mark.parametrize("method", ["kiv", "dfiv", "deepgmm"])
 def test_iv_peers_refuse_pcl_roles_and_data_without_an_instrument(method):
     with pytest.raises(DMLCoreError, match="IV method.*proximal"):
-        make_peer(method).fit(linear_pcl(100, 0))
+        make_estimator(method).fit(linear_pcl(100, 0))
     table = linear_iv(100, 0).table
     no_instrument = CausalData(table, "cmr", "y", inputs=["a", "z"], conditioning=["z"])
     with pytest.raises(DMLCoreError, match="needs an instrument"):
-        make_peer(method).fit(no_instrument)
+        make_estimator(method).fit(no_instrument)
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +207,7 @@ def digits():
 def test_kernel_peers_refuse_images(digits, method):
     data = digits if method == "kiv" else _pcl_with_image(digits)
     with pytest.raises(DMLCoreError, match="image pixel columns.*CNN"):
-        make_peer(method).fit(data)
+        make_estimator(method).fit(data)
 
 
 def _pcl_with_image(digits):
@@ -241,7 +242,7 @@ def test_neural_peer_cancels():
 
 def test_unknown_setting_is_named():
     with pytest.raises(DMLCoreError, match="Unknown KIV setting.*'lam3'.*n_features"):
-        make_peer("kiv", params={"lam3": 1.0})
+        make_estimator("kiv", f_params={"lam3": 1.0})
     with pytest.raises(DMLCoreError, match="n_features"):
         KIV(n_features=0).fit(linear_iv(100, 0))
 
@@ -280,7 +281,7 @@ def test_dashboard_offers_only_the_peers_that_suit_the_problem(digits):
     assert "kiv" not in plan.methods_for(digits) and "dfiv" in plan.methods_for(digits)
     _, errors = plan.build_plan({"est_methods": ["kpv"]}, linear_iv(100, 0))
     assert "proximal" in errors["est_methods"]
-    assert all(m in plan.METHOD_HELP for m in PEERS)
+    assert all(m in plan.METHOD_HELP for m in METHODS if METHODS[m].peer)
 
 
 @pytest.mark.usefixtures("fresh_runtime")

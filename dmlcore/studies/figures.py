@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 
 from dmlcore.heldout import HELDOUT_FOLDS
 from dmlcore.plots import METHOD_COLORS, PALETTE
-from dmlcore.runs import METHOD_TITLES
+from dmlcore.estimators import METHOD_TITLES
 from dmlcore.studies.summarize import METRIC_LABELS, data_columns, format_value, label, paired_metric
 
 PANEL_HEIGHT = 380

@@ -40,6 +40,7 @@ import pandas as pd
 
 from dmlcore.data.registry import dataset_options, load_dataset
 from dmlcore.device import gpus_needed
+from dmlcore.estimators import trains_networks
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.runs import fit_run
 from dmlcore.store import RunStore, default_store_path
@@ -252,7 +253,8 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
         try:
             items = [plan.configs[i] for i in todo]
             available = getattr(runner, "gpus_available", lambda: None)()  # a Ray cluster's GPUs, else here
-            gpus = max((gpus_needed(c, available) for c in items), default=0)
+            gpus = max((gpus_needed(c.get("device", "auto"), available, networks=trains_networks(c)) for c in items),
+                       default=0)
             for j, result in runner.map(fit_fn, items, resources={"num_cpus": 1, "num_gpus": gpus}):
                 i = todo[j]
                 if isinstance(result, BaseException):

@@ -49,7 +49,7 @@ from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS
-from dmlcore.runs import LEARNER_METHODS, METHODS, NEURAL_METHODS, PEERS
+from dmlcore.estimators import METHODS
 
 # Fit settings with their defaults (those of `python -m dmlcore fit`).
 FIT_SETTINGS = {"learner": "nn", "folds": 10, "epochs": None, "n_draws": 8, "f_model": None,
@@ -65,16 +65,8 @@ MAX_FITS = 1_000_000     # never expanded
 
 
 def settings_used(method: str) -> frozenset[str]:
-    """The fit settings ``method`` uses; the others are None in its configs."""
-    if method in NEURAL_METHODS:
-        used = set(FIT_SETTINGS) - ({"folds"} if method != "dml-cmr" else set())
-    elif method in LEARNER_METHODS:
-        used = {"learner", "epochs", "device"}
-    elif method in PEERS:                # KIV, DFIV, ...: their own learners; the neural ones train for epochs
-        used = {"epochs", "device"}
-    else:
-        used = set()
-    return frozenset(used)
+    """The fit settings ``method`` uses (its registry entry's); the others are None in its configs."""
+    return METHODS[method].settings
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from plotly.subplots import make_subplots
 
 from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F
 from dmlcore.plots import PALETTE, TRUTH_COLOR, color_for
-from dmlcore.runs import METHOD_TITLES
+from dmlcore.estimators import METHOD_TITLES
 from dmlcore.teaching.forbidden import f0
 from dmlcore.teaching.result import Experiment
 

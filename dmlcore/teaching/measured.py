@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlcore.runs import METHOD_TITLES
+from dmlcore.estimators import METHOD_TITLES
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
 FILES = ("authors/demand-iv-nn-1000-2000.csv", "authors/demand-iv-nn-5000.csv", "authors/demand-iv-nn-10000.csv",

@@ -25,7 +25,7 @@ import pandas as pd
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.runs import METHOD_TITLES, make_estimator
+from dmlcore.estimators import METHOD_TITLES, make_estimator
 from dmlcore.teaching.forbidden import GRID, basis, f0
 from dmlcore.teaching.result import Experiment, check_count, check_range, summarize
 

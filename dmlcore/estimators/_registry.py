@@ -1,0 +1,235 @@
+"""The one registry of methods: what each is, what it reads, and how it is built.
+
+Every list of methods in dmlcore, the CLI, the dashboard and the benchmarks reads :data:`METHODS`
+(name -> :class:`Method`). Adding a method is one entry here plus its class (see
+docs/architecture.md, "How to add a method").
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Callable
+
+from dmlcore.data.roles import CausalData
+from dmlcore.device import resolve_device
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
+from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn
+from dmlcore.estimators.peers.deepgmm import DeepGMM
+from dmlcore.estimators.peers.dfiv import DFIV
+from dmlcore.estimators.peers.kiv import KIV
+from dmlcore.estimators.peers.kpv import KPV
+from dmlcore.estimators.peers.nmmr import NMMR
+from dmlcore.estimators.peers.pmmr import PMMR
+from dmlcore.estimators.regression import OutcomeRegression
+from dmlcore.estimators.sieve import Sieve2SLS
+from dmlcore.estimators.tsls import TwoStageLeastSquares
+
+ALL_PROBLEMS = ("iv", "pcl", "cmr")
+# the fit settings of `python -m dmlcore fit` / a study grid a method can read
+SECOND_STAGE_SETTINGS = frozenset({"learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit", "device"})
+
+
+@dataclass(frozen=True)
+class Method:
+    """One method: its name (the CLI's ``--method``), title, help text and class, and what it reads.
+
+    ``problems``: the roles it accepts ("iv", "pcl", "cmr"); ``check_roles`` on the class, when it
+    has one, refines this for a given data set. ``uses_learner``: it fits the chosen nuisance
+    learner (``nn``, ``rf``, ``gb``, ``linear`` or a scikit-learn regressor). ``second_stage``:
+    the DML-CMR machinery (nuisances, then f; ``f_model``, ``n_draws`` and ``reps_crossfit``
+    apply). ``networks``: whether it always trains torch networks (True), never does (False),
+    or does when its learner or second stage is ``nn`` (None). ``record_learner``: what a run
+    record's ``learner`` says for a method without a learner choice. ``settings``: the fit
+    settings it reads (the others are None in its study configs). ``colour``: its colour in every
+    figure (None: a palette colour by position). ``peer``: a method the paper compares against
+    (docs/peers.md), with its own learners and settings (``f_params``). ``build``: how :func:`make_estimator` makes it.
+    ``epochs_arg`` and ``fixed`` (peers): the constructor argument that ``epochs`` sets, and the
+    arguments the method's name fixes.
+    """
+
+    name: str
+    title: str
+    help: str
+    cls: type
+    build: Callable
+    problems: tuple = ALL_PROBLEMS
+    uses_learner: bool = False
+    second_stage: bool = False
+    networks: bool | None = False
+    record_learner: str | None = None
+    settings: frozenset = frozenset()
+    colour: str | None = None
+    peer: bool = False
+    epochs_arg: str | None = None
+    fixed: tuple = field(default=())
+
+    def refusal(self, data: CausalData) -> str | None:
+        """Why this method cannot fit ``data`` (wrong problem, images for a kernel method), or None."""
+        check = getattr(self.cls, "check_roles", None)
+        try:
+            if check is not None:
+                check(data)
+        except DMLCoreError as err:
+            return str(err)
+        if data.problem not in self.problems:
+            return (f"{self.title} does not take {data.problem.upper()} problems; it takes "
+                    f"{', '.join(p.upper() for p in self.problems)}.")
+        return None
+
+
+def _second_stage(method: Method, *, learner, folds, seed, epochs, n_draws, nuisance_params, f_params,
+                  f_model, reps_crossfit, device):
+    est = method.cls(learner, folds, n_draws=n_draws, epochs=epochs, seed=seed, nuisance_params=nuisance_params,
+                     f_params=f_params, f_model=f_model, device=device)
+    return est if reps_crossfit == 1 else RepeatedCrossFit(est, reps_crossfit)
+
+
+def _regression(method: Method, *, learner, seed, epochs, nuisance_params, device, **_):
+    return method.cls(learner, epochs=epochs, nuisance_params=nuisance_params, seed=seed, device=device)
+
+
+def _closed_form(method: Method, **_):
+    return method.cls()
+
+
+def _tsls(method: Method, *, cov_type, cluster, **_):
+    return method.cls(cov_type=cov_type, cluster=cluster)
+
+
+def _peer(method: Method, *, seed, epochs, f_params, device, **_):
+    """A peer with ``f_params`` (its constructor's settings), ``epochs`` (networks only) and, for
+    the networks, ``device``."""
+    if f_params is not None and not isinstance(f_params, dict):
+        raise DMLCoreError(f"The settings of {method.title} must be a dict; got {type(f_params).__name__}.")
+    params = dict(f_params or {})
+    signature = inspect.signature(method.cls).parameters
+    known = [p for p in signature if p not in ("seed", "device") and p not in dict(method.fixed)]
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise DMLCoreError(f"Unknown {method.title} setting(s) {', '.join(map(repr, unknown))}; known: "
+                           f"{', '.join(known)}.")
+    if epochs is not None and method.epochs_arg:
+        params.setdefault(method.epochs_arg, epochs)
+    if "device" in signature:
+        params["device"] = device
+    return method.cls(seed=seed, **params, **dict(method.fixed))
+
+
+_FAMILY = dict(build=_second_stage, uses_learner=True, second_stage=True, networks=None)
+_PEER_HELP = " Its own settings: docs/peers.md."
+
+
+def _peer_entry(name, cls, title, learner, help, problems, epochs_arg=None, fixed=()):
+    return Method(name, title, help + _PEER_HELP, cls, _peer, problems=problems, networks=learner == "nn",
+                  record_learner=learner, settings=frozenset({"epochs", "device"}), peer=True, epochs_arg=epochs_arg,
+                  fixed=fixed)
+
+
+_IV = ("iv", "cmr")
+_ENTRIES = (
+    Method("dml-cmr", "DML-CMR", "Orthogonal score + K-fold cross-fitting (the paper's Algorithm 1).", DMLCMR,
+           settings=SECOND_STAGE_SETTINGS, colour="#1f77b4", **_FAMILY),
+    Method("ce-dml-cmr", "CE-DML-CMR",
+           "Orthogonal score, nuisances fitted once on all rows (cheaper, no cross-fitting).", CEDMLCMR,
+           settings=SECOND_STAGE_SETTINGS - {"folds"}, colour="#17becf", **_FAMILY),
+    Method("naive", "Naive plug-in",
+           "Plugs the first stage straight into the second (DeepIV-style); biased when the first stage is off.",
+           NaivePlugIn, settings=SECOND_STAGE_SETTINGS - {"folds"}, colour="#d62728", **_FAMILY),
+    Method("2sls", "2SLS", "Classical linear two-stage least squares, with standard errors.",
+           TwoStageLeastSquares, _tsls, record_learner="linear", colour="#2ca02c"),
+    Method("sieve-2sls", "Sieve 2SLS",
+           "Spline (sieve) 2SLS: tensor-product B-splines (with many covariates, a spline in the treatment plus a "
+           "term per covariate), knots and ridge chosen by validation on the training rows; a few seconds for "
+           "5,000 rows.", Sieve2SLS, _closed_form, record_learner="linear", colour="#9467bd"),
+    Method("regression", "Regression (ignores C)",
+           "The outcome regressed on f's inputs with the learner, ignoring instruments and proxies: what "
+           "confounding does to an estimate that does not correct for it.", OutcomeRegression, _regression,
+           uses_learner=True, networks=None, settings=frozenset({"learner", "epochs", "device"}), colour="#ff7f0e"),
+    # the methods the paper compares against (docs/peers.md)
+    _peer_entry("kiv", KIV, "KIV", "kernel",
+                "Kernel IV (Singh et al. 2019): two kernel ridge regressions with 100 random Fourier features, "
+                "penalties chosen by its two-sample validation; a second for 10,000 rows.", _IV),
+    _peer_entry("dfiv", DFIV, "DFIV", "nn",
+                "Deep feature IV (Xu et al. 2021): learned features, closed-form ridge in both stages, "
+                "alternating updates.", _IV, epochs_arg="epochs"),
+    _peer_entry("deepgmm", DeepGMM, "DeepGMM", "nn",
+                "DeepGMM (Bennett et al. 2019): a min-max game between f and an adversary with optimistic "
+                "Adam; minutes per fit.", _IV, epochs_arg="max_epochs"),
+    _peer_entry("kpv", KPV, "KPV", "kernel",
+                "Kernel proxy variables (Mastouri et al. 2021): two kernel ridge stages with random Fourier "
+                "features.", ("pcl",)),
+    _peer_entry("pmmr", PMMR, "PMMR", "kernel",
+                "Proxy maximum moment restriction (Mastouri et al. 2021): closed-form kernel bridge with random "
+                "Fourier features.", ("pcl",)),
+    _peer_entry("nmmr", NMMR, "NMMR-U", "nn",
+                "Neural maximum moment restriction (Kompa et al. 2022), U-statistic loss: a bridge network "
+                "trained on a kernel moment risk.", ("pcl",), epochs_arg="epochs"),
+    _peer_entry("nmmr-v", NMMR, "NMMR-V", "nn", "NMMR with the V-statistic loss (Kompa et al. 2022).", ("pcl",),
+                epochs_arg="epochs", fixed=(("loss", "V"),)),
+)
+METHODS: dict[str, Method] = {m.name: m for m in _ENTRIES}
+METHOD_TITLES: dict[str, str] = {name: m.title for name, m in METHODS.items()}
+
+
+def get_method(name: str) -> Method:
+    """The registry entry of ``name``; a DMLCoreError listing the methods otherwise."""
+    if name not in METHODS:
+        raise DMLCoreError(f"Unknown method {name!r}; choose one of {', '.join(METHODS)}.")
+    return METHODS[name]
+
+
+def make_estimator(method: str, *, learner="nn", folds: int = 10, seed: int = 0, epochs: int | None = None,
+                   n_draws: int = 8, nuisance_params: dict | None = None, f_params: dict | None = None,
+                   f_model: str | None = None, reps_crossfit: int = 1, device: str = "auto",
+                   cov_type: str = "unadjusted", cluster: str | None = None):
+    """The unfitted estimator for ``method`` with the given learners and budget.
+
+    For the DML-CMR family only: ``f_model`` picks the second stage (None: the learner's own),
+    and ``reps_crossfit`` > 1 repeats the fit with seeds seed, seed + 1, ... (RepeatedCrossFit).
+    ``device`` ("auto", "cpu", "cuda", "cuda:N") is where torch models run; it is checked for
+    every method, so a CUDA device torch cannot see is refused here. For the peer methods (KIV,
+    DFIV, DeepGMM, KPV, PMMR, NMMR: dmlcore.estimators.peers) ``f_params`` holds the method's own
+    settings, e.g. {"n_features": 500}. ``cov_type`` and ``cluster`` are the standard errors of 2SLS
+    (:class:`~dmlcore.estimators.tsls.TwoStageLeastSquares`); the other methods' fits do not use them.
+    """
+    resolve_device(device)
+    entry = get_method(method)
+    if not entry.second_stage:
+        for name, value, default in (("f_model", f_model, None), ("reps_crossfit", reps_crossfit, 1)):
+            if value != default:
+                raise DMLCoreError(f"{name}={value!r} applies to dml-cmr, ce-dml-cmr and naive only, "
+                                   f"not to {method}; leave it out.")
+    return entry.build(entry, learner=learner, folds=folds, seed=seed, epochs=epochs, n_draws=n_draws,
+                       nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
+                       reps_crossfit=reps_crossfit, device=device, cov_type=cov_type, cluster=cluster)
+
+
+def trains_networks(config: dict) -> bool:
+    """Whether a run config's fit trains a torch network: an nn nuisance or second stage of a
+    method with a learner, or a neural peer method (DFIV, DeepGMM, NMMR)."""
+    entry = METHODS.get(config.get("method") or "dml-cmr")
+    if entry is None:
+        return False
+    if entry.networks is not None:
+        return entry.networks
+    learner = config.get("learner") or "nn"
+    used = {learner, config.get("f_model") or learner, config.get("outcome_learner") or learner,
+            config.get("sampler") or learner}
+    return "nn" in used
+
+
+def record_folds(method: str, folds: int) -> int | None:
+    """The run record's ``folds``: K for a cross-fitted method, 1 for the other second-stage
+    methods (one "fold" of all rows), None for the rest."""
+    entry = METHODS[method]
+    if "folds" in entry.settings:
+        return int(folds)
+    return 1 if entry.second_stage else None
+
+
+def record_learner(method: str, learner) -> str:
+    """The run record's ``learner``: the one used, or what the method uses instead of one."""
+    entry = METHODS[method]
+    return learner if entry.uses_learner else entry.record_learner
