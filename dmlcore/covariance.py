@@ -48,3 +48,11 @@ def cluster_codes(table: pd.DataFrame, cluster: str) -> np.ndarray:
                            f"clusters of one row): that is the robust covariance. Choose 'robust', or a column "
                            f"that groups rows.")
     return codes
+
+
+def covariance_words(estimator) -> str:
+    """The 2SLS standard errors' covariance in words, naming linearmodels' equivalent."""
+    cov, cluster = getattr(estimator, "cov_type_", "unadjusted"), getattr(estimator, "cluster_", None)
+    words = {"unadjusted": "homoskedastic", "robust": "heteroskedasticity-robust",
+             "clustered": f"clustered by '{cluster}'"}[cov]
+    return f"{words}, as linearmodels IV2SLS '{cov}'"

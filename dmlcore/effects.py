@@ -42,8 +42,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from dmlcore.covariance import covariance_words
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError, FitCancelled
+from dmlcore.estimators import TwoStageLeastSquares, make_estimator, supports
+from dmlcore.ivinference import anderson_rubin_set
 from dmlcore.studies.executors import get_executor
 
 LEVEL = 0.95
@@ -131,57 +134,14 @@ def plug_in(estimator, plan: Contrast) -> float:
 
 def closed_form(estimator, plan: Contrast, level: float = LEVEL) -> dict | None:
     """{estimate, ci_lower, ci_upper, interval} from the estimator's own variance, or None
-    when it has none (neural networks, trees, linear second stages without bands)."""
-    from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
-    from dmlcore.estimators.sieve import Sieve2SLS
-    from dmlcore.estimators.tsls import TwoStageLeastSquares
-
-    z = float(norm.ppf(0.5 + level / 2))
-    if isinstance(estimator, TwoStageLeastSquares):
-        estimate, se = _tsls_effect(estimator, plan)
-        how = f"2SLS: the coefficient -/+ {z:.2f} x its standard error ({covariance_words(estimator)})"
-    elif isinstance(estimator, Sieve2SLS):
-        estimate, se = estimator.linear_functional(plan.points, plan.weights)
-        how = (f"delta method: estimate -/+ {z:.2f} x sqrt(d'Vd), V the sandwich variance of the spline "
-               f"coefficients (knots and penalty held fixed)")
-    elif isinstance(estimator, RepeatedCrossFit):
-        if not estimator.has_bands:
-            return None
-        pairs = np.array([_sieve_functional(est, plan) for est in estimator.estimators_])
-        estimate = float(np.median(pairs[:, 0]))
-        se = float(np.sqrt(np.median(pairs[:, 1] ** 2 + (pairs[:, 0] - estimate) ** 2)))
-        how = (f"delta method on the spline second stage, median-aggregated over {estimator.reps} cross-fits: "
-               f"estimate -/+ {z:.2f} x the aggregated standard error (knots, penalty and nuisances held fixed)")
-    elif getattr(getattr(estimator, "f_", None), "has_bands", False):
-        estimate, se = _sieve_functional(estimator, plan)
-        how = (f"delta method on the spline second stage: estimate -/+ {z:.2f} x sqrt(d'Vd), V the sandwich "
-               f"variance '{estimator.f_.variance_}' (knots, penalty and nuisances held fixed)")
-    else:
+    when it has none (neural networks, trees, linear second stages without bands): an estimator
+    that ``supports("linear_functional")`` gives ``effect_functional(plan)`` and ``interval_how``."""
+    if not supports(estimator, "linear_functional"):
         return None
+    z = float(norm.ppf(0.5 + level / 2))
+    estimate, se = estimator.effect_functional(plan)
     return {"estimate": estimate, "ci_lower": estimate - z * se, "ci_upper": estimate + z * se,
-            "std_error": se, "interval": how}
-
-
-def _tsls_effect(estimator, plan: Contrast) -> tuple[float, float]:
-    """The treatment's coefficient (its dummy's, for a categorical 0/1 treatment) and standard
-    error, times the distance between the two values of a binary treatment."""
-    name = plan.treatment
-    values = np.unique(plan.points[name])
-    scale = float(values[-1] - values[0]) if len(values) == 2 else 1.0
-    if name not in estimator.coef_.index and name in getattr(estimator, "levels_", {}):
-        name, scale = f"{name}={values[-1]:g}", 1.0
-    if name not in estimator.coef_.index:
-        raise DMLCoreError(f"2SLS has no coefficient for the treatment '{plan.treatment}' (it was left out "
-                           f"as constant), so it gives no effect.")
-    return float(estimator.coef_[name]) * scale, float(estimator.std_errors_[name]) * abs(scale)
-
-
-def covariance_words(estimator) -> str:
-    """The 2SLS standard errors' covariance in words, naming linearmodels' equivalent."""
-    cov, cluster = getattr(estimator, "cov_type_", "unadjusted"), getattr(estimator, "cluster_", None)
-    words = {"unadjusted": "homoskedastic", "robust": "heteroskedasticity-robust",
-             "clustered": f"clustered by '{cluster}'"}[cov]
-    return f"{words}, as linearmodels IV2SLS '{cov}'"
+            "std_error": se, "interval": estimator.interval_how(z)}
 
 
 def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: float = LEVEL) -> dict | None:
@@ -193,8 +153,6 @@ def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: flo
     and ``ci_upper`` are its ends when it is one bounded interval, else None (JSON has no
     infinity): read ``set`` and ``kind`` ("bounded", "two rays", "everything", "empty", ...).
     """
-    from dmlcore.estimators.tsls import TwoStageLeastSquares
-    from dmlcore.ivinference import anderson_rubin_set
     if not isinstance(estimator, TwoStageLeastSquares) or data.problem != "iv":
         return None
     values = np.unique(plan.points[plan.treatment])
@@ -208,11 +166,6 @@ def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: flo
     bounded = ar["kind"] == "bounded"
     return {"interval": f"{head}: {ar['text']}", "ci_lower": ar["pieces"][0][0] if bounded else None,
             "ci_upper": ar["pieces"][0][1] if bounded else None, "set": ar["pieces"], "kind": ar["kind"]}
-
-
-def _sieve_functional(estimator, plan: Contrast) -> tuple[float, float]:
-    x = plan.points[estimator.input_columns_].to_numpy(dtype=float)
-    return estimator.f_.linear_functional(x, plan.weights)
 
 
 def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: dict | None = None) -> dict:
@@ -299,14 +252,12 @@ def bootstrap_effect(data: CausalData, method: str, fit_kwargs: dict, refits: in
 
 def _refit_effect(item: dict) -> float:
     """One bootstrap refit: the method's effect on a resample of the rows (picklable)."""
-    from dmlcore.runs import fit_estimator, make_estimator
-
     data = item["data"]
     n = len(data.table)
     rows = np.random.default_rng([item["seed"], 31, item["index"]]).integers(0, n, size=n)
     sample = data.subset(rows)
     estimator = make_estimator(item["method"], seed=item["seed"], **item["kwargs"])
-    fit_estimator(estimator, item["method"], sample)
+    estimator.fit(sample)
     plan = contrast(sample)
     exact = closed_form(estimator, plan)
     return exact["estimate"] if exact else plug_in(estimator, plan)

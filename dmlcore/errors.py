@@ -11,3 +11,7 @@ class FitCancelled(RuntimeError):
 
 class FitDiverged(RuntimeError):
     """Raised when a training loss becomes NaN or infinite."""
+
+
+class NotFittedError(DMLCoreError, AttributeError):
+    """``predict`` (or another method that needs a fit) was called before ``fit``."""

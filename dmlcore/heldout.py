@@ -28,6 +28,7 @@ import numpy as np
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators import make_estimator
 from dmlcore.estimators.sieve import RIDGE_SHARE, _spd_solve, _TensorBasis, additive_basis, usable_tensor
 
 HELDOUT_FOLDS = 2
@@ -55,8 +56,6 @@ def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = 
     ``relative`` and its standard error are divided by Var(Y); the standard error is that of
     the mean over rows of r_i * g(c_i).
     """
-    from dmlcore.runs import fit_estimator, make_estimator
-
     folds = check_folds(folds)
     _check_tabular(data, "The held-out residual")
     n = len(data.table)
@@ -70,7 +69,7 @@ def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = 
         held, train = np.flatnonzero(fold_of == k), np.flatnonzero(fold_of != k)
         report = None if callback is None else (lambda event, k=k: callback(_in_fold(event, k, folds)))
         estimator = make_estimator(method, seed=seed, **fit_kwargs)
-        fit_estimator(estimator, method, data.subset(train), callback=report, should_stop=should_stop)
+        estimator.fit(data.subset(train), callback=report, should_stop=should_stop)
         products[held] = _residual_products(estimator, data.subset(held), seed)
         entries.append({"fold": k, "rows": int(len(held)), "score": float(products[held].mean())})
     score, se, var = float(products.mean()), float(products.std(ddof=1) / np.sqrt(n)), float(np.var(y))

@@ -27,10 +27,8 @@ from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, bridge_curve
 from dmlcore.effects import bootstrap_effect, check_bootstrap, contrast, effect_record
 from dmlcore.errors import DMLCoreError, FitDiverged
-from dmlcore.estimators import (METHOD_TITLES, METHODS, RepeatedCrossFit, get_method, make_estimator, record_folds,
-                                record_learner)
+from dmlcore.estimators import METHOD_TITLES, METHODS, make_estimator, record_folds, record_learner, supports
 from dmlcore.heldout import HELDOUT_FOLDS, check_folds, heldout_score
-from dmlcore.progress import Monitor
 
 BAND_LEVEL = 0.95
 CURVE_POINTS = 60     # treatment values of a curve without a known truth
@@ -98,13 +96,6 @@ def _json_default(value):
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
-def fit_estimator(estimator, method: str, data: CausalData, callback=None, should_stop=None):
-    """``estimator.fit(data)`` with progress and cancellation, as ``method``'s estimator takes them."""
-    if get_method(method).uses_learner:
-        return estimator.fit(data, callback=callback, should_stop=should_stop)
-    return estimator.fit(data, monitor=Monitor(callback, should_stop))
-
-
 def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, dataset: str | None = None,
             learner: str = "nn", folds: int = 10, seed: int = 0, epochs: int | None = None,
             n_draws: int = 8, nuisance_params: dict | None = None, f_params: dict | None = None,
@@ -146,12 +137,12 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     share = 1.0 / (1.0 + extra)
     estimator = make_estimator(method, seed=seed, **fit_kwargs)
     start = time.perf_counter()
-    fit_estimator(estimator, method, data, _scaled(callback, 0.0, share), should_stop)
+    estimator.fit(data, callback=_scaled(callback, 0.0, share), should_stop=should_stop)
     seconds = time.perf_counter() - start
     metrics = truth.score(estimator) if truth is not None else {}
     bands = band_summary(estimator, data, truth)
     headline = bands.get("confidence") or bands.get("split_spread") or {}
-    fitted = estimator.estimators_[0] if isinstance(estimator, RepeatedCrossFit) else estimator
+    fitted = _first_fit(estimator)
     record = {
         "method": method,
         "dataset": dataset or data.name,
@@ -227,6 +218,11 @@ def _stage(callback, stage: str, progress: float) -> None:
         callback({"type": "stage", "stage": stage, "fold": None, "progress": progress})
 
 
+def _first_fit(estimator):
+    """The estimator itself, or the first of its repeated cross-fits."""
+    return estimator.estimators_[0] if supports(estimator, "predict_spread") else estimator
+
+
 def _scaled(callback, start: float, width: float):
     """``callback`` with each event's progress mapped from [0, 1] to [start, start + width]."""
     if callback is None:
@@ -276,10 +272,10 @@ def band_summary(estimator, data: CausalData, truth: GroundTruth | None = None, 
 def _band_kinds(estimator, level: float) -> list[tuple]:
     """The estimator's bands as (key, short label, description, interval(X, groups)), the
     confidence band first; empty when it has none."""
-    reps = isinstance(estimator, RepeatedCrossFit)
+    reps = supports(estimator, "predict_spread")
     kinds = []
-    if getattr(estimator, "has_bands", False):
-        first = estimator.estimators_[0] if reps else estimator
+    if supports(estimator, "predict_interval"):
+        first = _first_fit(estimator)
         what = f"pointwise normal band, sandwich variance '{first.f_.variance_}'"
         how = "sandwich"
         if reps:

@@ -17,7 +17,6 @@ from dmlcore.errors import DMLCoreError, FitCancelled, FitDiverged
 from dmlcore.estimators import make_estimator
 from dmlcore.estimators.peers import DFIV, KIV, KPV, NMMR, PMMR, DeepGMM, deepgmm, kernels
 from dmlcore.estimators.peers.nets import OAdam
-from dmlcore.progress import Monitor
 from dmlcore.runs import METHODS, fit_run
 
 
@@ -237,7 +236,7 @@ def test_diverging_min_max_game_is_a_failed_fit_with_its_reason(monkeypatch):
 
 def test_neural_peer_cancels():
     with pytest.raises(FitCancelled):
-        NMMR(epochs=5).fit(linear_pcl(200, 0), Monitor(should_stop=lambda: True))
+        NMMR(epochs=5).fit(linear_pcl(200, 0), should_stop=lambda: True)
 
 
 def test_unknown_setting_is_named():

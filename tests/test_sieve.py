@@ -7,7 +7,6 @@ from dmlcore.data.simulate import simulate_demand_iv, simulate_demand_pcl
 from dmlcore.errors import DMLCoreError, FitCancelled
 from dmlcore.estimators.dml import DMLCMR
 from dmlcore.estimators.sieve import Sieve2SLS
-from dmlcore.progress import Monitor
 
 GRID = np.linspace(-1.5, 1.5, 31)
 
@@ -30,7 +29,7 @@ def poly_iv():
 @pytest.fixture(scope="module")
 def poly_fit(poly_iv):
     events = []
-    model = Sieve2SLS().fit(poly_iv, monitor=Monitor(callback=events.append))
+    model = Sieve2SLS().fit(poly_iv, callback=events.append)
     return model, events
 
 
@@ -117,7 +116,7 @@ def test_refuses_image_inputs_at_once():
 
 def test_cancel(poly_iv):
     with pytest.raises(FitCancelled):
-        Sieve2SLS().fit(poly_iv, monitor=Monitor(should_stop=lambda: True))
+        Sieve2SLS().fit(poly_iv, should_stop=lambda: True)
 
 
 # ------------------------------------------------------------------ many covariates: additive bases

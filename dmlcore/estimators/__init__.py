@@ -5,6 +5,7 @@ registry of methods (:mod:`dmlcore.estimators._registry`); :func:`make_estimator
 its method name with the CLI's settings.
 """
 
+from dmlcore.estimators._base import CAPABILITIES, CMREstimator, supports
 from dmlcore.estimators._registry import (METHOD_TITLES, METHODS, Method, get_method, make_estimator,
                                           record_folds, record_learner, trains_networks)
 from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
@@ -14,7 +15,7 @@ from dmlcore.estimators.regression import OutcomeRegression
 from dmlcore.estimators.sieve import Sieve2SLS
 from dmlcore.estimators.tsls import TwoStageLeastSquares
 
-__all__ = ["METHODS", "METHOD_TITLES", "Method", "get_method", "make_estimator", "trains_networks",
+__all__ = ["CMREstimator", "CAPABILITIES", "supports", "METHODS", "METHOD_TITLES", "Method", "get_method", "make_estimator", "trains_networks",
            "record_folds", "record_learner", "DMLCMR", "CEDMLCMR", "NaivePlugIn", "RepeatedCrossFit",
            "OutcomeRegression", "TwoStageLeastSquares", "Sieve2SLS", "KIV", "DFIV", "DeepGMM", "KPV", "PMMR",
            "NMMR"]

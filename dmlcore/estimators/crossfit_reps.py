@@ -28,10 +28,11 @@ import numpy as np
 from scipy.stats import norm
 
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators._base import CMREstimator
 from dmlcore.estimators.dml import _TwoStageCMR
 
 
-class RepeatedCrossFit:
+class RepeatedCrossFit(CMREstimator):
     """Fit ``estimator`` (a DMLCMR, CEDMLCMR or NaivePlugIn, unfitted) ``reps`` times.
 
     Attributes
@@ -40,6 +41,9 @@ class RepeatedCrossFit:
     seeds_, input_columns_, seconds_ : as named.
     fold_losses_, second_stage_history_ : those of the first fit.
     """
+
+    capabilities = frozenset({"predict_interval", "predict_spread", "linear_functional"})
+    fitted_attribute = "estimators_"
 
     def __init__(self, estimator, reps: int = 5):
         self.estimator = estimator
@@ -67,10 +71,6 @@ class RepeatedCrossFit:
         self.second_stage_history_ = first.second_stage_history_
         self.seconds_ = time.perf_counter() - start
         return self
-
-    def _check_fitted(self):
-        if not hasattr(self, "estimators_"):
-            raise DMLCoreError("This RepeatedCrossFit is not fitted yet; call fit(data) first.")
 
     def to(self, device) -> "RepeatedCrossFit":
         """Move every fit's networks to ``device`` (see ``DMLCMR.to``); returns self."""
@@ -118,6 +118,23 @@ class RepeatedCrossFit:
     def has_bands(self) -> bool:
         self._check_fitted()
         return all(est.f_.has_bands for est in self.estimators_)
+
+    def supports(self, capability: str) -> bool:
+        """The spread always; bands and the closed-form effect interval when every fit has a sieve f."""
+        if not super().supports(capability) or not hasattr(self, "estimators_"):
+            return False
+        return capability == "predict_spread" or self.has_bands
+
+    def effect_functional(self, plan) -> tuple[float, float]:
+        """The fits' (estimate, standard error) of the effect ``plan``, median-aggregated (module notes)."""
+        pairs = np.array([est.effect_functional(plan) for est in self.estimators_])
+        estimate = float(np.median(pairs[:, 0]))
+        se = float(np.sqrt(np.median(pairs[:, 1] ** 2 + (pairs[:, 0] - estimate) ** 2)))
+        return estimate, se
+
+    def interval_how(self, z: float) -> str:
+        return (f"delta method on the spline second stage, median-aggregated over {self.reps} cross-fits: "
+                f"estimate -/+ {z:.2f} x the aggregated standard error (knots, penalty and nuisances held fixed)")
 
 
 def _check_level(level):

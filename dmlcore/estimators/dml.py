@@ -27,12 +27,12 @@ import pandas as pd
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators._base import CMREstimator
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.estimators.sieve import check_tabular
 from dmlcore.learners import LEARNERS, make_outcome_learner, make_sampler
-from dmlcore.learners.encoding import EncodedStage, encode_image_spec, encoder_for
+from dmlcore.learners.encoding import Encoded, EncodedStage, encode_image_spec, encoder_for, image_spec
 from dmlcore.learners.base import check_positive
-from dmlcore.progress import Monitor
 
 F_MODEL_FOR = {"nn": "nn", "rf": "boost", "gb": "boost", "linear": "linear"}
 DRAW_BANK = 4  # the bank holds DRAW_BANK * n_draws draws per row
@@ -44,7 +44,7 @@ def make_folds(n: int, folds: int, seed: int) -> list[np.ndarray]:
     return [np.sort(part) for part in np.array_split(perm, folds)]
 
 
-class _TwoStageCMR:
+class _TwoStageCMR(CMREstimator):
     """Shared fit/predict; subclasses set ``cross_fit`` and ``score``.
 
     ``device`` is where the torch models (nn nuisances, nn f) and their data live: "auto" (CUDA
@@ -55,6 +55,8 @@ class _TwoStageCMR:
     cross_fit = True
     score = "orthogonal"
     method = "dml-cmr"
+    capabilities = frozenset({"predict_interval", "linear_functional"})   # with a sieve second stage
+    fitted_attribute = "f_"
 
     def __init__(self, learner: str = "nn", folds: int = 10, *, outcome_learner: str | None = None,
                  sampler: str | None = None, f_model: str | None = None, n_draws: int = 8,
@@ -96,10 +98,7 @@ class _TwoStageCMR:
             params.setdefault(key, self.epochs)
         return params
 
-    def fit(self, data: CausalData, *, callback=None, should_stop=None):
-        """Fit on ``data``; ``callback(event)`` gets progress, ``should_stop()`` cancels."""
-        if not isinstance(data, CausalData):
-            raise DMLCoreError(f"fit expects a CausalData object, got {type(data).__name__}.")
+    def _fit(self, data: CausalData, monitor) -> None:
         f_model, f_params = self._settings()
         device = resolve_device(self.device)  # a CUDA device torch cannot see is refused before any work
         if f_model == "sieve":  # refused before any nuisance is trained
@@ -107,13 +106,12 @@ class _TwoStageCMR:
         if self.cross_fit:
             data.check_folds(self.folds)
         start = time.perf_counter()
-        monitor = Monitor(callback, should_stop)
         arr = data.cmr()
         n = arr.n
         folds = make_folds(n, self.folds, self.seed) if self.cross_fit else [np.arange(n)]
         train_sets = [np.setdiff1d(np.arange(n), rows) for rows in folds] if self.cross_fit else folds
-        image_c = _image_spec(data, arr.conditioning_names)
-        image_f = _image_spec(data, arr.input_names)
+        image_c = image_spec(data, arr.conditioning_names)
+        image_f = image_spec(data, arr.input_names)
         fold_of = np.empty(n, dtype=int)
         for k, rows in enumerate(folds):
             fold_of[rows] = k
@@ -128,14 +126,14 @@ class _TwoStageCMR:
         if self.score == "orthogonal":
             monitor.stage("outcome model s(c)", start=0.0, end=0.35)
             enc = encoder_for(data, arr.conditioning_names, s_name)
-            s_model = _Encoded(make_outcome_learner(s_name, self._nuisance_params(s_name), self.seed,
+            s_model = Encoded(make_outcome_learner(s_name, self._nuisance_params(s_name), self.seed,
                                                     encode_image_spec(image_c, enc), device), enc)
             s_model.fit(arr.conditioning, arr.y, train_sets, monitor)
         if arr.modelled_names:
             monitor.stage("conditional distribution of " + ", ".join(arr.modelled_names[:3]),
                           start=0.35, end=0.7)
             enc = encoder_for(data, arr.conditioning_names, g_name)
-            g_model = _Encoded(make_sampler(g_name, self._nuisance_params(g_name), self.seed,
+            g_model = Encoded(make_sampler(g_name, self._nuisance_params(g_name), self.seed,
                                             encode_image_spec(image_c, enc), device), enc)
             g_model.fit(arr.conditioning, arr.modelled, train_sets, monitor)
 
@@ -183,7 +181,6 @@ class _TwoStageCMR:
         self.f_model_name_ = f_model
         self.seconds_ = time.perf_counter() - start
         monitor.stage("done", start=1.0)
-        return self
 
     def to(self, device) -> "_TwoStageCMR":
         """Move the fitted networks and their data to ``device`` (resolved like ``device``), e.g. to
@@ -222,9 +219,19 @@ class _TwoStageCMR:
         self._check_fitted()
         return self.f_.has_bands
 
-    def _check_fitted(self):
-        if not hasattr(self, "f_"):
-            raise DMLCoreError(f"This {type(self).__name__} is not fitted yet; call fit(data) first.")
+    def supports(self, capability: str) -> bool:
+        """Bands and the effect's closed-form interval come with a fitted sieve second stage only."""
+        return super().supports(capability) and hasattr(self, "f_") and self.f_.has_bands
+
+    def effect_functional(self, plan) -> tuple[float, float]:
+        """(estimate, standard error) of the effect ``plan`` from the sieve second stage's sandwich."""
+        self._check_fitted()
+        x = plan.points[self.input_columns_].to_numpy(dtype=float)
+        return self.f_.linear_functional(x, plan.weights)
+
+    def interval_how(self, z: float) -> str:
+        return (f"delta method on the spline second stage: estimate -/+ {z:.2f} x sqrt(d'Vd), V the sandwich "
+                f"variance '{self.f_.variance_}' (knots, penalty and nuisances held fixed)")
 
     def _inputs(self, X) -> np.ndarray:
         """X as a float array of the input columns, checked. float32 (image frames) stays float32,
@@ -246,38 +253,6 @@ class _TwoStageCMR:
             raise DMLCoreError(f"predict expects {len(self.input_columns_)} columns "
                                f"({', '.join(self.input_columns_)}); got shape {X.shape}.")
         return X
-
-
-class _Encoded:
-    """A nuisance learner that sees one-hot columns in place of category codes (``encoder`` None: as is)."""
-
-    def __init__(self, learner, encoder):
-        self.learner, self.encoder = learner, encoder
-
-    def _c(self, C):
-        return C if self.encoder is None else self.encoder.transform(C)
-
-    def fit(self, C, target, train_sets, monitor):
-        self.learner.fit(self._c(C), target, train_sets, monitor)
-        return self
-
-    def predict(self, k, C):
-        return self.learner.predict(k, self._c(C))
-
-    def sample(self, k, C, n_draws, rng):
-        return self.learner.sample(k, self._c(C), n_draws, rng)
-
-    def __getattr__(self, name):  # the fitted learner's own attributes (models_, histories, ...)
-        if name in ("learner", "encoder"):
-            raise AttributeError(name)
-        return getattr(self.learner, name)
-
-
-def _image_spec(data: CausalData, names: list[str]):
-    """(positions of the image columns in ``names``, image shape), or None without images."""
-    if not data.image_columns or data.image_shape is None or not set(data.image_columns) <= set(names):
-        return None
-    return [names.index(c) for c in data.image_columns], tuple(data.image_shape)
 
 
 class DMLCMR(_TwoStageCMR):

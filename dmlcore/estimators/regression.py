@@ -15,17 +15,16 @@ import numpy as np
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.dml import _Encoded, _image_spec
-from dmlcore.estimators.tsls import input_matrix
+from dmlcore.estimators._base import CMREstimator, input_matrix
 from dmlcore.learners import LEARNERS, make_outcome_learner
-from dmlcore.learners.encoding import encode_image_spec, encoder_for
-from dmlcore.progress import Monitor
+from dmlcore.learners.encoding import Encoded, encode_image_spec, encoder_for, image_spec
 
 
-class OutcomeRegression:
+class OutcomeRegression(CMREstimator):
     """Regression of the outcome on f's inputs with ``learner`` (no instrument, no proxy)."""
 
     method = "regression"
+    fitted_attribute = "model_"
 
     def __init__(self, learner: str = "nn", *, epochs: int | None = None, nuisance_params: dict | None = None,
                  seed: int = 0, device: str = "auto"):
@@ -35,13 +34,10 @@ class OutcomeRegression:
         self.seed = seed
         self.device = device
 
-    def fit(self, data: CausalData, *, callback=None, should_stop=None) -> "OutcomeRegression":
-        if not isinstance(data, CausalData):
-            raise DMLCoreError(f"fit expects a CausalData object, got {type(data).__name__}.")
+    def _fit(self, data: CausalData, monitor) -> None:
         if self.learner not in LEARNERS:
             raise DMLCoreError(f"Unknown learner {self.learner!r}; choose one of {', '.join(LEARNERS)}.")
         device = resolve_device(self.device)
-        monitor = Monitor(callback, should_stop)
         start = time.perf_counter()
         arr = data.cmr()
         params = dict(self.nuisance_params or {})
@@ -49,11 +45,11 @@ class OutcomeRegression:
         if self.epochs is not None and key:
             params.setdefault(key, self.epochs)
         enc = encoder_for(data, arr.input_names, self.learner)
-        image = encode_image_spec(_image_spec(data, arr.input_names), enc)
+        image = encode_image_spec(image_spec(data, arr.input_names), enc)
         monitor.stage("regression of the outcome on " + ", ".join(arr.input_names[:3]), start=0.0, end=1.0)
         # the learners' interface: one "fold" whose training rows are all rows (the learner
         # keeps its own validation split for early stopping)
-        model = _Encoded(make_outcome_learner(self.learner, params, self.seed, image, device), enc)
+        model = Encoded(make_outcome_learner(self.learner, params, self.seed, image, device), enc)
         model.fit(arr.inputs, arr.y, [np.arange(arr.n)], monitor)
         self.model_ = model
         self.input_columns_ = list(arr.input_names)
@@ -62,11 +58,9 @@ class OutcomeRegression:
         self.device_ = str(device)
         self.seconds_ = time.perf_counter() - start
         monitor.stage("done", start=1.0)
-        return self
 
     def predict(self, X) -> np.ndarray:
         """E[Y | inputs] at the rows of X (a DataFrame with the input columns, or an array in that order)."""
-        if not hasattr(self, "model_"):
-            raise DMLCoreError("This OutcomeRegression is not fitted yet; call fit(data) first.")
+        self._check_fitted()
         return np.asarray(self.model_.predict(0, input_matrix(X, self.input_columns_, "OutcomeRegression")),
                           dtype=float).ravel()

@@ -31,7 +31,8 @@ from threadpoolctl import threadpool_limits
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.tsls import check_data, check_fitted, check_identified, input_matrix
+from dmlcore.estimators._base import CMREstimator, check_fitted, input_matrix
+from dmlcore.estimators.tsls import check_identified
 
 DEGREE = 3
 KNOT_GRID = (8, 12, 16)
@@ -319,7 +320,7 @@ def check_tabular(data: CausalData, what: str, instead: str) -> None:
                            f"{len(data.image_columns):,} image pixel columns of this data. {instead}")
 
 
-class Sieve2SLS:
+class Sieve2SLS(CMREstimator):
     """Penalised sieve 2SLS with cubic B-spline bases (tensor-product or additive).
 
     Every input of f and every conditioning column gets a univariate basis: integer columns
@@ -354,11 +355,12 @@ class Sieve2SLS:
         validation.
     ridge : float or None, default None
         Penalty weight; None chooses from ``RIDGE_GRID`` by K-fold validation.
-    folds : int, default 5
+    val_folds : int, default 5
+        Validation folds of the choice of ``n_knots`` and ``ridge``.
     max_levels : int, default 10
     max_features : int, default 800
         Largest basis of f or of the instruments (within a cell).
-    random_state : int, default 0
+    seed : int, default 0
         Seed of the fold split.
 
     Attributes
@@ -386,26 +388,26 @@ class Sieve2SLS:
     interior knots if even that is too big).
     """
 
-    def __init__(self, n_knots=None, ridge=None, folds=5, max_levels=10, max_features=800,
-                 random_state=0):
+    capabilities = frozenset({"linear_functional"})
+
+    def __init__(self, n_knots=None, ridge=None, val_folds=5, max_levels=10, max_features=800, seed=0):
         self.n_knots = n_knots
         self.ridge = ridge
-        self.folds = folds
+        self.val_folds = val_folds
         self.max_levels = max_levels
         self.max_features = max_features
-        self.random_state = random_state
+        self.seed = seed
 
-    def fit(self, data: CausalData, monitor=None) -> "Sieve2SLS":
+    def _fit(self, data: CausalData, monitor) -> None:
         """Choose the basis size and penalty unless given, then fit theta on all of ``data``.
 
         BLAS runs on one thread meanwhile: the many small dense solves are faster so, and
         multithreaded BLAS on a busy machine can slow them down a hundredfold.
         """
         with threadpool_limits(limits=1, user_api="blas"):
-            return self._fit(data, monitor)
+            self._fit_sieve(data, monitor)
 
-    def _fit(self, data, monitor):
-        check_data(data, type(self).__name__)
+    def _fit_sieve(self, data, monitor):
         check_tabular(data, "Sieve 2SLS", "Use DML-CMR or the naive plug-in with the neural-network "
                                            "learner on image data.")
         check_identified(data)
@@ -427,13 +429,12 @@ class Sieve2SLS:
         x, c = a.inputs[:, free_x], a.conditioning[:, free_c]
         self.cv_loss_ = {}
         if len(bases) > 1 or len(ridge_grid) > 1:
-            data.check_folds(self.folds)
+            data.check_folds(self.val_folds)
             self.cv_loss_ = self._validation_losses(a, x, c, y, cell, bases, ridge_grid, monitor)
             self.n_knots_, self.ridge_ = min(self.cv_loss_, key=self.cv_loss_.get)
         else:
             self.n_knots_, self.ridge_ = next(iter(bases)), ridge_grid[0]
-        if monitor is not None:
-            monitor.stage("sieve final fit", start=0.9, end=1.0)
+        monitor.stage("sieve final fit", start=0.9, end=1.0)
         fb, cb = bases[self.n_knots_]
         b, z, omega, omega_z = fb(x), cb(c), fb.penalty(), cb.penalty()
         self.theta_, self.cov_ = {}, {}
@@ -450,7 +451,6 @@ class Sieve2SLS:
         self.input_columns_ = list(a.input_names)
         self.n_ = a.n
         self.fold_losses_ = []
-        return self
 
     def _bases(self, a, free_x, free_c, knot_grid, smooth, additive, rows_cap):
         """{n_knots: (basis of f, basis of C)}, one entry per distinct pair, each basis of at most
@@ -484,9 +484,9 @@ class Sieve2SLS:
 
     def _validation_losses(self, a, x, c, y, cell, bases, ridge_grid, monitor):
         """{(n_knots, ridge): held-out loss} (see Notes)."""
-        fold = np.random.default_rng(self.random_state).permutation(a.n) % self.folds
+        fold = np.random.default_rng(self.seed).permutation(a.n) % self.val_folds
         names = [col.name for col in next(iter(bases.values()))[1].columns]
-        block = a.n / (self.folds * len(np.unique(cell)))      # held-out rows per cell
+        block = a.n / (self.val_folds * len(np.unique(cell)))      # held-out rows per cell
         cap = min(self.max_features, int(block / 4))
         if self.additive_:
             excluded = [n for n in names if n not in a.input_names]
@@ -498,9 +498,8 @@ class Sieve2SLS:
         z_val, omega_val = val_basis(c), val_basis.penalty()
         losses = {}
         for i, (k, (fb, cb)) in enumerate(bases.items()):
-            if monitor is not None:
-                monitor.stage(f"sieve validation, {k} knots", start=0.9 * i / len(bases),
-                              end=0.9 * (i + 1) / len(bases))
+            monitor.stage(f"sieve validation, {k} knots", start=0.9 * i / len(bases),
+                          end=0.9 * (i + 1) / len(bases))
             loss = _validate(fb(x), cb(c), z_val, y, cell, fold,
                              (fb.penalty(), cb.penalty(), omega_val), ridge_grid)
             losses.update({(k, r): float(v) for r, v in zip(ridge_grid, loss)})
@@ -575,6 +574,15 @@ class Sieve2SLS:
         estimate = self.intercept_ * w.sum() + sum(d[c] @ self.theta_[c] for c in d)
         variance = sum(d[c] @ self.cov_[c] @ d[c] for c in d)
         return float(estimate), float(np.sqrt(variance))
+
+    def effect_functional(self, plan) -> tuple[float, float]:
+        """:meth:`linear_functional` at the points and weights of ``plan`` (an effect)."""
+        return self.linear_functional(plan.points, plan.weights)
+
+    @staticmethod
+    def interval_how(z: float) -> str:
+        return (f"delta method: estimate -/+ {z:.2f} x sqrt(d'Vd), V the sandwich variance of the spline "
+                f"coefficients (knots and penalty held fixed)")
 
     def _design(self, X):
         check_fitted(self, "theta_")

@@ -12,14 +12,15 @@ import numpy as np
 import pandas as pd
 from scipy.linalg import solve_triangular
 
-from dmlcore.covariance import check_covariance, cluster_codes
+from dmlcore.covariance import check_covariance, cluster_codes, covariance_words
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators._base import CMREstimator, check_fitted, input_matrix
 
 _RANK_TOL = 1e-10
 
 
-class TwoStageLeastSquares:
+class TwoStageLeastSquares(CMREstimator):
     """Linear 2SLS with homoskedastic, heteroskedasticity-robust or clustered standard errors.
 
     Parameters
@@ -69,6 +70,8 @@ class TwoStageLeastSquares:
         Always empty (no cross-fitting).
     """
 
+    capabilities = frozenset({"linear_functional"})
+
     def __init__(self, add_constant=True, drop_constant=True, max_columns=1000, cov_type="unadjusted",
                  cluster=None):
         self.add_constant = add_constant
@@ -77,12 +80,10 @@ class TwoStageLeastSquares:
         self.cov_type = cov_type
         self.cluster = cluster
 
-    def fit(self, data: CausalData, monitor=None) -> "TwoStageLeastSquares":
+    def _fit(self, data: CausalData, monitor) -> None:
         """Estimate the coefficients of f on ``data``; ``monitor`` is only checked for cancellation."""
-        check_data(data, type(self).__name__)
         check_covariance(self.cov_type, self.cluster, data.table)
-        if monitor is not None:
-            monitor.stage("2SLS")
+        monitor.stage("2SLS")
         all_inputs, all_cond = data.input_columns, data.conditioning_columns
         if self.add_constant and "const" in all_inputs + all_cond:
             raise DMLCoreError("A column is named 'const', which clashes with the intercept that "
@@ -149,7 +150,6 @@ class TwoStageLeastSquares:
         self.notes_ = [_dropped_note(dropped)] if dropped else []
         self.n_ = n
         self.fold_losses_ = []
-        return self
 
     def predict(self, X) -> np.ndarray:
         """f at the rows of ``X`` (DataFrame with the input columns, or an array in their order)."""
@@ -159,6 +159,24 @@ class TwoStageLeastSquares:
                              owner=type(self).__name__)
         kept = [c for c in frame.columns if c in self.coef_.index]
         return frame[kept].to_numpy() @ self.coef_[kept].to_numpy() + self.coef_.get("const", 0.0)
+
+    def effect_functional(self, plan) -> tuple[float, float]:
+        """The treatment's coefficient (its dummy's, for a categorical 0/1 treatment) and standard
+        error, times the distance between the two values of a binary treatment: the effect
+        ``plan`` (:class:`dmlcore.effects.Contrast`) asks for, f being linear."""
+        check_fitted(self, "coef_")
+        name = plan.treatment
+        values = np.unique(plan.points[name])
+        scale = float(values[-1] - values[0]) if len(values) == 2 else 1.0
+        if name not in self.coef_.index and name in getattr(self, "levels_", {}):
+            name, scale = f"{name}={values[-1]:g}", 1.0
+        if name not in self.coef_.index:
+            raise DMLCoreError(f"2SLS has no coefficient for the treatment '{plan.treatment}' (it was left out "
+                               f"as constant), so it gives no effect.")
+        return float(self.coef_[name]) * scale, float(self.std_errors_[name]) * abs(scale)
+
+    def interval_how(self, z: float) -> str:
+        return f"2SLS: the coefficient -/+ {z:.2f} x its standard error ({covariance_words(self)})"
 
 
 def _linearmodels_errors(y, x, z, x_names, z_names, cov_type, clusters) -> np.ndarray:
@@ -241,13 +259,6 @@ def _with_constant(a: np.ndarray) -> np.ndarray:
     return np.column_stack([np.ones(len(a)), a])
 
 
-def check_data(data, owner: str) -> None:
-    """Raise unless ``data`` is a CausalData."""
-    if not isinstance(data, CausalData):
-        raise DMLCoreError(f"{owner}.fit expects a CausalData; got {type(data).__name__}. "
-                           f"Wrap the table with CausalData(table, problem, ...).")
-
-
 def check_identified(data: CausalData, inputs: list[str] | None = None,
                      cond: list[str] | None = None) -> None:
     """Raise unless there are at least as many excluded instruments as endogenous inputs.
@@ -287,28 +298,3 @@ def check_full_rank(a: np.ndarray, names: list[str], what: str, hint: str | None
         f"The {what} are perfectly collinear: column '{names[j]}' is a linear combination of "
         f"{', '.join(repr(p) for p in partners)}. "
         + (hint or "Drop one of these columns."))
-
-
-def check_fitted(model, attribute: str) -> None:
-    if not hasattr(model, attribute):
-        raise DMLCoreError(f"This {type(model).__name__} is not fitted yet. Call fit(data) "
-                           f"before predict.")
-
-
-def input_matrix(X, columns: list[str], owner: str) -> np.ndarray:
-    """The input columns of ``X`` as a float array (n, len(columns))."""
-    if isinstance(X, pd.DataFrame):
-        missing = [c for c in columns if c not in X.columns]
-        if missing:
-            raise DMLCoreError(f"{owner}.predict needs the input columns {', '.join(columns)}; "
-                               f"missing: {', '.join(missing)}.")
-        x = X[columns].to_numpy(dtype=float)
-    else:
-        x = np.asarray(X, dtype=float)
-        if x.ndim != 2 or x.shape[1] != len(columns):
-            raise DMLCoreError(f"{owner}.predict expects a 2-D array with {len(columns)} column(s) "
-                               f"({', '.join(columns)}, in this order); got shape {x.shape}.")
-    if not np.all(np.isfinite(x)):
-        raise DMLCoreError(f"{owner}.predict got missing or infinite input values; remove or "
-                           f"impute them first.")
-    return x

@@ -96,3 +96,35 @@ class EncodedStage:
         if name in ("stage", "encoder"):  # not set yet (e.g. while unpickling)
             raise AttributeError(name)
         return getattr(self.stage, name)
+
+
+class Encoded:
+    """A nuisance learner that sees one-hot columns in place of category codes (``encoder`` None: as is)."""
+
+    def __init__(self, learner, encoder):
+        self.learner, self.encoder = learner, encoder
+
+    def _c(self, C):
+        return C if self.encoder is None else self.encoder.transform(C)
+
+    def fit(self, C, target, train_sets, monitor):
+        self.learner.fit(self._c(C), target, train_sets, monitor)
+        return self
+
+    def predict(self, k, C):
+        return self.learner.predict(k, self._c(C))
+
+    def sample(self, k, C, n_draws, rng):
+        return self.learner.sample(k, self._c(C), n_draws, rng)
+
+    def __getattr__(self, name):  # the fitted learner's own attributes (models_, histories, ...)
+        if name in ("learner", "encoder"):
+            raise AttributeError(name)
+        return getattr(self.learner, name)
+
+
+def image_spec(data, names: list[str]):
+    """(positions of the image columns in ``names``, image shape), or None without images."""
+    if not data.image_columns or data.image_shape is None or not set(data.image_columns) <= set(names):
+        return None
+    return [names.index(c) for c in data.image_columns], tuple(data.image_shape)

@@ -1,6 +1,6 @@
 """K independent CNN + MLP networks for inputs that contain a picture, trained together.
 
-:class:`BatchedImageMLP` is the image counterpart of :class:`dmlcore.learners.nn.BatchedMLP`:
+:class:`BatchedImageMLP` is the image counterpart of :class:`dmlcore.learners._batched.BatchedMLP`:
 the same constructor arguments and the same ``forward(x, active=None)`` contract
 ((K or len(active), B, d_in) -> (.., B, d_out)), so ``train_batched`` trains it unchanged.
 ``image_index`` names the positions of the pixel features among the d_in inputs (row-major,
@@ -17,7 +17,7 @@ depend on fold k's inputs and weights alone. Every parameter carries the fold ax
 
 Dropout masks are drawn for all K folds and then indexed by ``active`` (as in BatchedMLP), so
 one fold's randomness never depends on which other folds are still training; on a GPU they are
-drawn there (``nn.noise_on``). The model moves to a device like any torch module; the index
+drawn there (``_batched.noise_on``). The model moves to a device like any torch module; the index
 buffers of scattered pixel positions move with it.
 
 Extractors (``extractor=`` a preset name or a layer list, see :data:`EXTRACTORS`):
@@ -65,7 +65,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dmlcore.errors import DMLCoreError
-from dmlcore.learners.nn import BatchedMLP, _single, dropout_mask, dropout_noise, noise_on
+from dmlcore.learners._batched import BatchedMLP, dropout_mask, dropout_noise, noise_on
 
 # A layer is ("conv", out_channels, kernel, padding), ("pool", size) (max-pooling, stride =
 # size) or ("dropout",); "features" is the width of the final FC + ReLU layer.
@@ -267,6 +267,10 @@ class BatchedImageMLP(nn.Module):
             feats = self._eval_features(pixels, active)
         return self.head(torch.cat([feats, x[..., self._others]], dim=-1), active)
 
+    def single(self, k: int, x):
+        """Fold model k on x (B, d_in), without dropout: :func:`single_forward`."""
+        return single_forward(self, k, x)
+
     def _eval_features(self, pixels, active, chunk: int | None = None):
         """Features without dropout, each run of repeated pictures read once, ``chunk`` pictures
         at a time (default: about 2**26 floats of activations per layer)."""
@@ -300,11 +304,11 @@ def _as_slice(index: list[int]):
 
 
 def single_forward(model: BatchedImageMLP, k: int, x, chunk: int | None = None):
-    """Fold model k on x (B, d_in) -> (B, d_out), without dropout (like ``nn._single``).
+    """Fold model k on x (B, d_in) -> (B, d_out), without dropout (like ``BatchedMLP.single``).
 
     Each run of consecutive rows with the same picture goes through the extractor once, in
     chunks of ``chunk`` pictures (default: bounded memory, see ``_eval_features``). Does not
     switch autograd off: call it under ``torch.no_grad()`` for prediction.
     """
     feats = model._eval_features(x[None, :, model._pixels], [int(k)], chunk)[0]
-    return _single(model.head, k, torch.cat([feats, x[:, model._others]], dim=-1))
+    return model.head.single(k, torch.cat([feats, x[:, model._others]], dim=-1))

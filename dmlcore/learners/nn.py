@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import math
 import os
-import weakref
 
 import numpy as np
 import torch
-from torch import nn
 
+from dmlcore.learners._batched import BatchedMLP, dropout_mask, dropout_noise, noise_on  # noqa: F401 (public here too)
 from dmlcore.learners.base import (ConditionalSampler, OutcomeLearner, check_fraction, check_hidden, check_positive,
                                    merge_params, validation_split)
+from dmlcore.learners.image import BatchedImageMLP
 
 # One thread per process measured fastest for these small networks on 2 cores (docs/benchmarks.md);
 # DMLCORE_TORCH_THREADS overrides it.
@@ -43,82 +43,6 @@ DEFAULTS = dict(hidden=(128, 64, 32), dropout=None, lr=2e-3, weight_decay=1e-3, 
 
 def default_dropout(n: int) -> float:
     return min(1000.0 / (5000.0 + n), 0.5)
-
-
-class BatchedMLP(nn.Module):
-    """K independent MLPs evaluated together: input (K, B, d_in) -> (K, B, d_out)."""
-
-    def __init__(self, folds: int, d_in: int, hidden, d_out: int, dropout: float, generator=None):
-        super().__init__()
-        sizes = [d_in, *hidden, d_out]
-        self.weights = nn.ParameterList()
-        self.biases = nn.ParameterList()
-        for a, b in zip(sizes[:-1], sizes[1:]):
-            bound = 1.0 / math.sqrt(a)
-            w = (torch.rand(folds, a, b, generator=generator) * 2 - 1) * bound
-            bias = (torch.rand(folds, 1, b, generator=generator) * 2 - 1) * bound
-            self.weights.append(nn.Parameter(w))
-            self.biases.append(nn.Parameter(bias))
-        self.dropout = float(dropout)
-        self.noise = dropout_noise(generator)
-
-    def forward(self, x, active=None):
-        """``active`` (fold indices) evaluates only those fold models; x is then (len(active), B, d)."""
-        last = len(self.weights) - 1
-        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            if active is not None:
-                w, b = w[active], b[active]
-            x = torch.baddbmm(b, x, w)
-            if i < last:
-                x = torch.relu(x)
-                if self.training and self.dropout > 0:
-                    x = x * dropout_mask((self.weights[i].shape[0], *x.shape[1:]), self.dropout,
-                                         noise_on(self, x.device), active)
-        return x
-
-
-def dropout_noise(generator=None) -> np.random.Generator:
-    """The dropout masks' own random stream, seeded from the model's generator (no global state)."""
-    return np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=generator)))
-
-
-_DEVICE_NOISE: "weakref.WeakKeyDictionary[nn.Module, tuple]" = weakref.WeakKeyDictionary()
-
-
-def noise_on(module: nn.Module, device: torch.device):
-    """The dropout stream of ``module`` for activations on ``device``.
-
-    On the CPU, the module's numpy generator ``noise``. Elsewhere, a torch generator on that
-    device, seeded by one draw from ``noise`` the first time it is needed (again whenever
-    ``noise`` is replaced), so masks are drawn where they are used instead of copied each step.
-    The generator is kept outside the module, which thus pickles without it.
-    """
-    if device.type == "cpu":
-        return module.noise
-    cached = _DEVICE_NOISE.get(module)
-    if cached is None or cached[0] is not module.noise or cached[1] != device:
-        gen = torch.Generator(device).manual_seed(int(module.noise.integers(0, 2**63)))
-        cached = _DEVICE_NOISE[module] = (module.noise, device, gen)
-    return cached[2]
-
-
-def dropout_mask(shape, rate: float, noise, active=None) -> torch.Tensor:
-    """Inverted-dropout multipliers (0 or 1 / (1 - rate)) for every fold model, then the active ones.
-
-    Masks are drawn for all K fold models (``shape[0]``), so one fold's randomness never
-    depends on which other folds are still training. With a numpy generator as ``noise``
-    (the CPU), draws are 16-bit integers from numpy's PCG64 (``rate`` is rounded to a multiple
-    of 1/65536): on a CPU that is about three times cheaper than ``torch.rand``, and the masks
-    are a fifth of a small network's training time. With a torch generator (another device,
-    :func:`noise_on`), ``torch.rand`` on that generator's device.
-    """
-    if isinstance(noise, torch.Generator):
-        keep = torch.rand(shape, generator=noise, device=noise.device) >= rate
-    else:
-        keep = torch.from_numpy(noise.integers(0, 65536, size=shape, dtype=np.uint16) >= round(rate * 65536))
-    if active is not None:
-        keep = keep[active]
-    return keep.to(torch.float32).mul_(1.0 / (1.0 - rate))
 
 
 def _clip_per_fold(params, max_norm: float) -> None:
@@ -245,7 +169,6 @@ def make_network(folds, d_in, params, d_out, gen, image=None, data: "_FoldData |
     """
     if image is None:
         return BatchedMLP(folds, d_in, params["hidden"], d_out, params["dropout"], gen).to(device)
-    from dmlcore.learners.image import BatchedImageMLP
     idx, shape = image
     if data is not None:
         data.c_mean[:, :, idx] = 0.0
@@ -304,21 +227,8 @@ class NeuralOutcome(OutcomeLearner):
         d = self.data_
         with torch.no_grad():
             x = (torch.tensor(np.asarray(C), dtype=torch.float32, device=d.device) - d.c_mean[k]) / d.c_std[k]
-            out = _single(self.model_, k, x) * d.t_std[k] + d.t_mean[k]
+            out = self.model_.single(k, x) * d.t_std[k] + d.t_mean[k]
         return out[:, 0].cpu().numpy().astype(float)
-
-
-def _single(model: BatchedMLP, k: int, x):
-    """Evaluate fold model k on x (B, d)."""
-    if not isinstance(model, BatchedMLP):
-        from dmlcore.learners.image import single_forward
-        return single_forward(model, k, x)
-    last = len(model.weights) - 1
-    for i, (w, b) in enumerate(zip(model.weights, model.biases)):
-        x = torch.addmm(b[k], x, w[k])
-        if i < last:
-            x = torch.relu(x)
-    return x
 
 
 class MixtureDensity(ConditionalSampler):
@@ -363,7 +273,7 @@ class MixtureDensity(ConditionalSampler):
         d = self.data_
         with torch.no_grad():
             x = (torch.tensor(np.asarray(C), dtype=torch.float32, device=d.device) - d.c_mean[k]) / d.c_std[k]
-            log_pi, mean, log_std = (t.cpu() for t in self._split(_single(self.model_, k, x)))
+            log_pi, mean, log_std = (t.cpu() for t in self._split(self.model_.single(k, x)))
         pi = log_pi.exp().numpy().astype(float)
         pi /= pi.sum(1, keepdims=True)
         n = len(C)

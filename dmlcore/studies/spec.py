@@ -42,7 +42,6 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from dmlcore import __version__
 from dmlcore.data.registry import dataset_names, dataset_options, real_dataset_names
 from dmlcore.data.ihdp import IHDP_DESIGNS
 from dmlcore.data.simulate import NOISE_SCALES
@@ -62,6 +61,10 @@ GRID_KEYS = ("dataset", "data", "methods", "seeds", *FIT_SETTINGS, *COVARIANCE)
 CONFIRM_ABOVE = 10_000   # a larger grid runs only when confirmed (--yes)
 OPTION_CHOICES = {"noise_scale": tuple(NOISE_SCALES), "design": tuple(IHDP_DESIGNS)}  # options with named values
 MAX_FITS = 1_000_000     # never expanded
+# What a configuration computes, not the package's version: bump it only when a change (a default, an
+# algorithm) alters the fits of stored configurations, so that a store no longer reuses them. "0.2.0" is
+# the package version the keys hashed before they stopped doing so: stores made then keep their fits.
+FIT_KEY_VERSION = "0.2.0"
 
 
 def settings_used(method: str) -> frozenset[str]:
@@ -142,8 +145,8 @@ class StudySpec:
 
 
 def config_key(config: dict) -> str:
-    """The fit's identity in the store: a SHA-256 of its full configuration and dmlcore's version."""
-    text = json.dumps({"dmlcore": __version__, **config}, sort_keys=True, separators=(",", ":"))
+    """The fit's identity in the store: a SHA-256 of its full configuration and ``FIT_KEY_VERSION``."""
+    text = json.dumps({"dmlcore": FIT_KEY_VERSION, **config}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

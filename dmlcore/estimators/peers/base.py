@@ -6,9 +6,8 @@ import numpy as np
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.dml import _image_spec
-from dmlcore.estimators.tsls import check_data, check_fitted, input_matrix
-from dmlcore.learners.encoding import encode_image_spec, encoder_for
+from dmlcore.estimators._base import CMREstimator, check_data, check_fitted, input_matrix
+from dmlcore.learners.encoding import encode_image_spec, encoder_for, image_spec
 from dmlcore.progress import Monitor
 
 IV_PEERS = "kiv, dfiv or deepgmm"
@@ -50,7 +49,7 @@ class Columns:
     def __init__(self, data: CausalData, names: list[str]):
         self.names = list(names)
         self.encoder = encoder_for(data, self.names, "nn")
-        self.image = encode_image_spec(_image_spec(data, self.names), self.encoder)
+        self.image = encode_image_spec(image_spec(data, self.names), self.encoder)
         n_kept = len(self.encoder.kept) if self.encoder is not None else len(self.names)
         pixels = set(self.image[0]) if self.image else set()
         self.scaled = [j for j in range(n_kept) if j not in pixels]
@@ -91,7 +90,7 @@ class Scale:
         return np.asarray(t, dtype=float) * self.std + self.mean
 
 
-class PeerEstimator:
+class PeerEstimator(CMREstimator):
     """fit/predict plumbing of the peers: ``_fit(data, monitor)`` sets ``input_columns_`` and
     ``_predict(x)`` maps the raw input matrix to f on the outcome's scale.
 
@@ -110,9 +109,9 @@ class PeerEstimator:
         if cls.images_instead:
             check_kernel_tabular(data, cls.title, cls.images_instead)
 
-    def fit(self, data: CausalData, monitor=None):
-        """Fit on ``data``; ``monitor`` (dmlcore.progress.Monitor) gets progress and losses and may cancel."""
-        monitor = monitor if monitor is not None else Monitor()
+    def fit(self, data: CausalData, *, callback=None, should_stop=None):
+        """Fit on ``data``; ``callback(event)`` gets progress and losses, ``should_stop()`` cancels. Returns self."""
+        monitor = Monitor(callback, should_stop)
         self.check_roles(data)
         self.notes_ = []
         self.device_ = "cpu"     # where it ran; the networks set their torch device's name
@@ -126,11 +125,8 @@ class PeerEstimator:
         return np.asarray(self._predict(input_matrix(X, self.input_columns_, type(self).__name__)),
                           dtype=float).ravel()
 
-    def _fit(self, data, monitor):
-        raise NotImplementedError
-
     def _predict(self, x):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _predict(x).")
 
 
 def check_choice(name: str, value, choices) -> None:

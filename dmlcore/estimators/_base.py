@@ -1,0 +1,107 @@
+"""The estimator contract every method follows (scikit-learn's conventions).
+
+* ``__init__`` stores its arguments unchanged (``get_params`` / ``set_params`` and
+  ``sklearn.base.clone`` work as in scikit-learn: :class:`CMREstimator` is a ``BaseEstimator``);
+* ``fit(data, *, callback=None, should_stop=None) -> self``: ``data`` a
+  :class:`~dmlcore.data.roles.CausalData`; ``callback(event)`` receives the progress events of
+  :mod:`dmlcore.progress`; ``should_stop()`` returning True cancels the fit with
+  :class:`~dmlcore.errors.FitCancelled`. Learned attributes end in ``_``; a fitted estimator has
+  ``input_columns_`` (f's inputs, in the order ``predict`` reads them) and ``fold_losses_``;
+* ``predict(X) -> ndarray``: f at the rows of X (a DataFrame with the input columns, or an array
+  in their order); before ``fit`` it raises :class:`~dmlcore.errors.NotFittedError`;
+* optional capabilities are declared, not guessed from the class: ``supports(name)`` says
+  whether this (fitted) estimator offers
+
+  - ``"predict_interval"``: ``predict_interval(X, level=0.95, *, groups=None) -> (lower, upper)``,
+    a pointwise confidence band of f (``groups``: of the mean of f over each group's rows);
+  - ``"predict_spread"``: ``predict_spread(X, level=0.95, *, groups=None)``, the spread of
+    repeated fits (not a confidence band);
+  - ``"linear_functional"``: ``effect_functional(plan) -> (estimate, std_error)`` of
+    ``sum_k plan.weights[k] * f(plan.points[k])`` (the effects of :mod:`dmlcore.effects`), with
+    ``interval_how(z)`` saying in words how the interval estimate -/+ z * std_error is formed.
+
+Subclasses implement ``_fit(data, monitor)`` (a :class:`~dmlcore.progress.Monitor`) and
+``predict``; :meth:`CMREstimator.fit` checks the data and builds the monitor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+
+from dmlcore.data.roles import CausalData
+from dmlcore.errors import DMLCoreError, NotFittedError
+from dmlcore.progress import Monitor
+
+CAPABILITIES = ("predict_interval", "predict_spread", "linear_functional")
+
+
+class CMREstimator(BaseEstimator):
+    """Base of every dmlcore estimator (see the module docstring for the contract).
+
+    Class attributes: ``capabilities`` (a subset of :data:`CAPABILITIES` the class can offer;
+    ``supports`` may narrow it for a given fit) and ``fitted_attribute`` (set by every fit).
+    """
+
+    capabilities: frozenset = frozenset()
+    fitted_attribute = "input_columns_"
+
+    def fit(self, data: CausalData, *, callback=None, should_stop=None):
+        """Fit on ``data``; ``callback(event)`` gets progress, ``should_stop()`` cancels. Returns self."""
+        check_data(data, type(self).__name__)
+        self._fit(data, Monitor(callback, should_stop))
+        return self
+
+    def _fit(self, data: CausalData, monitor: Monitor) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement _fit(data, monitor).")
+
+    def predict(self, X) -> np.ndarray:
+        raise NotImplementedError(f"{type(self).__name__} must implement predict(X).")
+
+    def supports(self, capability: str) -> bool:
+        """Whether this estimator offers ``capability`` (one of :data:`CAPABILITIES`)."""
+        if capability not in CAPABILITIES:
+            raise DMLCoreError(f"Unknown capability {capability!r}; known: {', '.join(CAPABILITIES)}.")
+        return capability in self.capabilities
+
+    def _check_fitted(self) -> None:
+        check_fitted(self, self.fitted_attribute)
+
+
+def supports(estimator, capability: str) -> bool:
+    """``estimator.supports(capability)``, False for an object without the contract's ``supports``."""
+    method = getattr(estimator, "supports", None)
+    return bool(method(capability)) if callable(method) else False
+
+
+def check_data(data, owner: str) -> None:
+    """Raise unless ``data`` is a CausalData."""
+    if not isinstance(data, CausalData):
+        raise DMLCoreError(f"{owner}.fit expects a CausalData; got {type(data).__name__}. "
+                           f"Wrap the table with CausalData(table, problem, ...).")
+
+
+def check_fitted(model, attribute: str) -> None:
+    """Raise :class:`~dmlcore.errors.NotFittedError` unless ``model`` has ``attribute`` (set by fit)."""
+    if not hasattr(model, attribute):
+        raise NotFittedError(f"This {type(model).__name__} is not fitted yet. Call fit(data) before predict.")
+
+
+def input_matrix(X, columns: list[str], owner: str) -> np.ndarray:
+    """The input columns of ``X`` as a float array (n, len(columns))."""
+    if isinstance(X, pd.DataFrame):
+        missing = [c for c in columns if c not in X.columns]
+        if missing:
+            raise DMLCoreError(f"{owner}.predict needs the input columns {', '.join(columns)}; "
+                               f"missing: {', '.join(missing)}.")
+        x = X[columns].to_numpy(dtype=float)
+    else:
+        x = np.asarray(X, dtype=float)
+        if x.ndim != 2 or x.shape[1] != len(columns):
+            raise DMLCoreError(f"{owner}.predict expects a 2-D array with {len(columns)} column(s) "
+                               f"({', '.join(columns)}, in this order); got shape {x.shape}.")
+    if not np.all(np.isfinite(x)):
+        raise DMLCoreError(f"{owner}.predict got missing or infinite input values; remove or "
+                           f"impute them first.")
+    return x

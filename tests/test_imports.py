@@ -1,0 +1,102 @@
+"""dmlcore's modules import each other in one direction: no import circle, none hidden in a function.
+
+The graph has an edge a -> b for every ``import b`` / ``from b import name`` in module a, at
+module level or inside a function (a function-level import that closes a circle is still a
+circle, only postponed). ``from package import module`` points at the module. A package's
+``__init__`` importing its own modules is not a circle; a module importing its package's
+``__init__`` back would be one.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "dmlcore"
+
+
+def module_files(root: Path = ROOT, package: str = PACKAGE) -> dict[str, Path]:
+    """{dotted module name: file} of every module of ``package``."""
+    out = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def import_graph(root: Path = ROOT, package: str = PACKAGE) -> dict[str, set[str]]:
+    """{module: the package's modules it imports} (see the module docstring)."""
+    files = module_files(root, package)
+    graph = {name: set() for name in files}
+    for name, path in files.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:                       # relative: from . / .. import
+                    anchor = name.split(".") if is_package else name.split(".")[:-1]
+                    anchor = anchor[:len(anchor) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in files else base
+                           for alias in node.names]
+            for target in targets:
+                while target and target not in files:  # "import a.b.c" of a non-module name: its module
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle_in_dmlcore():
+    found = circles(import_graph())
+    assert not found, "import circles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_the_check_finds_a_circle(tmp_path):
+    """The check itself: two modules that import each other (one inside a function) are found."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from pkg.a import A\n")
+    (pkg / "a.py").write_text("from pkg.b import B\nA = 1\n")
+    (pkg / "b.py").write_text("def later():\n    from pkg.a import A\n    return A\nB = 2\n")
+    (pkg / "c.py").write_text("from pkg import a\n")
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.c"] == {"pkg.a"} and graph["pkg"] == {"pkg.a"}
+    assert circles(graph) == [["pkg.a", "pkg.b"]]
