@@ -28,6 +28,7 @@ from dmlcore.data.simulate import GroundTruth, bridge_curve
 from dmlcore.effects import bootstrap_effect, check_bootstrap, contrast, effect_record
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import METHOD_TITLES, METHODS, make_estimator, record_folds, record_learner, supports
+from dmlcore.learners import learner_name
 from dmlcore.heldout import HELDOUT_FOLDS, check_folds, heldout_score
 
 BAND_LEVEL = 0.95
@@ -162,7 +163,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         "bands": bands,
         "band_coverage": headline.get("coverage"),
         "band_width": headline.get("mean_width"),
-        "config": {"method": method, "learner": learner, "folds": folds, "seed": seed, "epochs": epochs,
+        "config": {"method": method, "learner": learner_name(learner), "folds": folds, "seed": seed, "epochs": epochs,
                    "n_draws": n_draws, "nuisance_params": nuisance_params, "f_params": f_params,
                    "f_model": f_model, "reps_crossfit": reps_crossfit, "device": device,
                    "cov_type": cov_type, "cluster": cluster, "data": data_params or {}},

@@ -1,7 +1,52 @@
-"""Fixtures shared by the dashboard tests."""
+"""Fixtures shared by the tests: small linear IV and PCL data with a known f, and the dashboard's runtime."""
 
+import numpy as np
+import pandas as pd
 import pytest
 import streamlit as st
+
+from dmlcore.data.roles import CausalData
+
+
+def make_linear_iv(n=600, seed=0, *, slope=2.0, intercept=0.0, strength=2.0, confounding=3.0, first_noise=1.0,
+                   noise=1.0, covariates=0, covariate_shift=0.3, binary=False) -> CausalData:
+    """Linear IV with a hidden confounder u: a = strength z + covariate_shift x'1 + u (+ first_noise e'),
+    or 1{a > 0} when ``binary``; y = intercept + slope a + x'1 + confounding u + noise e. f is linear
+    (slope ``slope``); OLS of y on a is biased by the confounding. x: ``covariates`` 0/1 columns x0, x1, ..."""
+    rng = np.random.default_rng(seed)
+    z, u = rng.normal(size=n), rng.normal(size=n)
+    x = rng.integers(0, 2, size=(n, covariates)).astype(float)
+    a = strength * z + covariate_shift * x.sum(1) + u
+    if first_noise:
+        a = a + first_noise * rng.normal(size=n)
+    if binary:
+        a = (a > 0).astype(float)
+    y = intercept + slope * a + x.sum(1) + confounding * u + noise * rng.normal(size=n)
+    table = pd.DataFrame({"y": y, "a": a, "z": z, **{f"x{j}": x[:, j] for j in range(covariates)}})
+    return CausalData(table, "iv", "y", treatment="a", instrument="z", covariates=[f"x{j}" for j in range(covariates)])
+
+
+def make_linear_pcl(n=600, seed=0) -> CausalData:
+    """Y = 2A + 3U + noise with proxies Z = U + e, W = U + e': the bridge h(a, w) = 2a + 3w, E[Y | do(a)] = 2a."""
+    r = np.random.default_rng(seed)
+    u = r.normal(size=n)
+    z, w = u + 0.5 * r.normal(size=n), u + 0.5 * r.normal(size=n)
+    a = u + r.normal(size=n)
+    y = 2 * a + 3 * u + 0.3 * r.normal(size=n)
+    return CausalData(pd.DataFrame(dict(y=y, a=a, z=z, w=w)), "pcl", "y", treatment="a", treatment_proxy="z",
+                      outcome_proxy="w")
+
+
+@pytest.fixture
+def linear_iv():
+    """:func:`make_linear_iv` (call it with the design's settings)."""
+    return make_linear_iv
+
+
+@pytest.fixture
+def linear_pcl():
+    """:func:`make_linear_pcl`."""
+    return make_linear_pcl
 
 
 @pytest.fixture

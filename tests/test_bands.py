@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import make_linear_iv
 from dmlcore import runs
 from dmlcore.cli import main
-from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import simulate_demand_iv, simulate_demand_pcl
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
@@ -26,11 +26,7 @@ from test_cli import run_main
 def linear_iv(n=500, seed=0):
     """y = 1 + 2a + e with a = z + w and e = 1.8 w + noise: f is linear, in the sieve's span,
     and the linear learners' nuisances are correctly specified."""
-    rng = np.random.default_rng(seed)
-    z, w = rng.normal(size=n), rng.normal(size=n)
-    a = z + w
-    y = 1 + 2 * a + 1.8 * w + rng.normal(size=n)
-    return CausalData(pd.DataFrame({"y": y, "a": a, "z": z}), "iv", "y", treatment="a", instrument="z")
+    return make_linear_iv(n, seed, intercept=1.0, strength=1.0, confounding=1.8, first_noise=0)
 
 
 def cubic(x):

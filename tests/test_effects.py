@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
+from conftest import make_linear_iv
 from dmlcore import effects
 from dmlcore.data.roles import CausalData
 from dmlcore.effects import bootstrap_effect, check_bootstrap, contrast, effect_record, plug_in
@@ -22,16 +23,8 @@ from test_cli import assert_one_line_error, run_main
 
 def linear_iv(n=1500, seed=0, slope=2.0, covariates=0, binary=False):
     """y = slope * a + x'1 + 1.5 u + e, a = z + x'0.3 + u (or 1{...} when ``binary``): f is linear."""
-    rng = np.random.default_rng(seed)
-    z, u = rng.normal(size=n), rng.normal(size=n)
-    x = rng.integers(0, 2, size=(n, covariates)).astype(float)
-    a = z + x.sum(1) * 0.3 + u
-    if binary:
-        a = (a > 0).astype(float)
-    y = slope * a + x.sum(1) + 1.5 * u + rng.normal(size=n)
-    table = pd.DataFrame({"y": y, "a": a, "z": z, **{f"x{j}": x[:, j] for j in range(covariates)}})
-    return CausalData(table, "iv", "y", treatment="a", instrument="z",
-                      covariates=[f"x{j}" for j in range(covariates)])
+    return make_linear_iv(n, seed, slope=slope, strength=1.0, confounding=1.5, first_noise=0, covariates=covariates,
+                          binary=binary)
 
 
 class Known:

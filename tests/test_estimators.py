@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import make_linear_iv
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import simulate_demand_iv, simulate_demand_pcl
 from dmlcore.errors import DMLCoreError, FitCancelled, FitDiverged
@@ -38,11 +39,7 @@ def with_rows_changed(data, rows, seed=5):
 
 def linear_iv(n=600, seed=0, effect=2.0):
     """y = effect * a + 3 u + e with a = 2 z + u + e': OLS of y on a is biased upward by about 0.5."""
-    rng = np.random.default_rng(seed)
-    z, u = rng.normal(size=n), rng.normal(size=n)
-    a = 2 * z + u + rng.normal(size=n)
-    y = effect * a + 3 * u + rng.normal(size=n)
-    return CausalData(pd.DataFrame({"y": y, "a": a, "z": z}), "iv", "y", treatment="a", instrument="z")
+    return make_linear_iv(n, seed, slope=effect)
 
 
 # ------------------------------------------------------------------ cross-fitting honesty

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from dashboard import plan
+from conftest import make_linear_iv, make_linear_pcl
 from dmlcore.cli import main
 from dmlcore.data.images import simulate_digits_iv
 from dmlcore.data.roles import CausalData
@@ -22,11 +23,7 @@ from dmlcore.runs import METHODS, fit_run
 
 def linear_iv(n, seed):
     """y = 2a + 2u + noise, a = 2z + u + noise: OLS of y on a is biased upwards (about 2.4)."""
-    r = np.random.default_rng(seed)
-    z, u = r.normal(size=n), r.normal(size=n)
-    a = 2 * z + u + 0.3 * r.normal(size=n)
-    y = 2 * a + 2 * u + 0.3 * r.normal(size=n)
-    return CausalData(pd.DataFrame(dict(y=y, a=a, z=z)), "iv", "y", treatment="a", instrument="z")
+    return make_linear_iv(n, seed, confounding=2.0, first_noise=0.3, noise=0.3)
 
 
 def nonlinear_iv(n, seed):
@@ -40,13 +37,7 @@ def nonlinear_iv(n, seed):
 
 def linear_pcl(n, seed):
     """Y = 2A + 3U + noise with proxies Z = U + e, W = U + e': the bridge h(a, w) = 2a + 3w, E[Y | do(a)] = 2a."""
-    r = np.random.default_rng(seed)
-    u = r.normal(size=n)
-    z, w = u + 0.5 * r.normal(size=n), u + 0.5 * r.normal(size=n)
-    a = u + r.normal(size=n)
-    y = 2 * a + 3 * u + 0.3 * r.normal(size=n)
-    return CausalData(pd.DataFrame(dict(y=y, a=a, z=z, w=w)), "pcl", "y", treatment="a", treatment_proxy="z",
-                      outcome_proxy="w")
+    return make_linear_pcl(n, seed)
 
 
 def slope(x, y):

@@ -25,6 +25,7 @@ from dmlcore.estimators.peers.pmmr import PMMR
 from dmlcore.estimators.regression import OutcomeRegression
 from dmlcore.estimators.sieve import Sieve2SLS
 from dmlcore.estimators.tsls import TwoStageLeastSquares
+from dmlcore.learners import learner_name
 
 ALL_PROBLEMS = ("iv", "pcl", "cmr")
 # the fit settings of `python -m dmlcore fit` / a study grid a method can read
@@ -230,6 +231,7 @@ def record_folds(method: str, folds: int) -> int | None:
 
 
 def record_learner(method: str, learner) -> str:
-    """The run record's ``learner``: the one used, or what the method uses instead of one."""
+    """The run record's ``learner``: the one used (a regressor object: its repr), or what the method
+    uses instead of one."""
     entry = METHODS[method]
-    return learner if entry.uses_learner else entry.record_learner
+    return learner_name(learner) if entry.uses_learner else entry.record_learner

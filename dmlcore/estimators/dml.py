@@ -30,7 +30,7 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.estimators.sieve import check_tabular
-from dmlcore.learners import LEARNERS, make_outcome_learner, make_sampler
+from dmlcore.learners import check_learner, make_outcome_learner, make_sampler
 from dmlcore.learners.encoding import Encoded, EncodedStage, encode_image_spec, encoder_for, image_spec
 from dmlcore.learners.base import check_positive
 
@@ -45,11 +45,50 @@ def make_folds(n: int, folds: int, seed: int) -> list[np.ndarray]:
 
 
 class _TwoStageCMR(CMREstimator):
-    """Shared fit/predict; subclasses set ``cross_fit`` and ``score``.
+    """Shared fit/predict of DML-CMR, CE-DML-CMR and the naive plug-in (subclasses set
+    ``cross_fit`` and ``score``; module notes).
 
-    ``device`` is where the torch models (nn nuisances, nn f) and their data live: "auto" (CUDA
-    when torch sees one, else the CPU), "cpu", "cuda" or "cuda:N"; ``device_`` is the one a fit's
-    networks used ("cpu" when it had none).
+    Parameters
+    ----------
+    learner : str or object, default "nn"
+        Both nuisances: ``"nn"`` (an MLP and a mixture density network), ``"rf"``, ``"gb"``,
+        ``"linear"`` (scikit-learn models; the distribution model is the conditional mean plus
+        resampled out-of-sample residuals, :mod:`dmlcore.learners.tabular`), or any
+        scikit-learn regressor, e.g. ``DMLCMR(learner=HistGradientBoostingRegressor())``: the
+        outcome model is that regressor and the distribution model its conditional mean plus
+        residuals, both cloned per fold. With a regressor object f is fitted as with the tree
+        learners: by gradient boosting of the score (``f_model="boost"``) unless ``f_model`` says
+        otherwise.
+    folds : int, default 10
+        K of the K-fold cross-fitting (DML-CMR only).
+    outcome_learner, sampler : str or object, optional
+        Override ``learner`` for the outcome model s(c) = E[Y | C] and for the distribution model
+        of f's modelled inputs given C: a name, a regressor, or an
+        :class:`~dmlcore.learners.base.OutcomeLearner` / :class:`~dmlcore.learners.base.ConditionalSampler`
+        (the per-fold interface, e.g. an oracle that knows the truth).
+    f_model : {"nn", "boost", "linear", "sieve"}, optional
+        The second stage (:mod:`dmlcore.estimators.second_stage`); default the learner's own
+        (``nn`` for nn, ``linear`` for linear, ``boost`` otherwise). ``sieve`` gives
+        ``predict_interval`` and a closed-form effect interval.
+    n_draws : int, default 8
+        Draws of f's inputs averaged per row in the second stage's loss.
+    epochs : int, optional
+        Maximum epochs (boosting stages) of the named nn / gb nuisances and of an nn or boost f.
+    nuisance_params, f_params : dict, optional
+        Settings of the named learner (its ``DEFAULTS``) and of the second stage.
+    seed : int, default 0
+        Seeds the fold split, the learners and the draws: the same seed gives the same numbers.
+    device : str, default "auto"
+        Where the torch models (nn nuisances, nn f) and their data live: "auto" (CUDA when torch
+        sees one, else the CPU), "cpu", "cuda" or "cuda:N".
+
+    Attributes
+    ----------
+    f_ : the fitted second stage; s_model_, g_model_ : the nuisances (None when unused).
+    fold_losses_ : per fold, the rows, the second-stage loss and the nuisances' loss histories.
+    second_stage_history_, folds_, fold_of_, targets_, draws_, input_columns_,
+    conditioning_columns_, n_, f_model_name_, seconds_ : as named.
+    device_ : the device the fit's networks used ("cpu" when it had none).
     """
 
     cross_fit = True
@@ -58,8 +97,8 @@ class _TwoStageCMR(CMREstimator):
     capabilities = frozenset({"predict_interval", "linear_functional"})   # with a sieve second stage
     fitted_attribute = "f_"
 
-    def __init__(self, learner: str = "nn", folds: int = 10, *, outcome_learner: str | None = None,
-                 sampler: str | None = None, f_model: str | None = None, n_draws: int = 8,
+    def __init__(self, learner="nn", folds: int = 10, *, outcome_learner=None,
+                 sampler=None, f_model: str | None = None, n_draws: int = 8,
                  epochs: int | None = None, nuisance_params: dict | None = None,
                  f_params: dict | None = None, seed: int = 0, device: str = "auto"):
         self.learner = learner
@@ -76,9 +115,11 @@ class _TwoStageCMR(CMREstimator):
 
     # ------------------------------------------------------------------ fit
     def _settings(self):
-        if self.learner not in LEARNERS:
-            raise DMLCoreError(f"Unknown learner {self.learner!r}; choose one of {', '.join(LEARNERS)}.")
-        f_model = self.f_model or F_MODEL_FOR[self.learner]
+        check_learner(self.learner)
+        for what in ("outcome_learner", "sampler"):
+            if getattr(self, what) is not None:
+                check_learner(getattr(self, what), what)
+        f_model = self.f_model or (F_MODEL_FOR[self.learner] if isinstance(self.learner, str) else "boost")
         if f_model not in SECOND_STAGES:
             raise DMLCoreError(f"Unknown f_model {f_model!r}; choose one of {', '.join(SECOND_STAGES)}.")
         check_positive("n_draws", self.n_draws, integer=True)
@@ -90,10 +131,11 @@ class _TwoStageCMR(CMREstimator):
                 fpar.setdefault(key, self.epochs)
         return f_model, fpar
 
-    def _nuisance_params(self, learner: str) -> dict:
-        """``nuisance_params`` belong to the main learner; an overriding learner gets only the epochs."""
-        params = dict(self.nuisance_params or {}) if learner == self.learner else {}
-        key = {"nn": "max_epochs", "gb": "max_iter"}.get(learner)
+    def _nuisance_params(self, learner) -> dict:
+        """``nuisance_params`` belong to the main learner; an overriding learner gets only the epochs
+        (named learners only: an object keeps its own settings)."""
+        params = dict(self.nuisance_params or {}) if learner is self.learner or learner == self.learner else {}
+        key = {"nn": "max_epochs", "gb": "max_iter"}.get(learner) if isinstance(learner, str) else None
         if self.epochs is not None and key:
             params.setdefault(key, self.epochs)
         return params
@@ -122,7 +164,8 @@ class _TwoStageCMR(CMREstimator):
                                f"given the conditioning variables as a continuous variable, but it is marked "
                                f"categorical. Use 2SLS, or leave the column numeric (a 0/1 treatment works).")
         s_model = g_model = None
-        s_name, g_name = self.outcome_learner or self.learner, self.sampler or self.learner
+        s_name = self.learner if self.outcome_learner is None else self.outcome_learner
+        g_name = self.learner if self.sampler is None else self.sampler
         if self.score == "orthogonal":
             monitor.stage("outcome model s(c)", start=0.0, end=0.35)
             enc = encoder_for(data, arr.conditioning_names, s_name)

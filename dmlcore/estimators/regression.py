@@ -14,9 +14,8 @@ import numpy as np
 
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
-from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator, input_matrix
-from dmlcore.learners import LEARNERS, make_outcome_learner
+from dmlcore.learners import check_learner, make_outcome_learner
 from dmlcore.learners.encoding import Encoded, encode_image_spec, encoder_for, image_spec
 
 
@@ -26,7 +25,7 @@ class OutcomeRegression(CMREstimator):
     method = "regression"
     fitted_attribute = "model_"
 
-    def __init__(self, learner: str = "nn", *, epochs: int | None = None, nuisance_params: dict | None = None,
+    def __init__(self, learner="nn", *, epochs: int | None = None, nuisance_params: dict | None = None,
                  seed: int = 0, device: str = "auto"):
         self.learner = learner
         self.epochs = epochs
@@ -35,13 +34,12 @@ class OutcomeRegression(CMREstimator):
         self.device = device
 
     def _fit(self, data: CausalData, monitor) -> None:
-        if self.learner not in LEARNERS:
-            raise DMLCoreError(f"Unknown learner {self.learner!r}; choose one of {', '.join(LEARNERS)}.")
+        check_learner(self.learner)
         device = resolve_device(self.device)
         start = time.perf_counter()
         arr = data.cmr()
         params = dict(self.nuisance_params or {})
-        key = {"nn": "max_epochs", "gb": "max_iter"}.get(self.learner)
+        key = {"nn": "max_epochs", "gb": "max_iter"}.get(self.learner) if isinstance(self.learner, str) else None
         if self.epochs is not None and key:
             params.setdefault(key, self.epochs)
         enc = encoder_for(data, arr.input_names, self.learner)

@@ -1,39 +1,79 @@
-"""Nuisance learners, created by name: ``nn``, ``rf``, ``gb``, ``linear``."""
+"""Nuisance learners: by name (``nn``, ``rf``, ``gb``, ``linear``) or as objects.
+
+A learner can be
+
+* a name: ``nn`` (:mod:`~dmlcore.learners.nn`), ``rf``, ``gb``, ``linear``
+  (:mod:`~dmlcore.learners.tabular`);
+* any scikit-learn regressor (``fit(X, y)``, ``predict(X)``): the outcome model is the regressor,
+  the distribution model its conditional mean plus resampled out-of-sample residuals
+  (:class:`~dmlcore.learners.tabular.ResidualSampler`); cloned for every fold model;
+* an :class:`OutcomeLearner` (for the outcome model) or :class:`ConditionalSampler` (for the
+  distribution model): the per-fold interface itself (:mod:`~dmlcore.learners.base`), e.g. an
+  oracle that knows the truth; deep-copied for every fit.
+"""
 
 from __future__ import annotations
+
+import copy
 
 from dmlcore.errors import DMLCoreError
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
 from dmlcore.learners.nn import MixtureDensity, NeuralOutcome
-from dmlcore.learners.tabular import ResidualSampler, TabularOutcome
+from dmlcore.learners.tabular import ResidualSampler, TabularOutcome, is_regressor, learner_name
 
 LEARNERS = ("nn", "rf", "gb", "linear")
 LEARNER_TITLES = {"nn": "neural network", "rf": "random forest", "gb": "gradient boosting",
                   "linear": "linear"}
+EXPECTED = (f"one of {', '.join(LEARNERS)}, a scikit-learn regressor (an object with fit(X, y) and "
+            f"predict(X)), or an OutcomeLearner / ConditionalSampler (dmlcore.learners.base)")
 
 
-def _check(name: str) -> str:
-    if name not in LEARNERS:
-        raise DMLCoreError(f"Unknown learner {name!r}; choose one of {', '.join(LEARNERS)}.")
-    return name
+def check_learner(learner, what: str = "learner") -> None:
+    """Raise a one-line DMLCoreError unless ``learner`` is a name, a regressor or a nuisance object."""
+    if isinstance(learner, str):
+        if learner not in LEARNERS:
+            raise DMLCoreError(f"Unknown {what} {learner!r}; choose one of {', '.join(LEARNERS)}.")
+        return
+    if isinstance(learner, (OutcomeLearner, ConditionalSampler)) or is_regressor(learner):
+        return
+    raise DMLCoreError(f"The {what} {_shown(learner)} ({type(learner).__name__}) has no fit and predict methods; "
+                       f"expected {EXPECTED}.")
 
 
-def make_outcome_learner(name: str, params: dict | None = None, seed: int = 0, image=None,
+def make_outcome_learner(learner, params: dict | None = None, seed: int = 0, image=None,
                          device="cpu") -> OutcomeLearner:
-    """The learner of s(c) = E[Y | C] called ``name``; ``image`` = (pixel positions in C, shape) and
-    ``device`` (a torch device) for nn."""
-    if _check(name) == "nn":
+    """The learner of s(c) = E[Y | C] for ``learner`` (a name, a regressor or an OutcomeLearner);
+    ``image`` = (pixel positions in C, shape) and ``device`` (a torch device) for nn."""
+    check_learner(learner)
+    if isinstance(learner, OutcomeLearner):
+        return copy.deepcopy(learner)
+    if isinstance(learner, ConditionalSampler):
+        raise DMLCoreError(f"{_shown(learner)} is a ConditionalSampler: it can be the sampler, not the outcome "
+                           f"learner; expected {EXPECTED}.")
+    if learner == "nn":
         return NeuralOutcome(params, seed, image, device)
-    return TabularOutcome(name, params, seed)
+    return TabularOutcome(learner, params, seed)
 
 
-def make_sampler(name: str, params: dict | None = None, seed: int = 0, image=None,
+def make_sampler(learner, params: dict | None = None, seed: int = 0, image=None,
                  device="cpu") -> ConditionalSampler:
-    """The learner of the conditional distribution of f's modelled inputs given C."""
-    if _check(name) == "nn":
+    """The learner of the conditional distribution of f's modelled inputs given C for ``learner``
+    (a name, a regressor: its mean plus residuals, or a ConditionalSampler)."""
+    check_learner(learner)
+    if isinstance(learner, ConditionalSampler):
+        return copy.deepcopy(learner)
+    if isinstance(learner, OutcomeLearner):
+        raise DMLCoreError(f"{_shown(learner)} is an OutcomeLearner: it can be the outcome learner, not the "
+                           f"sampler; expected {EXPECTED}.")
+    if learner == "nn":
         return MixtureDensity(params, seed, image, device)
-    return ResidualSampler(name, params, seed)
+    return ResidualSampler(learner, params, seed)
 
 
-__all__ = ["LEARNERS", "LEARNER_TITLES", "make_outcome_learner", "make_sampler",
+def _shown(obj) -> str:
+    text = " ".join(repr(obj).split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+__all__ = ["LEARNERS", "LEARNER_TITLES", "check_learner", "learner_name", "make_outcome_learner", "make_sampler",
            "OutcomeLearner", "ConditionalSampler"]

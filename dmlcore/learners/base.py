@@ -2,38 +2,58 @@
 
 A nuisance learner fits one model per training set ("fold model"): K of them for K-fold
 cross-fitting, one for CE-DML-CMR and the naive plug-in. ``fit`` receives the full arrays and
-the list of training-row index arrays, and must only read the rows it is given for each model.
+the list of training-row index arrays, and must only read the rows it is given for each model;
+fold model k is then asked only about the rows of fold k, which it never saw.
 
 * :class:`OutcomeLearner` learns s(c) = E[Y | C = c]; ``predict(k, C)`` uses fold model k.
 * :class:`ConditionalSampler` learns the distribution of the modelled inputs of f given C;
   ``sample(k, C, n_draws, rng)`` returns draws of shape (rows, n_draws, modelled dims).
+
+Both are public: an instance of a subclass can be passed as ``outcome_learner`` / ``sampler``
+(or ``learner``) of the DML-CMR estimators, e.g. an "oracle" that returns the true E[Y | C] and
+draws from the true conditional distribution. C arrives in the order of the data's conditioning
+columns (``CausalData.cmr().conditioning_names``), as raw values (no standardization, no one-hot
+encoding); X in the order of its modelled columns (``modelled_names``). ``monitor`` (a
+:class:`dmlcore.progress.Monitor`) takes ``loss(name, k, epoch, train, val)`` reports (optional)
+and ``check()`` calls, which cancel a fit the user stopped. Each fit works on its own copy of the
+object (the estimators deep-copy it), so fold models never share state across fits.
 """
 
 from __future__ import annotations
+
+from abc import ABC, abstractmethod
 
 import numpy as np
 
 from dmlcore.errors import DMLCoreError
 
 
-class OutcomeLearner:
+class OutcomeLearner(ABC):
+    """s(c) = E[Y | C = c], one fold model per training set."""
+
     name = "base"
 
+    @abstractmethod
     def fit(self, C: np.ndarray, y: np.ndarray, train_sets: list[np.ndarray], monitor) -> "OutcomeLearner":
-        raise NotImplementedError
+        """Fit fold model k on the rows ``train_sets[k]`` of C (n, d) and y (n,) only; return self."""
 
+    @abstractmethod
     def predict(self, k: int, C: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """Fold model k's E[Y | C] at the rows of C: shape (rows,)."""
 
 
-class ConditionalSampler:
+class ConditionalSampler(ABC):
+    """The conditional distribution of f's modelled inputs X given C, one fold model per training set."""
+
     name = "base"
 
+    @abstractmethod
     def fit(self, C: np.ndarray, X: np.ndarray, train_sets: list[np.ndarray], monitor) -> "ConditionalSampler":
-        raise NotImplementedError
+        """Fit fold model k on the rows ``train_sets[k]`` of C (n, d) and X (n, p) only; return self."""
 
+    @abstractmethod
     def sample(self, k: int, C: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
-        raise NotImplementedError
+        """``n_draws`` draws of X given each row of C from fold model k: shape (rows, n_draws, p)."""
 
 
 def validation_split(rows: np.ndarray, fraction: float, rng: np.random.Generator):

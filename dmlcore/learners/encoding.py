@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dmlcore.errors import DMLCoreError
+from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
 
 ENCODED_LEARNERS = ("nn", "linear")   # learners and second stages that get one-hot columns
 MATCH_TOL = 1e-6                      # a value within this of a level is that level
@@ -59,9 +60,19 @@ class OneHot:
         return np.concatenate(parts, axis=-1)
 
 
-def encoder_for(data, columns: list[str], learner: str) -> OneHot | None:
-    """The one-hot encoder of ``columns`` for ``learner``, or None when it needs none."""
-    if learner not in ENCODED_LEARNERS:
+def encoder_for(data, columns: list[str], learner) -> OneHot | None:
+    """The one-hot encoder of ``columns`` for ``learner``, or None when it needs none.
+
+    Named learners: ``nn`` and ``linear`` (and those second stages) get one-hot columns, trees
+    the codes. A scikit-learn regressor object gets one-hot columns (it may be linear); a nuisance
+    object with the per-fold interface (``predict(k, C)`` / ``sample(k, C, ...)``) gets the raw
+    columns, as the data hold them (an :class:`~dmlcore.learners.base.OutcomeLearner` or
+    :class:`~dmlcore.learners.base.ConditionalSampler`).
+    """
+    if isinstance(learner, str):
+        if learner not in ENCODED_LEARNERS:
+            return None
+    elif isinstance(learner, (OutcomeLearner, ConditionalSampler)):
         return None
     levels = data.categorical_levels(columns)
     return OneHot(levels, len(columns), columns) if levels else None

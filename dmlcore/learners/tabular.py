@@ -11,11 +11,20 @@ sample so that an overfitted m does not shrink them.
 Each fold model sees only its own training rows. Losses are on the standardized scale:
 gradient boosting reports train and validation loss per boosting stage (its own early-stopping
 split of the training rows), forests and linear models report them once, at the end.
+
+``kind`` is ``rf``, ``gb``, ``linear``, or any scikit-learn regressor (an object with ``fit(X, y)``
+and ``predict(X)``, e.g. a tuned ``HistGradientBoostingRegressor`` or a ``Pipeline``). A regressor
+object is cloned (``sklearn.base.clone``) for every model, so fold models share no state; it sees
+the same standardized columns, and is fitted exactly as ``rf`` and ``linear`` are: the outcome
+model on 90 % of a fold's training rows for the reported validation loss, then again on all of
+them; the sampler's mean on 75 % (residuals on the other 25 %), then again on all. Its own
+settings stay as the user set them (``nuisance_params`` and ``epochs`` apply to named learners).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
 from sklearn.linear_model import Ridge
 
@@ -40,7 +49,23 @@ _POSITIVE = {"gb": [("learning_rate", False, False), ("max_iter", True, False), 
 _FRACTIONS = {"gb": ["validation_fraction"], "rf": ["max_features"], "linear": []}
 
 
-def make_regressor(kind: str, params: dict | None, seed: int):
+def learner_name(kind) -> str:
+    """A learner's name: the string itself, or a regressor object's repr (its changed settings)."""
+    return kind if isinstance(kind, str) else repr(kind)
+
+
+def is_regressor(obj) -> bool:
+    """Whether ``obj`` looks like a scikit-learn regressor: callable ``fit`` and ``predict``."""
+    return callable(getattr(obj, "fit", None)) and callable(getattr(obj, "predict", None))
+
+
+def make_regressor(kind, params: dict | None, seed: int):
+    """A fresh regressor: the named one with ``params`` and ``seed``, or a clone of a regressor object."""
+    if not isinstance(kind, str):
+        if params:
+            raise DMLCoreError(f"nuisance settings {sorted(params)} apply to the named learners (nn, rf, gb, "
+                               f"linear); set them on your regressor {learner_name(kind)} instead.")
+        return clone(kind)
     p = merge_params(params, DEFAULTS[kind], f"{kind} nuisance")
     for key, integer, zero in _POSITIVE[kind]:
         check_positive(key, p[key], integer=integer, allow_zero=zero)
@@ -57,9 +82,8 @@ def make_regressor(kind: str, params: dict | None, seed: int):
 
 def _fit_with_history(kind, params, seed, C, y, fit_rows, val_rows, monitor, name, k):
     """Fit one regressor on ``fit_rows`` and report its loss history; returns the model."""
-    model = make_regressor(kind, params, seed)
-    model.fit(C[fit_rows], y[fit_rows])
-    if kind == "gb" and hasattr(model, "train_score_"):
+    model = fit_regressor(make_regressor(kind, params, seed), C[fit_rows], y[fit_rows], kind, name)
+    if isinstance(kind, str) and kind == "gb" and hasattr(model, "train_score_"):
         # scoring="loss": scores are minus half the squared error, on the model's own split
         train, val = -2.0 * model.train_score_, -2.0 * model.validation_score_
         for stage, (a, b) in enumerate(zip(train, val)):
@@ -71,12 +95,35 @@ def _fit_with_history(kind, params, seed, C, y, fit_rows, val_rows, monitor, nam
     return model
 
 
+ROLES = {"s": "outcome model s(c) = E[Y | C]", "g": "conditional mean of the distribution model"}
+
+
+def fit_regressor(model, X, y, kind, role: str):
+    """``model.fit(X, y)``; for a regressor object of the user's, an error becomes one DMLCoreError line
+    that names it and says what is expected."""
+    if isinstance(kind, str):
+        return model.fit(X, y)
+    try:
+        fitted = model.fit(X, y)
+        prediction = np.asarray(fitted.predict(X[:2]), dtype=float)
+    except Exception as exc:
+        message = " ".join(str(exc).split())[:300]
+        raise DMLCoreError(f"The learner {learner_name(kind)} failed as the {ROLES.get(role, role)}: "
+                           f"{type(exc).__name__}: {message}. Expected a scikit-learn regressor: fit(X, y) "
+                           f"with X a 2-D float array and y 1-D returns the fitted model, and predict(X) "
+                           f"returns one number per row.") from None
+    if prediction.shape != (min(2, len(X)),):
+        raise DMLCoreError(f"The learner {learner_name(kind)} predicts an array of shape {prediction.shape} "
+                           f"for {min(2, len(X))} rows; a regressor must return one number per row.")
+    return fitted
+
+
 class TabularOutcome(OutcomeLearner):
     """s(c) = E[Y | C] by a scikit-learn regressor, one per training set."""
 
-    def __init__(self, kind: str, params: dict | None = None, seed: int = 0):
+    def __init__(self, kind, params: dict | None = None, seed: int = 0):
         self.kind = kind
-        self.name = kind
+        self.name = learner_name(kind)
         self.params = params
         self.seed = seed
 
@@ -86,14 +133,15 @@ class TabularOutcome(OutcomeLearner):
         for k, rows in enumerate(train_sets):
             cs, ys = Scaler(C[rows]), Scaler(y[rows])
             Cs, ysd = cs.transform(C), ys.transform(y)
-            if self.kind == "gb":  # boosting holds out its own validation split
+            if isinstance(self.kind, str) and self.kind == "gb":  # boosting holds out its own validation split
                 fit_rows, val_rows = rows, rows[:0]
             else:
                 fit_rows, val_rows = validation_split(rows, 0.1, rng)
             model = _fit_with_history(self.kind, self.params, self.seed, Cs, ysd, fit_rows, val_rows,
                                       monitor, "s", k)
             if len(val_rows):  # the held-out rows were only for the report: refit on all
-                model = make_regressor(self.kind, self.params, self.seed).fit(Cs[rows], ysd[rows])
+                model = fit_regressor(make_regressor(self.kind, self.params, self.seed), Cs[rows], ysd[rows],
+                                      self.kind, "s")
             self.models_.append(model)
             self.scales_.append((cs, ys))
             monitor.check()
@@ -107,9 +155,9 @@ class TabularOutcome(OutcomeLearner):
 class ResidualSampler(ConditionalSampler):
     """Draws m(c) + r: a conditional-mean regressor plus a pool of out-of-sample residuals."""
 
-    def __init__(self, kind: str, params: dict | None = None, seed: int = 0, pool_fraction: float = 0.25):
+    def __init__(self, kind, params: dict | None = None, seed: int = 0, pool_fraction: float = 0.25):
         self.kind = kind
-        self.name = kind
+        self.name = learner_name(kind)
         self.params = params
         self.seed = seed
         self.pool_fraction = pool_fraction
@@ -127,7 +175,8 @@ class ResidualSampler(ConditionalSampler):
                 first = _fit_with_history(self.kind, self.params, self.seed, Cs, Xs[:, j], fit_rows,
                                           pool_rows, monitor if j == 0 else _Silent(monitor), "g", k)
                 residuals[:, j] = Xs[pool_rows, j] - first.predict(Cs[pool_rows])
-                models.append(make_regressor(self.kind, self.params, self.seed).fit(Cs[rows], Xs[rows, j]))
+                models.append(fit_regressor(make_regressor(self.kind, self.params, self.seed), Cs[rows], Xs[rows, j],
+                                            self.kind, "g"))
             self.models_.append(models)
             self.pools_.append(residuals)
             self.scales_.append((cs, xs))
