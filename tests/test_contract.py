@@ -1,0 +1,156 @@
+"""The estimator contract (dmlcore.estimators._base), checked for every method of the registry.
+
+Each method gets tiny data (the linear IV or PCL design of conftest) and a tiny budget, so the
+battery stays fast; what it checks does not depend on the budget: fit returns self, predict
+before fit raises NotFittedError, the same seed gives the same numbers, should_stop cancels,
+data of a problem the method does not take are refused with its name, the run record is JSON,
+and get_params / set_params / clone round-trip.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from conftest import make_linear_iv, make_linear_pcl
+from dmlcore.errors import DMLCoreError, FitCancelled, NotFittedError
+from dmlcore.estimators import CAPABILITIES, METHODS, CMREstimator, make_estimator
+from dmlcore.runs import fit_run
+from dmlcore.studies.spec import FIT_SETTINGS
+
+# the smallest budgets that still run every step of each method (its own settings in f_params)
+TINY = {
+    "dml-cmr": dict(learner="linear", folds=2, n_draws=2),
+    "ce-dml-cmr": dict(learner="linear", n_draws=2),
+    "naive": dict(learner="linear", n_draws=2),
+    "regression": dict(learner="linear"),
+    "2sls": {},
+    "sieve-2sls": {},
+    "kiv": dict(f_params=dict(n_features=10, grid=(1e-3, 1e-1))),
+    "dfiv": dict(epochs=2, f_params=dict(stage1_iter=2, covariate_iter=2)),
+    "deepgmm": dict(f_params=dict(max_epochs=4, burn_in=2, eval_every=2, batch_size=64)),
+    "kpv": dict(f_params=dict(n_features=10)),
+    "pmmr": dict(f_params=dict(n_features=10)),
+    "nmmr": dict(epochs=3),
+    "nmmr-v": dict(epochs=3),
+}
+ROWS = 160
+
+
+def tiny(method: str, seed: int = 0):
+    return make_estimator(method, seed=seed, device="cpu", **TINY[method])
+
+
+def data_for(method: str, seed: int = 0):
+    """The linear design of the method's first problem (PCL for the proximal peers)."""
+    return make_linear_pcl(ROWS, seed) if METHODS[method].problems[0] == "pcl" else make_linear_iv(ROWS, seed)
+
+
+@pytest.fixture(params=list(METHODS))
+def method(request):
+    return request.param
+
+
+def test_every_registered_method_has_a_tiny_budget():
+    assert set(TINY) == set(METHODS)
+
+
+def test_the_registry_entry_describes_its_class(method):
+    entry = METHODS[method]
+    est = tiny(method)
+    assert isinstance(est, entry.cls) and issubclass(entry.cls, CMREstimator)
+    assert set(entry.cls.capabilities) <= set(CAPABILITIES)
+    assert entry.settings <= set(FIT_SETTINGS) and set(entry.problems) <= {"iv", "pcl", "cmr"}
+    assert entry.title and entry.help and (entry.uses_learner or entry.record_learner)
+
+
+def test_fit_returns_self_and_predict_before_fit_raises(method):
+    est, data = tiny(method), data_for(method)
+    with pytest.raises(NotFittedError, match="not fitted"):
+        est.predict(data.table[data.input_columns])
+    assert est.fit(data) is est
+    out = est.predict(data.table[data.input_columns])
+    assert out.shape == (ROWS,) and np.isfinite(out).all()
+    assert isinstance(est.input_columns_, list) and isinstance(est.fold_losses_, list)
+
+
+def test_same_seed_gives_the_same_numbers(method):
+    data = data_for(method)
+    X = data.table[data.input_columns]
+    first, second = (tiny(method, seed=3).fit(data).predict(X) for _ in range(2))
+    assert np.array_equal(first, second)
+
+
+def test_should_stop_cancels(method):
+    calls = []
+
+    def stop():
+        calls.append(1)
+        return True
+
+    with pytest.raises(FitCancelled):
+        tiny(method).fit(data_for(method), should_stop=stop)
+    assert calls
+
+
+def test_data_of_another_problem_are_refused_by_name(method):
+    entry = METHODS[method]
+    with pytest.raises(DMLCoreError, match="CausalData"):
+        tiny(method).fit(data_for(method).table)
+    other = [p for p in ("iv", "pcl") if p not in entry.problems]
+    if not other:
+        pytest.skip(f"{method} takes every problem")
+    data = make_linear_iv(ROWS) if other[0] == "iv" else make_linear_pcl(ROWS)
+    with pytest.raises(DMLCoreError) as err:
+        tiny(method).fit(data)
+    assert entry.title.split("-")[0] in str(err.value) and "\n" not in str(err.value)
+    assert entry.refusal(data) is not None and entry.refusal(data_for(method)) is None
+
+
+def test_the_run_record_is_json(method):
+    run = fit_run(data_for(method), method, heldout_folds=0, device="cpu", **TINY[method])
+    record = json.loads(run.to_json())
+    assert record["method"] == method and record["n"] == ROWS
+    assert record["learner"] == (TINY[method].get("learner") if METHODS[method].uses_learner
+                                 else METHODS[method].record_learner)
+
+
+def test_get_params_round_trips(method):
+    est = tiny(method)
+    params = est.get_params()
+    assert est.set_params(**params) is est and _same(est.get_params(), params)
+    twin = clone(est)
+    assert twin is not est and type(twin) is type(est) and _same(twin.get_params(), params)
+    name = next(iter(est.get_params(deep=False)))
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        est.set_params(no_such_setting=1)
+    assert name in params
+
+
+def _same(a: dict, b: dict) -> bool:
+    if set(a) != set(b):
+        return False
+    for key in a:
+        x, y = a[key], b[key]
+        if hasattr(x, "get_params"):     # a nested estimator: compared by its own parameters
+            if type(x) is not type(y) or not _same(x.get_params(), y.get_params()):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def test_capabilities_are_declared_not_guessed(linear_iv):
+    data = linear_iv(300)
+    plain = make_estimator("dml-cmr", learner="linear", folds=2, n_draws=2).fit(data)
+    sieve = make_estimator("dml-cmr", learner="linear", folds=2, n_draws=2, f_model="sieve").fit(data)
+    reps = make_estimator("dml-cmr", learner="linear", folds=2, n_draws=2, reps_crossfit=2).fit(data)
+    assert not plain.supports("predict_interval") and not plain.supports("linear_functional")
+    assert sieve.supports("predict_interval") and sieve.supports("linear_functional")
+    assert reps.supports("predict_spread") and not reps.supports("predict_interval")
+    assert make_estimator("2sls").fit(data).supports("linear_functional")
+    with pytest.raises(DMLCoreError, match="Unknown capability"):
+        plain.supports("predict_proba")
