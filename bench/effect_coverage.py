@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 from dmlcore.data.roles import CausalData  # noqa: E402
 from dmlcore.data.simulate import psi, simulate_demand_iv  # noqa: E402
 from dmlcore.runs import fit_run  # noqa: E402
-from dmlcore.studies.executors import get_executor  # noqa: E402
+from dmlcore.executors import get_executor  # noqa: E402
 
 DESIGNS = ("demand-iv", "linear", "weak")
 INTERVALS = ("2sls", "sieve-2sls", "dml-sieve", "dml-boot")

@@ -6,22 +6,11 @@ import logging
 import time
 
 import streamlit as st
-from threadpoolctl import threadpool_limits
-
 from dashboard import state
 from dashboard.plan import DEMO_DATA, DEMO_SETTINGS, build_plan
 from dmlcore.data.registry import SIMULATED, load_dataset
 from dmlcore.errors import DMLCoreError
-
-
-def one_openmp_thread():
-    """A context in which OpenMP code (scikit-learn's gradient boosting) uses one thread.
-
-    torch and scikit-learn each bring their own OpenMP runtime (two libgomp copies). Outside the
-    main thread -- here Streamlit's script thread; job workers do the same in dmlcore.jobs --
-    gradient boosting with two OpenMP threads ran about 5x slower than with one.
-    """
-    return threadpool_limits(limits=1, user_api="openmp")
+from dmlcore.process import one_openmp_thread  # noqa: F401 (the pages' fits in Streamlit's script thread)
 
 
 def dataset_from_registry(name: str, **params) -> state.Dataset:

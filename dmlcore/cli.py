@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from dmlcore.data.ihdp import IHDP_DESIGNS
 from dmlcore.data.registry import dataset_options, load_dataset, real_dataset_names
@@ -21,6 +20,7 @@ from dmlcore.device import resolve_device
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.ivinference import set_text
+from dmlcore.process import set_threads
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS
 from dmlcore.runs import METHODS, fit_run
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.threads < 1:
             print(f"error: --threads must be at least 1; got {args.threads}.", file=sys.stderr)
             return 2
-        torch.set_num_threads(args.threads)
+        set_threads(args.threads)
     try:
         resolve_device(getattr(args, "device", "auto"))  # before any data is made
         return {"fit": _fit, "bench": _bench, "study": study_command}[args.command](args)

@@ -27,7 +27,7 @@ Intervals (:func:`effect_record`, level ``LEVEL``):
   held fixed, smoothing bias ignored).
 * Any method: :func:`bootstrap_effect` refits the method on B resamples of the rows (drawn with
   replacement) and reports the estimate -/+ z * the refits' standard deviation. Refits run
-  through the study runner's executor (``dmlcore.studies.executors``), in parallel or on Ray.
+  through the study runner's executor (``dmlcore.executors``), in parallel or on Ray.
   With cross-fitting, a resample's repeated rows can fall in a fold and in its complement, so
   the nuisances see some held-out rows: the coverage measured in docs/coverage.md includes it.
 
@@ -46,8 +46,8 @@ from dmlcore.covariance import covariance_words
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError, FitCancelled
 from dmlcore.estimators import TwoStageLeastSquares, make_estimator, supports
+from dmlcore.executors import get_executor
 from dmlcore.ivinference import anderson_rubin_set
-from dmlcore.studies.executors import get_executor
 
 LEVEL = 0.95
 MIN_DERIVATIVE_VALUES = 5   # fewer distinct treatment values (but more than two): no derivative

@@ -359,7 +359,7 @@ def test_a_fit_with_a_truth_to_keep_needs_the_data_parameters(tmp_path, loaded):
 # ------------------------------------------------------------------ fits in worker processes
 @pytest.fixture(scope="module")
 def process_jobs(tmp_path_factory):
-    from dmlcore.studies.executors import get_executor
+    from dmlcore.executors import get_executor
 
     home = tmp_path_factory.mktemp("process_jobs")
     jobs = JobRegistry(workers=2, store=RunStore(home / "runs.sqlite3"), executor=get_executor("local", jobs=2),
@@ -409,7 +409,7 @@ def test_a_failing_fit_in_a_worker_keeps_its_message(process_jobs, loaded):
 
 def test_fits_on_a_local_ray_instance_stream_progress_and_give_the_same_numbers(tmp_path, loaded):
     pytest.importorskip("ray")
-    from dmlcore.studies.executors import get_executor
+    from dmlcore.executors import get_executor
 
     jobs = JobRegistry(workers=2, store=RunStore(tmp_path / "runs.sqlite3"), executor=get_executor("ray", jobs=2))
     try:

@@ -78,7 +78,7 @@ def test_a_cancelled_study_stops_queueing_and_a_rerun_completes_it(server):
 
 
 def test_a_study_in_worker_processes_gives_the_numbers_of_run_study(tmp_path):
-    from dmlcore.studies.executors import get_executor
+    from dmlcore.executors import get_executor
 
     jobs = JobRegistry(workers=2, store=RunStore(tmp_path / "runs.sqlite3"), executor=get_executor("local", jobs=2))
     try:

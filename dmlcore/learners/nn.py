@@ -23,7 +23,6 @@ distribution); the learning rate, batch size and stopping rule were chosen by va
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import torch
@@ -33,9 +32,6 @@ from dmlcore.learners.base import (ConditionalSampler, OutcomeLearner, check_fra
                                    merge_params, validation_split)
 from dmlcore.learners.image import BatchedImageMLP
 
-# One thread per process measured fastest for these small networks on 2 cores (docs/benchmarks.md);
-# DMLCORE_TORCH_THREADS overrides it.
-torch.set_num_threads(int(os.environ.get("DMLCORE_TORCH_THREADS", "1")))
 
 DEFAULTS = dict(hidden=(128, 64, 32), dropout=None, lr=2e-3, weight_decay=1e-3, batch_size=256,
                 max_epochs=100, patience=10, val_fraction=0.1, components=10, clip=5.0)

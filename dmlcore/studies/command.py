@@ -15,7 +15,7 @@ from pathlib import Path
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.covariance import COV_TYPES
-from dmlcore.studies.executors import EXECUTORS
+from dmlcore.executors import EXECUTORS
 from dmlcore.studies.runner import StudyResult, run_study
 from dmlcore.studies.spec import StudySpec, check_size, load_spec, spec_from_flags
 from dmlcore.studies.summarize import compact, format_value

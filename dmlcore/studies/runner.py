@@ -44,7 +44,7 @@ from dmlcore.estimators import trains_networks
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.runs import fit_run
 from dmlcore.store import RunStore, default_store_path
-from dmlcore.studies.executors import Executor, get_executor
+from dmlcore.executors import Executor, get_executor
 from dmlcore.studies.spec import FIT_SETTINGS, INTEGER_SETTINGS, StudySpec, config_key, spec_from_dict
 from dmlcore.studies.summarize import OUTCOMES, add_arms, paired_table, summary_table
 
@@ -228,7 +228,7 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
     """Run ``spec`` (a StudySpec or its dict form) and, with ``out_dir``, write its files.
 
     ``executor``: "local" or "ray" (with ``jobs``, ``address``, ``threads`` as in
-    :func:`~dmlcore.studies.executors.get_executor`), or an executor object, which is left open.
+    :func:`~dmlcore.executors.get_executor`), or an executor object, which is left open.
     ``store``: the run store (None: ``$DMLCORE_HOME``'s); ``reuse=False`` runs every fit again,
     ``keep=False`` neither reads nor saves fits. With ``owner`` the study is remembered in the
     store for that owner (``result.study_id``). ``fit_fn`` replaces :func:`run_fit_config`

@@ -1,4 +1,5 @@
-"""Where a study's fits run: in this process, in local worker processes (loky), or as Ray tasks.
+"""Where fits run (studies, dashboard jobs, bootstrap refits): in this process, in local worker
+processes (loky), or as Ray tasks.
 
 ``get_executor(kind="local", jobs=1, address=None, *, threads=None)`` returns an executor:
 
@@ -37,6 +38,7 @@ from typing import Callable, Iterator, Sequence
 from urllib.parse import urlsplit
 
 from dmlcore.errors import DMLCoreError
+from dmlcore.process import default_threads, set_threads
 
 EXECUTORS = ("local", "ray")
 CONNECT_TIMEOUT = 5.0  # seconds to reach a Ray address before giving up
@@ -44,10 +46,6 @@ CONNECT_TIMEOUT = 5.0  # seconds to reach a Ray address before giving up
 
 class WorkerDied(RuntimeError):
     """The process running an item died before returning its result."""
-
-
-def default_threads() -> int:
-    return int(os.environ.get("DMLCORE_TORCH_THREADS", "1"))
 
 
 def get_executor(kind: str = "local", jobs: int | None = 1, address: str | None = None, *,
@@ -74,7 +72,7 @@ def call_with_threads(fn: Callable, item, threads: int):
     from threadpoolctl import threadpool_limits
 
     before = torch.get_num_threads()
-    torch.set_num_threads(threads)
+    set_threads(threads)
     try:
         with threadpool_limits(limits=threads):
             return fn(item)
@@ -198,7 +196,7 @@ class RayExecutor(Executor):
             raise DMLCoreError("Ray is not installed; pip install -r requirements.txt (ray==2.60.0).") from None
         self.threads, self._ray, self._started = threads, ray, False
         if not ray.is_initialized():
-            package = str(Path(__file__).resolve().parents[1])
+            package = str(Path(__file__).resolve().parent)   # the dmlcore folder
             try:
                 if address:
                     _check_reachable(address)
