@@ -20,7 +20,7 @@ from dmlcore import device as torch_device
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.dml import DMLCMR, F_MODEL_FOR
 from dmlcore.estimators.second_stage import BOOST_DEFAULTS, NN_DEFAULTS
-from dmlcore.estimators.sieve import check_tabular
+from dmlcore.estimators.splines import check_tabular
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
 from dmlcore.learners.nn import DEFAULTS as NN_NUISANCE_DEFAULTS
 from dmlcore.learners.tabular import DEFAULTS as TABULAR_DEFAULTS

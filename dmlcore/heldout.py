@@ -29,7 +29,7 @@ import numpy as np
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import make_estimator
-from dmlcore.estimators.sieve import RIDGE_SHARE, _spd_solve, _TensorBasis, additive_basis, usable_tensor
+from dmlcore.estimators.splines import RIDGE_SHARE, TensorBasis, additive_basis, spd_solve, usable_tensor
 
 HELDOUT_FOLDS = 2
 INNER = 5
@@ -121,7 +121,7 @@ def _cross_fitted_projection(c, r, names, excluded, seed):
     is the RIDGES value with the smallest cross-fitted squared error."""
     m = len(r)
     cap = max(2, m // 10)
-    basis = _TensorBasis.build(c, names, KNOTS, MAX_LEVELS, cap)
+    basis = TensorBasis.build(c, names, KNOTS, MAX_LEVELS, cap)
     if not usable_tensor(basis, KNOTS):
         basis = (additive_basis(c, names, KNOTS, MAX_LEVELS, cap, smooth=excluded)
                  or additive_basis(c, names, 0, MAX_LEVELS, m // 2, smooth=excluded))
@@ -135,6 +135,6 @@ def _cross_fitted_projection(c, r, names, excluded, seed):
         fit, out = part != j, part == j
         zz, zr = z[fit].T @ z[fit], z[fit].T @ r[fit]
         for ridge in RIDGES:
-            fits[ridge][out] = z[out] @ _spd_solve(zz + fit.sum() * (ridge * omega + RIDGE_SHARE * np.eye(len(zz))), zr)
+            fits[ridge][out] = z[out] @ spd_solve(zz + fit.sum() * (ridge * omega + RIDGE_SHARE * np.eye(len(zz))), zr)
     best = min(RIDGES, key=lambda ridge: float(np.mean((r - fits[ridge]) ** 2)))
     return fits[best]

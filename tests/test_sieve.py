@@ -148,7 +148,7 @@ def test_additive_basis_when_the_tensor_product_is_too_large():
 
 
 def test_additive_basis_pieces():
-    from dmlcore.estimators.sieve import additive_basis
+    from dmlcore.estimators.splines import additive_basis
 
     rng = np.random.default_rng(1)
     x = np.column_stack([rng.uniform(0, 1, 500), rng.integers(0, 3, 500), rng.normal(size=500)])

@@ -29,7 +29,7 @@ from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator
 from dmlcore.estimators.second_stage import SECOND_STAGES
-from dmlcore.estimators.sieve import check_tabular
+from dmlcore.estimators.splines import check_tabular
 from dmlcore.learners import check_learner, make_outcome_learner, make_sampler
 from dmlcore.learners.encoding import Encoded, EncodedStage, encode_image_spec, encoder_for, image_spec
 from dmlcore.learners.base import check_positive

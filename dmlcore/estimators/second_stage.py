@@ -35,8 +35,8 @@ from sklearn.tree import DecisionTreeRegressor
 from threadpoolctl import threadpool_limits
 
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.sieve import (RIDGE_GRID, _Cells, _spd_solve, _TensorBasis, additive_basis,
-                                     is_categorical, usable_tensor)
+from dmlcore.estimators.splines import (RIDGE_GRID, Cells, TensorBasis, additive_basis, is_categorical, spd_solve,
+                                        usable_tensor)
 from dmlcore.learners.base import (Scaler, check_fraction, check_hidden, check_positive, merge_params,
                                    validation_split)
 from dmlcore.learners.nn import adamw, make_network
@@ -324,18 +324,18 @@ class SieveF(SecondStage):
         smooth = {names[0]} | {names[j] for j in range(d) if not fixed[j]}
         known = [j for j in range(d) if fixed[j] and is_categorical(np.unique(inputs[:, j]), levels)
                  and 1 < len(np.unique(inputs[:, j])) and not (names[j] in smooth and len(np.unique(inputs[:, j])) > 2)]
-        self.cells_ = _Cells([(j, names[j]) for j in known], [np.unique(inputs[:, j]) for j in known])
+        self.cells_ = Cells([(j, names[j]) for j in known], [np.unique(inputs[:, j]) for j in known])
         self.free_inputs_ = [j for j in range(d) if j not in known]
         cell = self.cells_.codes(inputs)
         codes, sizes = np.unique(cell, return_counts=True)
         cap = max(1, min(int(p["max_features"]), int(sizes.min()) // ROWS_PER_FEATURE))
         every = np.vstack([inputs, draws.reshape(-1, d)])
-        basis = _TensorBasis.build(every[:, self.free_inputs_], [names[j] for j in self.free_inputs_], k,
+        basis = TensorBasis.build(every[:, self.free_inputs_], [names[j] for j in self.free_inputs_], k,
                                    levels, cap, smooth)
         self.additive_ = not usable_tensor(basis, k)
         self.notes_ = []
         if self.additive_:  # too many functions for the rows (many covariates): additive, no cells
-            self.cells_, self.free_inputs_ = _Cells([], []), list(range(d))
+            self.cells_, self.free_inputs_ = Cells([], []), list(range(d))
             cell, codes, sizes = np.zeros(n, dtype=int), np.zeros(1, dtype=int), np.array([n])
             cap = max(1, min(int(p["max_features"]), n // ROWS_PER_FEATURE))
             basis = additive_basis(every, names, k, levels, cap, smooth=smooth,
@@ -364,7 +364,7 @@ class SieveF(SecondStage):
                 for c in codes:
                     gram, cross, _ = totals[c]
                     for (g_k, c_k, sq_k), m in zip(parts[c], held):
-                        theta = _spd_solve(gram - g_k + (n - m) * ridge * omega, cross - c_k)
+                        theta = spd_solve(gram - g_k + (n - m) * ridge * omega, cross - c_k)
                         loss += sq_k - 2 * theta @ c_k + theta @ g_k @ theta
                 self.cv_loss_[ridge] = float(loss / n)
                 monitor.check()
@@ -374,7 +374,7 @@ class SieveF(SecondStage):
         self.theta_, a_inv, train = {}, {}, 0.0
         for c in codes:
             gram, cross, sq = totals[c]
-            a_inv[c] = _spd_solve(gram + n * self.ridge_ * omega, np.eye(basis.size))
+            a_inv[c] = spd_solve(gram + n * self.ridge_ * omega, np.eye(basis.size))
             self.theta_[c] = a_inv[c] @ cross
             train += sq - 2 * self.theta_[c] @ cross + self.theta_[c] @ gram @ self.theta_[c]
         monitor.loss("f", None, 0, float(train / n), self.cv_loss_.get(self.ridge_), of=1)
