@@ -1,11 +1,29 @@
-"""dmlcore: double machine learning for conditional moment restrictions (IV and proximal learning)."""
+"""dmlcore: double machine learning for conditional moment restrictions (IV and proximal learning).
 
+The public face: data with roles (:class:`CausalData`, :func:`load_dataset`), the estimators and
+their registry (:data:`METHODS`, :func:`make_estimator`; every estimator follows one contract,
+:class:`CMREstimator`), learners as objects (any scikit-learn regressor, or
+:class:`OutcomeLearner` / :class:`ConditionalSampler`), one fit with its JSON record
+(:func:`fit_run`), studies (:func:`run_study`) and the run store (:class:`RunStore`).
+See docs/architecture.md.
+"""
+
+from dmlcore._version import __version__
+from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import simulate_demand_iv, simulate_demand_pcl
-from dmlcore.errors import DMLCoreError, FitCancelled, FitDiverged
-from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn
-from dmlcore.runs import fit_run, make_estimator
+from dmlcore.errors import DMLCoreError, FitCancelled, FitDiverged, NotFittedError
+from dmlcore.estimators import (CEDMLCMR, DFIV, DMLCMR, KIV, KPV, METHODS, NMMR, PMMR, CMREstimator, DeepGMM,
+                                NaivePlugIn, OutcomeRegression, RepeatedCrossFit, Sieve2SLS, TwoStageLeastSquares,
+                                make_estimator)
+from dmlcore.learners import ConditionalSampler, OutcomeLearner
+from dmlcore.runs import Run, fit_run
+from dmlcore.store import RunStore
+from dmlcore.studies import StudySpec, run_study, spec_from_dict
 
-__version__ = "0.2.0"
-__all__ = ["CausalData", "simulate_demand_iv", "simulate_demand_pcl", "DMLCoreError", "FitCancelled",
-           "FitDiverged", "DMLCMR", "CEDMLCMR", "NaivePlugIn", "fit_run", "make_estimator"]
+__all__ = ["__version__", "CausalData", "load_dataset", "simulate_demand_iv", "simulate_demand_pcl",
+           "DMLCoreError", "FitCancelled", "FitDiverged", "NotFittedError", "METHODS", "make_estimator",
+           "CMREstimator", "DMLCMR", "CEDMLCMR", "NaivePlugIn", "RepeatedCrossFit", "OutcomeRegression",
+           "TwoStageLeastSquares", "Sieve2SLS", "KIV", "DFIV", "DeepGMM", "KPV", "PMMR", "NMMR",
+           "OutcomeLearner", "ConditionalSampler", "Run", "fit_run", "RunStore", "StudySpec", "run_study",
+           "spec_from_dict"]

@@ -25,6 +25,7 @@ import pandas as pd
 
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, bridge_curve
+from dmlcore.diagnostics import first_stage
 from dmlcore.effects import bootstrap_effect, check_bootstrap, contrast, effect_record
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import METHOD_TITLES, METHODS, make_estimator, record_folds, record_learner, supports
@@ -234,7 +235,6 @@ def _scaled(callback, start: float, width: float):
 def _first_stage(data: CausalData, cov_type: str = "unadjusted", cluster: str | None = None) -> dict:
     """The linear first-stage diagnostics of an IV or PCL problem, or {"error": why} when they cannot
     be computed (e.g. blank pixel covariates): the fit itself went fine."""
-    from dmlcore.diagnostics import first_stage
     if data.image_columns and data.problem == "pcl":
         return {"error": "no proxy diagnostics with an image treatment"}
     try:

@@ -38,6 +38,7 @@ from dmlcore.data.datasets import REAL_DATASETS
 from dmlcore.errors import DMLCoreError
 from dmlcore.jobs import JobRegistry
 from dmlcore.studies import plan_study, run_fit_config, run_study
+from dmlcore.studies.report import write_outputs
 from dmlcore.studies.runner import as_spec, result_from_rows
 
 IN_FLIGHT_PER_WORKER = 2   # fits of one study queued or running at once, per worker
@@ -214,7 +215,6 @@ def _group(study_id: str) -> str:
 
 def study_files(result, spec=None) -> bytes:
     """A zip of every file of the study (see dmlcore.studies.report.write_outputs)."""
-    from dmlcore.studies.report import write_outputs
 
     with tempfile.TemporaryDirectory() as folder:
         files = write_outputs(result, folder, spec=spec)

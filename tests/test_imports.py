@@ -89,6 +89,30 @@ def test_no_import_circle_in_dmlcore():
     assert not found, "import circles: " + "; ".join(" <-> ".join(c) for c in found)
 
 
+def function_level_imports(root: Path = ROOT, package: str = PACKAGE) -> list[str]:
+    """``module:line`` of every import of the package's own modules inside a function."""
+    out = []
+    for name, path in module_files(root, package).items():
+        for func in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(func):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package):
+                    out.append(f"{name}:{node.lineno}")
+                elif isinstance(node, ast.Import) and any(a.name.startswith(package) for a in node.names):
+                    out.append(f"{name}:{node.lineno}")
+    return out
+
+
+# a worker process imports the estimators on purpose before its first fit arrives (warm-up)
+ALLOWED_LATE = {"dmlcore.jobs.worker"}
+
+
+def test_no_import_of_dmlcore_hidden_in_a_function():
+    late = [where for where in function_level_imports() if where.split(":")[0] not in ALLOWED_LATE]
+    assert not late, "imports inside functions: " + ", ".join(late)
+
+
 def test_the_check_finds_a_circle(tmp_path):
     """The check itself: two modules that import each other (one inside a function) are found."""
     pkg = tmp_path / "pkg"
@@ -100,3 +124,4 @@ def test_the_check_finds_a_circle(tmp_path):
     graph = import_graph(tmp_path, "pkg")
     assert graph["pkg.c"] == {"pkg.a"} and graph["pkg"] == {"pkg.a"}
     assert circles(graph) == [["pkg.a", "pkg.b"]]
+    assert function_level_imports(tmp_path, "pkg") == ["pkg.b:2"]

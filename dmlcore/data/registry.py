@@ -5,6 +5,9 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 
+from dmlcore.data.datasets import REAL_DATASETS, load_real_dataset
+from dmlcore.data.ihdp import load_replicate, simulate_ihdp_like
+from dmlcore.data.images import simulate_digits_iv, simulate_dsprites_pcl
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, simulate_demand_iv, simulate_demand_pcl
 from dmlcore.errors import DMLCoreError
@@ -26,7 +29,6 @@ class Loaded:
 
 
 def real_dataset_names() -> list[str]:
-    from dmlcore.data.datasets import REAL_DATASETS
     return list(REAL_DATASETS)
 
 
@@ -55,25 +57,20 @@ def load_dataset(name: str, *, n: int = 5000, seed: int = 0, rho: float = 0.9, i
     elif name == "demand-pcl":
         sim = simulate_demand_pcl(n, seed)
     elif name == "digits-iv":
-        from dmlcore.data.images import simulate_digits_iv
         sim = simulate_digits_iv(n, seed, rho=rho, iv_strength=iv_strength, noise_scale=noise_scale)
     elif name == "dsprites-pcl":
-        from dmlcore.data.images import simulate_dsprites_pcl
         sim = simulate_dsprites_pcl(n, seed)
     elif name == "ihdp-like":
-        from dmlcore.data.ihdp import simulate_ihdp_like
         sim = simulate_ihdp_like(seed, design=design)
     elif name == "replicate":
         if not data_dir:
             raise DMLCoreError("--dataset replicate needs --data-dir PATH, a folder with train.csv and val.csv.")
-        from dmlcore.data.ihdp import load_replicate
         sim = load_replicate(data_dir)
     elif name == "table":
         from dmlcore.data.tables import load_kept_table
         data = load_kept_table(table, roles, file)
         return Loaded(data, None, {"dataset": name, "table": table, "file": file, "roles": roles})
     elif name in real_dataset_names():
-        from dmlcore.data.datasets import load_real_dataset
         data = load_real_dataset(name)
         return Loaded(data, None, {"dataset": name})
     else:

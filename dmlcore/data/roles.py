@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dmlcore.errors import DMLCoreError
+from dmlcore.data.io import FORMATTED_NUMBER_HINT, looks_like_formatted_number
 
 PROBLEMS = ("iv", "pcl", "cmr")
 MIN_ROWS = 4
@@ -341,7 +342,6 @@ def _check_numeric(series: pd.Series, col: str) -> None:
         values = series.dropna()
         bad = next((v for v in values if not _is_number(v)), None)
         if bad is not None:
-            from dmlcore.data.io import FORMATTED_NUMBER_HINT, looks_like_formatted_number
             hint = (FORMATTED_NUMBER_HINT if looks_like_formatted_number(bad) else
                     "Encode it as numbers or drop it from the roles.")
             raise DMLCoreError(f"Column '{col}' is not numeric (for example {bad!r}). {hint}")

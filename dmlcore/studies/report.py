@@ -22,7 +22,7 @@ import pandas as pd
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from dmlcore import __version__
+from dmlcore._version import __version__
 from dmlcore.data.registry import no_truth
 from dmlcore.studies.figures import StudyFigure, study_figures
 from dmlcore.studies.summarize import OUTCOMES, compact, readable

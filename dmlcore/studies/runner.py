@@ -46,6 +46,7 @@ from dmlcore.runs import fit_run
 from dmlcore.store import RunStore, default_store_path
 from dmlcore.executors import Executor, get_executor
 from dmlcore.studies.spec import FIT_SETTINGS, INTEGER_SETTINGS, StudySpec, config_key, spec_from_dict
+from dmlcore.studies.report import write_outputs
 from dmlcore.studies.summarize import OUTCOMES, add_arms, paired_table, summary_table
 
 
@@ -281,7 +282,6 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
     if owner is not None:
         result.study_id = store.save_study(owner, label, spec.to_dict(), plan.keys)
     if out_dir is not None:
-        from dmlcore.studies.report import write_outputs
         write_outputs(result, out_dir, spec=spec)
     return result
 

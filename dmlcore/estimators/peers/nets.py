@@ -17,6 +17,7 @@ from torch import nn
 from dmlcore.device import resolve_device
 from dmlcore.errors import FitDiverged
 from dmlcore.learners.base import check_fraction, check_hidden, check_positive
+from dmlcore.learners.image import BatchedImageMLP
 
 
 class Net(nn.Module):
@@ -34,7 +35,6 @@ class Net(nn.Module):
         check_hidden(hidden)
         check_fraction("dropout", dropout, allow_zero=True, allow_one=False)
         if image is not None:
-            from dmlcore.learners.image import BatchedImageMLP
             positions, shape = image
             gen = torch.Generator().manual_seed(int(torch.randint(0, 2 ** 62, (1,))))
             self.body = BatchedImageMLP(1, d_in, tuple(hidden), d_out, dropout, gen,
