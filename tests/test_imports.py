@@ -104,12 +104,8 @@ def function_level_imports(root: Path = ROOT, package: str = PACKAGE) -> list[st
     return out
 
 
-# a worker process imports the estimators on purpose before its first fit arrives (warm-up)
-ALLOWED_LATE = {"dmlcore.jobs.worker"}
-
-
 def test_no_import_of_dmlcore_hidden_in_a_function():
-    late = [where for where in function_level_imports() if where.split(":")[0] not in ALLOWED_LATE]
+    late = function_level_imports()
     assert not late, "imports inside functions: " + ", ".join(late)
 
 

@@ -70,31 +70,14 @@ def fit_in_worker(payload: dict) -> Run:
 
 
 def warm_up(server: int) -> None:
-    """Import what a fit needs, so that the first fit in a new worker process does not wait for it."""
+    """Start a worker: importing this module imported what a fit needs (torch, the estimators), so
+    the first fit in a new worker process does not wait for it; watch the server."""
     _die_with_parent(server)
-    import dmlcore.estimators.dml  # noqa: F401
 
 
 _watching = threading.Event()
 
 
-def _die_with_parent(server: int) -> None:
-    """In a worker process (not the server's own): exit once the process that started it has died,
-    so that a killed server leaves no idle workers holding memory."""
-    if os.getpid() == server or _watching.is_set():
-        return
-    _watching.set()
-    parent = os.getppid()
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="dmlcore-parent-watch", daemon=True).start()
-
-
-_watching = threading.Event()
 def _die_with_parent(server: int) -> None:
     """In a worker process (not the server's own): exit once the process that started it has died,
     so that a killed server leaves no idle workers holding memory."""

@@ -44,12 +44,9 @@ def make_outcome_learner(learner, params: dict | None = None, seed: int = 0, ima
                          device="cpu") -> OutcomeLearner:
     """The learner of s(c) = E[Y | C] for ``learner`` (a name, a regressor or an OutcomeLearner);
     ``image`` = (pixel positions in C, shape) and ``device`` (a torch device) for nn."""
-    check_learner(learner)
-    if isinstance(learner, OutcomeLearner):
-        return copy.deepcopy(learner)
-    if isinstance(learner, ConditionalSampler):
-        raise DMLCoreError(f"{_shown(learner)} is a ConditionalSampler: it can be the sampler, not the outcome "
-                           f"learner; expected {EXPECTED}.")
+    given = _given(learner, OutcomeLearner, "outcome learner", "sampler")
+    if given is not None:
+        return given
     if learner == "nn":
         return NeuralOutcome(params, seed, image, device)
     return TabularOutcome(learner, params, seed)
@@ -59,15 +56,25 @@ def make_sampler(learner, params: dict | None = None, seed: int = 0, image=None,
                  device="cpu") -> ConditionalSampler:
     """The learner of the conditional distribution of f's modelled inputs given C for ``learner``
     (a name, a regressor: its mean plus residuals, or a ConditionalSampler)."""
-    check_learner(learner)
-    if isinstance(learner, ConditionalSampler):
-        return copy.deepcopy(learner)
-    if isinstance(learner, OutcomeLearner):
-        raise DMLCoreError(f"{_shown(learner)} is an OutcomeLearner: it can be the outcome learner, not the "
-                           f"sampler; expected {EXPECTED}.")
+    given = _given(learner, ConditionalSampler, "sampler", "outcome learner")
+    if given is not None:
+        return given
     if learner == "nn":
         return MixtureDensity(params, seed, image, device)
     return ResidualSampler(learner, params, seed)
+
+
+def _given(learner, kind: type, role: str, other_role: str):
+    """A copy of ``learner`` when it is a ``kind`` object (None for names and regressors, which the
+    caller builds); a one-line DMLCoreError for anything else, or a nuisance object of the other kind."""
+    check_learner(learner)
+    if isinstance(learner, kind):
+        return copy.deepcopy(learner)
+    if isinstance(learner, (OutcomeLearner, ConditionalSampler)):
+        kind_name = "ConditionalSampler" if isinstance(learner, ConditionalSampler) else "OutcomeLearner"
+        raise DMLCoreError(f"{_shown(learner)} is a {kind_name}: it can be the {other_role}, not the {role}; "
+                           f"expected {EXPECTED}.")
+    return None
 
 
 def _shown(obj) -> str:
