@@ -23,14 +23,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from dmlcore.covariance import check_covariance
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, bridge_curve
 from dmlcore.diagnostics import first_stage
 from dmlcore.effects import bootstrap_effect, check_bootstrap, contrast, effect_record
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import METHOD_TITLES, METHODS, make_estimator, record_folds, record_learner, supports
-from dmlcore.learners import learner_name
 from dmlcore.heldout import HELDOUT_FOLDS, check_folds, heldout_score
+from dmlcore.learners import learner_name
 
 BAND_LEVEL = 0.95
 CURVE_POINTS = 60     # treatment values of a curve without a known truth
@@ -122,7 +123,6 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     covariance ``cov_type`` ("unadjusted", "robust", "clustered" by the column ``cluster``), which
     2SLS's standard errors and Anderson-Rubin set use too.
     """
-    from dmlcore.covariance import check_covariance
     check_covariance(cov_type, cluster, data.table)   # before any fit
     if bootstrap is not None:
         check_bootstrap(bootstrap)

@@ -10,6 +10,7 @@ from dmlcore.data.ihdp import load_replicate, simulate_ihdp_like
 from dmlcore.data.images import simulate_digits_iv, simulate_dsprites_pcl
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, simulate_demand_iv, simulate_demand_pcl
+from dmlcore.data.tables import load_kept_table
 from dmlcore.errors import DMLCoreError
 
 SIMULATED = {
@@ -67,7 +68,6 @@ def load_dataset(name: str, *, n: int = 5000, seed: int = 0, rho: float = 0.9, i
             raise DMLCoreError("--dataset replicate needs --data-dir PATH, a folder with train.csv and val.csv.")
         sim = load_replicate(data_dir)
     elif name == "table":
-        from dmlcore.data.tables import load_kept_table
         data = load_kept_table(table, roles, file)
         return Loaded(data, None, {"dataset": name, "table": table, "file": file, "roles": roles})
     elif name in real_dataset_names():

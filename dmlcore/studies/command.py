@@ -12,9 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-from dmlcore.data.roles import CausalData
-from dmlcore.errors import DMLCoreError
 from dmlcore.covariance import COV_TYPES
+from dmlcore.data.io import load_table
+from dmlcore.data.roles import CausalData
+from dmlcore.data.tables import TABLE, keep_table
+from dmlcore.errors import DMLCoreError
 from dmlcore.executors import EXECUTORS
 from dmlcore.studies.runner import StudyResult, run_study
 from dmlcore.studies.spec import StudySpec, check_size, load_spec, spec_from_flags
@@ -59,7 +61,6 @@ def add_own_data_options(parser: argparse.ArgumentParser) -> None:
 
 def own_data(args) -> CausalData:
     """The CausalData of ``--csv FILE`` with the roles of the role options."""
-    from dmlcore.data.io import load_table
     table = load_table(args.csv)
     columns = lambda text: [c.strip() for c in text.split(",") if c.strip()] if text else []  # noqa: E731
     roles = {r: columns(getattr(args, r)) for r in ("treatment", "instrument", "treatment_proxy", "outcome_proxy",
@@ -122,7 +123,6 @@ def study_spec(args) -> StudySpec:
 def _table_spec(args) -> StudySpec:
     """A study of the user's file (``--csv`` with its roles): its rows are fixed, seeds change the methods'
     randomness; the table is kept by its content hash (dmlcore.data.tables)."""
-    from dmlcore.data.tables import TABLE, keep_table
     given = [f"--{name.replace('_', '-')}" for name in ("spec", "dataset", *DATA_FLAGS) if getattr(args, name) is not None]
     if given:
         raise DMLCoreError(f"A study of your file (--csv) takes its roles, methods, seeds and fit settings; {given[0]} "

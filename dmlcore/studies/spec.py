@@ -42,13 +42,14 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from dmlcore.data.registry import dataset_names, dataset_options, real_dataset_names
+from dmlcore.covariance import check_covariance
 from dmlcore.data.ihdp import IHDP_DESIGNS
+from dmlcore.data.registry import dataset_names, dataset_options, real_dataset_names
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators import METHODS
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS
-from dmlcore.estimators import METHODS
 
 # Fit settings with their defaults (those of `python -m dmlcore fit`).
 FIT_SETTINGS = {"learner": "nn", "folds": 10, "epochs": None, "n_draws": 8, "f_model": None,
@@ -282,7 +283,6 @@ def _grid(block: dict) -> Grid:
         settings[name] = values
     seeds = parse_seeds(block.get("seeds", DEFAULT_SEEDS))
     covariance = (block.get("cov_type") or "unadjusted", block.get("cluster") or None)
-    from dmlcore.covariance import check_covariance
     check_covariance(*covariance)          # the cluster column is checked against the table by each fit
     return Grid(dataset, data, methods, settings, seeds, covariance)
 
