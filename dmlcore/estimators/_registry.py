@@ -81,7 +81,7 @@ class Method:
 
 
 def _second_stage(method: Method, *, learner, folds, seed, epochs, n_draws, nuisance_params, f_params,
-                  f_model, reps_crossfit, device):
+                  f_model, reps_crossfit, device, **_):
     est = method.cls(learner, folds, n_draws=n_draws, epochs=epochs, seed=seed, nuisance_params=nuisance_params,
                      f_params=f_params, f_model=f_model, device=device)
     return est if reps_crossfit == 1 else RepeatedCrossFit(est, reps_crossfit)
