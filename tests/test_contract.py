@@ -62,6 +62,8 @@ def test_the_registry_entry_describes_its_class(method):
     entry = METHODS[method]
     est = tiny(method)
     assert isinstance(est, entry.cls) and issubclass(entry.cls, CMREstimator)
+    # every setting a run or a study passes is taken (and ignored by the methods it does not concern)
+    assert type(make_estimator(method, cov_type="robust", cluster=None, **TINY[method])) is type(est)
     assert set(entry.cls.capabilities) <= set(CAPABILITIES)
     assert entry.settings <= set(FIT_SETTINGS) and set(entry.problems) <= {"iv", "pcl", "cmr"}
     assert entry.title and entry.help and (entry.uses_learner or entry.record_learner)
