@@ -64,7 +64,7 @@ def test_a_finished_run_says_the_wall_time_with_its_refits_not_the_fit_alone():
 
 
 def test_time_left_follows_progress_once_the_estimate_is_spent():
-    from dmlcore.jobs import _Job
+    from dmlcore.jobs.registry import _Job
     job = _Job(id="j", owner="o", label="l", seq=1, created=0.0, cost=10.0, task=None, fit=None)
     job.started, job.progress = 1000.0, 0.04
     assert job.seconds_left(1005.0) == 5.0                     # within the estimate, before progress counts
