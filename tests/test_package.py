@@ -38,9 +38,13 @@ def test_the_command_and_the_data_files_are_declared():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     module, name = config["project"]["scripts"]["dmlcore"].split("#")[0].strip().split(":")
     assert getattr(__import__(module, fromlist=[name]), name) is main     # what python -m dmlcore runs
-    patterns = config["tool"]["setuptools"]["package-data"]["dmlcore.data"]
-    shipped = [p for p in (ROOT / "dmlcore" / "data" / "files").iterdir() if p.is_file()]
-    assert shipped and all(any(p.match(f"*/{pattern}") for pattern in patterns) for p in shipped)
+    declared = config["tool"]["setuptools"]["package-data"]
+    shipped = [p for p in (ROOT / "dmlcore").rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")]
+    for path in shipped:                 # every data file the package holds is declared, or pip install loses it
+        package = ".".join(path.parent.relative_to(ROOT).parts)
+        owners = [(pkg, pattern) for pkg, patterns in declared.items() for pattern in patterns
+                  if package.startswith(pkg) and path.relative_to(ROOT / pkg.replace(".", "/")).match(pattern)]
+        assert owners, f"{path.relative_to(ROOT)} is not in pyproject.toml's package-data"
     assert re.fullmatch(r"\d+\.\d+\.\d+", dmlcore.__version__)
 
 

@@ -7,9 +7,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F
-from dmlcore.plots import PALETTE, TRUTH_COLOR, color_for
 from dmlcore.estimators import METHOD_TITLES
+from dmlcore.plots import PALETTE, TRUTH_COLOR, color_for
+from dmlcore.teaching.classroom import log_bins
 from dmlcore.teaching.forbidden import f0
+from dmlcore.teaching.pliv import SCORE_TITLES
 from dmlcore.teaching.result import Experiment
 
 LAYOUT = dict(template="plotly_white", margin=dict(l=55, r=20, t=60, b=50),
@@ -249,7 +251,6 @@ def pliv_histograms(exp: Experiment) -> go.Figure:
     """Histograms of (theta-hat - theta) / se of :func:`dmlcore.teaching.pliv.simulations`: one
     panel per score (columns) and with / without cross-fitting (rows), the N(0, 1) density over
     each, the panel's coverage of the 95 % interval in its title."""
-    from dmlcore.teaching.pliv import SCORE_TITLES
     table, summary = exp.draws, exp.summary.set_index(["score", "cross-fitting"])
     cells = [(crossfit, score) for crossfit in (True, False) for score in SCORE_TITLES]
     titles = [f"{SCORE_TITLES[s]}, {'cross-fitting' if c else 'no cross-fitting'}: "
@@ -298,7 +299,6 @@ def second_order_figure(lines: list[tuple[str, np.ndarray, np.ndarray, str]]) ->
 def class_histograms(table, order: list[str]) -> go.Figure:
     """One histogram per method (rows, in ``order``) of the MSE of a class's pooled runs, on a
     shared log scale, each with its median marked."""
-    from dmlcore.teaching.classroom import log_bins
     edges = log_bins(table["mse"])
     fig = make_subplots(rows=len(order), cols=1, shared_xaxes=True, vertical_spacing=0.04,
                         subplot_titles=[table.loc[table["method"] == m, "title"].iloc[0] for m in order])
