@@ -62,7 +62,9 @@ def test_full_flow_in_chromium(page, server):
     """)
     page.goto(server)
     idle(page, 800)
-    assert page.locator("[data-testid=stTopNavLink]").count() == 8
+    # one link per page app.py registers (Home … Class)
+    registered = (ROOT / "app.py").read_text().count("st.Page(")
+    assert page.locator("[data-testid=stTopNavLink]").count() == registered == 9
     assert page.locator("[data-testid=stSidebarNav]").count() == 0
     assert page.evaluate("window.__sawAutoNav") is False
     page.get_by_text("One-click demo").wait_for()
