@@ -43,3 +43,11 @@ def test_orthogonality_that_works_draws_the_shipped_histograms_and_the_control()
     at.button(key="learn_run_pliv-live").click().run()
     assert not at.exception and not at.error
     assert "computed on this server" in all_text(at)
+
+
+def test_weak_tab_names_the_strong_bar_of_its_number_of_instruments():
+    at = learn("Weak instruments")
+    assert "moderate** from 10 to 24.58" in all_text(at)      # 4 instruments: Stock-Yogo, not Lee et al.
+    at.session_state["learn_weak_k"] = 1
+    at.run()
+    assert "moderate** from 10 to 104.7" in all_text(at)

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.learn.common import num, pct
-from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F
+from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, strong_bar
 from dmlcore.teaching import figures, iv
 
 
@@ -74,8 +74,10 @@ def weak_tab():
         {"first-stage F above": f"{LEE_T_TEST_F:g}", "what it buys": "the usual 5 % t-test of 2SLS has size 5 % "
          "(one instrument)", "source": "Lee, McCrary, Moreira & Porter (2022)"},
     ]), hide_index=True, key="learn_thresholds")
-    st.caption(f"The labels used everywhere in this tool (Roles, this page, the command line's warning): **weak** "
-               f"below {WEAK_F:g}, **moderate** from {WEAK_F:g} to {LEE_T_TEST_F:g}, **strong** above.")
+    bar, source, _, _ = strong_bar(int(k))
+    st.caption(f"The labels used everywhere in this tool (Roles, this page, the command line's warning), with "
+               f"{k} instrument{'s' if k > 1 else ''} and one treatment: **weak** below {WEAK_F:g}, **moderate** "
+               f"from {WEAK_F:g} to {bar:g}, **strong** above ({source}).")
     choice = st.select_slider("Intervals of single data sets at strength", list(s["expected F"]),
                               value=s["expected F"].iloc[1], key="learn_weak_pick", persist_state="session",
                               format_func=lambda v: f"F≈{s.set_index('expected F').loc[v, 'median F']:.3g}")
