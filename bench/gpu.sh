@@ -14,7 +14,7 @@ export PYTHONUNBUFFERED=1
 SITE=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 if compgen -G ".whl/*.whl" >/dev/null; then
   if "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-      && PYTHONPATH=$SITE "$PY" -c "import pandas, sklearn"; then
+      && PYTHONPATH=$SITE "$PY" -c "import pandas, sklearn, plotly, linearmodels"; then
     export PYTHONPATH=$SITE
   else
     echo "note: the wheels in .whl did not install or import; using the machine's own pandas and scikit-learn" >&2

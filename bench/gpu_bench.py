@@ -2,7 +2,9 @@
 
 * demand-iv, DML-CMR (nn, K = 10), N = 5000, seed 0 -- twice, to see whether the GPU repeats itself;
 * dsprites-pcl, N = 1000 and 5000, seed 0: naive plug-in, CE-DML-CMR, DML-CMR (nn, K = 10);
-* demand-iv again on the CPU of the same machine, if time is left (same seed: the CPU-GPU gap).
+* demand-iv again on the CPU of the same machine, if time is left (same seed: the CPU-GPU gap);
+* with ``--more-seeds A-B``, then dsprites-pcl at N = 1000 (naive, CE-DML-CMR, DML-CMR) for those
+  seeds, one seed after another, as long as the budget lasts.
 
 Fits run in that order, each started only when the budget left covers its guess of the time it
 needs, and stopped (status "stopped") when the budget runs out; what fit_run does after the fit
@@ -61,6 +63,20 @@ def _selected(only: str | None) -> list[tuple]:
     return [names[c] for c in chosen]
 
 
+def _seeds(text: str | None) -> list[int]:
+    """``"1-19"`` or ``"1,3,5"`` as a list of seeds (none without text); a DMLCoreError otherwise."""
+    if not text:
+        return []
+    seeds = []
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        try:
+            seeds += list(range(int(low), int(high or low) + 1))
+        except ValueError:
+            raise DMLCoreError(f"--more-seeds: {part.strip()!r} is not a seed or a range like 1-19.") from None
+    return seeds
+
+
 def environment(device: torch.device) -> list[str]:
     """Lines describing the machine and the libraries, printed first."""
     import numpy
@@ -87,6 +103,8 @@ def main() -> int:
     p.add_argument("--only", help="run only these fits, comma-separated DATASET:N:METHOD[:cpu], e.g. "
                                   "dsprites-pcl:5000:dml-cmr")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--more-seeds", help="after the plan, dsprites-pcl N = 1000 (three methods) for these seeds, "
+                                        "e.g. 1-19, while the budget lasts")
     p.add_argument("--out", default=str(ROOT / "bench" / "results"), help="folder of the CSV")
     p.add_argument("--quick", action="store_true", help="tiny data and 2 epochs: a check of this script")
     args = p.parse_args()
@@ -94,7 +112,9 @@ def main() -> int:
     deadline = start + args.budget
     try:
         device = resolve_device(args.device)
-        plan = _selected(args.only)
+        plan = [(args.seed, *entry) for entry in _selected(args.only)]
+        plan += [(seed, *entry) for seed in _seeds(args.more_seeds) for entry in PLAN
+                 if entry[:2] == ("dsprites-pcl", 1000)]
     except DMLCoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -118,20 +138,21 @@ def main() -> int:
         writer = csv.DictWriter(handle, fieldnames=FIELDS)
         writer.writeheader()
         print(",".join(FIELDS), flush=True)
-        for dataset, n, method, on_cpu, need, reserve in plan:
+        for seed, dataset, n, method, on_cpu, need, reserve in plan:
             n = QUICK[dataset] if args.quick else n
             where = torch.device("cpu") if on_cpu else device
             folds = 2 if args.quick else 10
-            row = dict(dataset=dataset, n=n, seed=args.seed, method=method, folds=folds if method == "dml-cmr" else 1,
+            row = dict(dataset=dataset, n=n, seed=seed, method=method, folds=folds if method == "dml-cmr" else 1,
                        device=str(where), gpu=gpu if where.type == "cuda" else "",
                        started_at_s=round(time.monotonic() - start, 1))
             left = deadline - time.monotonic()
             if left < need:
                 row["status"] = f"skipped: {left:.0f} s left, needs about {need}"
             else:
-                if (dataset, n) not in cache:
-                    cache[(dataset, n)] = load_dataset(dataset, n=n, seed=args.seed)
-                loaded = cache[(dataset, n)]
+                if (dataset, n, seed) not in cache:
+                    cache.clear()
+                    cache[(dataset, n, seed)] = load_dataset(dataset, n=n, seed=seed)
+                loaded = cache[(dataset, n, seed)]
                 stop_at = deadline - reserve
                 if where.type == "cuda":
                     torch.cuda.reset_peak_memory_stats(where)
@@ -139,7 +160,7 @@ def main() -> int:
                 last = {}
                 try:
                     rec = fit_run(loaded.data, method, truth=loaded.truth, dataset=dataset, learner="nn",
-                                  folds=folds, seed=args.seed, device=str(where), callback=last.update,
+                                  folds=folds, seed=seed, device=str(where), callback=last.update,
                                   should_stop=lambda: time.monotonic() > stop_at, **extra).record
                     row.update(mse=rec["mse"], seconds=round(rec["seconds"], 2),
                                after_fit_seconds=round(time.perf_counter() - begin - rec["seconds"], 2), status="ok")
@@ -157,10 +178,10 @@ def main() -> int:
             rows.append(row)
             print(",".join(str(row.get(f, "")) for f in FIELDS), flush=True)
     print(f"# done in {time.monotonic() - start:.1f} s of a {args.budget:.0f} s budget", flush=True)
-    print(f"# {'dataset':<13} {'n':>5} {'method':<11} {'device':<7} {'mse':>9} {'seconds':>8}  status")
+    print(f"# {'dataset':<13} {'n':>5} {'seed':>4} {'method':<11} {'device':<7} {'mse':>9} {'seconds':>8}  status")
     for r in rows:
         mse = f"{r['mse']:.4f}" if isinstance(r.get("mse"), float) else "-"
-        print(f"# {r['dataset']:<13} {r['n']:>5} {r['method']:<11} {r['device']:<7} {mse:>9} "
+        print(f"# {r['dataset']:<13} {r['n']:>5} {r['seed']:>4} {r['method']:<11} {r['device']:<7} {mse:>9} "
               f"{r.get('seconds', '-')!s:>8}  {r['status']}")
     return 0
 
