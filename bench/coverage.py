@@ -26,11 +26,14 @@ Designs:
 * ``demand-iv`` -- the benchmark, on its 2,800-point grid; MSE on the protocol scale
   ((y + 292.1) / 158). psi's narrow bump at time 5 is hard for a spline: smoothing bias.
   ``--noise-scale`` picks its outcome noise (standardized, the authors' code, by default; raw).
-* ``demand-smooth`` -- demand-iv with psi(t) replaced by its smooth part, the quadratic
-  2 (1.04 ((t - 5) / 5)^2 + t / 10 - 2): f0 is in the span of the sieve (linear in price,
-  quadratic in time, per type). Same grid and scale.
-* ``linear-iv`` -- y = 1 + 2a + e, a = z + w, e = 1.8 w + N(0, 1): with ``--learner linear``
-  every nuisance is correctly specified. 21 points a in [-2, 2]; MSE on the raw scale.
+* ``demand-smooth`` -- demand-iv with psi(t) replaced by its smooth part (dmlcore.data.designs):
+  f0 is in the span of the sieve. Same grid and scale.
+* ``simple-iv`` -- y = 1 + 2a + e, a = z + w, e = 1.8 w + N(0, 1) (dmlcore.data.designs): with
+  ``--learner linear`` every nuisance is correctly specified. 21 points a in [-2, 2]; MSE on the
+  raw scale. (Called ``linear-iv`` here before the designs moved into dmlcore.)
+
+Every design is a registered simulator (``dmlcore.data.registry.load_dataset``); its truth says
+where the bands are scored (``truth.evaluation``).
 
     python bench/coverage.py --design demand-iv --learner gb --n 2000 --folds 5 --seeds 100
 """
@@ -39,79 +42,44 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from scipy.stats import norm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # run as a script from anywhere
+from dmlcore.data.registry import load_dataset
+from dmlcore.data.simulate import NOISE_SCALES, Y_STD
+from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
+from dmlcore.estimators.dml import DMLCMR
+from dmlcore.estimators.second_stage import VARIANCES
 
-from dmlcore.data.roles import CausalData  # noqa: E402
-from dmlcore.data.simulate import NOISE_SCALES, Y_STD, demand_f0, demand_iv_grid, simulate_demand_iv  # noqa: E402
-from dmlcore.estimators.crossfit_reps import RepeatedCrossFit  # noqa: E402
-from dmlcore.estimators.dml import DMLCMR  # noqa: E402
-from dmlcore.estimators.second_stage import VARIANCES  # noqa: E402
-
+DESIGNS = ("demand-iv", "demand-smooth", "simple-iv")
 GRID_POINTS = [(17.89, 2.63, 1), (17.89, 5.26, 4), (17.89, 7.89, 7), (13.95, 9.47, 4)]  # on the grid
 LINEAR_POINTS = [-1.6, 0.0, 1.6]
-
-
-def smooth_psi(t):
-    """psi without its bump, the quartic replaced by the quadratic through its ends."""
-    t = np.asarray(t, dtype=float)
-    return 2.0 * (1.04 * ((t - 5.0) / 5.0) ** 2 + t / 10.0 - 2.0)
-
-
-def demand_smooth(n, seed):
-    rng = np.random.default_rng(seed)
-    s = rng.integers(1, 8, size=n).astype(float)
-    t = rng.uniform(0.0, 10.0, size=n)
-    z, w = rng.normal(size=n), rng.normal(size=n)
-    e = rng.normal(0.9 * w, np.sqrt(1 - 0.81))
-    p = 25.0 + (z + 3.0) * smooth_psi(t) + w
-    y = 100.0 + (10.0 + p) * s * smooth_psi(t) - 2.0 * p + e
-    return CausalData(pd.DataFrame({"sales": y, "price": p, "time": t, "customer_type": s, "fuel_price": z}),
-                      "iv", "sales", treatment="price", instrument="fuel_price",
-                      covariates=["time", "customer_type"], name="demand-smooth")
-
-
-def linear_iv(n, seed):
-    rng = np.random.default_rng(seed)
-    z, w = rng.normal(size=n), rng.normal(size=n)
-    a = z + w
-    y = 1.0 + 2.0 * a + 1.8 * w + rng.normal(size=n)
-    return CausalData(pd.DataFrame({"y": y, "a": a, "z": z}), "iv", "y", treatment="a", instrument="z",
-                      name="linear-iv")
 
 
 def design(name, noise_scale=None):
     """(simulate(n, seed), evaluation points, true f there, fixed-point rows, MSE scale).
 
     ``noise_scale`` is demand-iv's ("standardized" when None); the other designs take none."""
+    if name not in DESIGNS:
+        raise SystemExit(f"unknown design {name!r}; choose {', '.join(DESIGNS)}")
     if noise_scale is not None and name != "demand-iv":
         raise SystemExit(f"--noise-scale applies to --design demand-iv only; {name!r} has its own noise")
-    if name in ("demand-iv", "demand-smooth"):
-        grid = demand_iv_grid()
-        if name == "demand-iv":
-            truth = demand_f0(grid["price"], grid["time"], grid["customer_type"]).to_numpy()
-            simulate = lambda n, seed: simulate_demand_iv(  # noqa: E731
-                n, seed=seed, noise_scale=noise_scale or "standardized").data
-        else:
-            truth = (100 + (10 + grid["price"]) * grid["customer_type"] * smooth_psi(grid["time"])
-                     - 2 * grid["price"]).to_numpy()
-            simulate = demand_smooth
-        fixed = [int(np.argmin(np.abs(grid["price"] - p) + np.abs(grid["time"] - t)
-                               + np.abs(grid["customer_type"] - s))) for p, t, s in GRID_POINTS]
-        return simulate, grid, truth, fixed, Y_STD
-    if name == "linear-iv":
-        grid = pd.DataFrame({"a": np.linspace(-2.0, 2.0, 21)})
+    options = {"noise_scale": noise_scale or "standardized"} if name == "demand-iv" else {}
+
+    def simulate(n, seed):
+        return load_dataset(name, n=n, seed=seed, **options).data
+
+    evaluation = load_dataset(name, n=50, seed=0, **options).truth.evaluation
+    grid, truth = evaluation.points, evaluation.values
+    if name == "simple-iv":
         fixed = [int(np.argmin(np.abs(grid["a"] - a))) for a in LINEAR_POINTS]
-        return linear_iv, grid, 1.0 + 2.0 * grid["a"].to_numpy(), fixed, 1.0
-    raise SystemExit(f"unknown design {name!r}; choose demand-iv, demand-smooth or linear-iv")
+        return simulate, grid, truth, fixed, 1.0
+    fixed = [int(np.argmin(np.abs(grid["price"] - p) + np.abs(grid["time"] - t) + np.abs(grid["customer_type"] - s)))
+             for p, t, s in GRID_POINTS]
+    return simulate, grid, truth, fixed, Y_STD
 
 
 def center_pools():

@@ -1,149 +1,112 @@
-"""Coverage of the effect intervals (dmlcore.effects) by simulation, on designs with a known
-average derivative.
+"""Coverage of the effect intervals by simulation, run as a study (dmlcore.studies).
 
-Each (design, seed) simulates a data set and fits each method through ``fit_run`` (the same
-code as the CLI and the dashboard); the record's ``effect`` gives the estimate and its 95 %
-interval. The truth is the average derivative of the true f in the treatment at the same rows
-(the effect's estimand). Intervals:
+Each design is a registered simulator whose truth knows the true effect (``truth.effect``), so
+every fit's record says whether its intervals contain it; the study runner stores every fit
+with its configuration ($DMLCORE_HOME), and a rerun reuses what is stored. Seeds run in batches
+across all designs, so that rows stopped early are balanced; after each batch the per-fit rows
+go to ``--out-dir`` (``fits-<design>.csv``) and the summary (:mod:`dmlcore.effect_coverage`) is
+printed. ``python bench/docs.py --write`` then renders the table of docs/coverage.md (block
+``effect-coverage:debiased``) and the copy the Results page reads
+(dmlcore/data/files/effect-coverage.csv) from those rows.
 
-* ``2sls``       -- 2SLS coefficient -/+ 1.96 s.e.
-* ``sieve-2sls`` -- delta method on Sieve 2SLS
-* ``dml-sieve``  -- delta method on DML-CMR with the spline second stage (``--learner``)
-* ``dml-boot``   -- DML-CMR with the learner's own second stage and a bootstrap of
-  ``--bootstrap`` B refits (only with ``--bootstrap``; B refits per seed: slow)
+Designs (n rows each): ``linear`` (linear-iv), ``weak`` (linear-iv, iv_strength 0.1),
+``demand-iv`` (the authors' design, standardized noise), ``demand-pcl`` (the proximal average
+slope), ``nonlinear-iv``, ``hetero-iv`` (dmlcore.data.designs). Methods: 2SLS, Sieve 2SLS,
+DML-CMR with ``--learner`` nuisances (its own f, and the spline f), the naive plug-in
+(``--learner``); every fit also gives the debiased effect (dmlcore.debiased).
 
-Designs:
-
-* ``demand-iv`` -- the authors' design (dmlcore.data.simulate, its default noise); truth
-  mean_i s_i psi(t_i) - 2 on the raw sales scale.
-* ``linear``    -- y = 2a + x1 - x2 + 1.5u + e, a = z + 0.5 x1 + u, x ~ N(0, 1): slope 2.
-* ``weak``      -- the linear design with a = 0.1 z + 0.5 x1 + u (first-stage F about 10 at n = 1000).
-
-Raw rows (one per design, seed, interval) go to ``--out`` (CSV, appended); the summary prints
-coverage (with its binomial standard error), mean width, bias and RMSE per design and interval.
-
-    python bench/effect_coverage.py --designs linear,weak,demand-iv --seeds 200 --n 1000 --learner gb \\
-        --jobs 2 --out bench/results/effect-coverage.csv
+    nice -n 10 python -m bench.effect_coverage --seeds 0-199 --batch 5 --n 1000 --folds 5 --jobs 2
+    python -m bench.effect_coverage --from-store      # the rows of the fits stored so far (fits nothing)
+    python bench/docs.py --write
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # run as a script from anywhere
+from dmlcore.effect_coverage import summarize
+from dmlcore.studies import plan_study, run_study
+from dmlcore.studies.runner import _row, result_from_rows
+from dmlcore.studies.spec import parse_seeds
 
-from dmlcore.data.roles import CausalData  # noqa: E402
-from dmlcore.data.simulate import psi, simulate_demand_iv  # noqa: E402
-from dmlcore.runs import fit_run  # noqa: E402
-from dmlcore.executors import get_executor  # noqa: E402
-
-DESIGNS = ("demand-iv", "linear", "weak")
-INTERVALS = ("2sls", "sieve-2sls", "dml-sieve", "dml-boot")
+DESIGNS = {"linear": ("linear-iv", {"iv_strength": 1.0}), "weak": ("linear-iv", {"iv_strength": 0.1}),
+           "demand-iv": ("demand-iv", {"noise_scale": "standardized"}), "demand-pcl": ("demand-pcl", {}),
+           "nonlinear-iv": ("nonlinear-iv", {}), "hetero-iv": ("hetero-iv", {})}
 
 
-def linear_design(n: int, seed: int, strength: float) -> tuple[CausalData, float]:
-    rng = np.random.default_rng([seed, 41])
-    z, u, x1, x2 = (rng.normal(size=n) for _ in range(4))
-    a = strength * z + 0.5 * x1 + u
-    y = 2.0 * a + x1 - x2 + 1.5 * u + rng.normal(size=n)
-    table = pd.DataFrame({"y": y, "a": a, "z": z, "x1": x1, "x2": x2})
-    return CausalData(table, "iv", "y", treatment="a", instrument="z", covariates=["x1", "x2"], name="linear"), 2.0
+def spec(designs, seeds, n, learner, folds) -> dict:
+    """The study: per design, the linear methods and the learner's methods with their own f, and
+    DML-CMR with the spline f."""
+    grids = []
+    for name in designs:
+        dataset, options = DESIGNS[name]
+        data = {"n": n, **options}
+        grids.append({"dataset": dataset, "data": data, "methods": ["2sls", "sieve-2sls", "dml-cmr", "naive"],
+                      "learner": learner, "folds": folds})
+        grids.append({"dataset": dataset, "data": data, "methods": ["dml-cmr"], "learner": learner, "folds": folds,
+                      "f_model": "sieve"})
+    return {"grid": grids, "seeds": list(seeds)}
 
 
-def simulate(design: str, n: int, seed: int) -> tuple[CausalData, float]:
-    """The data and its true average derivative at the data's rows."""
-    if design == "demand-iv":
-        data = simulate_demand_iv(n, seed).data
-        t = data.table
-        return data, float(np.mean(t["customer_type"] * psi(t["time"])) - 2.0)
-    return linear_design(n, seed, 1.0 if design == "linear" else 0.1)
+def label(row) -> str:
+    """The design's name in the tables, from a fits row."""
+    if row["dataset"] == "linear-iv":
+        return "weak" if float(row.get("iv_strength", 1.0)) < 1.0 else "linear"
+    return row["dataset"]
 
 
-def one(task: dict) -> list[dict]:
-    data, truth = simulate(task["design"], task["n"], task["seed"])
-    fits = {"2sls": ("2sls", {}), "sieve-2sls": ("sieve-2sls", {}),
-            "dml-sieve": ("dml-cmr", {"learner": task["learner"], "folds": task["folds"], "f_model": "sieve"}),
-            "dml-boot": ("dml-cmr", {"learner": task["learner"], "folds": task["folds"],
-                                     "bootstrap": task["bootstrap"]})}
-    rows = []
-    for name in task["intervals"]:
-        method, kwargs = fits[name]
-        start = time.perf_counter()
-        try:
-            effect = fit_run(data, method, seed=task["seed"], heldout_folds=0, **kwargs).record["effect"]
-        except Exception as exc:  # noqa: BLE001 -- a failed fit is a row, not the end of the run
-            rows.append({**task, "interval": name, "error": f"{type(exc).__name__}: {exc}"})
-            continue
-        rows.append({"design": task["design"], "n": task["n"], "seed": task["seed"], "learner": task["learner"],
-                     "interval": name, "estimate": effect["estimate"], "lower": effect["ci_lower"],
-                     "upper": effect["ci_upper"], "truth": truth,
-                     "covered": bool(effect["ci_lower"] <= truth <= effect["ci_upper"]),
-                     "seconds": time.perf_counter() - start, "how": effect["interval"], "error": None})
-    return rows
+def write_rows(fits: pd.DataFrame, out_dir: Path) -> None:
+    """One CSV of per-fit rows per design (``fits-<design>.csv``)."""
+    fits = fits.assign(design=fits.apply(label, axis=1))
+    for design, part in fits.groupby("design"):
+        part.to_csv(out_dir / f"fits-{design}.csv", index=False)
 
 
-def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    ok = frame[frame["error"].isna()].copy()
-    ok["width"] = ok["upper"] - ok["lower"]
-    ok["err"] = ok["estimate"] - ok["truth"]
-    out = ok.groupby(["design", "interval"]).agg(
-        seeds=("covered", "size"), coverage=("covered", "mean"), width=("width", "mean"),
-        bias=("err", "mean"), rmse=("err", lambda e: float(np.sqrt(np.mean(e ** 2)))),
-        seconds=("seconds", "mean"))
-    out["coverage_se"] = np.sqrt(out["coverage"] * (1 - out["coverage"]) / out["seeds"])
-    failed = frame[frame["error"].notna()].groupby(["design", "interval"]).size()
-    out["failed"] = failed.reindex(out.index).fillna(0).astype(int)
-    return out
-
-
-def run_tasks(fn, tasks: list, jobs: int, every: int) -> list:
-    """The rows of ``fn`` over ``tasks`` on the studies' local executor (``jobs`` worker processes),
-    with a progress line every ``every`` tasks; a task that raised stops the benchmark."""
-    rows, start = [], time.perf_counter()
-    with get_executor("local", jobs) as executor:
-        for i, (_, result) in enumerate(executor.map(fn, tasks), start=1):
-            if isinstance(result, BaseException):
-                raise result
-            rows += result
-            if i % every == 0 or i == len(tasks):
-                print(f"{i}/{len(tasks)} data sets, {time.perf_counter() - start:.0f} s", flush=True)
-    return rows
+def summary(out_dir: Path) -> pd.DataFrame:
+    """The summary of every row in ``out_dir``."""
+    return summarize(pd.concat([pd.read_csv(p) for p in sorted(out_dir.glob("fits-*.csv"))], ignore_index=True))
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--designs", default="linear,weak,demand-iv")
-    p.add_argument("--intervals", default="2sls,sieve-2sls,dml-sieve")
-    p.add_argument("--seeds", type=int, default=100)
-    p.add_argument("--seed-offset", type=int, default=0)
+    p.add_argument("--designs", default=",".join(DESIGNS))
+    p.add_argument("--seeds", default="0-199")
+    p.add_argument("--batch", type=int, default=25, help="seeds per batch (every design runs each batch)")
     p.add_argument("--n", type=int, default=1000)
     p.add_argument("--learner", default="gb")
     p.add_argument("--folds", type=int, default=5)
-    p.add_argument("--bootstrap", type=int, default=50, help="refits of the dml-boot interval")
-    p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--out", default="bench/results/effect-coverage.csv")
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--out-dir", default="bench/results/coverage")
+    p.add_argument("--from-store", action="store_true",
+                   help="write the rows of the fits already stored (a run still going, or stopped), fit nothing")
     args = p.parse_args()
-    intervals = [i for i in args.intervals.split(",") if i]
-    unknown = [i for i in intervals if i not in INTERVALS] + [d for d in args.designs.split(",") if d not in DESIGNS]
-    if unknown:
-        sys.exit(f"error: unknown design or interval {unknown[0]!r}; designs {DESIGNS}, intervals {INTERVALS}")
-    tasks = [{"design": d, "n": args.n, "seed": s, "learner": args.learner, "folds": args.folds,
-              "bootstrap": args.bootstrap, "intervals": intervals}
-             for d in args.designs.split(",") for s in range(args.seed_offset, args.seed_offset + args.seeds)]
-    frame = pd.DataFrame(run_tasks(one, tasks, args.jobs, every=10))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    frame.drop(columns=["intervals"], errors="ignore").to_csv(out, mode="a", header=not out.exists(), index=False)
-    with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
-        print(summarize(frame))
-    print(f"raw rows appended to {out}")
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    designs = [d for d in args.designs.split(",") if d]
+    if args.from_store:
+        plan = plan_study(spec(designs, parse_seeds(args.seeds), args.n, args.learner, args.folds))
+        rows = [_row(c, k, plan.stored[k], reused=True) for c, k in zip(plan.configs, plan.keys) if k in plan.stored]
+        write_rows(result_from_rows(rows).fits, out_dir)
+    else:
+        unknown = [d for d in designs if d not in DESIGNS]
+        if unknown:
+            raise SystemExit(f"error: unknown design {unknown[0]!r}; choose from {', '.join(DESIGNS)}")
+        seeds = parse_seeds(args.seeds)
+        frames = []
+        for i in range(0, len(seeds), args.batch):
+            start = time.perf_counter()
+            result = run_study(spec(designs, seeds[i:i + args.batch], args.n, args.learner, args.folds),
+                               executor="local", jobs=args.jobs)
+            frames.append(result.fits)
+            write_rows(pd.concat(frames, ignore_index=True), out_dir)
+            print(f"seeds {seeds[i]}-{seeds[min(i + args.batch, len(seeds)) - 1]}: {result.message}, "
+                  f"{time.perf_counter() - start:.0f} s", flush=True)
+    with pd.option_context("display.width", 200, "display.max_rows", 200, "display.float_format", "{:.3f}".format):
+        print(summary(out_dir))
 
 
 if __name__ == "__main__":

@@ -7,15 +7,15 @@ their MSEs, and whether the lowest held-out score picks the lowest-MSE method. S
 design: the median and quartiles of the correlation, the share of data sets where it is
 positive, the pick rate (and the rate of a random pick, 1 / methods).
 
-Designs (the effect-coverage designs, dmlcore's bench/effect_coverage.py):
+Designs (registered simulators, dmlcore.data; each truth scores the MSE):
 
 * ``demand-iv`` -- the authors' design; MSE on the benchmark's 2,800-point grid, protocol scale.
-* ``linear``, ``weak`` -- linear f (slope 2) with a strong or weak instrument; MSE of f-hat
+* ``linear``, ``weak`` -- linear-iv (linear f, slope 2) with iv_strength 1 or 0.1; MSE of f-hat
   against f at the data's rows, divided by Var(Y).
 
 Raw rows (one per data set and method) go to ``--out`` (CSV, appended).
 
-    python bench/heldout_ranking.py --designs linear,weak,demand-iv --seeds 30 --n 1000 --learner gb \\
+    python -m bench.heldout_ranking --designs linear,weak,demand-iv --seeds 30 --n 1000 --learner gb \\
         --jobs 2 --out bench/results/heldout-ranking.csv
 """
 
@@ -30,28 +30,18 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from effect_coverage import DESIGNS, linear_design, run_tasks  # noqa: E402
-
-from dmlcore.data.simulate import simulate_demand_iv  # noqa: E402
-from dmlcore.runs import fit_run  # noqa: E402
+from dmlcore.data.registry import load_dataset
+from dmlcore.runs import fit_run
+from dmlcore.studies.executors import get_executor
 
 METHODS = ("2sls", "sieve-2sls", "dml-cmr", "ce-dml-cmr", "naive", "regression")
+DESIGNS = {"demand-iv": ("demand-iv", {}), "linear": ("linear-iv", {"iv_strength": 1.0}),
+           "weak": ("linear-iv", {"iv_strength": 0.1})}
 
 
 def one(task: dict) -> list[dict]:
-    if task["design"] == "demand-iv":
-        sim = simulate_demand_iv(task["n"], task["seed"])
-        data, mse = sim.data, (lambda est: sim.truth.score(est)["mse"])
-    else:
-        data, _ = linear_design(task["n"], task["seed"], 1.0 if task["design"] == "linear" else 0.1)
-        t = data.table
-        scale = float(np.var(t["y"]))
-        mse = (lambda est: float(np.mean((est.predict(t[data.input_columns]) - 2.0 * t["a"]
-                                          - t["x1"] + t["x2"]) ** 2)) / scale)
+    dataset, options = DESIGNS[task["design"]]
+    loaded = load_dataset(dataset, n=task["n"], seed=task["seed"], **options)
     rows = []
     for method in task["methods"]:
         kwargs = {"learner": task["learner"]} if method in ("dml-cmr", "ce-dml-cmr", "naive", "regression") else {}
@@ -59,15 +49,29 @@ def one(task: dict) -> list[dict]:
             kwargs["folds"] = task["folds"]
         start = time.perf_counter()
         try:
-            run = fit_run(data, method, seed=task["seed"], heldout_folds=task["heldout_folds"], **kwargs)
+            run = fit_run(loaded.data, method, seed=task["seed"], heldout_folds=task["heldout_folds"], **kwargs)
         except Exception as exc:  # noqa: BLE001 -- a failed fit is a row, not the end of the run
             rows.append({"design": task["design"], "seed": task["seed"], "method": method,
                          "error": f"{type(exc).__name__}: {exc}"})
             continue
         held = run.record["heldout"]
         rows.append({"design": task["design"], "n": task["n"], "seed": task["seed"], "learner": task["learner"],
-                     "method": method, "mse": mse(run.estimator), "heldout": held["relative"],
+                     "method": method, "mse": loaded.truth.score(run.estimator)["mse"], "heldout": held["relative"],
                      "heldout_se": held["relative_std_error"], "seconds": time.perf_counter() - start, "error": None})
+    return rows
+
+
+def run_tasks(fn, tasks: list, jobs: int, every: int) -> list:
+    """The rows of ``fn`` over ``tasks`` on the studies' local executor (``jobs`` worker processes),
+    with a progress line every ``every`` tasks; a task that raised stops the benchmark."""
+    rows, start = [], time.perf_counter()
+    with get_executor("local", jobs) as executor:
+        for i, (_, result) in enumerate(executor.map(fn, tasks), start=1):
+            if isinstance(result, BaseException):
+                raise result
+            rows += result
+            if i % every == 0 or i == len(tasks):
+                print(f"{i}/{len(tasks)} data sets, {time.perf_counter() - start:.0f} s", flush=True)
     return rows
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
+from dmlcore.effect_coverage import coverage_note, measured_coverage
 from dmlcore.errors import DMLCoreError
 from dmlcore.runs import METHOD_TITLES, Run
 from dmlcore.store import StoredRun, safe_filename
@@ -177,24 +178,37 @@ def for_display(table: pd.DataFrame, items: list[ResultItem]) -> pd.DataFrame:
 
 
 def effects_table(items: list[ResultItem], reference: Run | None = None) -> pd.DataFrame:
-    """One row per run with an effect: the estimate, its interval and its kind in a few words
-    (:func:`interval_kind`; :func:`interval_descriptions` says each in full), the bootstrap's
-    percentile interval and the Anderson-Rubin set where the run has them, or why there is no
-    effect; the 2SLS reference fit last when given."""
+    """One row per run with an effect: the headline estimate (debiased for every method that fits
+    a nonlinear f), its interval or "weakly identified" in words, its kind in a few words
+    (:func:`interval_kind`; :func:`interval_descriptions` says each in full), the plug-in beside a
+    debiased headline, the measured coverage of that kind of interval on the simulated designs
+    (:func:`dmlcore.effect_coverage.coverage_note`), the bootstrap's percentile interval and the
+    Anderson-Rubin set where the run has them, or why there is no effect. 2SLS gets a second row
+    for the debiased average derivative; the 2SLS reference fit comes last when given."""
     from dmlcore.ivinference import set_text
+    measured = measured_coverage()
     rows = []
-    for title, effect in _effects(items, reference):
+    for title, record in _records(items, reference):
+        effect = record["effect"]
         level = effect.get("level") or 0.95
-        lower, upper = effect.get("ci_lower"), effect.get("ci_upper")
-        row = {"run": title, "effect": effect.get("estimate"),
-               f"{level:.0%} interval": "—" if lower is None else f"{lower:.4g} to {upper:.4g}",
+        debiased = effect.get("debiased")
+        headline = bool(debiased) and effect.get("estimate") == debiased["estimate"]
+        plug = effect.get("plug_in") or {}
+        row = {"run": title, "effect": effect.get("estimate"), f"{level:.0%} interval": _interval_text(effect),
                "kind": interval_kind(effect.get("interval")) if effect.get("estimate") is not None
-               else effect.get("error")}
+               else effect.get("error"),
+               "plug-in": _with_interval(plug) if headline and plug.get("estimate") is not None else None,
+               "measured coverage": coverage_note(record, measured)}
         percentile = (effect.get("bootstrap") or {}).get("percentile")
         row["bootstrap percentile"] = f"{percentile[0]:.4g} to {percentile[1]:.4g}" if percentile else None
         ar = _anderson_rubin(effect)
         row["Anderson-Rubin set"] = set_text(ar["set"]) if ar and ar.get("set") is not None else None
         rows.append(row)
+        if debiased and not headline:      # 2SLS: its coefficient, then the debiased average derivative
+            rows.append({"run": f"{title}: debiased average derivative", "effect": debiased["estimate"],
+                         f"{level:.0%} interval": _interval_text(debiased, debiased["weakly_identified"]),
+                         "kind": "debiased", "measured coverage": coverage_note(
+                             {**record, "effect": {**effect, "estimate": debiased["estimate"]}}, measured)})
     frame = pd.DataFrame(rows)
     if not len(frame):
         return frame
@@ -204,11 +218,12 @@ def effects_table(items: list[ResultItem], reference: Run | None = None) -> pd.D
     return frame
 
 
-def _effects(items, reference):
-    entries = [(item.title, item.record.get("effect")) for item in items]
+def _records(items, reference):
+    """(title, record) of every run with an effect, the 2SLS reference last."""
+    entries = [(item.title, item.record) for item in items]
     if reference is not None:
-        entries.append(("2SLS (reference)", reference.record.get("effect")))
-    return [(title, effect) for title, effect in entries if effect]
+        entries.append(("2SLS (reference)", reference.record))
+    return [(title, record) for title, record in entries if record.get("effect")]
 
 
 def _anderson_rubin(effect: dict) -> dict | None:
@@ -216,7 +231,8 @@ def _anderson_rubin(effect: dict) -> dict | None:
 
 
 def interval_kind(how: str | None) -> str:
-    """An interval's description in a few words: "2SLS s.e.", "delta method", "bootstrap (B = 50)", "none"."""
+    """An interval's description in a few words: "debiased", "2SLS s.e.", "delta method",
+    "bootstrap (B = 50)", "weakly identified", "none"."""
     if not how or how.startswith("none"):
         return "none (ask for a bootstrap)"
     if how.startswith("bootstrap"):
@@ -228,23 +244,47 @@ def interval_kind(how: str | None) -> str:
 
 def interval_descriptions(items: list[ResultItem], reference: Run | None = None) -> dict[str, str]:
     """{short kind: full description} of every interval kind in the effects table, the Anderson-Rubin
-    sets' words included (one line each)."""
+    sets' words and why a run has no debiased effect included (one line each)."""
     out = {}
-    for title, effect in _effects(items, reference):
+    for title, record in _records(items, reference):
+        effect = record["effect"]
         if effect.get("estimate") is None:
             continue
         how = effect.get("interval") or ""
-        out.setdefault(interval_kind(how), how.removeprefix("none: "))
+        out.setdefault(interval_kind(how), how.removeprefix("none: ").removeprefix("debiased: "))
+        if effect.get("debiased") and not how.startswith("debiased"):
+            out.setdefault("debiased", effect["debiased"]["interval"].removeprefix("debiased: "))
+        if effect.get("debiased_error"):
+            out[f"no debiased effect, {title}"] = effect["debiased_error"].removeprefix("no debiased effect: ")
         ar = _anderson_rubin(effect)
         if ar:
             out[f"Anderson-Rubin set, {title}"] = ar["interval"].split(": ", 1)[-1]
     return out
 
 
+def _interval_text(part: dict, weak: bool | None = None) -> str:
+    """"lower to upper", "weakly identified" in words, or None (no interval)."""
+    weak = part.get("weakly_identified") if weak is None else weak
+    if weak or (part.get("interval") or "").startswith("weakly identified"):
+        return "weakly identified: no confident interval"
+    lower, upper = part.get("ci_lower"), part.get("ci_upper")
+    return None if lower is None else f"{lower:.4g} to {upper:.4g}"
+
+
+def _with_interval(plug: dict) -> str:
+    text = f"{plug['estimate']:.4g}"
+    return text + (f" ({plug['ci_lower']:.4g} to {plug['ci_upper']:.4g})" if plug.get("ci_lower") is not None else "")
+
+
 def estimand(items: list[ResultItem]) -> str | None:
-    """What the effect column measures, in words (the first run's)."""
-    return next((it.record["effect"]["estimand"] for it in items if (it.record.get("effect") or {}).get("estimand")),
-                None)
+    """What the effect column measures, in words: the debiased effect's estimand (every method's
+    but 2SLS's headline), else the first run's."""
+    effects = [it.record.get("effect") or {} for it in items]
+    for effect in effects:
+        for entry in effect.get("intervals") or []:
+            if entry.get("kind") == "debiased" and entry.get("estimand"):
+                return entry["estimand"]
+    return next((e["estimand"] for e in effects if e.get("estimand")), None)
 
 
 def bootstrap_candidates(items: list[ResultItem]) -> list[ResultItem]:
@@ -257,7 +297,7 @@ def refit_kwargs(record: dict, refits: int) -> dict:
     """``fit_run`` keywords that redo the run of ``record`` with a bootstrap of ``refits``."""
     config = record.get("config") or {}
     keys = ("learner", "folds", "seed", "epochs", "n_draws", "nuisance_params", "f_params", "f_model", "cov_type", "cluster",
-            "reps_crossfit", "device", "heldout_folds")
+            "reps_crossfit", "device", "heldout_folds", "effect_folds")
     kwargs = {k: config[k] for k in keys if k in config}
     return {**kwargs, "data_params": config.get("data") or {}, "bootstrap": refits}
 

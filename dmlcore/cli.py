@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="add a bootstrap interval of the effect from B refits on resampled rows (e.g. 200)")
     fit.add_argument("--heldout-folds", type=int, metavar="K",
                      help="folds of the held-out residual (default: 2 without a known truth, else off; 0: off)")
+    fit.add_argument("--effect-folds", type=int, metavar="K",
+                     help="refits that cross-fit f-hat for the debiased effect (default: the held-out residual's, "
+                          "else 2; 0: correct the full-sample fit, measured biased)")
     fit.add_argument("--executor", default="local", choices=("local", "ray"),
                      help="where bootstrap refits run: local processes or a Ray cluster")
     fit.add_argument("--jobs", type=int, default=1, help="bootstrap refits run at once")
@@ -113,8 +116,9 @@ def _fit(args) -> int:
     run = fit_run(data, args.method, truth=truth, dataset=dataset, learner=args.learner, folds=args.folds,
                   seed=args.seed, epochs=args.epochs, n_draws=args.n_draws, f_model=args.f_model,
                   reps_crossfit=args.reps_crossfit, data_params=params, device=args.device,
-                  bootstrap=args.bootstrap, heldout_folds=args.heldout_folds, executor=args.executor,
-                  jobs=args.jobs, address=args.address, cov_type=args.cov, cluster=args.cluster)
+                  bootstrap=args.bootstrap, heldout_folds=args.heldout_folds, effect_folds=args.effect_folds,
+                  executor=args.executor, jobs=args.jobs, address=args.address, cov_type=args.cov,
+                  cluster=args.cluster)
     rec = run.record
     diagnostics = rec.get("diagnostics") or {}
     if diagnostics.get("error"):      # e.g. blank pixel covariates: the fit itself went fine
@@ -147,19 +151,32 @@ def _fit(args) -> int:
 
 
 def _effect_text(effect: dict) -> str:
-    """The effect for the one-line summary: estimate [interval] (how), or why there is none."""
+    """The effect for the one-line summary: estimate [interval] (how), or why there is none; the
+    plug-in beside a debiased headline, the debiased average derivative beside 2SLS's slope."""
     if effect.get("estimate") is None:
         return f" effect=n/a ({effect.get('error')})"
     text = f" effect={effect['estimate']:.4g}"
+    interval, debiased = effect.get("interval") or "", effect.get("debiased")
+    headline = bool(debiased) and effect["estimate"] == debiased["estimate"]
     if effect.get("ci_lower") is not None:
-        how = "bootstrap" if effect.get("bootstrap") else "2SLS s.e." if effect["interval"].startswith("2SLS") \
-            else "delta method"
+        how = ("debiased" if headline else "bootstrap" if effect.get("bootstrap") else
+               "2SLS s.e." if interval.startswith("2SLS") else "delta method")
         text += f" [{effect['ci_lower']:.4g}, {effect['ci_upper']:.4g}] ({effect['level']:.0%}, {how})"
+    elif interval.startswith("weakly identified"):
+        text += f" (weakly identified, strength {debiased['strength']:.3g}: no confident interval)"
     else:
         text += " (no interval: add --bootstrap B)"
     for entry in effect.get("intervals") or []:
         if entry["interval"].startswith("Anderson-Rubin") and entry.get("set") is not None:
             text += f" anderson_rubin={set_text(entry['set'])} ({entry['kind']})"
+    plug = effect.get("plug_in") or {}
+    if headline and plug.get("estimate") is not None:
+        text += f" plug-in={plug['estimate']:.4g}"
+    elif debiased:
+        text += (f" debiased average derivative={debiased['estimate']:.4g} "
+                 f"[{debiased['ci_lower']:.4g}, {debiased['ci_upper']:.4g}]")
+    if effect.get("debiased_error"):
+        text += f" ({effect['debiased_error']})"
     return text
 
 

@@ -44,6 +44,7 @@ from scipy.stats import norm
 
 from dmlcore.covariance import covariance_words
 from dmlcore.data.roles import CausalData
+from dmlcore.debiased import add_debiased
 from dmlcore.errors import DMLCoreError, FitCancelled
 from dmlcore.estimators import TwoStageLeastSquares, make_estimator, supports
 from dmlcore.executors import get_executor
@@ -61,12 +62,14 @@ STACK_VALUES = 2 ** 23      # values of the points predicted at once
 
 @dataclass
 class Contrast:
-    """The effect as ``sum_k weights[k] * f(points[k])``; ``estimand`` says it in words."""
+    """The effect as ``sum_k weights[k] * f(points[k])``; ``estimand`` says it in words;
+    ``rows[k]`` is the data row that point k comes from."""
 
     points: pd.DataFrame
     weights: np.ndarray
     estimand: str
     treatment: str
+    rows: np.ndarray | None = None
 
 
 def contrast(data: CausalData) -> Contrast:
@@ -88,7 +91,7 @@ def contrast(data: CausalData) -> Contrast:
                     if data.problem == "pcl" else
                     f"average effect of {a_name} = {a1:g} against {a0:g}: mean over rows of "
                     f"f({a_name}={a1:g}, other inputs) - f({a_name}={a0:g}, other inputs)")
-        return Contrast(points, weights, estimand, a_name)
+        return Contrast(points, weights, estimand, a_name, np.r_[np.arange(n), np.arange(n)])
     if a_name in data.categorical:
         raise DMLCoreError(f"Treatment '{a_name}' is categorical with {len(values)} levels, so it has no slope. "
                            f"Recode it as two groups (0/1) for an average effect.")
@@ -97,11 +100,12 @@ def contrast(data: CausalData) -> Contrast:
                            f"({', '.join(f'{v + 0.0:g}' for v in values)}): too few for a derivative (at least "
                            f"{MIN_DERIVATIVE_VALUES}). Recode it as two groups (0/1) for an average effect.")
     h = STEP * float(np.std(a))
+    index = np.arange(n)
     if data.problem == "pcl":
         at = np.quantile(a, (np.arange(PCL_GRID) + 0.5) / PCL_GRID)
         if n > PCL_ROWS:       # the mean over rows of h(a, w, x): a fixed random subset of them
-            rows = rows.iloc[np.sort(np.random.default_rng(0).choice(n, PCL_ROWS, replace=False))]
-            n = PCL_ROWS
+            index = np.sort(np.random.default_rng(0).choice(n, PCL_ROWS, replace=False))
+            rows, n = rows.iloc[index], PCL_ROWS
         reps, share = n, 1.0 / (PCL_GRID * n)
     else:
         at, reps, share = a, 1, 1.0 / n
@@ -109,6 +113,7 @@ def contrast(data: CausalData) -> Contrast:
     slope_weight = share / (hi - lo)
     if data.problem == "pcl":   # every row at each grid value: the slope of the mean over rows
         base = pd.concat([rows] * PCL_GRID, ignore_index=True)
+        index = np.tile(index, PCL_GRID)
         up, down = np.repeat(hi, reps), np.repeat(lo, reps)
         slope_weight = np.repeat(slope_weight, reps)
         estimand = (f"average slope of E[Y | do({a_name})]: mean over {PCL_GRID} quantiles a of {a_name} of "
@@ -119,7 +124,7 @@ def contrast(data: CausalData) -> Contrast:
         estimand = (f"average derivative of f in {a_name}: mean over rows of df/d{a_name} at the observed "
                     f"values, per unit of {a_name}")
     points = pd.concat([base.assign(**{a_name: up}), base.assign(**{a_name: down})], ignore_index=True)
-    return Contrast(points, np.r_[slope_weight, -slope_weight], estimand, a_name)
+    return Contrast(points, np.r_[slope_weight, -slope_weight], estimand, a_name, np.r_[index, index])
 
 
 def plug_in(estimator, plan: Contrast) -> float:
@@ -168,13 +173,16 @@ def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: flo
             "ci_upper": ar["pieces"][0][1] if bounded else None, "set": ar["pieces"], "kind": ar["kind"]}
 
 
-def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: dict | None = None) -> dict:
+def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: dict | None = None,
+                  crossfit=None) -> dict:
     """The run record's ``effect``: {estimand, estimate, ci_lower, ci_upper, level, interval}.
 
     The interval is the bootstrap's when ``bootstrap`` (from :func:`bootstrap_effect`) is
     given, else the estimator's closed form, else none (``interval`` says how to get one).
     ``intervals`` lists every interval computed. When the data has no effect to summarise
-    (see :func:`contrast`), ``estimate`` is None and ``error`` says why.
+    (see :func:`contrast`), ``estimate`` is None and ``error`` says why. Then the debiased
+    effect (:func:`dmlcore.debiased.add_debiased`, f-hat from ``crossfit`` when given) becomes
+    the headline and these numbers move to ``plug_in``.
     """
     try:
         plan = contrast(data)
@@ -200,7 +208,7 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     weak_robust = anderson_rubin_entry(estimator, data, plan, level)   # listed, never the headline
     if weak_robust is not None:
         out["intervals"].append(weak_robust)
-    return out
+    return add_debiased(out, estimator, data, plan, level, crossfit)
 
 
 # ----------------------------------------------------------------- bootstrap

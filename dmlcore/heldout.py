@@ -47,14 +47,15 @@ def check_folds(folds) -> int:
 
 
 def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = HELDOUT_FOLDS, *,
-                  seed: int = 0, callback=None, should_stop=None) -> dict:
+                  seed: int = 0, callback=None, should_stop=None, on_fold=None) -> dict:
     """The held-out projected residual of ``method`` (module notes).
 
     ``fit_kwargs`` go to ``make_estimator``; ``callback`` gets each refit's events with
-    ``progress`` over all folds; ``should_stop()`` cancels. Returns {"score", "relative",
-    "std_error", "relative_std_error", "folds": [{"fold", "rows", "score"}], "k", "what"}:
-    ``relative`` and its standard error are divided by Var(Y); the standard error is that of
-    the mean over rows of r_i * g(c_i).
+    ``progress`` over all folds; ``should_stop()`` cancels; ``on_fold(held, estimator)``, when
+    given, gets each fold's held-out rows and the refit that never saw them (the debiased effect
+    reuses them). Returns {"score", "relative", "std_error", "relative_std_error", "folds":
+    [{"fold", "rows", "score"}], "k", "what"}: ``relative`` and its standard error are divided
+    by Var(Y); the standard error is that of the mean over rows of r_i * g(c_i).
     """
     folds = check_folds(folds)
     _check_tabular(data, "The held-out residual")
@@ -62,14 +63,12 @@ def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = 
     if n < 20 * folds:
         raise DMLCoreError(f"The held-out residual with {folds} folds needs at least {20 * folds} rows; "
                            f"the data has {n}.")
-    fold_of = np.random.default_rng([seed, 29]).permutation(n) % folds
     y = data.table[data.outcome].to_numpy(dtype=float)
     products, entries = np.empty(n), []
-    for k in range(folds):
-        held, train = np.flatnonzero(fold_of == k), np.flatnonzero(fold_of != k)
-        report = None if callback is None else (lambda event, k=k: callback(_in_fold(event, k, folds)))
-        estimator = make_estimator(method, seed=seed, **fit_kwargs)
-        estimator.fit(data.subset(train), callback=report, should_stop=should_stop)
+    for k, held, estimator in fold_refits(data, method, fit_kwargs, folds, seed=seed, callback=callback,
+                                          should_stop=should_stop):
+        if on_fold is not None:
+            on_fold(held, estimator)
         products[held] = _residual_products(estimator, data.subset(held), seed)
         entries.append({"fold": k, "rows": int(len(held)), "score": float(products[held].mean())})
     score, se, var = float(products.mean()), float(products.std(ddof=1) / np.sqrt(n)), float(np.var(y))
@@ -77,6 +76,21 @@ def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = 
             "folds": entries, "k": folds,
             "what": (f"held-out projected residual: mean of r x E-hat[r | C] over rows the fit never saw "
                      f"({folds} folds), r = Y - f-hat(X); 0 when f-hat meets E[Y - f(X) | C] = 0, lower is better")}
+
+
+def fold_refits(data: CausalData, method: str, fit_kwargs: dict, folds: int, *, seed: int = 0, callback=None,
+                should_stop=None, label: str = "held-out residual"):
+    """Yield (k, held-out rows, the method refitted on the other rows) for each of ``folds``
+    random folds (the held-out residual's split); ``callback`` gets the refits' events with
+    ``progress`` over all folds, their stages named after ``label``."""
+    n = len(data.table)
+    fold_of = np.random.default_rng([seed, 29]).permutation(n) % folds
+    for k in range(folds):
+        held, train = np.flatnonzero(fold_of == k), np.flatnonzero(fold_of != k)
+        report = None if callback is None else (lambda event, k=k: callback(_in_fold(event, k, folds, label)))
+        estimator = make_estimator(method, seed=seed, **fit_kwargs)
+        estimator.fit(data.subset(train), callback=report, should_stop=should_stop)
+        yield k, held, estimator
 
 
 def projected_residual(estimator, data: CausalData, seed: int = 0) -> dict:
@@ -108,11 +122,11 @@ def _residual_products(estimator, data: CausalData, seed: int) -> np.ndarray:
     return r * _cross_fitted_projection(c, r, data.conditioning_columns, excluded, seed)
 
 
-def _in_fold(event: dict, k: int, folds: int) -> dict:
-    """A refit's progress event as part of the held-out residual: progress over all folds, stages named."""
+def _in_fold(event: dict, k: int, folds: int, label: str = "held-out residual") -> dict:
+    """A refit's progress event as part of the refits named ``label``: progress over all folds, stages named."""
     out = {**event, "progress": (k + event.get("progress", 0.0)) / folds}
     if event.get("type") == "stage":
-        out["stage"] = f"held-out residual, fold {k + 1} of {folds}: {event['stage']}"
+        out["stage"] = f"{label}, fold {k + 1} of {folds}: {event['stage']}"
     return out
 
 

@@ -26,11 +26,12 @@ import pandas as pd
 from dmlcore.covariance import check_covariance
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, bridge_curve
+from dmlcore.debiased import EFFECT_FOLDS, CrossFitted, check_effect_folds, score_effect
 from dmlcore.diagnostics import first_stage
 from dmlcore.effects import bootstrap_effect, check_bootstrap, contrast, effect_record
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import METHOD_TITLES, METHODS, make_estimator, record_folds, record_learner, supports
-from dmlcore.heldout import HELDOUT_FOLDS, check_folds, heldout_score
+from dmlcore.heldout import HELDOUT_FOLDS, check_folds, fold_refits, heldout_score
 from dmlcore.learners import learner_name
 
 BAND_LEVEL = 0.95
@@ -104,7 +105,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
             n_draws: int = 8, nuisance_params: dict | None = None, f_params: dict | None = None,
             f_model: str | None = None, reps_crossfit: int = 1, data_params: dict | None = None,
             device: str = "auto", bootstrap: int | None = None, heldout_folds: int | None = None,
-            executor: str = "local", jobs: int = 1, address: str | None = None,
+            effect_folds: int | None = None, executor: str = "local", jobs: int = 1, address: str | None = None,
             cov_type: str = "unadjusted", cluster: str | None = None,
             callback=None, should_stop=None) -> Run:
     """Fit ``method`` on ``data`` and score it (and its bands) against ``truth`` when given.
@@ -117,9 +118,11 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     run on ``executor`` ("local" or "ray") with ``jobs`` workers (Ray at ``address``).
     ``heldout`` is the held-out projected residual (:mod:`dmlcore.heldout`) from
     ``heldout_folds`` refits; None computes it with 2 folds when there is no ``truth`` (real
-    data: nothing else compares the methods) and not otherwise, 0 never. IV and PCL records carry
-    the linear first-stage ``diagnostics`` (:func:`dmlcore.diagnostics.first_stage`; PCL without its
-    linearmodels ``inference``, which costs tens of seconds on wide tables) under the
+    data: nothing else compares the methods) and not otherwise, 0 never. The debiased effect
+    (:mod:`dmlcore.debiased`) corrects f-hat cross-fitted over ``effect_folds`` refits (None: the
+    held-out residual's, reused, or 2 when there is none; 0 corrects the full-sample fit). IV and
+    PCL records carry the linear first-stage ``diagnostics`` (:func:`dmlcore.diagnostics.first_stage`;
+    PCL without its linearmodels ``inference``, which costs tens of seconds on wide tables) under the
     covariance ``cov_type`` ("unadjusted", "robust", "clustered" by the column ``cluster``), which
     2SLS's standard errors and Anderson-Rubin set use too.
     """
@@ -130,12 +133,14 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     score_folds = (HELDOUT_FOLDS if truth is None else 0) if heldout_folds is None else heldout_folds
     if score_folds:
         check_folds(score_folds)
+    crossfit = _effect_crossfit(data, effect_folds, score_folds)
     fit_kwargs = dict(learner=learner, folds=folds, epochs=epochs, n_draws=n_draws,
                       nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
                       reps_crossfit=reps_crossfit, device=device)
     if cov_type != "unadjusted":
         fit_kwargs.update(cov_type=cov_type, cluster=cluster)
-    extra = (bootstrap or 0) + score_folds       # refits after the fit, for the progress bar
+    own_refits = crossfit.wanted if crossfit is not None and crossfit.wanted != score_folds else 0
+    extra = (bootstrap or 0) + score_folds + own_refits      # refits after the fit, for the progress bar
     share = 1.0 / (1.0 + extra)
     estimator = make_estimator(method, seed=seed, **fit_kwargs)
     start = time.perf_counter()
@@ -191,27 +196,43 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
                                 address=address, callback=_scaled(callback, done, bootstrap * share),
                                 should_stop=should_stop)
         done += bootstrap * share
-    record["effect"] = effect_record(estimator, data, bootstrap=boot)
     record["heldout"] = None
     if score_folds:
         _stage(callback, f"held-out residual: {score_folds} refits on part of the rows", done)
+        shared = crossfit.add if crossfit is not None and crossfit.wanted == score_folds else None
         try:
             record["heldout"] = heldout_score(data, method, fit_kwargs, score_folds, seed=seed,
-                                              callback=_scaled(callback, done, score_folds * share),
-                                              should_stop=should_stop)
+                                              callback=_refit_events(callback, done, score_folds * share),
+                                              should_stop=should_stop, on_fold=shared)
         except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: keep it, say why
             record["heldout"] = {"error": f"no held-out residual: {exc}"}
-    record["config"].update(bootstrap=bootstrap, heldout_folds=heldout_folds)
+        done += score_folds * share
+    if own_refits:
+        _stage(callback, f"debiased effect: {own_refits} refits on part of the rows", done)
+        try:
+            for _, held, refit in fold_refits(data, method, fit_kwargs, own_refits, seed=seed,
+                                              callback=_refit_events(callback, done, own_refits * share),
+                                              should_stop=should_stop, label="debiased effect's cross-fit"):
+                crossfit.add(held, refit)
+        except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: correct it as it is, say why
+            crossfit.error = f"its refits failed: {exc}"
+    record["effect"] = effect_record(estimator, data, bootstrap=boot, crossfit=crossfit)
+    if truth is not None and record["effect"].get("estimand") is not None:
+        score_effect(record["effect"], truth, contrast(data))
+    record["config"].update(bootstrap=bootstrap, heldout_folds=heldout_folds, effect_folds=effect_folds)
     _stage(callback, "done", 1.0)
     return Run(record, estimator, data, truth)
 
 
 def fits_in_run(fit_kwargs: dict, has_truth: bool) -> int:
-    """How many fits a ``fit_run`` with these keywords makes: the fit, its bootstrap refits and the
-    held-out residual's refits (2 by default without a truth) -- what its cost scales with."""
+    """How many fits a ``fit_run`` with these keywords makes: the fit, its bootstrap refits, the
+    held-out residual's refits (2 by default without a truth) and the debiased effect's (shared
+    with the held-out residual's; else 2 by default) -- what its cost scales with."""
     folds = fit_kwargs.get("heldout_folds")
     folds = (0 if has_truth else HELDOUT_FOLDS) if folds is None else folds
-    return 1 + int(fit_kwargs.get("bootstrap") or 0) + int(folds)
+    effect = fit_kwargs.get("effect_folds")
+    effect = (folds or EFFECT_FOLDS) if effect is None else effect
+    return 1 + int(fit_kwargs.get("bootstrap") or 0) + int(folds) + (int(effect) if effect != folds else 0)
 
 
 def _stage(callback, stage: str, progress: float) -> None:
@@ -223,6 +244,27 @@ def _stage(callback, stage: str, progress: float) -> None:
 def _first_fit(estimator):
     """The estimator itself, or the first of its repeated cross-fits."""
     return estimator.estimators_[0] if supports(estimator, "predict_spread") else estimator
+
+
+def _effect_crossfit(data: CausalData, effect_folds: int | None, score_folds: int):
+    """The collector of the refits' f-hat for the debiased effect (its ``wanted`` folds), or None
+    when there is no effect to debias, the data has images, or ``effect_folds`` is 0."""
+    wanted = (score_folds or EFFECT_FOLDS) if effect_folds is None else check_effect_folds(effect_folds)
+    if not wanted or data.image_columns or len(data.table) < 20 * wanted:
+        return None
+    try:
+        return CrossFitted(data, contrast(data), wanted)
+    except DMLCoreError:
+        return None
+
+
+def _refit_events(callback, start: float, width: float):
+    """``callback`` for refits after the fit: progress mapped as :func:`_scaled`, their loss
+    events dropped (the run's loss curves are the fit's own)."""
+    scaled = _scaled(callback, start, width)
+    if scaled is None:
+        return None
+    return lambda event: None if event.get("type") == "loss" else scaled(event)
 
 
 def _scaled(callback, start: float, width: float):

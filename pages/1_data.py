@@ -20,6 +20,7 @@ SIM_PARAMS = {  # which knobs each simulation has
     "demand-pcl": ("n", "seed"),
     "dsprites-pcl": ("n", "seed"),
     "ihdp-like": ("seed", "design"),
+    "linear-iv": ("n", "iv_strength", "seed"),
 }
 DSPRITES_COST = (  # measured, docs/benchmarks.md
     "64×64 pictures are slow to fit on a CPU. On one core, at N = 1000, the naive plug-in took "
@@ -56,7 +57,8 @@ def simulate_tab():
     if "iv_strength" in knobs:
         params["iv_strength"] = cols[2].slider("Instrument strength", 0.0, 3.0, 1.0, 0.05, key="sim_strength",
                                                persist_state="session",
-                                               help="How strongly the fuel price moves the ticket price.")
+                                               help="How strongly the instrument moves the treatment (the fuel price the ticket price, "
+                                                    "in the demand designs).")
     params["seed"] = cols[3].number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="sim_seed",
                                           persist_state="session")
     if "noise_scale" in knobs:

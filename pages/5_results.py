@@ -143,16 +143,22 @@ def bands_caption(chosen):
 
 
 def effects_section(chosen, reference):
-    """Each run's effect of the treatment with its interval, and a bootstrap for those without one."""
+    """Each run's effect of the treatment with its interval, its kind and measured coverage, the
+    plug-in beside it, and a bootstrap for those without an interval."""
     table = results.effects_table(chosen, reference)
     if table.empty:
         return
     st.markdown(f"**Effect of the treatment**: {results.estimand(chosen) or 'not available'}")
     st.dataframe(table, key="res_effects", hide_index=True,
-                 column_config={"effect": st.column_config.NumberColumn(format="%.4g")})
+                 column_config={"effect": st.column_config.NumberColumn(format="%.4g"),
+                                "measured coverage": st.column_config.TextColumn(width="large")})
     how = results.interval_descriptions(chosen, reference)
     if how:
         st.markdown("\n".join(f"- **{kind}**: {text}" for kind, text in how.items()))
+    for item in chosen:
+        warning = (item.record.get("effect") or {}).get("warning")
+        if warning:
+            st.warning(f"{item.title}: {warning}.", icon=":material/warning:")
     st.caption(EFFECTS_NOTE)
     bootstrap_form(results.bootstrap_candidates(chosen))
     linear_iv_section(chosen, reference)
@@ -234,12 +240,16 @@ def linear_iv_section(chosen, reference):
 
 
 EFFECTS_NOTE = (
-    "One number per run: the average effect (a 0/1 treatment) or the average slope of f in the treatment, "
-    "with its 95 % interval. 2SLS uses its coefficient's standard error; spline second stages (Sieve 2SLS, "
-    "'spline basis (sieve)') the delta method; any run can add a bootstrap (the method refitted on resampled "
-    "rows). How often each kind of interval contained the true effect in simulations is in docs/coverage.md: "
-    "in a first, small measurement Sieve 2SLS's interval missed every time under a weak instrument and "
-    "DML-CMR with a spline f was biased on the ticket-demand design, so no interval is promised 95 %.")
+    "One number per run: the average effect (a 0/1 treatment) or the average slope of f in the treatment. "
+    "For every method that fits a nonlinear f it is debiased: the plug-in (the mean of f-hat's slope, shown "
+    "beside it) plus a correction, the residual Y - f-hat(X) weighted by a Riesz representer of the effect, so "
+    "that a shrunk f-hat is not read as a small effect; its interval comes from the corrected score. 2SLS keeps "
+    "its coefficient, a first-stage-weighted average of slopes, with the debiased average derivative on a row of "
+    "its own. 'Measured coverage' is how often that kind of interval, for that method and learner, contained "
+    "the true effect in simulated designs (linear, weak instrument, demand-iv, demand-pcl, nonlinear-iv, "
+    "hetero-iv: docs/coverage.md); it promises nothing on data unlike them. 'Weakly identified' "
+    "means the instruments barely move the treatment in the directions the effect needs: the interval would "
+    "be wide and unreliable, so none is printed.")
 
 
 def bootstrap_form(candidates):

@@ -331,7 +331,7 @@ def test_whole_flow_simulate_train_results_and_reload(monkeypatch):
     assert [m for m in texts(again.markdown) if m.startswith("- ")][0].startswith(
         "- DML-CMR · learner neural network · K = 3")
     again.switch_page(RESULTS).run()
-    assert len(again.dataframe[0].value) == 3
+    assert len(again.dataframe[0].value) == 4                 # three runs' effects and 2SLS's debiased one
     # another browser with the address, even an old one carrying the token, gets nothing
     monkeypatch.setattr(state, "browser_token", lambda: None)
     stranger = start(RESULTS, query={"owner": owner})
@@ -549,12 +549,17 @@ def test_real_data_results_side_by_side_with_2sls():
     coefficients = next(d.value for d in at.dataframe if "coefficient" in d.value)  # the 2SLS reference
     assert 0.0 < coefficients.loc["educ", "coefficient"] < 0.2
     effects = next(d.value for d in at.dataframe if "effect" in d.value).set_index("run")
-    assert list(effects.index) == ["#1 DML-CMR · linear", "2SLS (reference)"]
+    assert list(effects.index) == ["#1 DML-CMR · linear", "2SLS (reference)",
+                                   "2SLS (reference): debiased average derivative"]
+    dml = effects.loc["#1 DML-CMR · linear"]                   # the debiased effect, the plug-in beside it
+    assert dml["kind"] in ("debiased", "weakly identified") and dml["plug-in"] != "—"
     ref = effects.loc["2SLS (reference)"]                      # the coefficient and its interval
     lower, upper = map(float, ref["95% interval"].split(" to "))
     assert lower < ref["effect"] == coefficients.loc["educ", "coefficient"] < upper
     assert ref["kind"] == "2SLS s.e. (homoskedastic)"
-    assert ref["Anderson-Rubin set"].startswith("[") and effects.loc["#1 DML-CMR · linear", "kind"].startswith("none")
+    assert ref["Anderson-Rubin set"].startswith("[") and effects.loc["2SLS (reference): debiased average derivative",
+                                                                     "kind"] == "debiased"
+    assert any("debiased" in t and "Riesz representer" in t for t in texts(at.markdown))   # its kind in full
     # the covariance choice on Results: robust errors change the Wald interval, beside the Anderson-Rubin set
     at.selectbox(key="res_cov").set_value("robust").run()
     assert not at.exception, [e.value for e in at.exception]

@@ -110,7 +110,7 @@ def test_delta_method_is_the_band_of_a_linear_functional(make):
     estimate, se = functional(point, np.ones(1))               # one point, weight 1: f(x) and its se
     assert estimate == pytest.approx(model.predict(point)[0])
     assert 2 * norm.ppf(0.975) * se == pytest.approx(upper[0] - lower[0])
-    record = effect_record(model, data)
+    record = effect_record(model, data)["plug_in"]               # the headline is the debiased effect
     assert record["estimate"] == pytest.approx(plug_in(model, contrast(data)), rel=1e-6)
     assert record["ci_lower"] < 2.0 < record["ci_upper"]       # the true slope, on this seed
     assert record["interval"].startswith("delta method")
@@ -118,7 +118,7 @@ def test_delta_method_is_the_band_of_a_linear_functional(make):
 
 def test_methods_without_a_closed_form_say_how_to_get_an_interval():
     data = linear_iv(400)
-    record = effect_record(DMLCMR("linear", 2, f_model="linear").fit(data), data)
+    record = effect_record(DMLCMR("linear", 2, f_model="linear").fit(data), data)["plug_in"]
     assert record["estimate"] is not None and record["ci_lower"] is None
     assert "bootstrap" in record["interval"]
 
@@ -133,7 +133,7 @@ def test_bootstrap_matches_the_2sls_standard_error():
     assert boot["percentile"][0] < 2.0 < boot["percentile"][1]
     assert [e["progress"] for e in events] == pytest.approx([(i + 1) / 60 for i in range(60)])
     run = fit_run(data, "naive", learner="linear", f_model="linear", bootstrap=20, heldout_folds=0)
-    effect = run.record["effect"]
+    effect = run.record["effect"]["plug_in"]
     assert effect["interval"].startswith("bootstrap over rows, 20 refits")
     assert effect["ci_lower"] < effect["estimate"] < effect["ci_upper"]
     assert run.record["config"]["bootstrap"] == 20

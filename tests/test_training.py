@@ -78,13 +78,14 @@ def test_a_run_with_refits_costs_as_many_fits():
     from dmlcore.runs import fits_in_run
     from tests.reliability_cases import GOOD_ROLES, base_table
     from dmlcore.data.roles import CausalData
-    assert fits_in_run({"bootstrap": 20}, has_truth=False) == 23 and fits_in_run({}, has_truth=True) == 1
+    assert fits_in_run({"bootstrap": 20}, has_truth=False) == 23 and fits_in_run({}, has_truth=True) == 3
+    assert fits_in_run({"effect_folds": 0}, has_truth=True) == 1 and fits_in_run({"effect_folds": 3}, has_truth=False) == 6
     roles = dict(GOOD_ROLES)
     data = CausalData(base_table(), roles.pop("problem"), roles.pop("outcome"), **roles)
     jobs = JobRegistry(workers=1)
     try:
-        one = jobs.submit_fit("o", "a", data=data, method="2sls", heldout_folds=0)
-        many = jobs.submit_fit("o", "b", data=data, method="2sls", heldout_folds=0, bootstrap=20)
+        one = jobs.submit_fit("o", "a", data=data, method="2sls", heldout_folds=0, effect_folds=0)
+        many = jobs.submit_fit("o", "b", data=data, method="2sls", heldout_folds=0, effect_folds=0, bootstrap=20)
         costs = {s.id: s.cost for s in jobs.list("o")}
         assert costs[many] == 21 * costs[one]
     finally:
@@ -98,7 +99,7 @@ def test_the_run_names_its_bootstrap_stage_as_soon_as_the_fit_ends():
     roles = dict(GOOD_ROLES)
     data = CausalData(base_table(), roles.pop("problem"), roles.pop("outcome"), **roles)
     events = []
-    fit_run(data, "2sls", bootstrap=2, heldout_folds=0, callback=events.append)
+    fit_run(data, "2sls", bootstrap=2, heldout_folds=0, effect_folds=0, callback=events.append)
     stages = [(e["stage"], round(e["progress"], 3)) for e in events if e["type"] == "stage"]
     assert ("bootstrap: 0 of 2 refits on resampled rows", round(1 / 3, 3)) in stages
     first = [s for s, _ in stages].index("bootstrap: 0 of 2 refits on resampled rows")

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from .registry import family, block
+from .registry import block, derived_file, family
 from .tables import title
 from .words import num
 
@@ -198,3 +198,66 @@ def attenuation(rows) -> str:
     return (f"it was {a['median_bias_over_sd']:.2f} sd of f-hat in linear-iv; `--n-draws 32` (M = 128) cut it to "
             f"{b['median_bias_over_sd']:.2f} sd (median MSE {a['median_mse']:.4f} → {b['median_mse']:.4f}, structural "
             f"cover {_band(a, 'structural')['cover']:.3f} → {_band(b, 'structural')['cover']:.3f})")
+
+
+def debiased_rows(rows) -> pd.DataFrame:
+    """The coverage study's per-fit rows (bench/effect_coverage.py: coverage/fits-<design>.csv)."""
+    names = sorted(p.name for p in (rows.folder / "coverage").glob("fits-*.csv"))
+    if not names:
+        raise ValueError("no rows in coverage/fits-*.csv")
+    return pd.concat([rows.csv(f"coverage/{name}") for name in names], ignore_index=True)
+
+
+@block("effect-coverage:debiased")
+def debiased_table(rows) -> str:
+    """The debiased and plug-in intervals' coverage per design and method (dmlcore.effect_coverage)."""
+    from dmlcore.effect_coverage import markdown, summarize
+    return markdown(summarize(debiased_rows(rows)))
+
+
+@block("effect-coverage:debiased-seeds")
+def debiased_seeds(rows) -> str:
+    """How many seeds each design has so far, in words."""
+    done = debiased_rows(rows)
+    done = done[done["status"] == "done"]
+    per = done.groupby("design")["seed"].nunique()
+    return ", ".join(f"{design} {count}" for design, count in per.items())
+
+
+@derived_file("dmlcore/data/files/effect-coverage.csv")
+def shipped_coverage(rows) -> str:
+    """The summary the Results page reads (dmlcore.effect_coverage.measured_coverage)."""
+    from dmlcore.effect_coverage import summarize
+    return summarize(debiased_rows(rows)).to_csv(index=False)
+
+
+@block("effect-coverage:crossfit")
+def crossfit_table(rows) -> str:
+    """Full-sample against cross-fitted f-hat in the debiased effect (bench/debiased_crossfit.py)."""
+    lines = ["| design | refits K | seeds | f-hat | bias | sd of estimates | mean se | coverage |",
+             "|---|---|---|---|---|---|---|---|"]
+    for k in (5, 2):
+        frame = rows.csv(f"coverage/debiased-crossfit-k{k}.csv")
+        for design, part in frame.groupby("design", sort=False):
+            for kind, name in (("full", "full sample"), ("crossfit", "cross-fitted")):
+                err = part[f"debiased_{kind}"] - part["truth"]
+                covered = (err.abs() <= 1.959964 * part[f"se_{kind}"]).mean()
+                lines.append(f"| {design} | {k} | {len(part)} | {name} | {err.mean():+.3f} | "
+                             f"{part[f'debiased_{kind}'].std():.3f} | {part[f'se_{kind}'].mean():.3f} | {covered:.2f} |")
+    return "\n".join(lines)
+
+
+@block("effect-coverage:strength")
+def strength_table(rows) -> str:
+    """Coverage of the debiased intervals by identification strength, linear and weak designs pooled:
+    the evidence behind dmlcore.debiased.WEAK_STRENGTH."""
+    done = debiased_rows(rows)
+    done = done[(done["status"] == "done") & done["design"].isin(["linear", "weak"])]
+    inside = (done["effect_debiased_ci_lower"] <= done["effect_truth"]) & (done["effect_truth"] <= done["effect_debiased_ci_upper"])
+    bins = pd.cut(done["effect_strength"], [0, 5, 10, 20, 40, 80, np.inf], right=False)
+    table = inside.groupby(bins, observed=True).agg(["mean", "size"])
+    lines = ["| strength | fits | coverage |", "|---|---|---|"]
+    for interval, r in table.iterrows():
+        upper = "∞" if np.isinf(interval.right) else f"{interval.right:g}"
+        lines.append(f"| {interval.left:g} to {upper} | {int(r['size'])} | {r['mean']:.2f} |")
+    return "\n".join(lines)

@@ -9,6 +9,7 @@ from dmlcore.data.datasets import REAL_DATASETS, load_real_dataset
 from dmlcore.data.ihdp import load_replicate, simulate_ihdp_like
 from dmlcore.data.images import simulate_digits_iv, simulate_dsprites_pcl
 from dmlcore.data.roles import CausalData
+from dmlcore.data.designs import DESIGNS, simulate_design
 from dmlcore.data.simulate import GroundTruth, simulate_demand_iv, simulate_demand_pcl
 from dmlcore.data.tables import load_kept_table
 from dmlcore.errors import DMLCoreError
@@ -19,6 +20,7 @@ SIMULATED = {
     "digits-iv": "IV ticket demand with the customer type shown as an 8x8 digit image",
     "dsprites-pcl": "Proximal learning with a 64x64 heart-sprite image as treatment",
     "ihdp-like": "Semi-synthetic IV on real covariates (the generator of Wu et al. 2023)",
+    **DESIGNS,
 }
 
 
@@ -63,6 +65,8 @@ def load_dataset(name: str, *, n: int = 5000, seed: int = 0, rho: float = 0.9, i
         sim = simulate_dsprites_pcl(n, seed)
     elif name == "ihdp-like":
         sim = simulate_ihdp_like(seed, design=design)
+    elif name in DESIGNS:
+        sim = simulate_design(name, n, seed, iv_strength=iv_strength)
     elif name == "replicate":
         if not data_dir:
             raise DMLCoreError("--dataset replicate needs --data-dir PATH, a folder with train.csv and val.csv.")
@@ -89,6 +93,8 @@ DATASET_OPTIONS = {
     "ihdp-like": ("design",),
     "replicate": ("data_dir",),
     "table": ("table", "file", "roles"),
+    **{name: ("n",) for name in DESIGNS},
+    "linear-iv": ("n", "iv_strength"),
 }
 
 # What a user reads for each option (forms, tables, figure panels); code and CSV files keep the names.

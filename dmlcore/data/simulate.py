@@ -84,7 +84,10 @@ class GroundTruth:
     ``score(model)`` returns a dict of metrics whose first entry is the headline ``mse``;
     ``curve(model)`` returns a table for plotting the estimated against the true causal function;
     ``evaluation`` says where the headline is scored (None: nowhere a band can be checked);
-    ``metric_help`` says in words what each metric of ``score`` measures.
+    ``metric_help`` says in words what each metric of ``score`` measures; ``structural``, where
+    known, gives the true f at a frame of f's inputs (IV), or for a proximal problem the true
+    E[Y | do(a)] at the frame's treatment values (the bridge is not known, its mean over W is), so
+    that :meth:`effect` scores any effect written as a weighted sum of f.
     """
 
     kind: str
@@ -93,6 +96,14 @@ class GroundTruth:
     description: str = ""
     evaluation: Evaluation | None = None
     metric_help: dict = field(default_factory=dict)
+    structural: Callable[[pd.DataFrame], np.ndarray] | None = None
+
+    def effect(self, points: pd.DataFrame, weights) -> float | None:
+        """The true value of sum_k weights[k] f(points[k]) (an effect of dmlcore.effects), or None
+        when the truth does not know f."""
+        if self.structural is None:
+            return None
+        return float(np.asarray(weights, dtype=float) @ np.asarray(self.structural(points), dtype=float))
 
 
 @dataclass
@@ -179,7 +190,8 @@ def simulate_demand_iv(n: int = 5000, seed: int = 0, rho: float = 0.9, iv_streng
                             demand_f0(grid["price"], grid["time"], grid["customer_type"]).to_numpy(), points=grid)
     truth = GroundTruth("iv", score, curve,
                         "MSE of f-hat vs f0 on the 2,800-point grid, outcome scaled (y + 292.1)/158",
-                        evaluation, METRIC_HELP)
+                        evaluation, METRIC_HELP,
+                        lambda frame: demand_f0(frame["price"], frame["time"], frame["customer_type"]).to_numpy())
     return Simulation(data, truth, dict(dataset="demand-iv", n=n, seed=seed, rho=rho,
                                         iv_strength=iv_strength, ood_test=ood_test, noise_scale=noise_scale))
 
@@ -217,6 +229,12 @@ def bridge_curve(model, data: CausalData, values) -> np.ndarray:
     return out
 
 
+def _at_unique(function, values) -> np.ndarray:
+    """``function`` of each distinct value once, spread back over ``values``."""
+    unique, position = np.unique(np.asarray(values, dtype=float), return_inverse=True)
+    return np.asarray(function(unique), dtype=float)[position.ravel()]
+
+
 def simulate_demand_pcl(n: int = 5000, seed: int = 0) -> Simulation:
     """Proximal ticket demand of Xu et al. (2021)."""
     _check_n(n)
@@ -239,5 +257,6 @@ def simulate_demand_pcl(n: int = 5000, seed: int = 0) -> Simulation:
                             true, treatment_values=grid)
     truth = GroundTruth("pcl", score, curve,
                         "MSE of E[Y|do(a)] over 100 prices in [10, 30], raw outcome scale", evaluation,
-                        {"mse": "MSE of E[Y | do(price)] at 100 prices in [10, 30] (the benchmark's headline)"})
+                        {"mse": "MSE of E[Y | do(price)] at 100 prices in [10, 30] (the benchmark's headline)"},
+                        lambda frame: _at_unique(demand_pcl_do, frame["price"]))
     return Simulation(data, truth, dict(dataset="demand-pcl", n=n, seed=seed))

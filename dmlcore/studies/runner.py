@@ -8,7 +8,10 @@ record)}``. It never raises: a failure is a row with its one-line error.
 
 Every fit records the treatment's effect with its interval (the record's ``effect``:
 ``effect_estimate``, ``effect_ci_lower``, ``effect_ci_upper``, ``effect_level``,
-``effect_interval`` (how it was computed), ``effect_estimand``). A simulation is scored against
+``effect_interval`` (how it was computed), ``effect_estimand``; the plug-in and debiased effects
+beside it: ``effect_plug_in`` with its ``_ci_lower``/``_ci_upper``, ``effect_debiased`` with its
+``_se``, ``_ci_lower``, ``_ci_upper``, ``effect_strength``, ``effect_weak`` (1 when weakly
+identified) and, on simulations, ``effect_truth``). A simulation is scored against
 its truth (``mse``); a real data set has none, so its fits get the held-out residual instead (the
 record's ``heldout``, 2 extra refits: ``heldout_relative``, the projected residual / Var(Y), and
 ``heldout_relative_se``) and ``mse`` is blank.
@@ -74,9 +77,16 @@ def run_fit_config(config: dict) -> dict:
 def record_outcomes(record: dict) -> dict:
     """The fits.csv outcomes of a run record: MSE, effect with its interval, held-out residual."""
     effect, heldout = record.get("effect") or {}, record.get("heldout") or {}
+    plug, debiased = effect.get("plug_in") or {}, effect.get("debiased") or {}
+    weak = effect.get("weakly_identified")
     return {"mse": record.get("mse"), "mse_fresh": (record.get("metrics") or {}).get("mse_fresh"),
             **{f"effect_{k}": effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "level", "interval",
                                                        "estimand")},
+            "effect_plug_in": plug.get("estimate"), "effect_plug_in_ci_lower": plug.get("ci_lower"),
+            "effect_plug_in_ci_upper": plug.get("ci_upper"), "effect_debiased": debiased.get("estimate"),
+            "effect_debiased_se": debiased.get("std_error"), "effect_debiased_ci_lower": debiased.get("ci_lower"),
+            "effect_debiased_ci_upper": debiased.get("ci_upper"), "effect_strength": debiased.get("strength"),
+            "effect_weak": None if weak is None else int(weak), "effect_truth": effect.get("truth"),
             "heldout_relative": heldout.get("relative"), "heldout_relative_se": heldout.get("relative_std_error")}
 
 

@@ -9,7 +9,11 @@ arms are compared seed by seed:
   MSE's ``median``, ``q1``, ``q3``, ``mean``, ``sd`` (sample sd; blank for one fit, and blank on
   real data, which has no truth), with ``mse_fresh_median`` and ``seconds_mean``; then the
   effect estimates' ``effect_median``, ``effect_q1``, ``effect_q3``, ``effect_sd`` and the
-  medians of their interval ends ``effect_ci_lower_median``, ``effect_ci_upper_median``; then the
+  medians of their interval ends ``effect_ci_lower_median``, ``effect_ci_upper_median``; the
+  plug-in's and the debiased effect's (dmlcore.debiased) ``effect_plug_in_median``,
+  ``effect_debiased_median``, ``effect_debiased_sd``, ``effect_debiased_se_mean``,
+  ``effect_weak_share`` (fits reported weakly identified), ``effect_truth_mean`` and, where the
+  truth is known, ``effect_plug_in_coverage`` and ``effect_debiased_coverage``; then the
   held-out residual's (projected residual / Var(Y), real data) ``heldout_relative_median``,
   ``heldout_relative_q1``, ``heldout_relative_q3``;
 * ``paired_table``: per cell and pair of arms (a before b in the study's order), over the seeds
@@ -36,18 +40,26 @@ import pandas as pd
 from scipy.stats import wilcoxon
 
 from dmlcore.data.registry import OPTION_LABELS
-from dmlcore.studies.spec import FIT_SETTINGS
+from dmlcore.studies.spec import FIT_SETTINGS, settings_used
 
 EFFECT_FIELDS = ("estimate", "ci_lower", "ci_upper", "level", "interval", "estimand")
+# The plug-in and debiased effects beside the headline (dmlcore.debiased), and the truth's value.
+DEBIASED_FIELDS = ("effect_plug_in", "effect_plug_in_ci_lower", "effect_plug_in_ci_upper", "effect_debiased",
+                   "effect_debiased_se", "effect_debiased_ci_lower", "effect_debiased_ci_upper", "effect_strength",
+                   "effect_weak", "effect_truth")
 # A fit's outcomes in fits.csv: the MSE (simulations), the effect with its interval, the held-out residual.
-OUTCOMES = ("mse", "mse_fresh", *(f"effect_{k}" for k in EFFECT_FIELDS), "heldout_relative", "heldout_relative_se")
+OUTCOMES = ("mse", "mse_fresh", *(f"effect_{k}" for k in EFFECT_FIELDS), *DEBIASED_FIELDS, "heldout_relative",
+            "heldout_relative_se")
 OUTCOME_COLUMNS = ("arm", *OUTCOMES, "seconds", "worker_seconds", "rows", "status", "error", "reused", "key")
 NOT_DATA = {"dataset", "method", "seed", *FIT_SETTINGS, *OUTCOME_COLUMNS}
 MSE_STATS = ("median", "q1", "q3", "mean", "sd")
 EFFECT_STATS = ("effect_median", "effect_q1", "effect_q3", "effect_sd", "effect_ci_lower_median",
                 "effect_ci_upper_median")
+DEBIASED_STATS = ("effect_plug_in_median", "effect_debiased_median", "effect_debiased_sd", "effect_debiased_se_mean",
+                  "effect_weak_share", "effect_truth_mean", "effect_plug_in_coverage", "effect_debiased_coverage")
 HELDOUT_STATS = ("heldout_relative_median", "heldout_relative_q1", "heldout_relative_q3")
-SUMMARY_STATS = ("reps", "failed", *MSE_STATS, "mse_fresh_median", "seconds_mean", *EFFECT_STATS, *HELDOUT_STATS)
+SUMMARY_STATS = ("reps", "failed", *MSE_STATS, "mse_fresh_median", "seconds_mean", *EFFECT_STATS, *DEBIASED_STATS,
+                 *HELDOUT_STATS)
 PAIRED_STATS = ("pairs", "median_diff", "wins_a", "wins_b", "ties", "wilcoxon_p", "metric")
 METRIC_LABELS = {"mse": "MSE", "heldout_relative": "held-out residual"}
 
@@ -60,6 +72,11 @@ COLUMN_LABELS = {
     "mse": "MSE", "mse_fresh": "MSE on fresh draws", "effect_estimate": "Effect",
     "effect_ci_lower": "Interval lower end", "effect_ci_upper": "Interval upper end",
     "effect_level": "Interval level", "effect_interval": "Interval (how)", "effect_estimand": "Effect (what)",
+    "effect_plug_in": "Plug-in effect", "effect_plug_in_ci_lower": "Plug-in interval lower end",
+    "effect_plug_in_ci_upper": "Plug-in interval upper end", "effect_debiased": "Debiased effect",
+    "effect_debiased_se": "Debiased effect s.e.", "effect_debiased_ci_lower": "Debiased interval lower end",
+    "effect_debiased_ci_upper": "Debiased interval upper end", "effect_strength": "Identification strength",
+    "effect_weak": "Weakly identified", "effect_truth": "True effect",
     "heldout_relative": "Held-out residual (÷ Var Y)", "heldout_relative_se": "Held-out residual s.e.",
     "seconds": "Seconds", "worker_seconds": "Worker seconds", "rows": "Rows", "status": "Status",
     "error": "Error", "reused": "Reused", "key": "Key",
@@ -69,6 +86,10 @@ COLUMN_LABELS = {
     "seconds_mean": "Seconds per fit, mean", "effect_median": "Effect median", "effect_q1": "Effect q1",
     "effect_q3": "Effect q3", "effect_sd": "Effect sd over seeds",
     "effect_ci_lower_median": "Interval lower end, median", "effect_ci_upper_median": "Interval upper end, median",
+    "effect_plug_in_median": "Plug-in effect median", "effect_debiased_median": "Debiased effect median",
+    "effect_debiased_sd": "Debiased effect sd over seeds", "effect_debiased_se_mean": "Debiased s.e., mean",
+    "effect_weak_share": "Share weakly identified", "effect_truth_mean": "True effect, mean",
+    "effect_plug_in_coverage": "Plug-in interval coverage", "effect_debiased_coverage": "Debiased interval coverage",
     "heldout_relative_median": "Held-out residual median", "heldout_relative_q1": "Held-out residual q1",
     "heldout_relative_q3": "Held-out residual q3",
     # paired.csv
@@ -100,8 +121,17 @@ def cell_columns(fits: pd.DataFrame) -> list[str]:
 
 
 def varying_settings(fits: pd.DataFrame) -> list[str]:
-    """Fit settings with more than one value among the fits."""
-    return [s for s in FIT_SETTINGS if s in fits and fits[s].dropna().astype(str).nunique() > 1]
+    """Fit settings with more than one value among the fits of the methods that use them (None,
+    as in DML-CMR's own f beside f_model="sieve", counts as a value)."""
+    uses = {m: settings_used(m) for m in fits["method"].unique()} if "method" in fits else {}
+    out = []
+    for s in FIT_SETTINGS:
+        if s not in fits:
+            continue
+        used = fits["method"].map(lambda m: s in uses.get(m, ())) if uses else pd.Series(True, index=fits.index)
+        if fits.loc[used, s].map(lambda v: "None" if _missing(v) else str(v)).nunique() > 1:
+            out.append(s)
+    return out
 
 
 def add_arms(fits: pd.DataFrame) -> pd.DataFrame:
@@ -153,8 +183,31 @@ def summary_table(fits: pd.DataFrame) -> pd.DataFrame:
                      "seconds_mean": done["seconds"].astype(float).mean() if len(done) else np.nan,
                      **dict(zip(EFFECT_STATS, (*_stats(effect, ("median", "q1", "q3", "sd")), _median(lower),
                                                _median(upper)))),
+                     **debiased_stats(done),
                      **dict(zip(HELDOUT_STATS, _stats(held, ("median", "q1", "q3"))))})
     return pd.DataFrame(rows, columns=columns)
+
+
+def debiased_stats(done: pd.DataFrame) -> dict:
+    """The plug-in's and the debiased effect's summaries over finished fits; coverage is the share
+    of fits with a known truth and an interval whose interval contains it."""
+    truth = pd.to_numeric(done.get("effect_truth"), errors="coerce") if "effect_truth" in done else None
+
+    def coverage(kind):
+        if truth is None:
+            return np.nan
+        lower, upper = (pd.to_numeric(done.get(f"effect_{kind}_ci_{end}"), errors="coerce") for end in ("lower", "upper"))
+        known = truth.notna() & lower.notna() & upper.notna()
+        return float(((lower <= truth) & (truth <= upper))[known].mean()) if known.any() else np.nan
+
+    weak = _numbers(done, "effect_weak")
+    return {"effect_plug_in_median": _median(_numbers(done, "effect_plug_in")),
+            "effect_debiased_median": _median(_numbers(done, "effect_debiased")),
+            "effect_debiased_sd": _stats(_numbers(done, "effect_debiased"), ("sd",))[0],
+            "effect_debiased_se_mean": float(np.mean(se)) if len(se := _numbers(done, "effect_debiased_se")) else np.nan,
+            "effect_weak_share": float(weak.mean()) if len(weak) else np.nan,
+            "effect_truth_mean": float(np.mean(t)) if len(t := _numbers(done, "effect_truth")) else np.nan,
+            "effect_plug_in_coverage": coverage("plug_in"), "effect_debiased_coverage": coverage("debiased")}
 
 
 def _numbers(frame: pd.DataFrame, column: str) -> np.ndarray:

@@ -1,0 +1,420 @@
+"""Debiased effects: the plug-in plus a one-step correction, whatever f was fitted with.
+
+The effect theta = E[m(W; f)] (:func:`dmlcore.effects.contrast`: the average derivative, the
+average effect of a 0/1 treatment, the proximal average slope) is linear in f. Where a
+representer xi(C) satisfies E[m(W; h)] = E[xi(C) h(X)] for every h in f's model,
+
+    psi_i = m(W_i; f-hat) + xi-hat(C_i) (Y_i - f-hat(X_i)),   theta-hat = mean_i psi_i,
+    se = sd_i(psi_i) / sqrt(n),
+
+is first-order insensitive to the error of f-hat (and of xi-hat): a shrunk f-hat is corrected by
+the representer-weighted residual. Only f-hat's ``predict`` is used, so every method's f is
+corrected the same way (../shared/design/DEBIASED-EFFECTS.md has the derivation).
+
+Representer (sieve minimum distance, Chen and Pouzo 2015): bases b(X) for f and q(C) for xi,
+with M = mean_i m(W_i; b), G = mean_i q(C_i) b(X_i)', Q = mean_i q(C_i) q(C_i)',
+
+    xi(C) = q(C)' gamma,   gamma = Q^-1 G (G' Q^-1 G)^-1 M,
+
+the smallest xi (in mean square) with mean_i xi(C_i) b(X_i) = M. M uses the same contrast
+points and weights as the plug-in. It is cross-fitted: the xi-hat of a row comes from the
+RIESZ_FOLDS - 1 folds without it. f-hat is the method's own full-sample fit (measured against
+a cross-fitted f-hat in docs/coverage.md).
+
+Bases (:data:`LADDER`): additive, as Sieve 2SLS's: a constant, the treatment (linear, or a cubic
+spline), splines in the other inputs drawn given C and in the excluded conditioning columns
+(instruments, treatment proxies), and a linear term or level indicators per covariate; richer
+rungs use splines in continuous covariates and products of the treatment (instruments) with the
+covariates. A rung whose G'Q^-1G is singular (fewer excluded functions than the treatment
+needs: one binary instrument identifies only a slope) is skipped. The rung is chosen without
+the truth by a Lepski rule: the first rung whose estimate is within LEPSKI_Z standard errors of
+the difference (sd_i(psi_i - psi'_i) / sqrt(n)) of every richer rung's.
+
+Weak identification: ``strength`` = n / (mean_i xi-hat(C_i)^2 Var(A | covariates) / D^2), D the
+distance of a binary treatment's two values (1 for a slope), Var(A | covariates) the variance of
+A's residual on the covariates. In the linear model with one instrument it is n times the first
+stage's partial R^2, close to the first-stage F; it falls as the representer explodes.
+Below WEAK_STRENGTH the effect is reported as weakly identified (calibrated in
+docs/coverage.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.sparse import coo_matrix
+from scipy.stats import norm
+
+from dmlcore.data.roles import CausalData
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.sieve import RIDGE_SHARE, _AdditiveBasis, _ColumnBasis, _LinearColumn, _spd_solve, is_categorical
+
+RIESZ_FOLDS = 5
+EFFECT_FOLDS = 2         # refits of the method that cross-fit f-hat (the held-out score's, when it runs)
+MAX_LEVELS = 10          # a covariate with at most this many integer values gets level indicators
+ROWS_PER_FUNCTION = 10   # training rows per function of q(C), at least
+LEPSKI_Z = 2.5           # about the two-sided Bonferroni 5 % point over four comparisons
+WEAK_STRENGTH = 10.0     # below: weakly identified (calibrated on the weak-instrument design)
+PENALTY = 1.0            # lambda * sqrt(n): the representer's spline terms smoothed less as n grows
+SINGULAR = 1e-9          # smallest eigenvalue of G'Q^-1G relative to its largest: not identified
+PREDICT_ROWS = 2 ** 16   # points predicted at once
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One pair of bases: ``treatment_knots`` None is linear in the treatment; ``covariates``
+    "linear" or "spline"; ``interact`` multiplies the treatment (instruments) by the covariates."""
+
+    treatment_knots: int | None
+    excluded_knots: int
+    covariates: str = "linear"
+    interact: bool = False
+
+    def describe(self) -> str:
+        a = "linear in the treatment" if self.treatment_knots is None else \
+            f"a spline in the treatment ({self.treatment_knots} knots)"
+        text = (f"{a}, splines in the excluded variables ({self.excluded_knots} knots), "
+                f"{self.covariates} covariates")
+        return text + (", treatment x covariate products" if self.interact else "")
+
+
+LADDER = (Rung(None, 3), Rung(2, 4), Rung(4, 6), Rung(4, 6, "spline"), Rung(4, 6, "spline", True))
+
+
+# ------------------------------------------------------------------ bases
+def _column(x, name, kind, knots):
+    """One column's basis: "linear", "spline" (``knots`` interior knots) or "levels"."""
+    if kind == "linear":
+        return _LinearColumn.build(x, name)
+    return _ColumnBasis.build(x, name, knots, MAX_LEVELS if kind == "levels" else 0)
+
+
+def _kind(x, default):
+    """A linear term for a two-valued column, level indicators for a categorical one, else ``default``."""
+    levels = np.unique(x)
+    return "linear" if len(levels) <= 2 else "levels" if is_categorical(levels, MAX_LEVELS) else default
+
+
+def build_bases(data: CausalData, rung: Rung) -> tuple[_AdditiveBasis, _AdditiveBasis]:
+    """(b over the input columns, q over the conditioning columns) for ``rung``."""
+    treatment, covariates = data.treatment[0], set(data.covariates)
+    inner = rung.treatment_knots or 0
+
+    def column(name, knots):
+        x = data.table[name].to_numpy(dtype=float)
+        if name == treatment:
+            return _column(x, name, _kind(x, "linear" if rung.treatment_knots is None else "spline"), inner)
+        if name in covariates:
+            return _column(x, name, _kind(x, rung.covariates), rung.excluded_knots)
+        return _column(x, name, _kind(x, "spline"), knots)   # drawn inputs, excluded conditioning columns
+
+    def basis(names, knots, lead):
+        pairs = [(i, j) for i, a in enumerate(names) if a in lead for j, c in enumerate(names)
+                 if c in covariates] if rung.interact else []
+        penalized = {j for j, name in enumerate(names) if name not in covariates}
+        return _AdditiveBasis([column(name, knots) for name in names], pairs, 0, penalized)
+
+    x_names, c_names = data.input_columns, data.conditioning_columns
+    return (basis(x_names, inner, {treatment}),
+            basis(c_names, rung.excluded_knots, {n for n in c_names if n not in covariates}))
+
+
+# ------------------------------------------------------------------ the representer
+def riesz_gamma(qq: np.ndarray, qb: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None,
+                penalty: float = 0.0) -> np.ndarray:
+    """gamma = Q^-1 G (G'Q^-1G + lambda Omega)^-1 M from Q (k x k), G (k x p) and M (p).
+
+    ``omega`` is the P-spline penalty of b (second differences of the spline terms: linear
+    functions are not penalised) and lambda = ``penalty`` * tr(G'Q^-1G) / tr(Omega); 0 is the
+    exact minimum-distance solution. A DMLCoreError when G'Q^-1G is singular (the functional is
+    not identified in these bases)."""
+    qinv_g = _spd_solve(qq, qb)
+    gram = qb.T @ qinv_g
+    eig = np.linalg.eigvalsh((gram + gram.T) / 2)
+    if not np.isfinite(eig).all() or eig[0] <= SINGULAR * max(eig[-1], 1e-300):
+        raise DMLCoreError("G'Q^-1G is singular: the conditioning variables do not move every function "
+                           "of f's basis")
+    if omega is not None and penalty > 0 and np.trace(omega) > 0:
+        gram = gram + penalty * np.trace(gram) / np.trace(omega) * omega
+    return qinv_g @ np.linalg.solve(gram, m)
+
+
+def smoothness(basis) -> np.ndarray:
+    """The P-spline penalty of ``basis`` alone (without the small ridge sieve.py adds for its
+    own solves): zero for linear terms, levels and the constant."""
+    return basis.penalty() - RIDGE_SHARE * np.eye(basis.size)
+
+
+def cross_fitted_xi(bx: np.ndarray, qc: np.ndarray, mb: np.ndarray, fold_of: np.ndarray,
+                    omega: np.ndarray | None = None, penalty: float = 0.0) -> np.ndarray:
+    """xi-hat(C_i) for each row, gamma fitted on the rows of the other folds.
+
+    ``bx`` (n x p) is b at the rows, ``qc`` (n x k) q at the rows, ``mb`` (n x p) the rows'
+    m(W_i; b) (mean over rows: M); ``omega``, ``penalty`` as in :func:`riesz_gamma`."""
+    xi = np.empty(len(bx))
+    for k in np.unique(fold_of):
+        train, held = fold_of != k, fold_of == k
+        n = train.sum()
+        gamma = riesz_gamma(qc[train].T @ qc[train] / n, qc[train].T @ bx[train] / n, mb[train].mean(0),
+                            omega, penalty)
+        xi[held] = qc[held] @ gamma
+    return xi
+
+
+# ------------------------------------------------------------------ the contrast per row
+def per_row(plan, n: int, values=None, basis=None) -> np.ndarray:
+    """m(W_i; .) for each of the ``n`` data rows: ``values`` (one per contrast point), or the
+    functions of ``basis`` (n x p, evaluated a block of points at a time), summed with the
+    contrast's weights over the row's points and multiplied by the number of rows the contrast
+    uses (so that their mean is the contrast). Rows the contrast leaves out are NaN."""
+    weigh = coo_matrix((plan.weights, (plan.rows, np.arange(len(plan.rows)))), shape=(n, len(plan.rows))).tocsc()
+    if basis is None:
+        out = weigh @ np.asarray(values, dtype=float)[:, None]
+    else:
+        points = plan.points[[c.name for c in basis.columns]].to_numpy(dtype=float)
+        out = np.zeros((n, basis.size))
+        for i in range(0, len(points), PREDICT_ROWS):
+            out += weigh[:, i:i + PREDICT_ROWS] @ basis(points[i:i + PREDICT_ROWS])
+    used = np.zeros(n, dtype=bool)
+    used[plan.rows] = True
+    out = np.asarray(out) * used.sum()
+    out[~used] = np.nan
+    return out if basis is not None else out[:, 0]
+
+
+def predict(estimator, frame: pd.DataFrame) -> np.ndarray:
+    """f-hat at the rows of ``frame``, a block at a time."""
+    return np.concatenate([np.asarray(estimator.predict(frame.iloc[i:i + PREDICT_ROWS]), dtype=float).ravel()
+                           for i in range(0, len(frame), PREDICT_ROWS)])
+
+
+# ------------------------------------------------------------------ the effect
+class CrossFitted:
+    """f-hat at every data row and contrast point from a refit that never saw the row.
+
+    ``add(held, estimator)`` takes one fold's held-out rows and the method refitted without
+    them (:func:`dmlcore.heldout.fold_refits`); ``complete`` once every row is covered. ``error``
+    says why the refits failed, when they did; ``wanted`` is the number of refits asked for.
+    """
+
+    def __init__(self, data: CausalData, plan, wanted: int = 2):
+        self.data, self.plan, self.wanted = data, plan, wanted
+        self.f_rows = np.full(len(data.table), np.nan)
+        self.f_points = np.full(len(plan.weights), np.nan)
+        self.folds, self.error = 0, None
+
+    def add(self, held, estimator) -> None:
+        mask = np.zeros(len(self.f_rows), dtype=bool)
+        mask[held] = True
+        self.f_rows[mask] = predict(estimator, self.data.table[self.data.input_columns][mask])
+        at = mask[self.plan.rows]
+        self.f_points[at] = predict(estimator, self.plan.points[self.data.input_columns][at])
+        self.folds += 1
+
+    @property
+    def complete(self) -> bool:
+        return self.folds > 0 and bool(np.isfinite(self.f_rows).all() and np.isfinite(self.f_points).all())
+
+
+def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, seed: int = 0,
+                    folds: int = RIESZ_FOLDS, ladder=LADDER, crossfit: CrossFitted | None = None) -> dict:
+    """The debiased effect of a fitted ``estimator`` (anything with ``predict``) on ``data``.
+
+    ``plan`` is :func:`dmlcore.effects.contrast` (data) with its ``rows``. With a complete
+    ``crossfit``, f-hat at each row comes from the refit that never saw it (the default of
+    ``fit_run``: a full-sample f-hat measured biased, docs/coverage.md); otherwise the
+    estimator's own. Returns the dict of :func:`debias` with ``f_hat`` saying which.
+    """
+    if crossfit is not None and crossfit.complete:
+        out = debias(data, plan, crossfit.f_points, crossfit.f_rows, level=level, seed=seed, folds=folds,
+                     ladder=ladder)
+        out["f_hat"] = f"cross-fitted: {crossfit.folds} refits, each row's f-hat from the refit without it"
+    else:
+        f_points = predict(estimator, plan.points[data.input_columns])
+        f_rows = predict(estimator, data.table[data.input_columns])
+        out = debias(data, plan, f_points, f_rows, level=level, seed=seed, folds=folds, ladder=ladder)
+        why = f" ({crossfit.error})" if crossfit is not None and crossfit.error else ""
+        out["f_hat"] = f"the full-sample fit, not cross-fitted{why}"
+    out["interval"] += f"; f-hat {out['f_hat']}"
+    return out
+
+
+def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, level: float = 0.95,
+           seed: int = 0, folds: int = RIESZ_FOLDS, ladder=LADDER) -> dict:
+    """The debiased effect from f-hat at the contrast's points (``f_points``) and at the data's
+    rows (``f_rows``): these may come from one fit or from cross-fitted ones.
+
+    Returns {"estimate", "std_error", "ci_lower", "ci_upper", "uncorrected" (the mean of m(W; f-hat)
+    for the f-hat corrected), "correction",
+    "strength", "weakly_identified", "basis", "rungs": [{"basis", "estimate", "std_error",
+    "strength"} or {"basis", "skipped"}], "folds", "interval"}. Raises DMLCoreError when no rung
+    identifies the effect or the data cannot take spline bases (images).
+    """
+    if data.image_columns:
+        raise DMLCoreError(f"its representer is built from spline bases of f's inputs and of the conditioning "
+                           f"columns, which cannot take the {len(data.image_columns):,} image pixel columns")
+    n = len(data.table)
+    if n < 20 * folds:
+        raise DMLCoreError(f"cross-fitting its representer over {folds} folds needs at least {20 * folds} rows; "
+                           f"the data has {n}")
+    y = data.table[data.outcome].to_numpy(dtype=float)
+    m_f = per_row(plan, n, f_points)
+    used = np.isfinite(m_f)
+    residual = y - np.asarray(f_rows, dtype=float)
+    fold_of = np.random.default_rng([seed, 43]).permutation(n) % folds
+    scale = treatment_scale(data, plan.treatment)
+    results, seen = [], set()
+    for rung in ladder:
+        b, q = build_bases(data, rung)
+        sizes = (b.describe(), b.size, q.describe(), q.size)
+        if sizes in seen:
+            continue
+        seen.add(sizes)
+        entry = {"basis": rung.describe(), "functions": [int(b.size), int(q.size)]}
+        if q.size * ROWS_PER_FUNCTION > n * (folds - 1) / folds:
+            results.append({**entry, "skipped": f"{q.size} functions of C need more rows"})
+            continue
+        mb = per_row(plan, n, basis=b)
+        mb[~used] = 0.0
+        names_x, names_c = [c.name for c in b.columns], [c.name for c in q.columns]
+        try:
+            xi = cross_fitted_xi(b(data.table[names_x].to_numpy(dtype=float)),
+                                 q(data.table[names_c].to_numpy(dtype=float)), _rescaled(mb, used), fold_of,
+                                 smoothness(b), PENALTY / np.sqrt(n))
+        except DMLCoreError as exc:
+            results.append({**entry, "skipped": str(exc)})
+            continue
+        psi = np.where(used, m_f, 0.0) * n / used.sum() + xi * residual
+        results.append({**entry, "psi": psi, "estimate": float(psi.mean()),
+                        "std_error": float(psi.std(ddof=1) / np.sqrt(n)),
+                        "strength": float(n / max(np.mean(xi ** 2) * scale, 1e-300))})
+    fitted = [r for r in results if "psi" in r]
+    if not fitted:
+        why = "; ".join(f"{r['basis']}: {r['skipped']}" for r in results)
+        raise DMLCoreError(f"no basis identifies it ({why})")
+    chosen = lepski(fitted, n)
+    z = float(norm.ppf(0.5 + level / 2))
+    plug = float(np.mean(m_f[used]))
+    est, se = chosen["estimate"], chosen["std_error"]
+    weak = not (np.isfinite(se) and chosen["strength"] >= WEAK_STRENGTH)
+    return {"estimate": est, "std_error": se, "ci_lower": est - z * se, "ci_upper": est + z * se,
+            "uncorrected": plug, "correction": est - plug, "strength": chosen["strength"], "weakly_identified": weak,
+            "basis": chosen["basis"], "folds": folds,
+            "rungs": [{k: v for k, v in r.items() if k != "psi"} for r in results],
+            "interval": (f"debiased: plug-in + mean of xi-hat(C) (Y - f-hat(X)), xi-hat the Riesz representer by "
+                         f"sieve minimum distance ({chosen['basis']}), cross-fitted over {folds} folds; "
+                         f"estimate -/+ {z:.2f} x sd(score)/sqrt(n)")}
+
+
+def _rescaled(mb: np.ndarray, used: np.ndarray) -> np.ndarray:
+    """m(W_i; b) with the rows the contrast leaves out at 0 and the others scaled up, so that
+    the mean over any fold's rows estimates M."""
+    return mb * len(used) / used.sum()
+
+
+def treatment_scale(data: CausalData, treatment: str) -> float:
+    """Var(A | covariates) / D^2: the variance of the treatment left after a linear regression on
+    the covariates (as in the first-stage F), D the distance of a binary treatment's two values
+    (1 for a slope)."""
+    a = data.table[treatment].to_numpy(dtype=float)
+    values = np.unique(a)
+    unit = float(values[-1] - values[0]) if len(values) == 2 else 1.0
+    design = np.column_stack([np.ones(len(a)), data.table[data.covariates].to_numpy(dtype=float)])
+    residual = a - design @ np.linalg.lstsq(design, a, rcond=None)[0]
+    return float(np.var(residual)) / unit ** 2
+
+
+def lepski(fitted: list[dict], n: int) -> dict:
+    """The first rung whose estimate agrees with every richer one's within LEPSKI_Z standard
+    errors of their difference; the richest when none does."""
+    for j, rung in enumerate(fitted):
+        if all(abs(rung["estimate"] - other["estimate"])
+               <= LEPSKI_Z * np.std(rung["psi"] - other["psi"], ddof=1) / np.sqrt(n) for other in fitted[j + 1:]):
+            return rung
+    return fitted[-1]
+
+
+# ------------------------------------------------------------------ the run record
+def check_effect_folds(folds) -> int:
+    """``folds`` as 0 (no cross-fitting of f-hat) or an int of at least 2; a DMLCoreError otherwise."""
+    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds == 1 or folds < 0:
+        raise DMLCoreError(f"The debiased effect cross-fits f-hat over at least 2 refits ({EFFECT_FOLDS} is the "
+                           f"default; 0 corrects the full-sample fit, measured biased); got {folds!r}.")
+    return int(folds)
+
+
+
+def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float = 0.95,
+                 crossfit: CrossFitted | None = None) -> dict:
+    """``effect`` (the record of :func:`dmlcore.effects.effect_record`) with the debiased effect.
+
+    The plug-in's numbers move to ``effect["plug_in"]``; ``effect["debiased"]`` is
+    :func:`debias`'s dict, also an entry of ``intervals``, and becomes the headline estimate and
+    interval, except for 2SLS (its coefficient stays, named for what it is) and for the
+    regression that ignores C (not corrected: the correction would make it an IV estimate).
+    Weakly identified: the headline interval is None and ``interval`` says so in words. When the
+    debiased effect cannot be computed, ``debiased`` is None and ``debiased_error`` says why.
+    ``crossfit`` holds the refits' f-hat (:class:`CrossFitted`).
+    """
+    from dmlcore.estimators.regression import OutcomeRegression
+    from dmlcore.estimators.tsls import TwoStageLeastSquares
+
+    effect["plug_in"] = {k: effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "interval")}
+    effect["debiased"], effect["weakly_identified"] = None, None
+    if isinstance(estimator, OutcomeRegression):
+        effect["debiased_error"] = ("not computed: this regression ignores C by design (it is the confounded "
+                                    "baseline), and the correction would turn it into an IV estimate")
+        return effect
+    try:
+        result = debiased_effect(estimator, data, plan, level=level, crossfit=crossfit)
+    except DMLCoreError as exc:
+        effect["debiased_error"] = f"no debiased effect: {exc}."
+        return effect
+    weak = result["weakly_identified"]
+    effect.update(debiased=result, weakly_identified=weak)
+    effect["intervals"].append({"interval": result["interval"], "ci_lower": result["ci_lower"],
+                                "ci_upper": result["ci_upper"], "estimate": result["estimate"],
+                                "estimand": plan.estimand, "source": "debiased", "weakly_identified": weak})
+    if weak:
+        effect["warning"] = weak_text(result)
+    if isinstance(estimator, TwoStageLeastSquares):
+        effect["estimand"] = tsls_estimand(plan, data)
+        return effect
+    effect.update(estimate=result["estimate"], ci_lower=result["ci_lower"], ci_upper=result["ci_upper"],
+                  interval=result["interval"])
+    if weak:
+        effect.update(ci_lower=None, ci_upper=None, interval=f"weakly identified: {weak_text(result)}")
+    return effect
+
+
+def weak_text(result: dict) -> str:
+    """The weak-identification warning in words."""
+    return (f"the effect is weakly identified here (strength {result['strength']:.3g}, below {WEAK_STRENGTH:g}: "
+            f"the instruments barely move the treatment in the directions f needs), so no confident interval is "
+            f"given; the debiased estimate {result['estimate']:.4g} has standard error {result['std_error']:.3g}")
+
+
+def tsls_estimand(plan, data: CausalData) -> str:
+    """What 2SLS's coefficient estimates, in words."""
+    a = plan.treatment
+    values = np.unique(data.table[a].to_numpy(dtype=float))
+    if len(values) == 2:
+        return (f"2SLS coefficient of {a} (times {values[-1] - values[0]:g}): a weighted average of the effect of "
+                f"{a} over the rows, weights set by the first stage; it equals the average effect only when the "
+                f"effect is the same for every row")
+    return (f"2SLS slope of {a}: a first-stage-weighted average of the derivative of f in {a}, per unit of {a}; "
+            f"it equals the average derivative only when f is linear in {a}")
+
+
+def score_effect(effect: dict, truth, plan) -> None:
+    """Add the true effect (``truth``, the design's GroundTruth, at the contrast ``plan``) and
+    whether each interval (headline, plug-in, debiased and every entry of ``intervals``) contains it."""
+    value = truth.effect(plan.points, plan.weights)
+    if value is None:
+        return
+    effect["truth"] = value
+    for part in (effect, effect.get("plug_in"), effect.get("debiased"), *effect.get("intervals", [])):
+        if part and part.get("ci_lower") is not None and part.get("ci_upper") is not None:
+            part["covered"] = bool(part["ci_lower"] <= value <= part["ci_upper"])

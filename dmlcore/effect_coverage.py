@@ -1,0 +1,109 @@
+"""Measured coverage of the effect intervals: from per-seed study rows to the tables shown.
+
+``bench/effect_coverage.py`` runs the coverage study (dmlcore.studies) and writes one row per
+fit to ``bench/results/coverage/``; :func:`summarize` turns those rows into one line per design,
+method and interval kind (the plug-in's own interval, the debiased one); :func:`markdown` is the
+table of docs/coverage.md and :data:`SHIPPED` the copy the Results page reads
+(:func:`measured_coverage`), so no page quotes a coverage by hand.
+
+Columns: ``seeds`` (fits with an interval), ``coverage`` and its binomial standard error, the
+mean ``width``, ``sd`` (the estimates' spread over seeds), ``width_ratio`` = width / (2 z sd)
+(1: the width the spread needs), ``bias`` (mean estimate minus the truth), ``weak_share`` (fits
+reported weakly identified: they print no interval; their intervals are still counted here,
+and ``coverage_strong`` is the coverage of the others).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from dmlcore.debiased import WEAK_STRENGTH
+
+SHIPPED = Path(__file__).resolve().parent / "data" / "files" / "effect-coverage.csv"
+DESIGN_TITLES = {"linear": "linear", "weak": "weak instrument", "demand-iv": "demand-iv (authors')",
+                 "demand-pcl": "demand-pcl (average slope)", "nonlinear-iv": "nonlinear first stage and f",
+                 "hetero-iv": "heteroscedastic noise"}
+KINDS = {"plug_in": "plug-in's own", "debiased": "debiased"}
+COLUMNS = ("design", "arm", "kind", "seeds", "coverage", "coverage_se", "width", "sd", "width_ratio", "bias",
+           "weak_share", "coverage_strong")
+
+
+def arm_of(method: str, learner, f_model) -> str:
+    """A fit's arm as the tables name it: "2sls", "dml-cmr gb boosted f", "dml-cmr gb spline f", ..."""
+    if method in ("2sls", "sieve-2sls"):
+        return method
+    return f"{method} {learner} {'spline f' if f_model == 'sieve' else 'own f'}"
+
+
+def summarize(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """One line per design, arm and interval kind from the study's per-fit rows (module notes)."""
+    z = float(norm.ppf(0.5 + level / 2))
+    done = rows[rows["status"] == "done"].copy()
+    done["arm"] = [arm_of(m, lr, fm) for m, lr, fm in zip(done["method"], done["learner"], done["f_model"])]
+    out = []
+    for (design, arm), group in done.groupby(["design", "arm"], sort=False):
+        truth = pd.to_numeric(group["effect_truth"], errors="coerce")
+        strength = pd.to_numeric(group["effect_strength"], errors="coerce")
+        weak = ~(strength >= WEAK_STRENGTH)
+        for kind, (estimate, lower, upper) in {
+                "plug_in": ("effect_plug_in", "effect_plug_in_ci_lower", "effect_plug_in_ci_upper"),
+                "debiased": ("effect_debiased", "effect_debiased_ci_lower", "effect_debiased_ci_upper")}.items():
+            est, lo, hi = (pd.to_numeric(group[c], errors="coerce") for c in (estimate, lower, upper))
+            has = lo.notna() & hi.notna() & truth.notna()
+            if not has.any():
+                continue
+            inside = ((lo <= truth) & (truth <= hi))[has]
+            sd = float(est[has].std(ddof=1))
+            width = float((hi - lo)[has].mean())
+            strong = has & ~weak if kind == "debiased" else has
+            out.append({"design": design, "arm": arm, "kind": kind, "seeds": int(has.sum()),
+                        "coverage": float(inside.mean()),
+                        "coverage_se": float(np.sqrt(inside.mean() * (1 - inside.mean()) / has.sum())),
+                        "width": width, "sd": sd, "width_ratio": width / (2 * z * sd) if sd > 0 else np.nan,
+                        "bias": float((est - truth)[has].mean()),
+                        "weak_share": float(weak[has].mean()) if kind == "debiased" else np.nan,
+                        "coverage_strong": (float(((lo <= truth) & (truth <= hi))[strong].mean())
+                                            if strong.any() else np.nan)})
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """The summary as a Markdown table (docs/coverage.md)."""
+    lines = ["| design | method | interval | seeds | coverage | width | sd of estimates | width / (2·1.96·sd) "
+             "| bias | weakly identified | coverage when not |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in table.itertuples():
+        weak = "" if np.isnan(row.weak_share) else f"{row.weak_share:.0%}"
+        strong = "" if np.isnan(row.coverage_strong) or row.kind != "debiased" else f"{row.coverage_strong:.3f}"
+        lines.append(f"| {DESIGN_TITLES.get(row.design, row.design)} | {row.arm} | {KINDS[row.kind]} | {row.seeds} | "
+                     f"{row.coverage:.3f} ± {row.coverage_se:.3f} | {row.width:.3g} | {row.sd:.3g} | "
+                     f"{row.width_ratio:.2f} | {row.bias:+.3g} | {weak} | {strong} |")
+    return "\n".join(lines)
+
+
+def measured_coverage(path: Path = SHIPPED) -> pd.DataFrame:
+    """The shipped summary (empty when it is missing)."""
+    return pd.read_csv(path) if Path(path).exists() else pd.DataFrame(columns=COLUMNS)
+
+
+def coverage_note(record: dict, table: pd.DataFrame | None = None) -> str | None:
+    """A run's measured coverage: its arm's coverage of the headline interval's kind on each
+    design ("linear 0.95 · weak 0.81 · ... (40+ seeds each)"), or None when that interval was
+    not measured (another learner, say)."""
+    table = measured_coverage() if table is None else table
+    config = record.get("config") or {}
+    method = record.get("method")
+    effect = record.get("effect") or {}
+    if not method or effect.get("estimate") is None or table.empty:
+        return None
+    kind = "debiased" if effect.get("debiased") and effect["estimate"] == effect["debiased"]["estimate"] else "plug_in"
+    part = table[(table["arm"] == arm_of(method, config.get("learner"), config.get("f_model")))
+                 & (table["kind"] == kind)]
+    if part.empty:
+        return None
+    shown = " · ".join(f"{r.design} {r.coverage:.2f}" for r in part.itertuples())
+    return f"{shown} ({int(part['seeds'].min())}+ seeds each)"

@@ -1,0 +1,194 @@
+"""Tests of dmlcore.debiased: the representer, the correction, weak identification, bad input,
+and the debiased effect in run records and on the command line."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dmlcore import debiased
+from dmlcore.data.registry import load_dataset
+from dmlcore.data.roles import CausalData
+from dmlcore.debiased import LADDER, Rung, build_bases, debias, per_row, riesz_gamma
+from dmlcore.effects import contrast, effect_record
+from dmlcore.estimators.tsls import TwoStageLeastSquares
+from dmlcore.runs import fit_run
+
+from test_cli import run_main
+from test_effects import Known
+
+
+def gaussian_iv(n, strength=1.0, seed=0):
+    """y = 2a + 1.5u + e, a = strength * z + u: (a, z) jointly normal, no covariates."""
+    rng = np.random.default_rng(seed)
+    z, u = rng.normal(size=n), rng.normal(size=n)
+    a = strength * z + u
+    table = pd.DataFrame({"y": 2 * a + 1.5 * u + rng.normal(size=n), "a": a, "z": z})
+    return CausalData(table, "iv", "y", treatment="a", instrument="z")
+
+
+def full_sample(data, rung, penalty=0.0):
+    """Bases of ``rung`` at the rows and the rows' m(W; b), and gamma fitted on all rows."""
+    b, q = build_bases(data, rung)
+    plan = contrast(data)
+    bx = b(data.table[data.input_columns].to_numpy(dtype=float))
+    qc = q(data.table[data.conditioning_columns].to_numpy(dtype=float))
+    mb = per_row(plan, len(data.table), basis=b)
+    n = len(bx)
+    return bx, qc, plan, riesz_gamma(qc.T @ qc / n, qc.T @ bx / n, mb.mean(0), debiased.smoothness(b), penalty)
+
+
+def test_representer_matches_the_hand_derived_one_on_a_gaussian_design():
+    # With (a, z) jointly normal and a = pi z + u, Stein's lemma gives E[h'(a)] = E[h(a) z] / pi for
+    # every h: the representer of the average derivative is xi(z) = z / pi, here 2z, and it lies in
+    # the span of a spline in z, so the minimum-distance xi-hat must find it.
+    # Without the penalty, the spline rung's nonlinear directions (barely moved by z) make it erratic.
+    data = gaussian_iv(20_000, strength=0.5)
+    z = data.table["z"].to_numpy()
+    inner = np.abs(z) < 2
+    for rung, penalty in ((Rung(None, 3), 0.0), (Rung(4, 6), debiased.PENALTY / np.sqrt(len(z)))):
+        _, qc, _, gamma = full_sample(data, rung, penalty)
+        assert np.max(np.abs(qc[inner] @ gamma - 2 * z[inner])) < 0.3
+        assert np.mean((qc @ gamma - 2 * z) ** 2) < 0.02 * np.mean((2 * z) ** 2)
+    _, qc, _, gamma = full_sample(data, Rung(4, 6), 0.0)
+    assert np.mean((qc @ gamma - 2 * z) ** 2) > 0.1 * np.mean((2 * z) ** 2)
+
+
+def test_debiased_equals_the_plug_in_for_sieve_2sls_with_the_same_bases():
+    # f-hat = b'theta from unpenalised sieve 2SLS on the same bases b, q: its residual is orthogonal to
+    # Q^-1 G, so the correction mean xi-hat(C)(Y - f-hat(X)) is exactly 0 (the design note's identity).
+    loaded = load_dataset("nonlinear-iv", n=1500, seed=3)
+    data, rung = loaded.data, Rung(4, 6)
+    bx, qc, plan, gamma = full_sample(data, rung)
+    y = data.table["y"].to_numpy()
+    n = len(y)
+    gram_q, cross = qc.T @ qc / n, qc.T @ bx / n
+    weights = np.linalg.solve(gram_q, cross)
+    theta = np.linalg.solve(cross.T @ weights, weights.T @ (qc.T @ y / n))
+    correction = np.mean(qc @ gamma * (y - bx @ theta))
+    plug = float(per_row(plan, n, basis=build_bases(data, rung)[0]).mean(0) @ theta)
+    assert abs(correction) < 1e-8 * max(1.0, abs(plug))
+    assert abs(plug - loaded.truth.effect(plan.points, plan.weights)) < 0.3   # and it is near the truth
+
+
+def test_a_shrunk_f_is_corrected_to_the_truth():
+    loaded = load_dataset("linear-iv", n=3000, seed=4)
+    data, truth = loaded.data, loaded.truth
+    shrunk = Known(lambda X: 0.5 * truth.structural(X), ["a", "x1", "x2"])
+    plan = contrast(data)
+    result = debiased.debiased_effect(shrunk, data, plan)
+    assert result["uncorrected"] == pytest.approx(1.0)                 # half the true slope 2
+    assert result["correction"] == pytest.approx(1.0, abs=3 * result["std_error"])
+    assert result["ci_lower"] < 2.0 < result["ci_upper"] and not result["weakly_identified"]
+
+
+def test_weak_identification_is_said_in_words():
+    weak, strong = gaussian_iv(2000, strength=0.02, seed=1), gaussian_iv(2000, strength=1.0, seed=1)
+    model = Known(lambda X: 2 * X["a"], ["a"])
+    record = effect_record(model, weak)
+    assert record["weakly_identified"] and record["debiased"]["strength"] < debiased.WEAK_STRENGTH
+    assert record["ci_lower"] is None and record["interval"].startswith("weakly identified")
+    assert "weakly identified" in record["warning"] and record["debiased"]["ci_lower"] is not None
+    tsls = effect_record(TwoStageLeastSquares().fit(weak), weak)
+    assert tsls["weakly_identified"] and "weakly identified" in tsls["warning"]
+    sure = effect_record(model, strong)
+    assert not sure["weakly_identified"] and sure["ci_lower"] < 2 < sure["ci_upper"] and "warning" not in sure
+
+
+def test_record_keeps_the_plug_in_beside_the_debiased_effect():
+    data = load_dataset("linear-iv", n=800, seed=2).data
+    model = Known(lambda X: 0.5 * (2 * X["a"] + X["x1"] - X["x2"]), ["a", "x1", "x2"])
+    record = effect_record(model, data)
+    assert record["plug_in"]["estimate"] == pytest.approx(1.0) and record["plug_in"]["ci_lower"] is None
+    assert record["estimate"] == record["debiased"]["estimate"] != record["plug_in"]["estimate"]
+    assert record["interval"].startswith("debiased") and record["intervals"][-1]["source"] == "debiased"
+    tsls = effect_record(TwoStageLeastSquares().fit(data), data)
+    assert tsls["interval"].startswith("2SLS") and "first-stage-weighted average" in tsls["estimand"]
+    assert tsls["intervals"][-1]["estimand"].startswith("average derivative")
+
+
+def test_results_table_says_weakly_identified_and_shows_the_plug_in():
+    from dashboard.results import ResultItem, effects_table
+
+    weak, strong = gaussian_iv(2000, strength=0.02, seed=1), gaussian_iv(2000, strength=1.0, seed=1)
+    shrunk = Known(lambda X: X["a"], ["a"])
+    items = [ResultItem("w", "weak", {"method": "naive", "effect": effect_record(shrunk, weak)}),
+             ResultItem("s", "strong", {"method": "naive", "effect": effect_record(shrunk, strong)}),
+             ResultItem("t", "2SLS", {"method": "2sls", "effect": effect_record(TwoStageLeastSquares().fit(strong),
+                                                                                strong)})]
+    table = effects_table(items).set_index("run")
+    assert table.loc["weak", "95% interval"] == "weakly identified: no confident interval"
+    assert table.loc["strong", "kind"] == "debiased" and table.loc["strong", "plug-in"].startswith("1")
+    assert table.loc["2SLS", "kind"].startswith("2SLS s.e.")
+    assert table.loc["2SLS: debiased average derivative", "kind"] == "debiased"
+
+
+def test_the_truth_scores_the_effect_in_a_run_record():
+    loaded = load_dataset("linear-iv", n=600, seed=0)
+    effect = fit_run(loaded.data, "2sls", truth=loaded.truth, heldout_folds=0).record["effect"]
+    assert effect["truth"] == pytest.approx(2.0)
+    assert effect["covered"] == (effect["ci_lower"] <= 2.0 <= effect["ci_upper"])
+    assert effect["debiased"]["covered"] == (effect["debiased"]["ci_lower"] <= 2.0 <= effect["debiased"]["ci_upper"])
+
+
+def test_one_binary_instrument_identifies_only_a_slope():
+    rng = np.random.default_rng(0)
+    n = 1500
+    z, u = rng.integers(0, 2, n).astype(float), rng.normal(size=n)
+    a = 2 * z + u
+    data = CausalData(pd.DataFrame({"y": a + u + rng.normal(size=n), "a": a, "z": z}), "iv", "y",
+                      treatment="a", instrument="z")
+    result = debiased.debiased_effect(Known(lambda X: X["a"], ["a"]), data, contrast(data))
+    assert result["basis"].startswith("linear in the treatment")
+    assert all("singular" in r["skipped"] for r in result["rungs"][1:])
+
+
+# ------------------------------------------------------------------ bad input
+def test_image_inputs_give_one_line_and_keep_the_plug_in():
+    loaded = load_dataset("digits-iv", n=200, seed=0)
+    data = loaded.data
+    model = Known(lambda X: -2.0 * X["price"], ["price"])
+    record = effect_record(model, data)
+    assert record["debiased"] is None and record["estimate"] == pytest.approx(-2.0)
+    assert record["debiased_error"].startswith("no debiased effect:") and "image pixel" in record["debiased_error"]
+    assert "\n" not in record["debiased_error"]
+
+
+def test_a_basis_that_identifies_nothing_gives_one_line(monkeypatch):
+    data = gaussian_iv(600)
+    monkeypatch.setattr(debiased, "SINGULAR", 2.0)             # every G'Q^-1G counts as singular
+    record = effect_record(Known(lambda X: 2 * X["a"], ["a"]), data)
+    assert record["debiased"] is None and "no basis identifies it" in record["debiased_error"]
+    assert record["estimate"] == pytest.approx(2.0)            # the plug-in stays, with its line
+
+
+def test_too_few_rows_for_cross_fitting():
+    data = gaussian_iv(60)
+    with pytest.raises(debiased.DMLCoreError, match="needs at least 100 rows"):
+        debias(data, contrast(data), np.zeros(120), np.zeros(60))
+
+
+def test_cli_prints_debiased_and_plug_in_and_exits_0(capsys, tmp_path):
+    code, out, err = run_main(capsys, "fit", "--dataset", "linear-iv", "--n", "400", "--method", "sieve-2sls")
+    assert code == 0, err
+    assert "debiased" in out and "plug-in=" in out
+
+
+def test_ladder_is_ordered_from_plain_to_rich():
+    sizes = [sum(build_bases(load_dataset("demand-iv", n=400, seed=0).data, rung)[0].size for _ in [0])
+             for rung in LADDER]
+    assert sizes == sorted(sizes)
+
+
+def test_per_row_contrast_averages_to_the_plug_in_also_for_a_row_subset(monkeypatch):
+    from dmlcore import effects
+
+    monkeypatch.setattr(effects, "PCL_ROWS", 150)                # the proximal slope over a subset of rows
+    data = load_dataset("demand-pcl", n=400, seed=0).data
+    plan = contrast(data)
+    values = np.sin(plan.points["price"].to_numpy()) * plan.points["views"].to_numpy()
+    m = per_row(plan, 400, values)
+    assert np.isfinite(m).sum() == 150
+    assert np.nanmean(m) == pytest.approx(plan.weights @ values)
+    b = build_bases(data, Rung(2, 4))[0]
+    assert np.nanmean(per_row(plan, 400, basis=b), axis=0) == pytest.approx(
+        plan.weights @ b(plan.points[[c.name for c in b.columns]].to_numpy()))
