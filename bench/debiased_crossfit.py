@@ -22,7 +22,7 @@ import pandas as pd
 from dmlcore.data.registry import load_dataset
 from dmlcore.debiased import debias, predict
 from dmlcore.effects import contrast
-from dmlcore.runs import fit_estimator, make_estimator
+from dmlcore.estimators import make_estimator
 
 
 def one(design: str, seed: int, args) -> dict:
@@ -31,7 +31,7 @@ def one(design: str, seed: int, args) -> dict:
     truth = loaded.truth.effect(plan.points, plan.weights)
     kwargs = dict(learner=args.learner, folds=args.folds)
     start = time.perf_counter()
-    full = fit_estimator(make_estimator(args.method, seed=seed, **kwargs), args.method, data)
+    full = make_estimator(args.method, seed=seed, **kwargs).fit(data)
     points, rows = plan.points[data.input_columns], data.table[data.input_columns]
     whole = debias(data, plan, predict(full, points), predict(full, rows), seed=seed)
     n = len(data.table)
@@ -39,8 +39,7 @@ def one(design: str, seed: int, args) -> dict:
     f_points, f_rows = np.empty(len(points)), np.empty(n)
     for k in range(args.crossfit):
         held = fold_of == k
-        est = fit_estimator(make_estimator(args.method, seed=seed, **kwargs), args.method,
-                            data.subset(np.flatnonzero(~held)))
+        est = make_estimator(args.method, seed=seed, **kwargs).fit(data.subset(np.flatnonzero(~held)))
         f_rows[held] = predict(est, rows[held])
         at = held[plan.rows]
         f_points[at] = predict(est, points[at])

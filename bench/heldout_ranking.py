@@ -32,7 +32,7 @@ from scipy.stats import spearmanr
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.runs import fit_run
-from dmlcore.studies.executors import get_executor
+from dmlcore.executors import get_executor
 
 METHODS = ("2sls", "sieve-2sls", "dml-cmr", "ce-dml-cmr", "naive", "regression")
 DESIGNS = {"demand-iv": ("demand-iv", {}), "linear": ("linear-iv", {"iv_strength": 1.0}),

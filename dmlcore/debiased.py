@@ -49,7 +49,8 @@ from scipy.stats import norm
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.sieve import RIDGE_SHARE, _AdditiveBasis, _ColumnBasis, _LinearColumn, _spd_solve, is_categorical
+from dmlcore.estimators import OutcomeRegression, TwoStageLeastSquares
+from dmlcore.estimators.splines import RIDGE_SHARE, AdditiveBasis, ColumnBasis, LinearColumn, is_categorical, spd_solve
 
 RIESZ_FOLDS = 5
 EFFECT_FOLDS = 2         # refits of the method that cross-fit f-hat (the held-out score's, when it runs)
@@ -87,8 +88,8 @@ LADDER = (Rung(None, 3), Rung(2, 4), Rung(4, 6), Rung(4, 6, "spline"), Rung(4, 6
 def _column(x, name, kind, knots):
     """One column's basis: "linear", "spline" (``knots`` interior knots) or "levels"."""
     if kind == "linear":
-        return _LinearColumn.build(x, name)
-    return _ColumnBasis.build(x, name, knots, MAX_LEVELS if kind == "levels" else 0)
+        return LinearColumn.build(x, name)
+    return ColumnBasis.build(x, name, knots, MAX_LEVELS if kind == "levels" else 0)
 
 
 def _kind(x, default):
@@ -97,7 +98,7 @@ def _kind(x, default):
     return "linear" if len(levels) <= 2 else "levels" if is_categorical(levels, MAX_LEVELS) else default
 
 
-def build_bases(data: CausalData, rung: Rung) -> tuple[_AdditiveBasis, _AdditiveBasis]:
+def build_bases(data: CausalData, rung: Rung) -> tuple[AdditiveBasis, AdditiveBasis]:
     """(b over the input columns, q over the conditioning columns) for ``rung``."""
     treatment, covariates = data.treatment[0], set(data.covariates)
     inner = rung.treatment_knots or 0
@@ -114,7 +115,7 @@ def build_bases(data: CausalData, rung: Rung) -> tuple[_AdditiveBasis, _Additive
         pairs = [(i, j) for i, a in enumerate(names) if a in lead for j, c in enumerate(names)
                  if c in covariates] if rung.interact else []
         penalized = {j for j, name in enumerate(names) if name not in covariates}
-        return _AdditiveBasis([column(name, knots) for name in names], pairs, 0, penalized)
+        return AdditiveBasis([column(name, knots) for name in names], pairs, 0, penalized)
 
     x_names, c_names = data.input_columns, data.conditioning_columns
     return (basis(x_names, inner, {treatment}),
@@ -130,7 +131,7 @@ def riesz_gamma(qq: np.ndarray, qb: np.ndarray, m: np.ndarray, omega: np.ndarray
     functions are not penalised) and lambda = ``penalty`` * tr(G'Q^-1G) / tr(Omega); 0 is the
     exact minimum-distance solution. A DMLCoreError when G'Q^-1G is singular (the functional is
     not identified in these bases)."""
-    qinv_g = _spd_solve(qq, qb)
+    qinv_g = spd_solve(qq, qb)
     gram = qb.T @ qinv_g
     eig = np.linalg.eigvalsh((gram + gram.T) / 2)
     if not np.isfinite(eig).all() or eig[0] <= SINGULAR * max(eig[-1], 1e-300):
@@ -358,9 +359,6 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     debiased effect cannot be computed, ``debiased`` is None and ``debiased_error`` says why.
     ``crossfit`` holds the refits' f-hat (:class:`CrossFitted`).
     """
-    from dmlcore.estimators.regression import OutcomeRegression
-    from dmlcore.estimators.tsls import TwoStageLeastSquares
-
     effect["plug_in"] = {k: effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "interval")}
     effect["debiased"], effect["weakly_identified"] = None, None
     if isinstance(estimator, OutcomeRegression):

@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from dmlcore.effect_coverage import markdown, summarize
+
 from .registry import block, derived_file, family
 from .tables import title
 from .words import num
@@ -211,7 +213,6 @@ def debiased_rows(rows) -> pd.DataFrame:
 @block("effect-coverage:debiased")
 def debiased_table(rows) -> str:
     """The debiased and plug-in intervals' coverage per design and method (dmlcore.effect_coverage)."""
-    from dmlcore.effect_coverage import markdown, summarize
     return markdown(summarize(debiased_rows(rows)))
 
 
@@ -227,7 +228,6 @@ def debiased_seeds(rows) -> str:
 @derived_file("dmlcore/data/files/effect-coverage.csv")
 def shipped_coverage(rows) -> str:
     """The summary the Results page reads (dmlcore.effect_coverage.measured_coverage)."""
-    from dmlcore.effect_coverage import summarize
     return summarize(debiased_rows(rows)).to_csv(index=False)
 
 

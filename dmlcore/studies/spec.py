@@ -65,7 +65,8 @@ MAX_FITS = 1_000_000     # never expanded
 # What a configuration computes, not the package's version: bump it only when a change (a default, an
 # algorithm) alters the fits of stored configurations, so that a store no longer reuses them. "0.2.0" is
 # the package version the keys hashed before they stopped doing so: stores made then keep their fits.
-FIT_KEY_VERSION = "0.2.0"
+# "0.3.0": every fit's effect became the debiased one (dmlcore.debiased), with two more refits.
+FIT_KEY_VERSION = "0.3.0"
 
 
 def settings_used(method: str) -> frozenset[str]:

@@ -40,6 +40,7 @@ import pandas as pd
 from scipy.stats import wilcoxon
 
 from dmlcore.data.registry import OPTION_LABELS
+from dmlcore.estimators import METHODS
 from dmlcore.studies.spec import FIT_SETTINGS, settings_used
 
 EFFECT_FIELDS = ("estimate", "ci_lower", "ci_upper", "level", "interval", "estimand")
@@ -123,7 +124,8 @@ def cell_columns(fits: pd.DataFrame) -> list[str]:
 def varying_settings(fits: pd.DataFrame) -> list[str]:
     """Fit settings with more than one value among the fits of the methods that use them (None,
     as in DML-CMR's own f beside f_model="sieve", counts as a value)."""
-    uses = {m: settings_used(m) for m in fits["method"].unique()} if "method" in fits else {}
+    uses = {m: settings_used(m) if m in METHODS else frozenset(FIT_SETTINGS)
+            for m in fits["method"].unique()} if "method" in fits else {}
     out = []
     for s in FIT_SETTINGS:
         if s not in fits:
