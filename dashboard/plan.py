@@ -135,8 +135,9 @@ F_MODEL_HELP = ("The second stage f of DML-CMR, CE-DML-CMR and the naive plug-in
                 "network, boosted trees or a linear model, as the nuisance learner. Spline basis (sieve): f "
                 "is a penalised B-spline (tensor-product; with many covariates, a spline in the treatment plus a "
                 "term per covariate) fitted in closed form, with sandwich standard errors "
-                "that give pointwise 95 % confidence bands (on demand-iv's raw-noise design they covered about "
-                "86 % of the truth, not 95 %: see docs/coverage.md). Tabular inputs only.")
+                "that give pointwise 95 % confidence bands; their coverage was measured by simulation and falls "
+                "short where f-hat is biased (Results quotes the measured coverage; docs/coverage.md). Tabular "
+                "inputs only.")
 MAX_REPS = 20
 REPS_HELP = ("Fit the whole estimator R times with seeds seed, seed + 1, ... (new folds, learner "
              "randomness and draws) and take the pointwise median of the R fits. Costs R times the fit. "

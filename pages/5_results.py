@@ -5,6 +5,7 @@ import streamlit as st
 
 from dashboard import results, state, ui
 from dmlcore import plots
+from dmlcore.band_coverage import band_caption
 from dmlcore.data.datasets import OWN_DATA_UNKNOWN, REAL_DATASETS
 from dmlcore.diagnostics import strength_label
 from dmlcore.errors import DMLCoreError
@@ -127,17 +128,7 @@ def bands_caption(chosen):
     if not notes:
         return
     kinds = {kind for item in chosen for kind in item.record.get("bands") or {}}
-    text = "Shaded: each run's band along its curve; the legend names its kind. "
-    if "confidence" in kinds:
-        text += ("The confidence bands' coverage was measured by simulation (docs/coverage.md), so far only on "
-                 "demand-iv's raw-noise design and with the spline basis as it was before 2026-11-26 "
-                 "(2,000 rows, gradient-boosting nuisances): they contained the true f at about 86 % of the test "
-                 "grid with one cross-fit and 93 % with R = 5 repeated cross-fits, short of the nominal 95 %, "
-                 "because f-hat is biased (spline and nuisance errors), not because the band is too narrow for "
-                 "its noise; on demand-pcl the band of E[Y | do(price)] covered only about 50 %. ")
-    if "split_spread" in kinds:
-        text += ("The range of R cross-fits shows how much f-hat depends on the random folds and seeds with "
-                 "the data held fixed; it is not a confidence band (it covered 56 % in the same simulation).")
+    text = "Shaded: each run's band along its curve; the legend names its kind. " + band_caption(kinds)
     st.markdown("\n".join(f"- {note}" for note in notes))
     st.caption(text)
 
