@@ -293,3 +293,11 @@ def test_card_steps_agree_with_each_other_and_the_ar_set_inverts_the_test():
     for end in (s["ar"]["lower"], s["ar"]["upper"]):
         assert ar_f(end) == pytest.approx(crit, rel=1e-6)
     assert ar_f(s["tsls"]["coef"]) < crit < ar_f(0.0)
+
+
+def test_card_exercise_names_an_unbounded_anderson_rubin_set_without_ends():
+    from dmlcore.teaching.card import _ar_shape
+    assert _ar_shape([[0.1, 0.3]]) == {"shape": "interval", "lower": 0.1, "upper": 0.3}
+    assert _ar_shape([[None, -1.0], [2.0, None]])["shape"] == "two half-lines"
+    assert _ar_shape([[None, None]]) == {"shape": "whole line", "lower": None, "upper": None}
+    assert _ar_shape([])["shape"] == "empty"

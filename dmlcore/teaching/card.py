@@ -6,8 +6,8 @@ region covariates).
 :func:`linear_steps` computes, in closed form with the covariates partialled out (all
 homoskedastic, as the tool's 2SLS): the first stage (schooling on the instrument), the reduced
 form (log wage on the instrument), their ratio, OLS, the tool's 2SLS with its interval, the
-first-stage F, and the Anderson-Rubin 95 % set (:func:`dmlcore.teaching.iv.ar_interval` on the
-partialled-out variables, its critical value with the degrees of freedom the covariates use).
+first-stage F, and the Anderson-Rubin 95 % set (:func:`dmlcore.ivinference.anderson_rubin_set`, the
+one the Results page shows).
 :func:`dml_cmr` fits DML-CMR with a spline second stage, whose effect (the average derivative
 of f in schooling) has a delta-method interval. ``python -m bench.card_exercise`` prints both for
 docs/teaching.md's answer key.
@@ -19,8 +19,8 @@ import numpy as np
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.diagnostics import first_stage
+from dmlcore.ivinference import anderson_rubin_set
 from dmlcore.runs import fit_run
-from dmlcore.teaching import iv
 
 DML_SETTINGS = dict(learner="gb", f_model="sieve", folds=5, seed=0)
 LEVEL = 0.95
@@ -58,7 +58,7 @@ def linear_steps(level: float = LEVEL) -> dict:
     run = fit_run(data, "2sls", dataset="card")
     effect = run.record["effect"]
     strength = first_stage(data, nonparametric=False)
-    ar = iv.ar_interval(r[z], r[a], r[y], level, lost=len(cov))
+    ar = anderson_rubin_set(data, level=level)
     return {"n": n, "outcome": y, "treatment": a, "instrument": z, "covariates": cov,
             "first_stage": {"coef": fs, "se": fs_se},
             "reduced_form": {"coef": rf, "se": rf_se}, "ratio": rf / fs,
@@ -66,8 +66,17 @@ def linear_steps(level: float = LEVEL) -> dict:
             "tsls": {"coef": effect["estimate"], "lower": effect["ci_lower"], "upper": effect["ci_upper"],
                      "se": float(run.record["std_errors"][a]), "interval": effect["interval"]},
             "f_stat": strength["treatments"][a]["f_stat"], "strength": strength["strength"],
-            "ar": {"shape": str(ar["shape"]), "lower": float(ar["lower"]), "upper": float(ar["upper"]),
-                   "level": level}}
+            "ar": {**_ar_shape(ar["pieces"]), "text": ar["text"], "level": level}}
+
+
+def _ar_shape(pieces: list[list]) -> dict:
+    """The Anderson-Rubin set's pieces in the exercise's terms: an "interval" with its ends, or the
+    set's kind in words (two half-lines, the whole line, empty) without ends."""
+    if len(pieces) == 1 and None not in pieces[0]:
+        return {"shape": "interval", "lower": float(pieces[0][0]), "upper": float(pieces[0][1])}
+    shape = ("empty" if not pieces else "whole line" if pieces == [[None, None]]
+             else "two half-lines" if len(pieces) == 2 else "a union of intervals and half-lines")
+    return {"shape": shape, "lower": None, "upper": None}
 
 
 def dml_cmr(**overrides) -> dict:
