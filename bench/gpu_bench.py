@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import platform
 import sys
 import time
@@ -35,20 +36,27 @@ from dmlcore.runs import fit_run
 
 FIELDS = ["dataset", "n", "seed", "method", "folds", "device", "gpu", "mse", "seconds", "after_fit_seconds",
           "peak_gpu_gb", "status", "started_at_s"]
-# (dataset, n, method, on the CPU?, seconds to have left before starting, scoring reserve in s)
-# (scoring dsprites-pcl predicts f at 588 pictures x N rows: about 40 s at N = 5000, guessed)
-PLAN = [
-    ("demand-iv", 5000, "dml-cmr", False, 30, 5),
-    ("demand-iv", 5000, "dml-cmr", False, 30, 5),
-    ("dsprites-pcl", 1000, "naive", False, 40, 15),
-    ("dsprites-pcl", 1000, "ce-dml-cmr", False, 50, 15),
-    ("dsprites-pcl", 1000, "dml-cmr", False, 80, 15),
-    ("dsprites-pcl", 5000, "naive", False, 90, 60),
-    ("dsprites-pcl", 5000, "ce-dml-cmr", False, 100, 60),
-    ("dsprites-pcl", 5000, "dml-cmr", False, 150, 60),
-    ("demand-iv", 5000, "dml-cmr", True, 90, 5),
+SAFETY = 2  # a fit starts with SAFETY x (fit + after-fit seconds) left and keeps SAFETY x its after-fit seconds
+# (dataset, n, method, on the CPU?, the slowest fit seconds, the slowest seconds after the fit), measured on one
+# NVIDIA H100 80GB HBM3 on 2026-11-27 (bench/results/gpu/h100-2026-11-27-run*.csv, 1-15 rows each; the CPU
+# entry on that machine's 16 CPUs); after the fit, scoring dsprites-pcl predicts f at 588 pictures x N rows
+MEASURED = [
+    ("demand-iv", 5000, "dml-cmr", False, 16.13, 0.07),
+    ("demand-iv", 5000, "dml-cmr", False, 16.13, 0.07),
+    ("dsprites-pcl", 1000, "naive", False, 4.19, 4.61),
+    ("dsprites-pcl", 1000, "ce-dml-cmr", False, 5.29, 4.71),
+    ("dsprites-pcl", 1000, "dml-cmr", False, 16.23, 4.66),
+    ("dsprites-pcl", 5000, "naive", False, 9.61, 18.96),
+    ("dsprites-pcl", 5000, "ce-dml-cmr", False, 10.74, 19.80),
+    ("dsprites-pcl", 5000, "dml-cmr", False, 41.14, 21.08),
+    ("demand-iv", 5000, "dml-cmr", True, 31.10, 0.10),
 ]
+# (dataset, n, method, on the CPU?, seconds to have left before starting, reserve kept for after the fit)
+PLAN = [(dataset, n, method, cpu, math.ceil(SAFETY * (fit + after)), max(2, math.ceil(SAFETY * after)))
+        for dataset, n, method, cpu, fit, after in MEASURED]
 QUICK = {"demand-iv": 400, "dsprites-pcl": 120}   # rows with --quick
+# the debiased effect's refits of f-hat came after the H100 run: left out, the fits do what MEASURED timed
+EFFECT_FOLDS = 0
 
 
 def _selected(only: str | None) -> list[tuple]:
@@ -71,9 +79,12 @@ def _seeds(text: str | None) -> list[int]:
     for part in text.split(","):
         low, _, high = part.strip().partition("-")
         try:
-            seeds += list(range(int(low), int(high or low) + 1))
+            first, last = int(low), int(high or low)
         except ValueError:
-            raise DMLCoreError(f"--more-seeds: {part.strip()!r} is not a seed or a range like 1-19.") from None
+            first, last = 0, -1
+        if last < first:
+            raise DMLCoreError(f"--more-seeds: {part.strip()!r} is not a seed or a range like 1-19.")
+        seeds += range(first, last + 1)
     return seeds
 
 
@@ -160,8 +171,9 @@ def main() -> int:
                 last = {}
                 try:
                     rec = fit_run(loaded.data, method, truth=loaded.truth, dataset=dataset, learner="nn",
-                                  folds=folds, seed=seed, device=str(where), callback=last.update,
-                                  should_stop=lambda: time.monotonic() > stop_at, **extra).record
+                                  folds=folds, seed=seed, device=str(where), effect_folds=EFFECT_FOLDS,
+                                  callback=last.update, should_stop=lambda: time.monotonic() > stop_at,
+                                  **extra).record
                     row.update(mse=rec["mse"], seconds=round(rec["seconds"], 2),
                                after_fit_seconds=round(time.perf_counter() - begin - rec["seconds"], 2), status="ok")
                 except FitCancelled:

@@ -37,6 +37,15 @@ class Rows:
     def json(self, name: str):
         return json.loads(self._read(name, Path.read_text))
 
+    def text(self, name: str) -> str:
+        return self._read(name, Path.read_text)
+
+    def names(self, pattern: str) -> list[str]:
+        """The files under the folder matching the glob ``pattern``, relative to it, in natural order
+        (``run2`` before ``run10``)."""
+        paths = [p.relative_to(self.folder).as_posix() for p in self.folder.glob(pattern)]
+        return sorted(paths, key=lambda name: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)])
+
     def time_log(self, name: str) -> dict:
         """The ``/usr/bin/time -v`` figures at the end of a log."""
         return self._read(name, _time_log)

@@ -1,4 +1,4 @@
-"""Timings (docs/benchmarks.md, docs/peers.md, docs/studies.md, docs/gpu.md): the perf scripts' rows
+"""Timings (docs/benchmarks.md, docs/peers.md, docs/studies.md): the perf scripts' rows
 (bench/perf/) and the ``/usr/bin/time -v`` lines of the study logs."""
 
 from __future__ import annotations
@@ -243,24 +243,6 @@ def executors(rows, file: str) -> str:
 def gc_cost(rows) -> str:
     cost = rows.json("gc-cost.json")
     return f"{cost['collect_ms_after_imports'] / 1000:.2f} s"
-
-
-@block("gpu:cpu-reference")
-def gpu_cpu_reference(rows) -> str:
-    ref = rows.csv("gpu-cpu-reference-demand-iv.csv").iloc[0]
-    idle = rows.jsonl("authors/speed-idle.jsonl")
-    idle = idle[(idle["method"] == "dml-cmr") & (idle["torch_threads"] == 1)]
-    sprites = rows.csv("dsprites-pcl-nn.csv").query("seed == 0").set_index(["n", "method"])
-    lines = ["| fit | CPU MSE | CPU seconds | where |", "|---|---|---|---|",
-             f"| demand-iv, DML-CMR, K = 10, N = {ref['n']}, seed {ref['seed']} | {ref['mse']:.4f} | {ref['seconds']:.0f} "
-             "(2-core development machine, shared with other jobs) | `bench/results/gpu-cpu-reference-demand-iv.csv` |",
-             f"| demand-iv, DML-CMR, K = 10, N = 5000 | — | {idle['seconds'].median():.1f} (1 thread, idle, median of "
-             f"{len(idle)}) | docs/benchmarks.md, \"Speed on this design\" |"]
-    for n in (1000, 5000):
-        cells = [sprites.loc[(n, m)] for m in ("naive", "ce-dml-cmr", "dml-cmr")]
-        lines.append(f"| dsprites-pcl N = {n}, seed 0: naive / CE / DML-CMR | {' / '.join(f'{c.mse:.2f}' for c in cells)} | "
-                     f"{' / '.join(f'{c.seconds:,.0f}' for c in cells)} | `bench/results/dsprites-pcl-nn.csv` |")
-    return "\n".join(lines)
 
 
 @block("study-estimates")
