@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dmlcore.effect_coverage import demand_contrast
 from tests.test_app import APP, LEARN, LEARN_TABS, all_text
 
 pytestmark = pytest.mark.usefixtures("fresh_runtime")  # tests/conftest.py
@@ -36,6 +37,10 @@ def test_orthogonality_that_works_draws_the_shipped_histograms_and_the_control()
     shipped = pliv.cached().summary.set_index(["score", "cross-fitting"])
     assert f"interval covers θ in **{100 * shipped.loc[('orthogonal', True), 'coverage']:.0f} %**" in body
     assert f"in **{100 * shipped.loc[('naive', True), 'coverage']:.0f} %**" in body
+    shown, sentence = demand_contrast()
+    table = next(d.value for d in at.dataframe if "mean error (estimate − truth)" in d.value)
+    assert table.equals(shown) and sentence.replace("−", "-") in body
+    assert table["95 % interval covers the truth"].iloc[0] < table["95 % interval covers the truth"].iloc[1]
     slopes = pliv.second_order().params["slopes"]
     assert f"slope {slopes['orthogonal']:.2f}, measured" in body and "second order" in body
     assert "the slope is 1 by construction" in body

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from dmlcore.effect_coverage import markdown, summarize
+from dmlcore.effect_coverage import demand_contrast, markdown, summarize
 
 from .registry import block, derived_file, family
 from .tables import title
@@ -282,3 +282,9 @@ def shipped_bands(rows) -> str:
                 out.append(dict(design=a["design"], learner=a["learner"], n=a["n"], seeds=a["seeds"],
                                 reps=a.get("reps", 1), band=r["band"], cover=round(r["cover"], 4), note=note))
     return pd.DataFrame(out).to_csv(index=False)
+
+
+@block("teaching:demand-debiased")
+def teaching_demand_debiased(rows) -> str:
+    """The Learn tab's plug-in vs debiased sentence for the ticket-demand f (docs/teaching.md)."""
+    return demand_contrast(summarize(debiased_rows(rows)))[1]
