@@ -49,7 +49,7 @@ from scipy.stats import norm
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators import OutcomeRegression, TwoStageLeastSquares
+from dmlcore.estimators import supports
 from dmlcore.estimators.splines import RIDGE_SHARE, AdditiveBasis, ColumnBasis, LinearColumn, is_categorical, spd_solve
 
 RIESZ_FOLDS = 5
@@ -361,7 +361,7 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     """
     effect["plug_in"] = {k: effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "interval")}
     effect["debiased"], effect["weakly_identified"] = None, None
-    if isinstance(estimator, OutcomeRegression):
+    if supports(estimator, "ignores_conditioning"):
         effect["debiased_error"] = ("not computed: this regression ignores C by design (it is the confounded "
                                     "baseline), and the correction would turn it into an IV estimate")
         return effect
@@ -377,7 +377,7 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
                                 "estimand": plan.estimand, "source": "debiased", "weakly_identified": weak})
     if weak:
         effect["warning"] = weak_text(result)
-    if isinstance(estimator, TwoStageLeastSquares):
+    if supports(estimator, "anderson_rubin"):
         effect["estimand"] = tsls_estimand(plan, data)
         return effect
     effect.update(estimate=result["estimate"], ci_lower=result["ci_lower"], ci_upper=result["ci_upper"],

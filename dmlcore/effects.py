@@ -46,7 +46,7 @@ from dmlcore.covariance import covariance_words
 from dmlcore.data.roles import CausalData
 from dmlcore.debiased import add_debiased
 from dmlcore.errors import DMLCoreError, FitCancelled
-from dmlcore.estimators import TwoStageLeastSquares, make_estimator, supports
+from dmlcore.estimators import make_estimator, supports
 from dmlcore.executors import get_executor
 from dmlcore.ivinference import anderson_rubin_set
 
@@ -158,7 +158,7 @@ def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: flo
     and ``ci_upper`` are its ends when it is one bounded interval, else None (JSON has no
     infinity): read ``set`` and ``kind`` ("bounded", "two rays", "everything", "empty", ...).
     """
-    if not isinstance(estimator, TwoStageLeastSquares) or data.problem != "iv":
+    if not supports(estimator, "anderson_rubin") or data.problem != "iv":
         return None
     values = np.unique(plan.points[plan.treatment])
     scale = float(values[-1] - values[0]) if len(values) == 2 and plan.treatment not in data.categorical else 1.0

@@ -154,5 +154,10 @@ def test_capabilities_are_declared_not_guessed(linear_iv):
     assert sieve.supports("predict_interval") and sieve.supports("linear_functional")
     assert reps.supports("predict_spread") and not reps.supports("predict_interval")
     assert make_estimator("2sls").fit(data).supports("linear_functional")
+    # the Anderson-Rubin set and the not-debiased baseline follow declarations, not class names
+    holders = {m for m in METHODS if "anderson_rubin" in METHODS[m].cls.capabilities}
+    assert holders == {"2sls"}
+    assert {m for m in METHODS if "ignores_conditioning" in METHODS[m].cls.capabilities} == {"regression"}
+    assert not plain.supports("anderson_rubin") and not plain.supports("ignores_conditioning")
     with pytest.raises(DMLCoreError, match="Unknown capability"):
         plain.supports("predict_proba")

@@ -18,7 +18,13 @@
     repeated fits (not a confidence band);
   - ``"linear_functional"``: ``effect_functional(plan) -> (estimate, std_error)`` of
     ``sum_k plan.weights[k] * f(plan.points[k])`` (the effects of :mod:`dmlcore.effects`), with
-    ``interval_how(z)`` saying in words how the interval estimate -/+ z * std_error is formed.
+    ``interval_how(z)`` saying in words how the interval estimate -/+ z * std_error is formed;
+  - ``"anderson_rubin"``: its effect is a linear-IV coefficient whose Anderson-Rubin set
+    (:func:`dmlcore.ivinference.anderson_rubin_set`, under ``cov_type_`` / ``cluster_``) is
+    reported beside it, and which is named for what it is (a first-stage-weighted average)
+    rather than replaced by the debiased effect;
+  - ``"ignores_conditioning"``: f is fitted without C on purpose (the confounded baseline), so
+    the debiased effect, which would turn it into an IV estimate, is not computed.
 
 Subclasses implement ``_fit(data, monitor)`` (a :class:`~dmlcore.progress.Monitor`) and
 ``predict``; :meth:`CMREstimator.fit` checks the data and builds the monitor.
@@ -35,7 +41,7 @@ from dmlcore.errors import DMLCoreError, NotFittedError
 from dmlcore.process import ensure_threads
 from dmlcore.progress import Monitor
 
-CAPABILITIES = ("predict_interval", "predict_spread", "linear_functional")
+CAPABILITIES = ("predict_interval", "predict_spread", "linear_functional", "anderson_rubin", "ignores_conditioning")
 
 
 class CMREstimator(BaseEstimator):

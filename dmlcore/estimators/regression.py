@@ -22,6 +22,8 @@ from dmlcore.learners.encoding import Encoded, encode_image_spec, encoder_for, i
 class OutcomeRegression(CMREstimator):
     """Regression of the outcome on f's inputs with ``learner`` (no instrument, no proxy)."""
 
+    capabilities = frozenset({"ignores_conditioning"})
+
     method = "regression"
     fitted_attribute = "model_"
 

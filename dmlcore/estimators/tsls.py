@@ -70,7 +70,7 @@ class TwoStageLeastSquares(CMREstimator):
         Always empty (no cross-fitting).
     """
 
-    capabilities = frozenset({"linear_functional"})
+    capabilities = frozenset({"linear_functional", "anderson_rubin"})
 
     def __init__(self, add_constant=True, drop_constant=True, max_columns=1000, cov_type="unadjusted",
                  cluster=None):
