@@ -23,6 +23,7 @@ bridge h(a, w) over the training W.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -30,6 +31,7 @@ import pandas as pd
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
+from dmlcore.learners.oracle import OracleOutcome, OracleSampler
 
 Y_MEAN, Y_STD = -292.1, 158.0      # outcome scale of the demand-iv protocol
 P_MEAN, P_STD = 17.779, 3.7        # price scale of the demand-iv protocol
@@ -88,6 +90,11 @@ class GroundTruth:
     known, gives the true f at a frame of f's inputs (IV), or for a proximal problem the true
     E[Y | do(a)] at the frame's treatment values (the bridge is not known, its mean over W is), so
     that :meth:`effect` scores any effect written as a weighted sum of f.
+
+    Where the design knows its nuisances, ``outcome_mean(frame)`` is the true E[Y | C] and
+    ``draw_modelled(frame, n_draws, rng)`` draws f's modelled inputs from their true distribution
+    given C (``frame``: the ``conditioning`` columns); :meth:`oracle_outcome` and
+    :meth:`oracle_sampler` hand them out as nuisance learners (:mod:`dmlcore.learners.oracle`).
     """
 
     kind: str
@@ -97,6 +104,9 @@ class GroundTruth:
     evaluation: Evaluation | None = None
     metric_help: dict = field(default_factory=dict)
     structural: Callable[[pd.DataFrame], np.ndarray] | None = None
+    outcome_mean: Callable[[pd.DataFrame], np.ndarray] | None = None
+    draw_modelled: Callable[[pd.DataFrame, int, np.random.Generator], np.ndarray] | None = None
+    conditioning: list[str] | None = None
 
     def effect(self, points: pd.DataFrame, weights) -> float | None:
         """The true value of sum_k weights[k] f(points[k]) (an effect of dmlcore.effects), or None
@@ -104,6 +114,25 @@ class GroundTruth:
         if self.structural is None:
             return None
         return float(np.asarray(weights, dtype=float) @ np.asarray(self.structural(points), dtype=float))
+
+    @property
+    def has_oracles(self) -> bool:
+        return self.outcome_mean is not None and self.draw_modelled is not None
+
+    def oracle_outcome(self):
+        """An OutcomeLearner whose every fold model is the true s(c) = E[Y | C]."""
+        self._check_oracles()
+        return OracleOutcome(self.outcome_mean, self.conditioning)
+
+    def oracle_sampler(self):
+        """A ConditionalSampler whose every fold model draws from the true distribution given C."""
+        self._check_oracles()
+        return OracleSampler(self.draw_modelled, self.conditioning)
+
+    def _check_oracles(self) -> None:
+        if not self.has_oracles:
+            raise DMLCoreError(f"This design ({self.description or self.kind}) does not know its true nuisances; "
+                               f"oracle nuisances exist for demand-iv only.")
 
 
 @dataclass
@@ -127,10 +156,40 @@ def check_noise_scale(noise_scale: str) -> str:
     return noise_scale
 
 
+def demand_iv_price_mean(frame: pd.DataFrame, iv_strength: float) -> np.ndarray:
+    """E[price | fuel price z, time t] = 25 + (k z + 3) psi(t): the noise w has mean 0 and is
+    independent of (z, t, type)."""
+    return 25.0 + (iv_strength * frame["fuel_price"].to_numpy() + 3.0) * psi(frame["time"].to_numpy())
+
+
+def demand_iv_outcome_mean(frame: pd.DataFrame, iv_strength: float) -> np.ndarray:
+    """The true s(c) = E[sales | C] of demand-iv: f0 at E[price | C].
+
+    sales = f0(p, t, s) + sd e with e = rho w + sqrt(1 - rho^2) u; f0 is linear in p given (t, s),
+    so E[f0(p, t, s) | C] = f0(E[p | C], t, s); and E[e | C] = rho E[w | C] = 0 because w and u
+    are independent of C = (z, t, s). Hence no term from the confounder, on either noise scale.
+    """
+    return demand_f0(demand_iv_price_mean(frame, iv_strength), frame["time"].to_numpy(),
+                     frame["customer_type"].to_numpy())
+
+
+def demand_iv_price_draws(frame: pd.DataFrame, n_draws: int, rng: np.random.Generator,
+                          iv_strength: float) -> np.ndarray:
+    """Draws of price from its true distribution given C, N(E[p | C], 1): shape (rows, n_draws, 1)."""
+    mean = demand_iv_price_mean(frame, iv_strength)
+    return (mean[:, None] + rng.standard_normal((len(frame), n_draws)))[:, :, None]
+
+
 def _demand_iv_draw(n, rng, rho, iv_strength, ood=False, noise_scale="standardized"):
     s = rng.integers(1, 8, size=n).astype(float)
     t = rng.uniform(1.0, 11.0, size=n) if ood else rng.uniform(0.0, 10.0, size=n)
     z = rng.normal(size=n)
+    return demand_iv_given(s, t, z, rng, rho, iv_strength, noise_scale)
+
+
+def demand_iv_given(s, t, z, rng, rho, iv_strength, noise_scale="standardized") -> pd.DataFrame:
+    """Price and sales of demand-iv drawn given customer type s, time t and fuel price z."""
+    n = len(z)
     w = rng.normal(size=n)
     e = rng.normal(rho * w, np.sqrt(1.0 - rho ** 2))
     p = 25.0 + (iv_strength * z + 3.0) * psi(t) + w
@@ -191,7 +250,10 @@ def simulate_demand_iv(n: int = 5000, seed: int = 0, rho: float = 0.9, iv_streng
     truth = GroundTruth("iv", score, curve,
                         "MSE of f-hat vs f0 on the 2,800-point grid, outcome scaled (y + 292.1)/158",
                         evaluation, METRIC_HELP,
-                        lambda frame: demand_f0(frame["price"], frame["time"], frame["customer_type"]).to_numpy())
+                        lambda frame: demand_f0(frame["price"], frame["time"], frame["customer_type"]).to_numpy(),
+                        outcome_mean=partial(demand_iv_outcome_mean, iv_strength=iv_strength),
+                        draw_modelled=partial(demand_iv_price_draws, iv_strength=iv_strength),
+                        conditioning=list(data.conditioning_columns))
     return Simulation(data, truth, dict(dataset="demand-iv", n=n, seed=seed, rho=rho,
                                         iv_strength=iv_strength, ood_test=ood_test, noise_scale=noise_scale))
 
