@@ -22,7 +22,7 @@ from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.ivinference import set_text
 from dmlcore.process import set_threads
 from dmlcore.estimators.second_stage import SECOND_STAGES
-from dmlcore.learners import LEARNERS
+from dmlcore.learners import LEARNERS, NUISANCE_CHOICES
 from dmlcore.runs import METHODS, fit_run
 from dmlcore.studies.command import (add_covariance_options, add_executor_options, add_own_data_options,
                                     add_study_parser, exit_status, own_data, run_cli_study, study_command)
@@ -46,6 +46,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "paper's numbers, default) or 'text' (the paper's appendix: a weak confounder)")
     p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
     p.add_argument("--learner", default="nn", choices=LEARNERS, help="nuisance learner")
+    p.add_argument("--outcome-learner", choices=NUISANCE_CHOICES,
+                   help="the outcome model s(c) = E[Y|C] of dml-cmr, ce-dml-cmr instead of --learner's; auto: nn or "
+                        "gb, whichever has the lower cross-fitted held-out loss (recorded in the run's nuisances)")
+    p.add_argument("--sampler", choices=NUISANCE_CHOICES,
+                   help="the distribution model of the treatment given C (DML family) instead of --learner's; "
+                        "auto: nn or gb by cross-fitted energy score")
     p.add_argument("--folds", type=int, default=10, help="K for DML-CMR cross-fitting")
     p.add_argument("--epochs", type=int, help="maximum epochs (boosting stages) per model")
     p.add_argument("--n-draws", type=int, default=8, help="draws per row to estimate E[f(X)|c]")
@@ -118,7 +124,8 @@ def _fit(args) -> int:
                   reps_crossfit=args.reps_crossfit, data_params=params, device=args.device,
                   bootstrap=args.bootstrap, heldout_folds=args.heldout_folds, effect_folds=args.effect_folds,
                   executor=args.executor, jobs=args.jobs, address=args.address, cov_type=args.cov,
-                  cluster=args.cluster)
+                  cluster=args.cluster, outcome_learner=args.outcome_learner,
+                  sampler=args.sampler)
     rec = run.record
     diagnostics = rec.get("diagnostics") or {}
     if diagnostics.get("error"):      # e.g. blank pixel covariates: the fit itself went fine
@@ -209,10 +216,11 @@ def _bench(args) -> int:
                            "seeds": list(range(args.seed_offset, args.seed_offset + args.reps)),
                            "learner": args.learner, "folds": args.folds, "epochs": args.epochs,
                            "n_draws": args.n_draws, "f_model": args.f_model, "reps_crossfit": args.reps_crossfit,
-                           "device": args.device})
+                           "device": args.device, "outcome_learner": args.outcome_learner, "sampler": args.sampler})
     out = Path(args.out)
     design = [o for o in ("noise_scale", "design") if o in dataset_options(args.dataset)]  # which problem
-    fields = ["dataset", "n", "seed", "method", "learner", "folds", "mse", "mse_fresh", "seconds", *design]
+    chosen = [s for s in ("outcome_learner", "sampler") if getattr(args, s) is not None]   # columns when set
+    fields = ["dataset", "n", "seed", "method", "learner", "folds", "mse", "mse_fresh", "seconds", *design, *chosen]
     new = not out.exists() or out.stat().st_size == 0
     header = fields if new else _csv_header(out)
     missing = [f for f in fields if f not in header]
@@ -232,6 +240,7 @@ def _bench(args) -> int:
             row = {k: rec.get(k) for k in fields}
             row["mse_fresh"] = rec["metrics"].get("mse_fresh")
             row.update({o: rec["config"]["data"].get(o) for o in design})
+            row.update({s: rec["config"].get(s) for s in chosen})
             writer.writerow(row)
             handle.flush()
             rows.append(row)

@@ -107,7 +107,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
             device: str = "auto", bootstrap: int | None = None, heldout_folds: int | None = None,
             effect_folds: int | None = None, executor: str = "local", jobs: int = 1, address: str | None = None,
             cov_type: str = "unadjusted", cluster: str | None = None,
-            callback=None, should_stop=None) -> Run:
+            outcome_learner=None, sampler=None, callback=None, should_stop=None) -> Run:
     """Fit ``method`` on ``data`` and score it (and its bands) against ``truth`` when given.
 
     The record's ``config.device`` is the device asked for, ``device`` the torch device the
@@ -124,7 +124,9 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     PCL records carry the linear first-stage ``diagnostics`` (:func:`dmlcore.diagnostics.first_stage`;
     PCL without its linearmodels ``inference``, which costs tens of seconds on wide tables) under the
     covariance ``cov_type`` ("unadjusted", "robust", "clustered" by the column ``cluster``), which
-    2SLS's standard errors and Anderson-Rubin set use too.
+    2SLS's standard errors and Anderson-Rubin set use too. ``outcome_learner`` / ``sampler`` override
+    ``learner`` for one nuisance of the DML-CMR family (``"auto"``: chosen by cross-fitted held-out loss;
+    ``nuisances`` then records the candidates' losses and the choice).
     """
     check_covariance(cov_type, cluster, data.table)   # before any fit
     if bootstrap is not None:
@@ -136,7 +138,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     crossfit = _effect_crossfit(data, effect_folds, score_folds)
     fit_kwargs = dict(learner=learner, folds=folds, epochs=epochs, n_draws=n_draws,
                       nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
-                      reps_crossfit=reps_crossfit, device=device)
+                      reps_crossfit=reps_crossfit, device=device, outcome_learner=outcome_learner, sampler=sampler)
     if cov_type != "unadjusted":
         fit_kwargs.update(cov_type=cov_type, cluster=cluster)
     own_refits = crossfit.wanted if crossfit is not None and crossfit.wanted != score_folds else 0
@@ -172,7 +174,10 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         "config": {"method": method, "learner": learner_name(learner), "folds": folds, "seed": seed, "epochs": epochs,
                    "n_draws": n_draws, "nuisance_params": nuisance_params, "f_params": f_params,
                    "f_model": f_model, "reps_crossfit": reps_crossfit, "device": device,
-                   "cov_type": cov_type, "cluster": cluster, "data": data_params or {}},
+                   "cov_type": cov_type, "cluster": cluster,
+                   "outcome_learner": None if outcome_learner is None else learner_name(outcome_learner),
+                   "sampler": None if sampler is None else learner_name(sampler), "data": data_params or {}},
+        "nuisances": getattr(fitted, "nuisance_selection_", None) or {},
         "device": getattr(fitted, "device_", None),
         "truth": truth.description if truth is not None else None,
         "metric_help": dict(truth.metric_help) if truth is not None else {},

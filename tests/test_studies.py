@@ -66,8 +66,12 @@ def test_grid_expands_every_combination_with_full_configs():
     assert first == {"dataset": "demand-iv", "data": {"n": 200, "rho": 0.9, "iv_strength": 1.0,
                                                       "noise_scale": "standardized", "ood_test": False},
                      "method": "dml-cmr", "learner": "linear", "folds": 3, "epochs": None, "n_draws": 8,
-                     "f_model": None, "reps_crossfit": 1, "device": "auto", "seed": 0}
+                     "f_model": None, "reps_crossfit": 1, "device": "auto", "outcome_learner": None,
+                     "sampler": None, "seed": 0}
     json.dumps(configs)  # plain JSON
+    # settings added later are keyed only when set: the fits stored before them are found again
+    older = {k: v for k, v in first.items() if k not in ("outcome_learner", "sampler")}
+    assert config_key(first) == config_key(older) != config_key({**first, "outcome_learner": "auto"})
     tsls = [c for c in configs if c["method"] == "2sls"]
     assert all(c["learner"] is None and c["folds"] is None and c["n_draws"] is None for c in tsls)
     assert len({config_key(c) for c in configs}) == len(configs)

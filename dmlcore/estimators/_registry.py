@@ -25,11 +25,12 @@ from dmlcore.estimators.peers.pmmr import PMMR
 from dmlcore.estimators.regression import OutcomeRegression
 from dmlcore.estimators.sieve import Sieve2SLS
 from dmlcore.estimators.tsls import TwoStageLeastSquares
-from dmlcore.learners import learner_name
+from dmlcore.learners import learner_name, uses_networks
 
 ALL_PROBLEMS = ("iv", "pcl", "cmr")
 # the fit settings of `python -m dmlcore fit` / a study grid a method can read
-SECOND_STAGE_SETTINGS = frozenset({"learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit", "device"})
+SECOND_STAGE_SETTINGS = frozenset({"learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit", "device",
+                                   "outcome_learner", "sampler"})
 
 
 @dataclass(frozen=True)
@@ -81,9 +82,10 @@ class Method:
 
 
 def _second_stage(method: Method, *, learner, folds, seed, epochs, n_draws, nuisance_params, f_params,
-                  f_model, reps_crossfit, device, **_):
+                  f_model, reps_crossfit, device, outcome_learner, sampler, **_):
     est = method.cls(learner, folds, n_draws=n_draws, epochs=epochs, seed=seed, nuisance_params=nuisance_params,
-                     f_params=f_params, f_model=f_model, device=device)
+                     f_params=f_params, f_model=f_model, device=device, outcome_learner=outcome_learner,
+                     sampler=sampler)
     return est if reps_crossfit == 1 else RepeatedCrossFit(est, reps_crossfit)
 
 
@@ -184,11 +186,13 @@ def get_method(name: str) -> Method:
 def make_estimator(method: str, *, learner="nn", folds: int = 10, seed: int = 0, epochs: int | None = None,
                    n_draws: int = 8, nuisance_params: dict | None = None, f_params: dict | None = None,
                    f_model: str | None = None, reps_crossfit: int = 1, device: str = "auto",
-                   cov_type: str = "unadjusted", cluster: str | None = None):
+                   cov_type: str = "unadjusted", cluster: str | None = None, outcome_learner=None, sampler=None):
     """The unfitted estimator for ``method`` with the given learners and budget.
 
     For the DML-CMR family only: ``f_model`` picks the second stage (None: the learner's own),
-    and ``reps_crossfit`` > 1 repeats the fit with seeds seed, seed + 1, ... (RepeatedCrossFit).
+    and ``reps_crossfit`` > 1 repeats the fit with seeds seed, seed + 1, ... (RepeatedCrossFit);
+    ``outcome_learner`` and ``sampler`` override ``learner`` for one nuisance (a name, ``"auto"``:
+    chosen by cross-fitted held-out loss, or an object; see :class:`~dmlcore.estimators.dml.DMLCMR`).
     ``device`` ("auto", "cpu", "cuda", "cuda:N") is where torch models run; it is checked for
     every method, so a CUDA device torch cannot see is refused here. For the peer methods (KIV,
     DFIV, DeepGMM, KPV, PMMR, NMMR: dmlcore.estimators.peers) ``f_params`` holds the method's own
@@ -198,13 +202,15 @@ def make_estimator(method: str, *, learner="nn", folds: int = 10, seed: int = 0,
     resolve_device(device)
     entry = get_method(method)
     if not entry.second_stage:
-        for name, value, default in (("f_model", f_model, None), ("reps_crossfit", reps_crossfit, 1)):
+        for name, value, default in (("f_model", f_model, None), ("reps_crossfit", reps_crossfit, 1),
+                                     ("outcome_learner", outcome_learner, None), ("sampler", sampler, None)):
             if value != default:
                 raise DMLCoreError(f"{name}={value!r} applies to dml-cmr, ce-dml-cmr and naive only, "
                                    f"not to {method}; leave it out.")
     return entry.build(entry, learner=learner, folds=folds, seed=seed, epochs=epochs, n_draws=n_draws,
                        nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
-                       reps_crossfit=reps_crossfit, device=device, cov_type=cov_type, cluster=cluster)
+                       reps_crossfit=reps_crossfit, device=device, cov_type=cov_type, cluster=cluster,
+                       outcome_learner=outcome_learner, sampler=sampler)
 
 
 def trains_networks(config: dict) -> bool:
@@ -218,7 +224,7 @@ def trains_networks(config: dict) -> bool:
     learner = config.get("learner") or "nn"
     used = {learner, config.get("f_model") or learner, config.get("outcome_learner") or learner,
             config.get("sampler") or learner}
-    return "nn" in used
+    return any(uses_networks(name) for name in used)
 
 
 def record_folds(method: str, folds: int) -> int | None:

@@ -30,7 +30,8 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.estimators.splines import check_tabular
-from dmlcore.learners import check_learner, make_outcome_learner, make_sampler
+from dmlcore.learners import (AUTO, CANDIDATES, SelectedOutcome, SelectedSampler, check_learner, make_outcome_learner,
+                              make_sampler, uses_networks)
 from dmlcore.learners.encoding import Encoded, EncodedStage, encode_image_spec, encoder_for, image_spec
 from dmlcore.learners.base import check_positive
 
@@ -65,7 +66,10 @@ class _TwoStageCMR(CMREstimator):
         Override ``learner`` for the outcome model s(c) = E[Y | C] and for the distribution model
         of f's modelled inputs given C: a name, a regressor, or an
         :class:`~dmlcore.learners.base.OutcomeLearner` / :class:`~dmlcore.learners.base.ConditionalSampler`
-        (the per-fold interface, e.g. an oracle that knows the truth).
+        (the per-fold interface, e.g. an oracle that knows the truth), or ``"auto"``: the candidate
+        (``nn`` or ``gb``; ``nn`` only on image data) with the lowest cross-fitted held-out loss,
+        chosen per fold without reading that fold (:mod:`dmlcore.learners.select`); the choice and
+        the losses are in ``nuisance_selection_``.
     f_model : {"nn", "boost", "linear", "sieve"}, optional
         The second stage (:mod:`dmlcore.estimators.second_stage`); default the learner's own
         (``nn`` for nn, ``linear`` for linear, ``boost`` otherwise). ``sieve`` gives
@@ -85,6 +89,7 @@ class _TwoStageCMR(CMREstimator):
     Attributes
     ----------
     f_ : the fitted second stage; s_model_, g_model_ : the nuisances (None when unused).
+    nuisance_selection_ : {"s": ..., "g": ...}, the selection record of each ``"auto"`` nuisance.
     fold_losses_ : per fold, the rows, the second-stage loss and the nuisances' loss histories.
     second_stage_history_, folds_, fold_of_, targets_, draws_, input_columns_,
     conditioning_columns_, n_, f_model_name_, seconds_ : as named.
@@ -140,6 +145,16 @@ class _TwoStageCMR(CMREstimator):
             params.setdefault(key, self.epochs)
         return params
 
+    def _nuisance(self, role: str, name, data: CausalData, names: list[str], image, device):
+        """The unfitted outcome model (``role`` "s") or distribution model ("g") for ``name``."""
+        if isinstance(name, str) and name == AUTO:
+            kinds = CANDIDATES if image is None else ("nn",)   # boosting on pixels: not a candidate
+            parts = {kind: self._nuisance(role, kind, data, names, image, device) for kind in kinds}
+            return (SelectedOutcome if role == "s" else SelectedSampler)(parts, self.seed)
+        enc = encoder_for(data, names, name)
+        make = make_outcome_learner if role == "s" else make_sampler
+        return Encoded(make(name, self._nuisance_params(name), self.seed, encode_image_spec(image, enc), device), enc)
+
     def _fit(self, data: CausalData, monitor) -> None:
         f_model, f_params = self._settings()
         device = resolve_device(self.device)  # a CUDA device torch cannot see is refused before any work
@@ -168,16 +183,12 @@ class _TwoStageCMR(CMREstimator):
         g_name = self.learner if self.sampler is None else self.sampler
         if self.score == "orthogonal":
             monitor.stage("outcome model s(c)", start=0.0, end=0.35)
-            enc = encoder_for(data, arr.conditioning_names, s_name)
-            s_model = Encoded(make_outcome_learner(s_name, self._nuisance_params(s_name), self.seed,
-                                                    encode_image_spec(image_c, enc), device), enc)
+            s_model = self._nuisance("s", s_name, data, arr.conditioning_names, image_c, device)
             s_model.fit(arr.conditioning, arr.y, train_sets, monitor)
         if arr.modelled_names:
             monitor.stage("conditional distribution of " + ", ".join(arr.modelled_names[:3]),
                           start=0.35, end=0.7)
-            enc = encoder_for(data, arr.conditioning_names, g_name)
-            g_model = Encoded(make_sampler(g_name, self._nuisance_params(g_name), self.seed,
-                                            encode_image_spec(image_c, enc), device), enc)
+            g_model = self._nuisance("g", g_name, data, arr.conditioning_names, image_c, device)
             g_model.fit(arr.conditioning, arr.modelled, train_sets, monitor)
 
         rng = np.random.default_rng([self.seed, 11])
@@ -215,12 +226,14 @@ class _TwoStageCMR(CMREstimator):
         self.folds_ = folds
         self.fold_of_ = fold_of
         self.s_model_, self.g_model_, self.f_ = s_model, g_model, f
+        self.nuisance_selection_ = {role: model.selection_ for role, model in (("s", s_model), ("g", g_model))
+                                    if getattr(model, "selection_", None) is not None}
         self.targets_, self.draws_ = targets, draws
         self.input_columns_ = list(arr.input_names)
         self.conditioning_columns_ = list(arr.conditioning_names)
         self.n_ = n
         networks = [f_model] + ([s_name] if s_model is not None else []) + ([g_name] if g_model is not None else [])
-        self.device_ = str(device) if "nn" in networks else "cpu"
+        self.device_ = str(device) if any(uses_networks(name) for name in networks) else "cpu"
         self.f_model_name_ = f_model
         self.seconds_ = time.perf_counter() - start
         monitor.stage("done", start=1.0)

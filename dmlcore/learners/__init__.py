@@ -19,9 +19,11 @@ import copy
 from dmlcore.errors import DMLCoreError
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
 from dmlcore.learners.nn import MixtureDensity, NeuralOutcome
+from dmlcore.learners.select import AUTO, CANDIDATES, SelectedOutcome, SelectedSampler
 from dmlcore.learners.tabular import ResidualSampler, TabularOutcome, is_regressor, learner_name
 
 LEARNERS = ("nn", "rf", "gb", "linear")
+NUISANCE_CHOICES = (*LEARNERS, AUTO)   # outcome_learner / sampler may also be "auto" (dmlcore.learners.select)
 LEARNER_TITLES = {"nn": "neural network", "rf": "random forest", "gb": "gradient boosting",
                   "linear": "linear"}
 EXPECTED = (f"one of {', '.join(LEARNERS)}, a scikit-learn regressor (an object with fit(X, y) and "
@@ -29,10 +31,14 @@ EXPECTED = (f"one of {', '.join(LEARNERS)}, a scikit-learn regressor (an object 
 
 
 def check_learner(learner, what: str = "learner") -> None:
-    """Raise a one-line DMLCoreError unless ``learner`` is a name, a regressor or a nuisance object."""
+    """Raise a one-line DMLCoreError unless ``learner`` is a name, a regressor or a nuisance object;
+    ``"auto"`` is a name for ``outcome_learner`` and ``sampler`` only."""
     if isinstance(learner, str):
-        if learner not in LEARNERS:
-            raise DMLCoreError(f"Unknown {what} {learner!r}; choose one of {', '.join(LEARNERS)}.")
+        names = LEARNERS if what == "learner" else NUISANCE_CHOICES
+        if learner not in names:
+            hint = (f" ('{AUTO}' applies to outcome_learner and sampler: each nuisance's learner chosen by its "
+                    f"cross-fitted held-out loss)") if learner == AUTO else ""
+            raise DMLCoreError(f"Unknown {what} {learner!r}; choose one of {', '.join(names)}.{hint}")
         return
     if isinstance(learner, (OutcomeLearner, ConditionalSampler)) or is_regressor(learner):
         return
@@ -82,5 +88,10 @@ def _shown(obj) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-__all__ = ["LEARNERS", "LEARNER_TITLES", "check_learner", "learner_name", "make_outcome_learner", "make_sampler",
+def uses_networks(learner) -> bool:
+    """Whether a nuisance ``learner`` (a name) trains torch networks: ``nn``, or ``auto`` (nn a candidate)."""
+    return isinstance(learner, str) and (learner == "nn" or (learner == AUTO and "nn" in CANDIDATES))
+
+
+__all__ = ["LEARNERS", "NUISANCE_CHOICES", "AUTO", "SelectedOutcome", "SelectedSampler", "uses_networks", "LEARNER_TITLES", "check_learner", "learner_name", "make_outcome_learner", "make_sampler",
            "OutcomeLearner", "ConditionalSampler"]

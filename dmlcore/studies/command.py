@@ -24,7 +24,8 @@ from dmlcore.studies.summarize import compact, format_value
 
 DATA_FLAGS = {"sizes": "n", "rho": "rho", "iv_strength": "iv_strength", "noise_scale": "noise_scale",
               "design": "design", "ood_test": "ood_test", "data_dir": "data_dir"}
-SETTING_FLAGS = ("learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit", "devices")
+SETTING_FLAGS = ("learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit", "devices", "outcome_learner",
+                 "sampler")
 GRID_FLAGS = ("dataset", "methods", "seeds", *DATA_FLAGS, *SETTING_FLAGS)
 
 
@@ -81,6 +82,10 @@ def add_study_parser(sub) -> None:
     p.add_argument("--methods", help="default dml-cmr,ce-dml-cmr,naive")
     p.add_argument("--seeds", help="e.g. 0-19 or 0,3,5-9 (default 0-9)")
     p.add_argument("--learner", help="nn, rf, gb, linear (default nn)")
+    p.add_argument("--outcome-learner", help="the DML family's outcome model s(c) instead of --learner's: nn, rf, "
+                                             "gb, linear or auto (chosen by cross-fitted held-out loss)")
+    p.add_argument("--sampler", help="the DML family's distribution model instead of --learner's: nn, rf, gb, "
+                                     "linear or auto")
     p.add_argument("--folds", help="K of DML-CMR (default 10)")
     p.add_argument("--epochs", help="maximum epochs (boosting stages) per model")
     p.add_argument("--n-draws", help="draws per row for E[f(X)|c] (default 8)")

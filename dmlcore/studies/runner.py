@@ -61,7 +61,8 @@ def run_fit_config(config: dict) -> dict:
         settings = {"learner": config.get("learner") or FIT_SETTINGS["learner"],
                     "folds": config.get("folds") or FIT_SETTINGS["folds"], "epochs": config.get("epochs"),
                     "n_draws": config.get("n_draws") or FIT_SETTINGS["n_draws"], "f_model": config.get("f_model"),
-                    "reps_crossfit": config.get("reps_crossfit") or 1}
+                    "reps_crossfit": config.get("reps_crossfit") or 1,
+                    "outcome_learner": config.get("outcome_learner"), "sampler": config.get("sampler")}
         if config.get("device") is not None:
             settings["device"] = config["device"]
         settings.update({k: config[k] for k in ("cov_type", "cluster") if config.get(k) is not None})

@@ -3,7 +3,8 @@
 A grid names one data set with lists of its options (any option of ``load_dataset`` that data
 set uses: ``n``, ``rho``, ``iv_strength``, ``noise_scale``, ...; a built-in real data set such as
 ``rhc`` or ``card`` takes none), methods, lists of fit settings
-(``learner``, ``folds``, ``epochs``, ``n_draws``, ``f_model``, ``reps_crossfit``, ``device``) and
+(``learner``, ``folds``, ``epochs``, ``n_draws``, ``f_model``, ``reps_crossfit``, ``device``,
+``outcome_learner``, ``sampler``) and
 seeds; a study is one or more grids. Every combination is one fit, described by a config::
 
     {"dataset": "demand-iv", "data": {"n": 1000, "rho": 0.9, ...every option of the data set},
@@ -49,11 +50,13 @@ from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS
 from dmlcore.estimators.second_stage import SECOND_STAGES
-from dmlcore.learners import LEARNERS
+from dmlcore.learners import LEARNERS, NUISANCE_CHOICES
 
 # Fit settings with their defaults (those of `python -m dmlcore fit`).
 FIT_SETTINGS = {"learner": "nn", "folds": 10, "epochs": None, "n_draws": 8, "f_model": None,
-                "reps_crossfit": 1, "device": "auto"}
+                "reps_crossfit": 1, "device": "auto", "outcome_learner": None, "sampler": None}
+# settings added after stores held fits: left out of a config's key while unset, so those fits are still found
+LATER_SETTINGS = ("outcome_learner", "sampler")
 INTEGER_SETTINGS = ("folds", "epochs", "n_draws", "reps_crossfit")
 DEFAULT_METHODS = ("dml-cmr", "ce-dml-cmr", "naive")
 DEFAULT_SEEDS = "0-9"
@@ -148,7 +151,8 @@ class StudySpec:
 
 def config_key(config: dict) -> str:
     """The fit's identity in the store: a SHA-256 of its full configuration and ``FIT_KEY_VERSION``."""
-    text = json.dumps({"dmlcore": FIT_KEY_VERSION, **config}, sort_keys=True, separators=(",", ":"))
+    keyed = {k: v for k, v in config.items() if not (k in LATER_SETTINGS and v is None)}
+    text = json.dumps({"dmlcore": FIT_KEY_VERSION, **keyed}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -236,6 +240,8 @@ def _check_setting(name: str, value) -> None:
         return
     if name == "learner" and value not in LEARNERS:
         raise DMLCoreError(f"Unknown learner {value!r}; choose one of {', '.join(LEARNERS)}.")
+    if name in LATER_SETTINGS and value not in NUISANCE_CHOICES:
+        raise DMLCoreError(f"Unknown {name} {value!r}; choose one of {', '.join(NUISANCE_CHOICES)}.")
     if name == "f_model" and value not in SECOND_STAGES:
         raise DMLCoreError(f"Unknown f_model {value!r}; choose one of {', '.join(SECOND_STAGES)}.")
     if name == "folds" and value < 2:

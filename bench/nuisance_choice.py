@@ -1,0 +1,110 @@
+"""Which nuisance learners should DML-CMR's network f be given? Cells on the same data, per seed.
+
+Per (seed, IV strength) of demand-iv (the authors' design), the nn and gb nuisances are fitted once
+(K-fold, the same folds) and reused; each cell is DML-CMR with a network f and the outcome model
+from SOURCE and the distribution model from SOURCE, SOURCE one of ``nn``, ``gb``, ``oracle`` (the
+design's truth) or ``auto`` (dmlcore.learners.select: the candidate nn / gb with the lower
+cross-fitted held-out loss, per fold). An ``auto`` cell whose choice equals a fitted cell's is that
+cell (same nuisances, draws and f seed: the same numbers), and is written with its choice.
+
+Settings are chosen on seeds outside the benchmark's 0-19 (e.g. 100+). Rows (CSV, appended) have
+the design, the cell, ``mse`` / ``mse_fresh``, the nuisance errors of bench/error_budget.py, the
+cross-fitted held-out losses of the candidates (``s_loss_nn``, ``s_loss_gb``: squared error on the
+raw scale; ``g_loss_nn``, ``g_loss_gb``: energy score) and the auto choices.
+
+    python bench/nuisance_choice.py --seeds 100-103 --iv-strength 1.0,0.4 --jobs 2 \\
+        --out bench/results/nuisance-choice-demand-iv.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from error_budget import _ReusedOutcome, _ReusedSampler, nuisance_errors, seeds  # noqa: E402
+
+from dmlcore.data.simulate import simulate_demand_iv  # noqa: E402
+from dmlcore.estimators.dml import DMLCMR  # noqa: E402
+from dmlcore.learners.select import SelectedOutcome, SelectedSampler  # noqa: E402
+
+CELLS = ("nn:nn", "gb:nn", "nn:gb", "gb:gb", "oracle:nn", "nn:oracle", "oracle:oracle", "auto:nn", "auto:auto")
+
+
+def one(task: dict) -> list[dict]:
+    sim = simulate_demand_iv(task["n"], task["seed"], iv_strength=task["iv_strength"])
+    base = dict(dataset="demand-iv", noise_scale=sim.params["noise_scale"], iv_strength=task["iv_strength"],
+                rho=sim.params["rho"], n=task["n"], seed=task["seed"], method="dml-cmr", f_model="nn",
+                folds=task["folds"])
+    fits = {}
+    start = time.perf_counter()
+    fits["nn"] = DMLCMR("nn", task["folds"], seed=task["seed"], device="cpu").fit(sim.data)
+    nn_seconds = time.perf_counter() - start
+    fits["gb"] = DMLCMR("gb", task["folds"], f_model="linear", seed=task["seed"]).fit(sim.data)
+    sizes = [task["n"] - len(rows) for rows in fits["nn"].folds_]
+    outcome = {k: _ReusedOutcome(fits[k].s_model_, sizes) for k in ("nn", "gb")}
+    sampler = {k: _ReusedSampler(fits[k].g_model_, sizes) for k in ("nn", "gb")}
+    outcome["oracle"], sampler["oracle"] = sim.truth.oracle_outcome(), sim.truth.oracle_sampler()
+    outcome["auto"] = SelectedOutcome({k: outcome[k] for k in ("nn", "gb")}, task["seed"])
+    sampler["auto"] = SelectedSampler({k: sampler[k] for k in ("nn", "gb")}, task["seed"])
+    train_sets = [np.setdiff1d(np.arange(task["n"]), rows) for rows in fits["nn"].folds_]
+    losses = {}
+    for role, selected, target in (("s", outcome["auto"], sim.data.cmr().y),
+                                   ("g", sampler["auto"], sim.data.cmr().modelled)):
+        selected.fit(sim.data.cmr().conditioning, target, train_sets, None)
+        losses.update({f"{role}_loss_{k}": v for k, v in selected.selection_["heldout_loss"].items()})
+        losses[f"{role}_auto"] = "/".join(sorted(set(selected.choices_)))
+    rows, done = [], {}
+    for cell in task["cells"]:
+        s_src, g_src = cell.split(":")
+        resolved = (losses["s_auto"] if s_src == "auto" else s_src, losses["g_auto"] if g_src == "auto" else g_src)
+        key = ":".join(resolved)
+        if key in done:
+            row = dict(done[key])
+        else:
+            t0 = time.perf_counter()
+            if key == "nn:nn":
+                est, seconds = fits["nn"], nn_seconds
+            else:
+                est = DMLCMR("nn", task["folds"], seed=task["seed"], device="cpu",
+                             outcome_learner=outcome[s_src], sampler=sampler[g_src]).fit(sim.data)
+                seconds = time.perf_counter() - t0
+            row = {**base, **sim.truth.score(est), "seconds": seconds, **nuisance_errors(est, sim), **losses}
+            done[key] = row
+        rows.append({**row, "cell": cell, "outcome": s_src, "distribution": g_src, "resolved": key})
+        print(f"  strength={task['iv_strength']} seed={task['seed']} {cell} ({key}): mse={row['mse']:.4f}", flush=True)
+    return rows
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seeds", default="100-103")
+    p.add_argument("--iv-strength", default="1.0")
+    p.add_argument("--n", type=int, default=5000)
+    p.add_argument("--folds", type=int, default=10)
+    p.add_argument("--cells", default=",".join(CELLS))
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    out = Path(args.out)
+    tasks = [dict(seed=seed, iv_strength=float(k), n=args.n, folds=args.folds, cells=args.cells.split(","))
+             for k in args.iv_strength.split(",") for seed in seeds(args.seeds)]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        for rows in pool.map(one, tasks):
+            frame = pd.DataFrame(rows)
+            if out.exists():
+                frame = pd.concat([pd.read_csv(out), frame], ignore_index=True)
+            frame.to_csv(out, index=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Nuisances chosen by their cross-fitted held-out loss: ``outcome_learner="auto"`` / ``sampler="auto"``.
+
+Each candidate learner (by default ``nn`` and ``gb``) fits its fold models on the training sets it
+is given. Fold model k of a cross-fitted estimator never saw the rows of fold k (the complement
+of its training set), so each candidate has a held-out loss on every row that needs no truth:
+
+* outcome model: the squared error (y - s_k(c))^2;
+* distribution model: the energy score of DRAWS draws from fold model k at the row's observed
+  inputs x (each column divided by its sd over all rows), mean_j ||X_j - x|| - mean_{j != j'}
+  ||X_j - X_j'|| / 2: a proper scoring rule, lowest in expectation for the true conditional law,
+  that compares a mixture density network with a mean-plus-residuals sampler on equal terms.
+
+Fold model k uses the candidate with the lowest loss summed over the *other* folds' rows, so the
+choice for fold k reads none of fold k's outcomes (cross-fitted selection); in practice every
+fold gets the same candidate. With one training set (CE-DML-CMR, the naive plug-in: no held-out
+rows) the candidates are first cross-fitted on INNER folds of it for their losses, and the one
+with the lowest pooled loss is then fitted on the whole set.
+
+``selection_`` records the candidates' held-out losses, the choice per fold and what the loss
+is; the run record carries it (``nuisances``). Why: with a noisy outcome the network's early
+stopping halts the outcome model near its mean (shrunk), and a shrunk s-hat shrinks f-hat
+(docs/error-budget.md); the held-out loss sees this without knowing the truth.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
+from dmlcore.progress import Monitor
+
+AUTO = "auto"
+CANDIDATES = ("nn", "gb")
+INNER = 5           # folds of the inner cross-fit when there is one training set
+DRAWS = 16          # draws per row for the energy score
+
+
+def held_out_sets(n: int, train_sets: list[np.ndarray]) -> list[np.ndarray] | None:
+    """The rows each fold model never saw, when they partition the rows (K-fold); else None."""
+    held = [np.setdiff1d(np.arange(n), rows) for rows in train_sets]
+    if len(held) < 2 or any(len(h) == 0 for h in held) or sum(len(h) for h in held) != n:
+        return None
+    return held
+
+
+def inner_folds(rows: np.ndarray, folds: int, seed: int) -> list[np.ndarray]:
+    perm = np.random.default_rng([seed, 41]).permutation(rows)
+    return [np.sort(part) for part in np.array_split(perm, folds)]
+
+
+def energy_score(draws: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Per row, the energy score of draws (rows, m, d) at the observations x (rows, d); lower is better."""
+    near = np.linalg.norm(draws - x[:, None, :], axis=-1).mean(1)
+    m = draws.shape[1]
+    spread = np.linalg.norm(draws[:, :, None, :] - draws[:, None, :, :], axis=-1).sum((1, 2)) / (m * (m - 1))
+    return near - 0.5 * spread
+
+
+class _Selection:
+    """Fits the candidates, scores them on held-out rows and keeps the choice per fold model."""
+
+    role = ""
+    loss_name = ""
+
+    def __init__(self, candidates: dict, seed: int = 0):
+        self.candidates = candidates
+        self.seed = seed
+
+    @property
+    def name(self) -> str:
+        return "auto (" + " or ".join(self.candidates) + ")"
+
+    def _losses(self, learner, C, target, held, k, scale, rng) -> np.ndarray:
+        raise NotImplementedError
+
+    def _fit_candidates(self, C, target, train_sets, monitor, unfitted):
+        fitted, sub = {}, {}
+        lo, hi = getattr(monitor, "span", (0.0, 1.0))
+        for i, (name, learner) in enumerate(unfitted.items()):
+            if hasattr(monitor, "stage"):
+                monitor.stage(f"{self.role}: candidate {name}", start=lo + (hi - lo) * i / len(unfitted),
+                              end=lo + (hi - lo) * (i + 1) / len(unfitted))
+            sub[name] = Monitor(should_stop=getattr(monitor, "should_stop", None))
+            fitted[name] = learner.fit(C, target, train_sets, sub[name])
+        return fitted, sub
+
+    def fit(self, C, target, train_sets, monitor):
+        n = len(C)
+        scale = np.std(target.reshape(n, -1), axis=0)
+        scale = np.where(scale > 1e-12, scale, 1.0)
+        rng = np.random.default_rng([self.seed, 43])
+        held = held_out_sets(n, train_sets)
+        names = list(self.candidates)
+        if held is None:    # one training set: inner cross-fit for the losses, then the winner on the whole set
+            rows = train_sets[0]
+            parts = inner_folds(rows, INNER, self.seed)
+            inner_train = [np.setdiff1d(rows, part) for part in parts]
+            scored, _ = self._fit_candidates(C, target, inner_train, monitor,
+                                             {k: copy.deepcopy(v) for k, v in self.candidates.items()})
+            per_fold = np.array([[self._losses(scored[name], C, target, part, j, scale, rng).sum()
+                                  for name in names] for j, part in enumerate(parts)])
+            best = names[int(np.argmin(per_fold.sum(0)))]
+            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, {best: self.candidates[best]})
+            choices = [best] * len(train_sets)
+            rows_scored = sum(len(p) for p in parts)
+        else:
+            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, self.candidates)
+            per_fold = np.array([[self._losses(chosen[name], C, target, rows, k, scale, rng).sum()
+                                  for name in names] for k, rows in enumerate(held)])
+            total = per_fold.sum(0)
+            choices = [names[int(np.argmin(total - per_fold[k]))] for k in range(len(train_sets))]
+            rows_scored = n
+        self.fitted_ = chosen
+        self.choices_ = choices
+        for k, name in enumerate(choices):     # the chosen fold model's loss history is the nuisance's
+            for (model, fold), history in sub[name].histories.items():
+                if fold == k and hasattr(monitor, "histories"):
+                    monitor.histories[(model, fold)] = history
+        losses = per_fold.sum(0) / rows_scored
+        self.selection_ = {
+            "candidates": names,
+            "heldout_loss": {name: float(v) for name, v in zip(names, losses)},
+            "choice": max(set(choices), key=choices.count),
+            "choice_per_fold": choices,
+            "loss": self.loss_name,
+            "inner_folds": INNER if held is None else None,
+        }
+        return self
+
+
+class SelectedOutcome(_Selection, OutcomeLearner):
+    """s(c) by the candidate with the lowest cross-fitted held-out squared error (module notes)."""
+
+    role = "outcome model s(c)"
+    loss_name = "held-out mean squared error of s-hat(c) against y, on rows each fold model never saw"
+
+    def _losses(self, learner, C, y, rows, k, scale, rng):
+        return (y[rows] - learner.predict(k, C[rows])) ** 2
+
+    def predict(self, k, C):
+        return self.fitted_[self.choices_[k]].predict(k, C)
+
+
+class SelectedSampler(_Selection, ConditionalSampler):
+    """The distribution model by the candidate with the lowest cross-fitted energy score (module notes)."""
+
+    role = "distribution model"
+    loss_name = (f"held-out energy score of {DRAWS} draws at the observed inputs (each column divided by its sd), "
+                 f"on rows each fold model never saw")
+
+    def _losses(self, learner, C, X, rows, k, scale, rng):
+        draws = learner.sample(k, C[rows], DRAWS, rng)
+        return energy_score(draws / scale, X[rows] / scale)
+
+    def sample(self, k, C, n_draws, rng):
+        return self.fitted_[self.choices_[k]].sample(k, C, n_draws, rng)

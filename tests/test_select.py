@@ -1,0 +1,132 @@
+"""Nuisances chosen by their cross-fitted held-out loss (outcome_learner / sampler = "auto")."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn, make_folds
+from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
+from dmlcore.learners.select import SelectedOutcome, SelectedSampler, energy_score
+from dmlcore.runs import fit_run
+
+
+class Line(OutcomeLearner):
+    """Least squares of y on C per training set, its slope multiplied by ``shrink`` (1: the fit)."""
+
+    def __init__(self, shrink=1.0):
+        self.shrink = shrink
+
+    def fit(self, C, y, train_sets, monitor):
+        self.coefs_ = []
+        for rows in train_sets:
+            X = np.column_stack([np.ones(len(rows)), C[rows]])
+            beta = np.linalg.lstsq(X, y[rows], rcond=None)[0]
+            beta[1:] *= self.shrink
+            self.coefs_.append(beta)
+        return self
+
+    def predict(self, k, C):
+        return self.coefs_[k][0] + C @ self.coefs_[k][1:]
+
+
+class Shifted(ConditionalSampler):
+    """Draws of the treatment a = 2 z + e around its true mean, with spread ``sd`` (the truth: sd 1)."""
+
+    def __init__(self, sd):
+        self.sd = sd
+
+    def fit(self, C, X, train_sets, monitor):
+        return self
+
+    def sample(self, k, C, n_draws, rng):
+        return (2.0 * C[:, :1] + self.sd * rng.standard_normal((len(C), n_draws)))[:, :, None]
+
+
+def design(n=1000, seed=0):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 1))
+    a = 2.0 * z[:, 0] + rng.normal(size=n)
+    y = 3.0 * a + rng.normal(size=n)
+    return z, a, y
+
+
+@pytest.mark.parametrize("order", [("shrunk", "fit"), ("fit", "shrunk")])
+def test_outcome_choice_is_the_lower_cross_fitted_loss(order):
+    z, _, y = design()
+    folds = make_folds(len(y), 5, 0)
+    train = [np.setdiff1d(np.arange(len(y)), rows) for rows in folds]
+    candidates = {"fit": Line(1.0), "shrunk": Line(0.5)}
+    chosen = SelectedOutcome({name: candidates[name] for name in order}, seed=0).fit(z, y, train, None)
+    record = chosen.selection_
+    assert record["heldout_loss"]["fit"] < record["heldout_loss"]["shrunk"]
+    assert record["choice"] == "fit" and record["choice_per_fold"] == ["fit"] * 5
+    # the loss is the held-out one: fold k's rows scored by the model that never saw them
+    expected = np.mean(np.concatenate([(y[rows] - candidates["fit"].predict(k, z[rows])) ** 2
+                                       for k, rows in enumerate(folds)]))
+    assert record["heldout_loss"]["fit"] == pytest.approx(expected)
+    assert np.allclose(chosen.predict(2, z[:7]), candidates["fit"].predict(2, z[:7]))
+
+
+def test_one_training_set_is_scored_on_inner_folds():
+    z, _, y = design()
+    chosen = SelectedOutcome({"shrunk": Line(0.5), "fit": Line(1.0)}, seed=0).fit(z, y, [np.arange(len(y))], None)
+    assert chosen.selection_["choice"] == "fit" and chosen.selection_["inner_folds"] == 5
+    assert chosen.selection_["heldout_loss"]["fit"] < chosen.selection_["heldout_loss"]["shrunk"]
+
+
+def test_sampler_choice_is_the_lower_energy_score():
+    z, a, _ = design()
+    folds = make_folds(len(a), 4, 1)
+    train = [np.setdiff1d(np.arange(len(a)), rows) for rows in folds]
+    for order in (("wide", "true"), ("true", "wide")):
+        candidates = {"wide": Shifted(2.5), "true": Shifted(1.0)}
+        chosen = SelectedSampler({name: candidates[name] for name in order}, seed=0).fit(z, a[:, None], train, None)
+        assert chosen.selection_["choice"] == "true"
+        assert chosen.selection_["heldout_loss"]["true"] < chosen.selection_["heldout_loss"]["wide"]
+
+
+def test_energy_score_is_lowest_at_the_truth():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4000, 1))
+    scores = {sd: energy_score(sd * rng.standard_normal((4000, 16, 1)), x).mean() for sd in (0.5, 1.0, 2.0)}
+    assert scores[1.0] < scores[0.5] and scores[1.0] < scores[2.0]
+
+
+def test_dml_cmr_auto_records_its_choice_and_uses_it(linear_iv):
+    data = linear_iv(400, seed=2)
+    est = DMLCMR("gb", 3, outcome_learner="auto", sampler="auto", epochs=3, seed=0).fit(data)
+    for role in ("s", "g"):
+        record = est.nuisance_selection_[role]
+        assert record["candidates"] == ["nn", "gb"]
+        losses = record["heldout_loss"]
+        assert record["choice"] == min(losses, key=losses.get)
+    s = est.s_model_
+    picked = s.fitted_[s.choices_[0]]
+    rows = est.folds_[0]
+    assert np.allclose(est.targets_[rows], picked.predict(0, data.cmr().conditioning[rows]))
+    assert all("s" in entry and "g" in entry for entry in est.fold_losses_)   # the chosen model's histories
+
+
+@pytest.mark.parametrize("cls", [CEDMLCMR, NaivePlugIn])
+def test_every_method_of_the_family_takes_auto(cls, linear_iv):
+    est = cls("gb", outcome_learner="auto", sampler="auto", epochs=3).fit(linear_iv(300))
+    assert est.nuisance_selection_["g"]["inner_folds"] == 5
+    assert ("s" in est.nuisance_selection_) == (cls is CEDMLCMR)     # the naive plug-in has no outcome model
+
+
+def test_run_record_and_cli_carry_the_choice(linear_iv, tmp_path):
+    from dmlcore.cli import main
+    run = fit_run(linear_iv(300), "dml-cmr", learner="gb", folds=2, epochs=3, outcome_learner="auto", heldout_folds=0)
+    assert run.record["config"]["outcome_learner"] == "auto" and run.record["config"]["sampler"] is None
+    assert set(run.record["nuisances"]) == {"s"}
+    out = tmp_path / "run.json"
+    assert main(["fit", "--n", "300", "--learner", "gb", "--folds", "2", "--epochs", "3", "--outcome-learner", "auto",
+                 "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["nuisances"]["s"]["choice"] in ("nn", "gb")
+
+
+def test_auto_is_for_one_nuisance_only(linear_iv):
+    with pytest.raises(DMLCoreError, match="'auto' applies to outcome_learner and sampler"):
+        DMLCMR("auto").fit(linear_iv(100))
