@@ -2,15 +2,16 @@
 
 Per (seed, IV strength) of demand-iv (the authors' design), the nn and gb nuisances are fitted once
 (K-fold, the same folds) and reused; each cell is DML-CMR with a network f and the outcome model
-from SOURCE and the distribution model from SOURCE, SOURCE one of ``nn``, ``gb``, ``oracle`` (the
-design's truth) or ``auto`` (dmlcore.learners.select: the candidate nn / gb with the lower
-cross-fitted held-out loss, per fold). An ``auto`` cell whose choice equals a fitted cell's is that
+from SOURCE and the distribution model from SOURCE, SOURCE one of ``nn``, ``gb``, ``gb-small`` (the
+candidates of dmlcore.learners.select), ``oracle`` (the design's truth) or ``auto`` (the candidate
+with the lowest cross-fitted held-out loss, per fold). An ``auto`` cell whose choice equals a fitted cell's is that
 cell (same nuisances, draws and f seed: the same numbers), and is written with its choice.
 
 Settings are chosen on seeds outside the benchmark's 0-19 (e.g. 100+). Rows (CSV, appended) have
 the design, the cell, ``mse`` / ``mse_fresh``, the nuisance errors of bench/error_budget.py, the
-cross-fitted held-out losses of the candidates (``s_loss_nn``, ``s_loss_gb``: squared error on the
-raw scale; ``g_loss_nn``, ``g_loss_gb``: energy score) and the auto choices.
+cross-fitted held-out losses of the candidates (``s_loss_nn``, ``s_loss_gb``, ...: squared error on
+the raw scale; ``g_loss_nn``, ...: energy score) and the auto choices. A row's ``seconds`` is its
+fit's (the reused nuisances' time not counted, except in the nn:nn cell, a whole fit).
 
     python bench/nuisance_choice.py --seeds 100-103 --iv-strength 1.0,0.4 --jobs 2 \\
         --out bench/results/nuisance-choice-demand-iv.csv
@@ -35,7 +36,7 @@ from error_budget import _ReusedOutcome, _ReusedSampler, nuisance_errors, seeds 
 
 from dmlcore.data.simulate import simulate_demand_iv  # noqa: E402
 from dmlcore.estimators.dml import DMLCMR  # noqa: E402
-from dmlcore.learners.select import SelectedOutcome, SelectedSampler  # noqa: E402
+from dmlcore.learners.select import CANDIDATES, SelectedOutcome, SelectedSampler  # noqa: E402
 
 CELLS = ("nn:nn", "gb:nn", "nn:gb", "gb:gb", "oracle:nn", "nn:oracle", "oracle:oracle", "auto:nn", "auto:auto")
 
@@ -45,17 +46,22 @@ def one(task: dict) -> list[dict]:
     base = dict(dataset="demand-iv", noise_scale=sim.params["noise_scale"], iv_strength=task["iv_strength"],
                 rho=sim.params["rho"], n=task["n"], seed=task["seed"], method="dml-cmr", f_model="nn",
                 folds=task["folds"])
-    fits = {}
+    cells = [cell.split(":") for cell in task["cells"]]
+    learned = [k for k in CANDIDATES if any(k in cell or "auto" in cell for cell in cells)]
+    fits, outcome, sampler = {}, {}, {}
     start = time.perf_counter()
     fits["nn"] = DMLCMR("nn", task["folds"], seed=task["seed"], device="cpu").fit(sim.data)
     nn_seconds = time.perf_counter() - start
-    fits["gb"] = DMLCMR("gb", task["folds"], f_model="linear", seed=task["seed"]).fit(sim.data)
     sizes = [task["n"] - len(rows) for rows in fits["nn"].folds_]
-    outcome = {k: _ReusedOutcome(fits[k].s_model_, sizes) for k in ("nn", "gb")}
-    sampler = {k: _ReusedSampler(fits[k].g_model_, sizes) for k in ("nn", "gb")}
+    for k in learned:
+        kind, settings = CANDIDATES[k]
+        if k != "nn":   # the boosted nuisances; f linear, unused
+            fits[k] = DMLCMR(kind, task["folds"], f_model="linear", nuisance_params=settings or None,
+                             seed=task["seed"]).fit(sim.data)
+        outcome[k], sampler[k] = _ReusedOutcome(fits[k].s_model_, sizes), _ReusedSampler(fits[k].g_model_, sizes)
     outcome["oracle"], sampler["oracle"] = sim.truth.oracle_outcome(), sim.truth.oracle_sampler()
-    outcome["auto"] = SelectedOutcome({k: outcome[k] for k in ("nn", "gb")}, task["seed"])
-    sampler["auto"] = SelectedSampler({k: sampler[k] for k in ("nn", "gb")}, task["seed"])
+    outcome["auto"] = SelectedOutcome({k: outcome[k] for k in learned}, task["seed"])
+    sampler["auto"] = SelectedSampler({k: sampler[k] for k in learned}, task["seed"])
     train_sets = [np.setdiff1d(np.arange(task["n"]), rows) for rows in fits["nn"].folds_]
     losses = {}
     for role, selected, target in (("s", outcome["auto"], sim.data.cmr().y),

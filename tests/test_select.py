@@ -99,7 +99,7 @@ def test_dml_cmr_auto_records_its_choice_and_uses_it(linear_iv):
     est = DMLCMR("gb", 3, outcome_learner="auto", sampler="auto", epochs=3, seed=0).fit(data)
     for role in ("s", "g"):
         record = est.nuisance_selection_[role]
-        assert record["candidates"] == ["nn", "gb"]
+        assert record["candidates"] == ["nn", "gb", "gb-small"]
         losses = record["heldout_loss"]
         assert record["choice"] == min(losses, key=losses.get)
     s = est.s_model_

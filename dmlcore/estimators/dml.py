@@ -67,7 +67,7 @@ class _TwoStageCMR(CMREstimator):
         of f's modelled inputs given C: a name, a regressor, or an
         :class:`~dmlcore.learners.base.OutcomeLearner` / :class:`~dmlcore.learners.base.ConditionalSampler`
         (the per-fold interface, e.g. an oracle that knows the truth), or ``"auto"``: the candidate
-        (``nn`` or ``gb``; ``nn`` only on image data) with the lowest cross-fitted held-out loss,
+        (``nn``, ``gb``, ``gb-small``; ``nn`` only on image data) with the lowest cross-fitted held-out loss,
         chosen per fold without reading that fold (:mod:`dmlcore.learners.select`); the choice and
         the losses are in ``nuisance_selection_``.
     f_model : {"nn", "boost", "linear", "sieve"}, optional
@@ -145,15 +145,18 @@ class _TwoStageCMR(CMREstimator):
             params.setdefault(key, self.epochs)
         return params
 
-    def _nuisance(self, role: str, name, data: CausalData, names: list[str], image, device):
-        """The unfitted outcome model (``role`` "s") or distribution model ("g") for ``name``."""
+    def _nuisance(self, role: str, name, data: CausalData, names: list[str], image, device, settings=None):
+        """The unfitted outcome model (``role`` "s") or distribution model ("g") for ``name``; ``settings``
+        (of an "auto" candidate) under the learner's own ``nuisance_params`` and ``epochs``."""
         if isinstance(name, str) and name == AUTO:
-            kinds = CANDIDATES if image is None else ("nn",)   # boosting on pixels: not a candidate
-            parts = {kind: self._nuisance(role, kind, data, names, image, device) for kind in kinds}
+            parts = {label: self._nuisance(role, kind, data, names, image, device, extra)
+                     for label, (kind, extra) in CANDIDATES.items()
+                     if image is None or kind == "nn"}                # boosting on pixels: not a candidate
             return (SelectedOutcome if role == "s" else SelectedSampler)(parts, self.seed)
         enc = encoder_for(data, names, name)
         make = make_outcome_learner if role == "s" else make_sampler
-        return Encoded(make(name, self._nuisance_params(name), self.seed, encode_image_spec(image, enc), device), enc)
+        params = {**(settings or {}), **self._nuisance_params(name)}
+        return Encoded(make(name, params, self.seed, encode_image_spec(image, enc), device), enc)
 
     def _fit(self, data: CausalData, monitor) -> None:
         f_model, f_params = self._settings()

@@ -90,7 +90,8 @@ def _shown(obj) -> str:
 
 def uses_networks(learner) -> bool:
     """Whether a nuisance ``learner`` (a name) trains torch networks: ``nn``, or ``auto`` (nn a candidate)."""
-    return isinstance(learner, str) and (learner == "nn" or (learner == AUTO and "nn" in CANDIDATES))
+    return isinstance(learner, str) and (learner == "nn" or (learner == AUTO and
+                                                             any(kind == "nn" for kind, _ in CANDIDATES.values())))
 
 
 __all__ = ["LEARNERS", "NUISANCE_CHOICES", "AUTO", "SelectedOutcome", "SelectedSampler", "uses_networks", "LEARNER_TITLES", "check_learner", "learner_name", "make_outcome_learner", "make_sampler",
