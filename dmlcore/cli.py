@@ -148,6 +148,8 @@ def _fit(args) -> int:
         covered = "n/a" if rec["band_coverage"] is None else f"{rec['band_coverage']:.3f}"
         extra += f" band_coverage={covered} band_width={rec['band_width']:.4g}"
     extra += _effect_text(rec["effect"])
+    for role, chosen in (rec.get("nuisances") or {}).items():   # "auto" nuisances: which candidate won
+        extra += f" {role}-hat=auto:{chosen['choice']}"
     if rec.get("heldout"):
         held = rec["heldout"]
         extra += (f" heldout=n/a ({held['error']})" if "error" in held else

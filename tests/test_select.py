@@ -116,7 +116,7 @@ def test_every_method_of_the_family_takes_auto(cls, linear_iv):
     assert ("s" in est.nuisance_selection_) == (cls is CEDMLCMR)     # the naive plug-in has no outcome model
 
 
-def test_run_record_and_cli_carry_the_choice(linear_iv, tmp_path):
+def test_run_record_and_cli_carry_the_choice(linear_iv, tmp_path, capsys):
     from dmlcore.cli import main
     run = fit_run(linear_iv(300), "dml-cmr", learner="gb", folds=2, epochs=3, outcome_learner="auto", heldout_folds=0)
     assert run.record["config"]["outcome_learner"] == "auto" and run.record["config"]["sampler"] is None
@@ -124,7 +124,9 @@ def test_run_record_and_cli_carry_the_choice(linear_iv, tmp_path):
     out = tmp_path / "run.json"
     assert main(["fit", "--n", "300", "--learner", "gb", "--folds", "2", "--epochs", "3", "--outcome-learner", "auto",
                  "--json", str(out)]) == 0
-    assert json.loads(out.read_text())["nuisances"]["s"]["choice"] in ("nn", "gb")
+    choice = json.loads(out.read_text())["nuisances"]["s"]["choice"]
+    assert choice in ("nn", "gb", "gb-small")
+    assert f"s-hat=auto:{choice}" in capsys.readouterr().out
 
 
 def test_auto_is_for_one_nuisance_only(linear_iv):

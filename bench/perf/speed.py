@@ -7,6 +7,7 @@ model at a time) and how the cost grows with N and K.
     python -m bench.perf.speed --out bench/results/speed.jsonl            # the full set
     python -m bench.perf.speed --plan core --seeds 1,2,3 --out bench/results/speed-idle.jsonl  # ratio on an idle machine
     python -m bench.perf.speed --only one --method dml-cmr --learner nn --n 5000 --folds 10
+    python -m bench.perf.speed --plan auto --seeds 1,2,3 --out bench/results/speed-auto.jsonl  # outcome_learner="auto"
 
 Every row records the demand-iv design it timed (`noise_scale`; `--noise-scale raw` for the appendix's text).
 """
@@ -37,9 +38,11 @@ PLAN = [  # (method, learner, n, folds)
 ]
 TWO_THREADS = [("dml-cmr", "nn", 5000, 10), ("ce-dml-cmr", "nn", 5000, 10)]  # DMLCORE_TORCH_THREADS=2
 CORE = [("dml-cmr", "nn", 5000, 10), ("ce-dml-cmr", "nn", 5000, 10), ("naive", "nn", 5000, 10)]  # --plan core
+AUTO = [("dml-cmr", "nn", 5000, 10), ("ce-dml-cmr", "nn", 5000, 10)]  # --plan auto: each without and with "auto"
 
 
-def one(method: str, learner: str, n: int, folds: int, seed: int, noise_scale: str = "standardized") -> dict:
+def one(method: str, learner: str, n: int, folds: int, seed: int, noise_scale: str = "standardized",
+        outcome_learner: str | None = None) -> dict:
     """Fit once in this process and return wall time, MSE and peak RSS."""
     from dmlcore.data.simulate import simulate_demand_iv
     from dmlcore.runs import fit_run
@@ -47,9 +50,11 @@ def one(method: str, learner: str, n: int, folds: int, seed: int, noise_scale: s
     sim = simulate_demand_iv(n, seed=seed, noise_scale=noise_scale)
     if method == "sequential-folds":
         return {**sequential_nuisances(sim.data, folds, seed), "noise_scale": noise_scale}
-    run = fit_run(sim.data, method, truth=sim.truth, learner=learner, folds=folds, seed=seed)
+    run = fit_run(sim.data, method, truth=sim.truth, learner=learner, folds=folds, seed=seed,
+                  outcome_learner=outcome_learner)
     return {"method": method, "learner": learner, "n": n, "folds": folds, "seed": seed, "noise_scale": noise_scale,
-            "seconds": run.record["seconds"], "mse": run.record["mse"], "peak_rss_mb": _peak_mb()}
+            "outcome_learner": outcome_learner, "seconds": run.record["seconds"], "mse": run.record["mse"],
+            "peak_rss_mb": _peak_mb()}
 
 
 def sequential_nuisances(data, folds: int, seed: int) -> dict:
@@ -83,8 +88,10 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "speed.jsonl"))
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--only", choices=["one"])
-    parser.add_argument("--plan", choices=["full", "core"], default="full",
-                        help="core: DML-CMR, CE and naive (nn, N=5000, K=10) with 1 and 2 torch threads")
+    parser.add_argument("--plan", choices=["full", "core", "auto"], default="full",
+                        help="core: DML-CMR, CE and naive (nn, N=5000, K=10) with 1 and 2 torch threads; auto: "
+                             "DML-CMR and CE (nn) without and with outcome_learner='auto', 1 thread")
+    parser.add_argument("--outcome-learner")
     parser.add_argument("--method", default="dml-cmr")
     parser.add_argument("--learner", default="nn")
     parser.add_argument("--n", type=int, default=5000)
@@ -94,19 +101,23 @@ def main() -> None:
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.only:
-        print(json.dumps(one(args.method, args.learner, args.n, args.folds, seeds[0], args.noise_scale)), flush=True)
+        print(json.dumps(one(args.method, args.learner, args.n, args.folds, seeds[0], args.noise_scale,
+                             args.outcome_learner)), flush=True)
         return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.plan == "core":
-        jobs = [(cfg, threads) for threads in ("1", "2") for cfg in CORE]
+        jobs = [(cfg, threads, None) for threads in ("1", "2") for cfg in CORE]
+    elif args.plan == "auto":
+        jobs = [(cfg, "1", chosen) for cfg in AUTO for chosen in (None, "auto")]
     else:
-        jobs = [(cfg, "1") for cfg in PLAN] + [(cfg, "2") for cfg in TWO_THREADS]
+        jobs = [(cfg, "1", None) for cfg in PLAN] + [(cfg, "2", None) for cfg in TWO_THREADS]
     with out.open("a") as handle:
-        for (method, learner, n, folds), threads in jobs:
+        for (method, learner, n, folds), threads, chosen in jobs:
             for seed in seeds:
                 cmd = [sys.executable, "-m", __spec__.name, "--only", "one", "--method", method, "--learner", learner,
-                       "--n", str(n), "--folds", str(folds), "--seeds", str(seed), "--noise-scale", args.noise_scale]
+                       "--n", str(n), "--folds", str(folds), "--seeds", str(seed), "--noise-scale", args.noise_scale,
+                       *(["--outcome-learner", chosen] if chosen else [])]
                 env = {**os.environ, "DMLCORE_TORCH_THREADS": threads}
                 res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
                 if res.returncode != 0:

@@ -139,7 +139,7 @@ _ENTRIES = (
            settings=SECOND_STAGE_SETTINGS - {"folds"}, colour="#17becf", **_FAMILY),
     Method("naive", "Naive plug-in",
            "Plugs the first stage straight into the second (DeepIV-style); biased when the first stage is off.",
-           NaivePlugIn, settings=SECOND_STAGE_SETTINGS - {"folds"}, colour="#d62728", **_FAMILY),
+           NaivePlugIn, settings=SECOND_STAGE_SETTINGS - {"folds", "outcome_learner"}, colour="#d62728", **_FAMILY),
     Method("2sls", "2SLS", "Classical linear two-stage least squares, with standard errors.",
            TwoStageLeastSquares, _tsls, record_learner="linear", colour="#2ca02c"),
     Method("sieve-2sls", "Sieve 2SLS",
