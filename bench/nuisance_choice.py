@@ -21,7 +21,7 @@ fit's (the reused nuisances' time not counted, except in the nn:nn cell, a whole
 The table: per IV strength, each cell's median [q1, q3] and mean MSE on the grid and at fresh draws,
 the median s-hat error, and its paired wins against the nn:nn cell (the defaults) with the two-sided
 Wilcoxon signed-rank p; ``--versus FILE:method,...`` adds the auto:nn cell's paired wins against
-those methods' rows (same design, n and seeds) of a bench CSV.
+those methods' rows (same design, n and seeds) of a bench CSV; ``--cells a,b`` keeps those cells.
 """
 
 from __future__ import annotations
@@ -111,9 +111,11 @@ def _quartiles(values: pd.Series) -> str:
     return f"{med:.4f} [{q1:.4f}, {q3:.4f}]"
 
 
-def table(path: str, versus: list[str] = ()) -> str:
-    """Markdown tables of a rows file (module notes)."""
+def table(path: str, versus: list[str] = (), cells: list[str] | None = None) -> str:
+    """Markdown tables of a rows file (module notes), of ``cells`` only when given."""
     rows = pd.read_csv(path)
+    if cells:
+        rows = rows[rows.cell.isin(cells)]
     lines = []
     for (strength, n), block in rows.groupby(["iv_strength", "n"], sort=False):
         grid = block.pivot_table(index="seed", columns="cell", values="mse")
@@ -149,7 +151,8 @@ def table(path: str, versus: list[str] = ()) -> str:
 def main() -> None:
     if sys.argv[1:2] == ["--table"]:
         versus = [sys.argv[i + 1] for i, a in enumerate(sys.argv) if a == "--versus"]
-        print(table(sys.argv[2], versus))
+        cells = [sys.argv[i + 1] for i, a in enumerate(sys.argv) if a == "--cells"]
+        print(table(sys.argv[2], versus, cells[0].split(",") if cells else None))
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", default="100-103")

@@ -10,6 +10,7 @@ of ``auto`` on seeds outside the benchmark's (docs/error-budget.md).
 
     python bench/outcome_candidates.py --seeds 100-103 --iv-strength 1.0,0.4 \\
         --out bench/results/outcome-candidates-demand-iv.csv
+    python bench/outcome_candidates.py --table bench/results/outcome-candidates-demand-iv.csv
 """
 
 from __future__ import annotations
@@ -40,7 +41,26 @@ VARIANTS = {"gb": {}, "gb lr 0.05": dict(learning_rate=0.05, max_iter=1000),
             "gb 7 leaves lr 0.05 (gb-small)": dict(max_leaf_nodes=7, learning_rate=0.05, max_iter=1000)}
 
 
+def table(path: str) -> str:
+    """Per IV strength and variant: mean held-out loss, median s-hat error and slope, and on how many
+    data sets the variant had the lowest held-out loss and the lowest true error."""
+    rows = pd.read_csv(path)
+    best_loss = rows.loc[rows.groupby(["iv_strength", "seed"]).heldout.idxmin(), ["iv_strength", "variant"]]
+    best_true = rows.loc[rows.groupby(["iv_strength", "seed"]).s_mse.idxmin(), ["iv_strength", "variant"]]
+    lines = ["| IV strength | s-hat | mean held-out loss (raw scale) | median error against s | median slope on s | "
+             "lowest held-out loss on | lowest true error on |", "|---|---|---|---|---|---|---|"]
+    for (strength, variant), part in rows.groupby(["iv_strength", "variant"], sort=False):
+        wins = lambda best: int(((best.iv_strength == strength) & (best.variant == variant)).sum())
+        lines.append(f"| {strength:g} | {variant} | {part.heldout.mean():,.0f} | {part.s_mse.median():.4f} | "
+                     f"{part.s_slope.median():.3f} | {wins(best_loss)} of {part.seed.nunique()} | "
+                     f"{wins(best_true)} of {part.seed.nunique()} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--table"]:
+        print(table(sys.argv[2]))
+        return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", default="100-103")
     p.add_argument("--iv-strength", default="1.0,0.4")
