@@ -22,6 +22,8 @@ The table: per IV strength, each cell's median [q1, q3] and mean MSE on the grid
 the median s-hat error, and its paired wins against the nn:nn cell (the defaults) with the two-sided
 Wilcoxon signed-rank p; ``--versus FILE:method,...`` adds the auto:nn cell's paired wins against
 those methods' rows (same design, n and seeds) of a bench CSV; ``--cells a,b`` keeps those cells.
+``--pair A.csv B.csv`` compares two bench CSVs of one method (e.g. with and without ``auto``), paired
+on the seed.
 """
 
 from __future__ import annotations
@@ -148,7 +150,23 @@ def table(path: str, versus: list[str] = (), cells: list[str] | None = None) -> 
     return "\n".join(lines)
 
 
+def pair(path_a: str, path_b: str) -> str:
+    """Two bench CSVs of one method side by side, paired on the seed (module notes)."""
+    a, b = (pd.read_csv(path).set_index("seed") for path in (path_a, path_b))
+    lines = ["| rows | fits | median MSE [q1, q3] | mean | median fresh-draw MSE [q1, q3] | mean s/fit |",
+             "|---|---|---|---|---|---|"]
+    for path, rows in ((path_a, a), (path_b, b)):
+        lines.append(f"| `{path}` | {len(rows)} | {_quartiles(rows.mse)} | {rows.mse.mean():.4f} | "
+                     f"{_quartiles(rows.mse_fresh)} | {rows.seconds.mean():.1f} |")
+    lines.append(f"\nThe first lower than the second (wins / losses, two-sided Wilcoxon p): grid "
+                 f"{_paired(a.mse, b.mse)}; fresh draws {_paired(a.mse_fresh, b.mse_fresh)}.")
+    return "\n".join(lines)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--pair"]:
+        print(pair(sys.argv[2], sys.argv[3]))
+        return
     if sys.argv[1:2] == ["--table"]:
         versus = [sys.argv[i + 1] for i, a in enumerate(sys.argv) if a == "--versus"]
         cells = [sys.argv[i + 1] for i, a in enumerate(sys.argv) if a == "--cells"]
