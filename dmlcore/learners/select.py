@@ -116,7 +116,7 @@ class _Selection:
             total = per_fold.sum(0)
             choices = [names[int(np.argmin(total - per_fold[k]))] for k in range(len(train_sets))]
             rows_scored = n
-        self.fitted_ = chosen
+        self.fitted_ = {name: chosen[name] for name in set(choices)}   # the others are not kept
         self.choices_ = choices
         for k, name in enumerate(choices):     # the chosen fold model's loss history is the nuisance's
             for (model, fold), history in sub[name].histories.items():
