@@ -18,19 +18,16 @@ got wrong, on the protocol's scale (sales / 158), over every row, cross-fitted:
 * ``g_mean_mse``: mean (mean of the row's draws - E[p | c])^2, price units; ``g_sd``: the mean
   within-row sd of the draws (the truth: 1).
 
-    python bench/error_budget.py --learners nn --seeds 0-19 --n 5000 --folds 10 --jobs 2 \\
+    python -m bench.error_budget --learners nn,gb --seeds 0-19 --n 5000 --folds 10 --jobs 2 \\
         --out bench/results/error-budget-demand-iv.csv
-    python bench/error_budget.py --table bench/results/error-budget-demand-iv.csv    # markdown for the docs
 
-The table: per learner and IV strength, each cell's median [q1, q3] grid MSE, its median fresh-draw
-MSE, the median s-hat error, and against the learned x learned cell the wins (lower MSE) of the
-cell on the paired seeds with the two-sided Wilcoxon signed-rank p.
+docs/error-budget.md shows the rows as tables (``python bench/docs.py --write``; renderers in
+bench/docgen/nuisance.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -38,13 +35,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from dmlcore.data.simulate import Y_STD, demand_iv_price_mean, simulate_demand_iv  # noqa: E402
-from dmlcore.estimators.dml import DMLCMR  # noqa: E402
-from dmlcore.learners.base import ConditionalSampler, OutcomeLearner  # noqa: E402
-from dmlcore.studies.summarize import signed_rank_p  # noqa: E402
+from dmlcore.data.simulate import Y_STD, demand_iv_price_mean, simulate_demand_iv
+from dmlcore.estimators.dml import DMLCMR
+from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
+from dmlcore.studies.spec import parse_seeds
 
 CELLS = (("learned", "learned"), ("oracle", "learned"), ("learned", "oracle"), ("oracle", "oracle"))
 
@@ -132,43 +126,7 @@ def one(task: dict) -> list[dict]:
     return rows
 
 
-def seeds(text: str) -> list[int]:
-    out = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
-def table(path: str) -> str:
-    """The error budget as markdown tables (module notes)."""
-    rows = pd.read_csv(path)
-    lines = []
-    for (learner, strength, n), block in rows.groupby(["learner", "iv_strength", "n"], sort=False):
-        wide = block.pivot_table(index="seed", columns=["outcome", "distribution"], values="mse")
-        lines += [f"\n{learner} nuisances and f, N = {n}, IV strength {strength:g}, "
-                  f"{block.seed.nunique()} seeds\n",
-                  "| s-hat (outcome model) | distribution of price | median MSE [q1, q3] | mean | median fresh-draw MSE "
-                  "| median s-hat error | lower than learned x learned on, Wilcoxon p |", "|---|---|---|---|---|---|---|"]
-        for outcome, distribution in CELLS:
-            cell = block[(block.outcome == outcome) & (block.distribution == distribution)]
-            if cell.empty:
-                continue
-            q1, med, q3 = cell.mse.quantile([0.25, 0.5, 0.75])
-            versus = ""
-            if (outcome, distribution) != ("learned", "learned") and ("learned", "learned") in wide:
-                pair = wide[[(outcome, distribution), ("learned", "learned")]].dropna()
-                diff = (pair.iloc[:, 0] - pair.iloc[:, 1]).to_numpy()
-                versus = f"{int((diff < 0).sum())} of {len(diff)}, p = {signed_rank_p(diff):.2g}"
-            lines.append(f"| {outcome} | {distribution} | {med:.4f} [{q1:.4f}, {q3:.4f}] | {cell.mse.mean():.4f} | "
-                         f"{cell.mse_fresh.median():.4f} | {cell.s_mse.median():.4f} | {versus} |")
-    return "\n".join(lines)
-
-
 def main() -> None:
-    if sys.argv[1:2] == ["--table"]:
-        print(table(sys.argv[2]))
-        return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--learners", default="nn,gb")
     p.add_argument("--seeds", default="0-19")
@@ -182,7 +140,7 @@ def main() -> None:
     done = pd.read_csv(out) if out.exists() else pd.DataFrame()
     tasks = []
     for learner in args.learners.split(","):
-        for seed in seeds(args.seeds):
+        for seed in parse_seeds(args.seeds):
             skip = set()
             if len(done):
                 mine = done[(done.learner == learner) & (done.seed == seed) & (done.n == args.n)

@@ -8,31 +8,26 @@ of s-hat on s (``s_slope``, < 1: shrunk). In expectation heldout = Var(Y | C) + 
 held-out loss ranks the variants as their true error does, up to noise. Used to pick the candidates
 of ``auto`` on seeds outside the benchmark's (docs/error-budget.md).
 
-    python bench/outcome_candidates.py --seeds 100-103 --iv-strength 1.0,0.4 \\
+    python -m bench.outcome_candidates --seeds 100-103 --iv-strength 1.0,0.4 \\
         --out bench/results/outcome-candidates-demand-iv.csv
-    python bench/outcome_candidates.py --table bench/results/outcome-candidates-demand-iv.csv
+
+docs/error-budget.md shows the rows as a table (``python bench/docs.py --write``; bench/docgen/nuisance.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from error_budget import seeds  # noqa: E402
-
-from dmlcore.data.simulate import Y_STD, simulate_demand_iv  # noqa: E402
-from dmlcore.estimators.dml import make_folds  # noqa: E402
-from dmlcore.learners.tabular import TabularOutcome  # noqa: E402
-from dmlcore.progress import Monitor  # noqa: E402
+from dmlcore.data.simulate import Y_STD, simulate_demand_iv
+from dmlcore.estimators.dml import make_folds
+from dmlcore.learners.tabular import TabularOutcome
+from dmlcore.progress import Monitor
+from dmlcore.studies.spec import parse_seeds
 
 VARIANTS = {"gb": {}, "gb lr 0.05": dict(learning_rate=0.05, max_iter=1000),
             "gb 15 leaves": dict(max_leaf_nodes=15), "gb 7 leaves": dict(max_leaf_nodes=7),
@@ -41,26 +36,7 @@ VARIANTS = {"gb": {}, "gb lr 0.05": dict(learning_rate=0.05, max_iter=1000),
             "gb 7 leaves lr 0.05 (gb-small)": dict(max_leaf_nodes=7, learning_rate=0.05, max_iter=1000)}
 
 
-def table(path: str) -> str:
-    """Per IV strength and variant: mean held-out loss, median s-hat error and slope, and on how many
-    data sets the variant had the lowest held-out loss and the lowest true error."""
-    rows = pd.read_csv(path)
-    best_loss = rows.loc[rows.groupby(["iv_strength", "seed"]).heldout.idxmin(), ["iv_strength", "variant"]]
-    best_true = rows.loc[rows.groupby(["iv_strength", "seed"]).s_mse.idxmin(), ["iv_strength", "variant"]]
-    lines = ["| IV strength | s-hat | mean held-out loss (raw scale) | median error against s | median slope on s | "
-             "lowest held-out loss on | lowest true error on |", "|---|---|---|---|---|---|---|"]
-    for (strength, variant), part in rows.groupby(["iv_strength", "variant"], sort=False):
-        wins = lambda best: int(((best.iv_strength == strength) & (best.variant == variant)).sum())
-        lines.append(f"| {strength:g} | {variant} | {part.heldout.mean():,.0f} | {part.s_mse.median():.4f} | "
-                     f"{part.s_slope.median():.3f} | {wins(best_loss)} of {part.seed.nunique()} | "
-                     f"{wins(best_true)} of {part.seed.nunique()} |")
-    return "\n".join(lines)
-
-
 def main() -> None:
-    if sys.argv[1:2] == ["--table"]:
-        print(table(sys.argv[2]))
-        return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", default="100-103")
     p.add_argument("--iv-strength", default="1.0,0.4")
@@ -70,7 +46,7 @@ def main() -> None:
     args = p.parse_args()
     rows = []
     for strength in map(float, args.iv_strength.split(",")):
-        for seed in seeds(args.seeds):
+        for seed in parse_seeds(args.seeds):
             sim = simulate_demand_iv(args.n, seed, iv_strength=strength)
             arr = sim.data.cmr()
             s_true = sim.truth.outcome_mean(sim.data.table[arr.conditioning_names])

@@ -8,6 +8,7 @@ model at a time) and how the cost grows with N and K.
     python -m bench.perf.speed --plan core --seeds 1,2,3 --out bench/results/speed-idle.jsonl  # ratio on an idle machine
     python -m bench.perf.speed --only one --method dml-cmr --learner nn --n 5000 --folds 10
     python -m bench.perf.speed --plan auto --seeds 1,2,3 --out bench/results/speed-auto.jsonl  # outcome_learner="auto"
+    python -m bench.perf.speed --only one --outcome-learner auto --out bench/results/speed-auto-one.jsonl  # one fit, its row kept
 
 Every row records the demand-iv design it timed (`noise_scale`; `--noise-scale raw` for the appendix's text).
 """
@@ -28,6 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 
 from dmlcore.data.simulate import NOISE_SCALES
+from dmlcore.process import default_threads
 
 PLAN = [  # (method, learner, n, folds)
     ("dml-cmr", "nn", 5000, 10), ("ce-dml-cmr", "nn", 5000, 10), ("naive", "nn", 5000, 10),
@@ -51,7 +53,7 @@ def one(method: str, learner: str, n: int, folds: int, seed: int, noise_scale: s
     if method == "sequential-folds":
         return {**sequential_nuisances(sim.data, folds, seed), "noise_scale": noise_scale}
     run = fit_run(sim.data, method, truth=sim.truth, learner=learner, folds=folds, seed=seed,
-                  outcome_learner=outcome_learner)
+                  outcome_learner=outcome_learner, effect_folds=0)   # no refits: the fit alone is timed
     return {"method": method, "learner": learner, "n": n, "folds": folds, "seed": seed, "noise_scale": noise_scale,
             "outcome_learner": outcome_learner, "seconds": run.record["seconds"], "mse": run.record["mse"],
             "peak_rss_mb": _peak_mb()}
@@ -85,7 +87,8 @@ def _peak_mb() -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "speed.jsonl"))
+    parser.add_argument("--out", help="rows file, appended (default bench/results/speed.jsonl; with --only: "
+                                      "printed only, unless given)")
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--only", choices=["one"])
     parser.add_argument("--plan", choices=["full", "core", "auto"], default="full",
@@ -101,10 +104,13 @@ def main() -> None:
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.only:
-        print(json.dumps(one(args.method, args.learner, args.n, args.folds, seeds[0], args.noise_scale,
-                             args.outcome_learner)), flush=True)
+        row = one(args.method, args.learner, args.n, args.folds, seeds[0], args.noise_scale, args.outcome_learner)
+        if args.out:
+            _append(Path(args.out), {**row, "torch_threads": default_threads()})
+        else:
+            print(json.dumps(row), flush=True)
         return
-    out = Path(args.out)
+    out = Path(args.out or ROOT / "bench" / "results" / "speed.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.plan == "core":
         jobs = [(cfg, threads, None) for threads in ("1", "2") for cfg in CORE]
@@ -112,22 +118,25 @@ def main() -> None:
         jobs = [(cfg, "1", chosen) for cfg in AUTO for chosen in (None, "auto")]
     else:
         jobs = [(cfg, "1", None) for cfg in PLAN] + [(cfg, "2", None) for cfg in TWO_THREADS]
+    for (method, learner, n, folds), threads, chosen in jobs:
+        for seed in seeds:
+            cmd = [sys.executable, "-m", __spec__.name, "--only", "one", "--method", method, "--learner", learner,
+                   "--n", str(n), "--folds", str(folds), "--seeds", str(seed), "--noise-scale", args.noise_scale,
+                   *(["--outcome-learner", chosen] if chosen else [])]
+            env = {**os.environ, "DMLCORE_TORCH_THREADS": threads}
+            res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+            if res.returncode != 0:
+                print(f"{method} {learner} n={n} K={folds}: failed\n{res.stderr[-500:]}", file=sys.stderr)
+                continue
+            _append(out, {**json.loads(res.stdout.strip().splitlines()[-1]), "torch_threads": int(threads)})
+
+
+def _append(out: Path, row: dict) -> None:
+    """Append ``row`` with the machine's 1-minute load average at its end to ``out`` (JSON lines) and print it."""
+    line = json.dumps({**row, "load_avg_1min": round(os.getloadavg()[0], 2)})
     with out.open("a") as handle:
-        for (method, learner, n, folds), threads, chosen in jobs:
-            for seed in seeds:
-                cmd = [sys.executable, "-m", __spec__.name, "--only", "one", "--method", method, "--learner", learner,
-                       "--n", str(n), "--folds", str(folds), "--seeds", str(seed), "--noise-scale", args.noise_scale,
-                       *(["--outcome-learner", chosen] if chosen else [])]
-                env = {**os.environ, "DMLCORE_TORCH_THREADS": threads}
-                res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
-                if res.returncode != 0:
-                    print(f"{method} {learner} n={n} K={folds}: failed\n{res.stderr[-500:]}", file=sys.stderr)
-                    continue
-                line = json.dumps({**json.loads(res.stdout.strip().splitlines()[-1]), "torch_threads": int(threads),
-                                   "load_avg_1min": round(os.getloadavg()[0], 2)})
-                handle.write(line + "\n")
-                handle.flush()
-                print(line, flush=True)
+        handle.write(line + "\n")
+    print(line, flush=True)
 
 
 if __name__ == "__main__":
