@@ -6,13 +6,14 @@ import json
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.linear_model import LinearRegression
 
 from conftest import make_linear_iv
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators import DMLCMR, NaivePlugIn, OutcomeRegression
-from dmlcore.learners import ConditionalSampler, OutcomeLearner
+from dmlcore.estimators import DMLCMR, NaivePlugIn, OutcomeRegression, make_estimator
+from dmlcore.learners import ConditionalSampler, OutcomeLearner, SelectedOutcome
 from dmlcore.runs import fit_run
 
 
@@ -88,6 +89,38 @@ def test_oracle_nuisances_through_the_per_fold_interface(data):
     for k, asked in fitted.asked_:                                   # fold k is asked only about rows it never saw
         rows = set(np.flatnonzero(np.isin(z, asked)).tolist())
         assert rows and not rows & fitted.train_sets_[k]
+
+
+class Flat(OutcomeLearner):
+    """E[Y | z] taken as 0: a shrunk outcome model, worse than the oracle on held-out rows."""
+
+    def fit(self, C, y, train_sets, monitor):
+        return self
+
+    def predict(self, k, C):
+        return np.zeros(len(C))
+
+
+def test_auto_through_the_registry_beside_a_regressor_object(data):
+    est = make_estimator("dml-cmr", learner=LinearRegression(), outcome_learner="auto", folds=2, n_draws=2, epochs=3,
+                         device="cpu")
+    assert clone(est).get_params()["outcome_learner"] == "auto"
+    est.fit(data)
+    record = est.nuisance_selection_["s"]
+    assert record["candidates"] == ["nn", "gb", "gb-small"]
+    assert record["choice"] == min(record["heldout_loss"], key=record["heldout_loss"].get)
+    assert est.f_model_name_ == "boost" and set(est.nuisance_selection_) == {"s"}   # the sampler is the regressor's
+
+
+def test_a_selection_among_nuisance_objects_is_recorded(data):
+    chosen = SelectedOutcome({"flat": Flat(), "oracle": OracleOutcome()})
+    run = fit_run(data, "dml-cmr", learner="linear", outcome_learner=chosen, f_model="linear", folds=3, n_draws=2,
+                  heldout_folds=0, effect_folds=0)
+    record = json.loads(run.to_json())
+    assert record["nuisances"]["s"]["choice"] == "oracle"
+    assert record["nuisances"]["s"]["heldout_loss"]["oracle"] < record["nuisances"]["s"]["heldout_loss"]["flat"]
+    assert record["config"]["outcome_learner"] == "SelectedOutcome(candidates=['flat', 'oracle'])"
+    assert not hasattr(chosen, "selection_")                         # the user's object is a template, not fitted
 
 
 @pytest.mark.parametrize("bad, expected", [

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from dmlcore.cli import main
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn, make_folds
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
@@ -117,7 +118,6 @@ def test_every_method_of_the_family_takes_auto(cls, linear_iv):
 
 
 def test_run_record_and_cli_carry_the_choice(linear_iv, tmp_path, capsys):
-    from dmlcore.cli import main
     run = fit_run(linear_iv(300), "dml-cmr", learner="gb", folds=2, epochs=3, outcome_learner="auto", heldout_folds=0)
     assert run.record["config"]["outcome_learner"] == "auto" and run.record["config"]["sampler"] is None
     assert set(run.record["nuisances"]) == {"s"}

@@ -38,6 +38,9 @@ class OracleOutcome(OutcomeLearner):
         self.mean = mean
         self.names = list(names)
 
+    def __repr__(self) -> str:       # a run record's config names the object by it
+        return f"OracleOutcome(names={self.names})"
+
     def fit(self, C, y, train_sets, monitor):
         _frame(C[:1], self.names)
         return self
@@ -54,6 +57,9 @@ class OracleSampler(ConditionalSampler):
     def __init__(self, draw: Callable[[pd.DataFrame, int, np.random.Generator], np.ndarray], names: list[str]):
         self.draw = draw
         self.names = list(names)
+
+    def __repr__(self) -> str:
+        return f"OracleSampler(names={self.names})"
 
     def fit(self, C, X, train_sets, monitor):
         self.dims_ = X.shape[1]

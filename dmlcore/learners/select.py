@@ -76,6 +76,9 @@ class _Selection:
     def name(self) -> str:
         return "auto (" + " or ".join(self.candidates) + ")"
 
+    def __repr__(self) -> str:       # a run record's config names the object by it
+        return f"{type(self).__name__}(candidates={list(self.candidates)})"
+
     def _losses(self, learner, C, target, held, k, scale, rng) -> np.ndarray:
         raise NotImplementedError
 
