@@ -1,0 +1,298 @@
+"""docs/error-budget.md: which nuisance carries DML-CMR's error on demand-iv (oracle against learned
+nuisances), the outcome model chosen by its cross-fitted held-out loss (``outcome_learner="auto"``)
+against the defaults and the stored rows of the naive plug-in and DFIV, and issue 23's targets.
+
+Rows: ``bench.error_budget`` (error-budget-demand-iv.csv), ``bench.nuisance_choice``
+(nuisance-benchmark-*.csv on the benchmark seeds, nuisance-choice-*.csv on seeds 100+),
+``bench.outcome_candidates`` and ``bench.perf.speed`` (speed-auto*.jsonl). A cell ``S:G`` is DML-CMR
+with a network f, the outcome model from S and the distribution model from G (``nn:nn``: the defaults,
+re-measured on this machine beside the others).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .authors import PAPER
+from .peers import SIZES, STRENGTH, quartiles
+from .registry import block, family
+from .tables import prose
+from .words import Paired, num, p_text, paired
+
+BUDGET = "error-budget-demand-iv.csv"
+BENCHMARK = ("nuisance-benchmark-demand-iv.csv", "nuisance-benchmark-demand-iv-1000-2000.csv")
+CANDIDATES = "outcome-candidates-demand-iv.csv"
+CHOICE = "nuisance-choice-demand-iv.csv"
+SPEED = ("speed-auto.jsonl", "speed-auto-one.jsonl")
+BUDGET_CELLS = (("learned", "learned"), ("oracle", "learned"), ("learned", "oracle"), ("oracle", "oracle"))
+CELL_NAMES = {"nn:nn": "nn : nn (the defaults)", "auto:nn": "auto : nn", "oracle:nn": "oracle : nn (the true s)",
+              "gb:nn": "gb : nn", "nn:gb": "nn : gb", "gb:gb": "gb : gb", "nn:oracle": "nn : oracle",
+              "oracle:oracle": "oracle : oracle", "auto:auto": "auto : auto", "gb-small:nn": "gb-small : nn"}
+STORED = {"dml-cmr": "DML-CMR, defaults (stored rows)", "naive": "naive plug-in", "dfiv": "DFIV"}
+TARGET_SECONDS = 60.0
+
+
+def word(pair: Paired) -> str:
+    """"ahead", "behind" or "level": the first of the pair against the second, by the standard of docs/benchmarks.md."""
+    return "ahead" if pair.a_ahead else "behind" if pair.b_ahead else "level"
+
+
+def verdict(pair: Paired) -> str:
+    """"ahead (lower on W of N seeds, p = ...)", "behind (...)" or "level (...)"."""
+    return f"{word(pair)} (lower on {pair.counts()})"
+
+
+def benchmark(rows, n: int, strength: float) -> pd.DataFrame:
+    """The benchmark seeds' cells at (N, IV strength)."""
+    frame = pd.concat([rows.csv(name) for name in BENCHMARK], ignore_index=True)
+    frame = frame[(frame["n"] == n) & (frame["iv_strength"] == strength)]
+    if frame.empty:
+        raise ValueError(f"no nuisance-benchmark rows at N = {n}, IV strength {strength:g}")
+    return frame
+
+
+def cell(frame: pd.DataFrame, name: str, column: str = "mse") -> pd.Series:
+    """One cell's ``column`` by seed."""
+    return frame[frame["cell"] == name].set_index("seed")[column]
+
+
+def stored(rows, method: str, n: int, strength: float) -> pd.DataFrame:
+    """The stored rows of ``method`` (20-seed tables of docs/benchmarks.md, docs/peers.md) at (N, strength)."""
+    frame = rows.csv(SIZES if strength == 1.0 else STRENGTH)
+    frame = frame[(frame["method"] == method) & (frame["n"] == n) & (frame["iv_strength"] == strength)]
+    if frame.empty:
+        raise ValueError(f"no stored {method} rows at N = {n}, IV strength {strength:g}")
+    return frame.set_index("seed")
+
+
+@family(r"budget:(?P<learner>nn|gb)")
+def budget(rows, learner: str) -> str:
+    """Every {learned, oracle} s-hat x {learned, oracle} distribution cell of one learner."""
+    frame = rows.csv(BUDGET)
+    frame = frame[frame["learner"] == learner]
+    base = frame[(frame["outcome"] == "learned") & (frame["distribution"] == "learned")].set_index("seed")
+    lines = ["| s-hat (outcome model) | distribution of price | seeds | median MSE [q1, q3] | mean | "
+             "median fresh-draw MSE [q1, q3] | median s-hat error | against learned × learned, grid |",
+             "|---|---|---|---|---|---|---|---|"]
+    for outcome, distribution in BUDGET_CELLS:
+        part = frame[(frame["outcome"] == outcome) & (frame["distribution"] == distribution)].set_index("seed")
+        versus = "" if (outcome, distribution) == ("learned", "learned") else verdict(paired(part["mse"], base["mse"]))
+        lines.append(f"| {outcome} | {distribution} | {len(part)} | {quartiles(part['mse'])} | {num(part['mse'].mean())} | "
+                     f"{quartiles(part['mse_fresh'])} | {num(part['s_mse'].median())} | {versus} |")
+    return "\n".join(lines)
+
+
+@block("budget:nuisances")
+def budget_nuisances(rows) -> str:
+    """What the learned nuisances got wrong against the truth (the learned x learned fits)."""
+    frame = rows.csv(BUDGET)
+    frame = frame[(frame["outcome"] == "learned") & (frame["distribution"] == "learned")]
+    lines = ["| learner | seeds | s-hat error, mean (s-hat − s)², median | slope of s-hat on s, median (truth 1) | "
+             "sd of the price draws within a row, median (truth 1) | error of the draws' mean, median (price units²) |",
+             "|---|---|---|---|---|---|"]
+    for learner, part in frame.groupby("learner", sort=False):
+        lines.append(f"| {learner} | {len(part)} | {num(part['s_mse'].median())} | {part['s_slope'].median():.2f} | "
+                     f"{part['g_sd'].median():.2f} | {num(part['g_mean_mse'].median(), 2)} |")
+    return "\n".join(lines)
+
+
+@family(r"auto:(?P<n>\d+):(?P<strength>[\d.]+)")
+def auto_table(rows, n: str, strength: str) -> str:
+    """The benchmark seeds' cells (those fitted on every seed) against the defaults, both protocols."""
+    frame = benchmark(rows, int(n), float(strength))
+    seeds = frame["seed"].nunique()
+    lines = ["| s-hat : distribution | seeds | median MSE [q1, q3] | mean | against the defaults, grid | "
+             "median fresh-draw MSE [q1, q3] | against the defaults, fresh draws | median s-hat error | auto chose |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name in dict.fromkeys(frame["cell"]):
+        part = frame[frame["cell"] == name]
+        if len(part) < seeds:
+            continue    # a cell fitted on a seed or two only (see the nuisance-choice rows)
+        grid, fresh = (cell(frame, name, c) for c in ("mse", "mse_fresh"))
+        versus = ["", ""] if name == "nn:nn" else [verdict(paired(x, cell(frame, "nn:nn", c)))
+                                                    for x, c in ((grid, "mse"), (fresh, "mse_fresh"))]
+        chose = part["resolved"].str.split(":").str[0].value_counts() if name.startswith("auto") else pd.Series()
+        lines.append(f"| {CELL_NAMES.get(name, name)} | {len(part)} | {quartiles(grid)} | {num(grid.mean())} | "
+                     f"{versus[0]} | {quartiles(fresh)} | {versus[1]} | {num(part['s_mse'].median())} | "
+                     f"{', '.join(f'{k} on {v}' for k, v in chose.items())} |")
+    return "\n".join(lines)
+
+
+@family(r"auto-versus:(?P<n>\d+):(?P<strength>[\d.]+)")
+def auto_versus(rows, n: str, strength: str) -> str:
+    """``auto:nn`` against the stored rows of DML-CMR's defaults, the naive plug-in and DFIV (same data and seeds)."""
+    n, k = int(n), float(strength)
+    frame = benchmark(rows, n, k)
+    grid, fresh = cell(frame, "auto:nn"), cell(frame, "auto:nn", "mse_fresh")
+    lines = ["| stored rows (AMD EPYC) | seeds | median MSE [q1, q3] | mean | auto : nn against it, grid | "
+             "median fresh-draw MSE | auto : nn against it, fresh draws |", "|---|---|---|---|---|---|---|"]
+    for method, name in STORED.items():
+        other = stored(rows, method, n, k)
+        lines.append(f"| {name} | {len(other)} | {quartiles(other['mse'])} | {num(other['mse'].mean())} | "
+                     f"{verdict(paired(grid, other['mse']))} | {num(other['mse_fresh'].median())} | "
+                     f"{verdict(paired(fresh, other['mse_fresh']))} |")
+    return "\n".join(lines)
+
+
+@block("auto:machine")
+def auto_machine(rows) -> str:
+    """The defaults re-measured here against the same configuration's stored rows (another CPU)."""
+    parts = []
+    for n, k in ((5000, 1.0), (5000, 0.4), (1000, 1.0), (2000, 1.0)):
+        here = cell(benchmark(rows, n, k), "nn:nn")
+        there = stored(rows, "dml-cmr", n, k)["mse"]
+        same = int((here - there).abs().lt(1e-9).sum())
+        parts.append(f"N = {n}, strength {k:g}: median {num(here.median())} here against {num(there.median())} stored "
+                     f"({same} of {len(here)} seeds identical)")
+    return "; ".join(parts)
+
+
+@block("candidates")
+def candidates(rows) -> str:
+    """The gb variants of s-hat (and the network's, from the same folds) on seeds 100+: held-out loss vs true error."""
+    frame = rows.csv(CANDIDATES)
+    net = rows.csv(CHOICE)
+    net = net[net["cell"] == "nn:nn"].assign(variant="nn (the network)", heldout=lambda f: f["s_loss_nn"])
+    frame = pd.concat([net[frame.columns.intersection(net.columns)], frame], ignore_index=True)
+    best_loss = frame.loc[frame.groupby(["iv_strength", "seed"])["heldout"].idxmin()]
+    best_true = frame.loc[frame.groupby(["iv_strength", "seed"])["s_mse"].idxmin()]
+    lines = ["| IV strength | s-hat | seeds | mean held-out loss (raw scale) | median error against s | "
+             "median slope on s | lowest held-out loss on | lowest true error on |", "|---|---|---|---|---|---|---|---|"]
+    for (k, variant), part in frame.groupby(["iv_strength", "variant"], sort=False):
+        wins = [int(((best["iv_strength"] == k) & (best["variant"] == variant)).sum()) for best in (best_loss, best_true)]
+        lines.append(f"| {k:g} | {variant} | {part['seed'].nunique()} | {part['heldout'].mean():,.0f} | "
+                     f"{num(part['s_mse'].median())} | {part['s_slope'].median():.3f} | {wins[0]} of "
+                     f"{part['seed'].nunique()} | {wins[1]} of {part['seed'].nunique()} |")
+    return "\n".join(lines)
+
+
+@family(r"choice:(?P<file>[^:]+\.csv)")
+def choice(rows, file: str) -> str:
+    """Seeds outside the benchmark's (settings were chosen on them): every cell's MSE per seed."""
+    frame = rows.csv(file)
+    seeds = sorted(frame["seed"].unique())
+    lines = [f"| IV strength | s-hat : distribution | grid MSE, seeds {' / '.join(map(str, seeds))} | median | "
+             f"fresh-draw MSE, seeds {' / '.join(map(str, seeds))} | median | auto chose |", "|---|---|---|---|---|---|---|"]
+    for (k, name), part in frame.groupby(["iv_strength", "cell"], sort=False):
+        part = part.set_index("seed").reindex(seeds)
+        chose = ", ".join(sorted(set(part["resolved"].dropna()))) if "auto" in name else ""
+        lines.append(f"| {k:g} | {CELL_NAMES.get(name, name)} | {' / '.join(num(v) for v in part['mse'])} | "
+                     f"{num(part['mse'].median())} | {' / '.join(num(v) for v in part['mse_fresh'])} | "
+                     f"{num(part['mse_fresh'].median())} | {chose} |")
+    return "\n".join(lines)
+
+
+def speed_rows(rows) -> pd.DataFrame:
+    return pd.concat([rows.jsonl(name).assign(file=name) for name in SPEED], ignore_index=True)
+
+
+@block("speed-auto")
+def speed_auto(rows) -> str:
+    frame = speed_rows(rows)
+    lines = ["| rows | fit (demand-iv, N = 5000, nn, seed) | outcome_learner | seconds | 1-minute load average at its end |",
+             "|---|---|---|---|---|"]
+    for r in frame.itertuples():
+        fit = f"{'DML-CMR, K = ' + str(r.folds) if r.method == 'dml-cmr' else 'CE-DML-CMR'}, seed {r.seed}"
+        lines.append(f"| `{r.file}` | {fit} | {'unset (the network)' if pd.isna(r.outcome_learner) else r.outcome_learner} | {r.seconds:.0f} | "
+                     f"{r.load_avg_1min:g} |")
+    return "\n".join(lines)
+
+
+def _level(value: float, target: float, goal: float | None = None) -> str:
+    """"met (0.042 ≤ 0.062; goal ≤ 0.05 met)" or "missed by 0.012 (7 %)"."""
+    if value > target:
+        return f"missed by {num(value - target, 2)} ({(value - target) / target:.0%})"
+    text = f"met, {num(target - value, 2)} below"
+    if goal is not None:
+        text += "; goal met" if value <= goal else f"; goal missed by {num(value - goal, 2)}"
+    return text
+
+
+def _count(pair: Paired, need: int = 14) -> str:
+    met = "met" if pair.wins_a >= need else f"missed ({need - pair.wins_a} seeds short)"
+    return f"{pair.wins_a} of {pair.pairs}: {met}; {word(pair)}, {p_text(pair.p)}"
+
+
+@block("targets")
+def targets(rows) -> str:
+    """Issue 23's targets (nn, K = 10, the authors' design, 20 seeds, paired) for ``outcome_learner="auto"``."""
+    strong, weak = benchmark(rows, 5000, 1.0), benchmark(rows, 5000, 0.4)
+    median_target = PAPER["demand-iv-nn-5000"][1]["dml-cmr"]
+    mean_target = PAPER["demand-iv-nn-5000-strength0.4"][1]["dml-cmr"]
+    lines = ["| target | auto : nn, grid (`mse`) | auto : nn, fresh draws (`mse_fresh`) | the defaults re-measured "
+             "here, grid / fresh |", "|---|---|---|---|"]
+    med = {c: cell(strong, "auto:nn", c).median() for c in ("mse", "mse_fresh")}
+    base = {c: cell(strong, "nn:nn", c).median() for c in ("mse", "mse_fresh")}
+    lines.append(f"| DML-CMR median ≤ {median_target:g} at N = 5000, strength 1 (goal ≤ 0.05) | {num(med['mse'])}: "
+                 f"{_level(med['mse'], median_target, 0.05)} | {num(med['mse_fresh'])}: "
+                 f"{_level(med['mse_fresh'], median_target, 0.05)} | {num(base['mse'])} / {num(base['mse_fresh'])} |")
+    mean = {c: cell(weak, "auto:nn", c).mean() for c in ("mse", "mse_fresh")}
+    base = {c: cell(weak, "nn:nn", c).mean() for c in ("mse", "mse_fresh")}
+    lines.append(f"| DML-CMR mean ≤ {mean_target:g} at N = 5000, strength 0.4 (goal ≤ 0.15) | {num(mean['mse'])}: "
+                 f"{_level(mean['mse'], mean_target, 0.15)} | {num(mean['mse_fresh'])}: "
+                 f"{_level(mean['mse_fresh'], mean_target, 0.15)} | {num(base['mse'])} / {num(base['mse_fresh'])} |")
+    for method in ("naive", "dfiv"):
+        for frame, k in ((strong, 1.0), (weak, 0.4)):
+            other = stored(rows, method, 5000, k)
+            pairs = [paired(cell(frame, "auto:nn", c), other[c]) for c in ("mse", "mse_fresh")]
+            lines.append(f"| lower than {prose(method)} on ≥ 14 of 20 seeds, strength {k:g} | {_count(pairs[0])} | "
+                         f"{_count(pairs[1])} | |")
+    speed = speed_rows(rows)
+    fits = speed[(speed["method"] == "dml-cmr") & (speed["outcome_learner"] == "auto") & (speed["folds"] == 10)]
+    for r in fits.itertuples():
+        state = "met" if r.seconds <= TARGET_SECONDS else f"missed by {r.seconds - TARGET_SECONDS:.0f} s"
+        lines.append(f"| DML-CMR K = 10, N = 5000 within {TARGET_SECONDS:.0f} s on 2 cores | {r.seconds:.0f} s "
+                     f"(seed {r.seed}, load {r.load_avg_1min:g}, `{r.file}`): {state} | | |")
+    return "\n".join(lines)
+
+
+STATS = {"median": ("mse", "median"), "mean": ("mse", "mean"), "fresh": ("mse_fresh", "median"),
+         "fresh-mean": ("mse_fresh", "mean")}
+
+
+@family(r"budget:(?P<learner>nn|gb):(?P<outcome>learned|oracle):(?P<distribution>learned|oracle):(?P<stat>[a-z-]+)")
+def budget_stat(rows, learner: str, outcome: str, distribution: str, stat: str) -> str:
+    """One budget cell's median / mean MSE on the grid or at fresh draws, e.g. ``budget:nn:oracle:learned:median``."""
+    frame = rows.csv(BUDGET)
+    part = frame[(frame["learner"] == learner) & (frame["outcome"] == outcome) & (frame["distribution"] == distribution)]
+    column, how = STATS[stat]
+    return num(getattr(part[column], how)())
+
+
+@family(r"auto:(?P<n>\d+):(?P<strength>[\d.]+):(?P<name>[a-z-]+:[a-z-]+):(?P<stat>[a-z-]+)")
+def auto_stat(rows, n: str, strength: str, name: str, stat: str) -> str:
+    """One benchmark cell's median / mean MSE, e.g. ``auto:5000:0.4:auto:nn:mean``."""
+    column, how = STATS[stat]
+    return num(getattr(cell(benchmark(rows, int(n), float(strength)), name, column), how)())
+
+
+@family(r"auto-wins:(?P<n>\d+):(?P<strength>[\d.]+):(?P<versus>defaults|naive|dfiv)(?P<fresh>:fresh)?")
+def auto_wins(rows, n: str, strength: str, versus: str, fresh: str | None) -> str:
+    """``auto:nn`` against the defaults or a stored method in words: "ahead of the defaults (lower on ...)"."""
+    frame, column = benchmark(rows, int(n), float(strength)), "mse_fresh" if fresh else "mse"
+    other = (cell(frame, "nn:nn", column) if versus == "defaults"
+             else stored(rows, versus, int(n), float(strength))[column])
+    pair = paired(cell(frame, "auto:nn", column), other)
+    text = {"ahead": "ahead of", "behind": "behind", "level": "level with"}[word(pair)]
+    return f"{text} {'the defaults' if versus == 'defaults' else prose(versus)} (lower on {pair.counts()})"
+
+
+@block("auto:paper")
+def auto_paper(rows) -> str:
+    """``auto:nn`` and the defaults against the paper's DML-CMR, on both protocols."""
+    lines = ["| N, IV strength | the paper's DML-CMR | auto : nn, the same statistic: grid (`mse`) | fresh draws "
+             "(`mse_fresh`) | the defaults here, grid / fresh |", "|---|---|---|---|---|"]
+    for key, n, k in (("demand-iv-nn-1000", 1000, 1.0), ("demand-iv-nn-2000", 2000, 1.0),
+                      ("demand-iv-nn-5000", 5000, 1.0), ("demand-iv-nn-5000:mean", 5000, 1.0),
+                      ("demand-iv-nn-5000-strength0.4", 5000, 0.4)):
+        what, values = PAPER[key]
+        how = "mean" if "mean" in what else "median"
+        frame = benchmark(rows, n, k)
+        ours = {c: {name: getattr(cell(frame, name, c), how)() for name in ("auto:nn", "nn:nn")}
+                for c in ("mse", "mse_fresh")}
+        paper = values["dml-cmr"]
+        lines.append(f"| {n}, {k:g} | {'~' if how == 'median' else ''}{paper:g} ({what}) | "
+                     f"{num(ours['mse']['auto:nn'])} ({ours['mse']['auto:nn'] / paper:.2f}x) | "
+                     f"{num(ours['mse_fresh']['auto:nn'])} ({ours['mse_fresh']['auto:nn'] / paper:.2f}x) | "
+                     f"{num(ours['mse']['nn:nn'])} / {num(ours['mse_fresh']['nn:nn'])} |")
+    return "\n".join(lines)
