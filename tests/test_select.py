@@ -7,6 +7,7 @@ import pytest
 
 from dmlcore.cli import main
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators import make_estimator
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn, make_folds
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
 from dmlcore.learners.select import SelectedOutcome, SelectedSampler, energy_score
@@ -112,9 +113,21 @@ def test_dml_cmr_auto_records_its_choice_and_uses_it(linear_iv):
 
 @pytest.mark.parametrize("cls", [CEDMLCMR, NaivePlugIn])
 def test_every_method_of_the_family_takes_auto(cls, linear_iv):
-    est = cls("gb", outcome_learner="auto", sampler="auto", epochs=3).fit(linear_iv(300))
+    outcome = {"outcome_learner": "auto"} if cls is CEDMLCMR else {}   # the naive plug-in has no outcome model
+    est = cls("gb", sampler="auto", epochs=3, **outcome).fit(linear_iv(300))
     assert est.nuisance_selection_["g"]["inner_folds"] == 5
-    assert ("s" in est.nuisance_selection_) == (cls is CEDMLCMR)     # the naive plug-in has no outcome model
+    assert ("s" in est.nuisance_selection_) == (cls is CEDMLCMR)
+
+
+def test_an_outcome_learner_where_there_is_no_outcome_model_is_refused(linear_iv):
+    with pytest.raises(DMLCoreError, match="NaivePlugIn has no outcome model, so outcome_learner='auto'"):
+        NaivePlugIn("gb", outcome_learner="auto").fit(linear_iv(100))
+    for method in ("naive", "2sls"):
+        with pytest.raises(DMLCoreError, match=f"outcome_learner='auto' applies to dml-cmr and ce-dml-cmr only, "
+                                               f"not to {method}"):
+            make_estimator(method, outcome_learner="auto")
+    with pytest.raises(DMLCoreError, match="sampler='gb' applies to dml-cmr, ce-dml-cmr and naive only, not to kiv"):
+        make_estimator("kiv", sampler="gb")
 
 
 def test_run_record_and_cli_carry_the_choice(linear_iv, tmp_path, capsys):

@@ -189,10 +189,12 @@ def make_estimator(method: str, *, learner="nn", folds: int = 10, seed: int = 0,
                    cov_type: str = "unadjusted", cluster: str | None = None, outcome_learner=None, sampler=None):
     """The unfitted estimator for ``method`` with the given learners and budget.
 
-    For the DML-CMR family only: ``f_model`` picks the second stage (None: the learner's own),
-    and ``reps_crossfit`` > 1 repeats the fit with seeds seed, seed + 1, ... (RepeatedCrossFit);
-    ``outcome_learner`` and ``sampler`` override ``learner`` for one nuisance (a name, ``"auto"``:
-    chosen by cross-fitted held-out loss, or an object; see :class:`~dmlcore.estimators.dml.DMLCMR`).
+    For the DML-CMR family only (a method whose entry's ``settings`` lack one of these refuses it by
+    name): ``f_model`` picks the second stage (None: the learner's own), and ``reps_crossfit`` > 1
+    repeats the fit with seeds seed, seed + 1, ... (RepeatedCrossFit); ``outcome_learner`` (not the
+    naive plug-in's: it has no outcome model) and ``sampler`` override ``learner`` for one nuisance (a
+    name, ``"auto"``: chosen by cross-fitted held-out loss, or an object; see
+    :class:`~dmlcore.estimators.dml.DMLCMR`).
     ``device`` ("auto", "cpu", "cuda", "cuda:N") is where torch models run; it is checked for
     every method, so a CUDA device torch cannot see is refused here. For the peer methods (KIV,
     DFIV, DeepGMM, KPV, PMMR, NMMR: dmlcore.estimators.peers) ``f_params`` holds the method's own
@@ -201,12 +203,12 @@ def make_estimator(method: str, *, learner="nn", folds: int = 10, seed: int = 0,
     """
     resolve_device(device)
     entry = get_method(method)
-    if not entry.second_stage:
-        for name, value, default in (("f_model", f_model, None), ("reps_crossfit", reps_crossfit, 1),
-                                     ("outcome_learner", outcome_learner, None), ("sampler", sampler, None)):
-            if value != default:
-                raise DMLCoreError(f"{name}={value!r} applies to dml-cmr, ce-dml-cmr and naive only, "
-                                   f"not to {method}; leave it out.")
+    for name, value, default in (("f_model", f_model, None), ("reps_crossfit", reps_crossfit, 1),
+                                 ("outcome_learner", outcome_learner, None), ("sampler", sampler, None)):
+        if value != default and name not in entry.settings:
+            takers = [m for m, e in METHODS.items() if name in e.settings]
+            raise DMLCoreError(f"{name}={learner_name(value)!r} applies to {', '.join(takers[:-1])} and "
+                               f"{takers[-1]} only, not to {method}; leave it out.")
     return entry.build(entry, learner=learner, folds=folds, seed=seed, epochs=epochs, n_draws=n_draws,
                        nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
                        reps_crossfit=reps_crossfit, device=device, cov_type=cov_type, cluster=cluster,

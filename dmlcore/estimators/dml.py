@@ -31,7 +31,7 @@ from dmlcore.estimators._base import CMREstimator
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.estimators.splines import check_tabular
 from dmlcore.learners import (AUTO, CANDIDATES, SelectedOutcome, SelectedSampler, check_learner, make_outcome_learner,
-                              make_sampler, uses_networks)
+                              learner_name, make_sampler, uses_networks)
 from dmlcore.learners.encoding import Encoded, EncodedStage, encode_image_spec, encoder_for, image_spec
 from dmlcore.learners.base import check_positive
 
@@ -124,6 +124,10 @@ class _TwoStageCMR(CMREstimator):
         for what in ("outcome_learner", "sampler"):
             if getattr(self, what) is not None:
                 check_learner(getattr(self, what), what)
+        if self.outcome_learner is not None and self.score != "orthogonal":
+            raise DMLCoreError(f"{type(self).__name__} has no outcome model, so outcome_learner="
+                               f"{learner_name(self.outcome_learner)!r} does not apply; leave it out (sampler= sets "
+                               f"its distribution model).")
         f_model = self.f_model or (F_MODEL_FOR[self.learner] if isinstance(self.learner, str) else "boost")
         if f_model not in SECOND_STAGES:
             raise DMLCoreError(f"Unknown f_model {f_model!r}; choose one of {', '.join(SECOND_STAGES)}.")
