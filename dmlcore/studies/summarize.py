@@ -69,6 +69,7 @@ COLUMN_LABELS = {
     "dataset": "Data set", **OPTION_LABELS, "method": "Method (without settings)", "arm": "Method",
     "seed": "Seed", "learner": "Learner", "folds": "K (folds)", "epochs": "Epochs at most",
     "n_draws": "Draws per row", "f_model": "Second stage f", "reps_crossfit": "Cross-fits R", "device": "Device",
+    "outcome_learner": "Outcome model s(c)", "sampler": "Distribution model",
     # a fit's outcomes (fits.csv)
     "mse": "MSE", "mse_fresh": "MSE on fresh draws", "effect_estimate": "Effect",
     "effect_ci_lower": "Interval lower end", "effect_ci_upper": "Interval upper end",
