@@ -124,8 +124,9 @@ def auto_versus(rows, n: str, strength: str) -> str:
     n, k = int(n), float(strength)
     frame = benchmark(rows, n, k)
     grid, fresh = cell(frame, "auto:nn"), cell(frame, "auto:nn", "mse_fresh")
-    lines = ["| stored rows (AMD EPYC) | seeds | median MSE [q1, q3] | mean | auto : nn against it, grid | "
-             "median fresh-draw MSE | auto : nn against it, fresh draws |", "|---|---|---|---|---|---|---|"]
+    lines = ["| stored rows (2026-11-26, earlier code, AMD EPYC) | seeds | median MSE [q1, q3] | mean | "
+             "auto : nn against it, grid | median fresh-draw MSE | auto : nn against it, fresh draws |",
+             "|---|---|---|---|---|---|---|"]
     for method, name in STORED.items():
         other = stored(rows, method, n, k)
         lines.append(f"| {name} | {len(other)} | {quartiles(other['mse'])} | {num(other['mse'].mean())} | "
@@ -136,7 +137,7 @@ def auto_versus(rows, n: str, strength: str) -> str:
 
 @block("auto:machine")
 def auto_machine(rows) -> str:
-    """The defaults re-measured here against the same configuration's stored rows (another CPU)."""
+    """The defaults re-measured here against the same configuration's stored rows (earlier code, another CPU)."""
     parts = []
     for n, k in ((5000, 1.0), (5000, 0.4), (1000, 1.0), (2000, 1.0)):
         here = cell(benchmark(rows, n, k), "nn:nn")
@@ -193,7 +194,8 @@ def speed_auto(rows) -> str:
              "|---|---|---|---|---|"]
     for r in frame.itertuples():
         fit = f"{'DML-CMR, K = ' + str(r.folds) if r.method == 'dml-cmr' else 'CE-DML-CMR'}, seed {r.seed}"
-        lines.append(f"| `{r.file}` | {fit} | {'unset (the network)' if pd.isna(r.outcome_learner) else r.outcome_learner} | {r.seconds:.0f} | "
+        chosen = "unset (the network)" if pd.isna(r.outcome_learner) else r.outcome_learner
+        lines.append(f"| `{r.file}` | {fit} | {chosen} | {r.seconds:.0f} | "
                      f"{r.load_avg_1min:g} |")
     return "\n".join(lines)
 
