@@ -6,7 +6,8 @@ Train page agree. Defaults of the advanced settings are dmlcore's own (the learn
 differ from them are passed as ``nuisance_params`` / ``f_params``, so a run's record shows
 exactly what was changed. The same goes for the DML-CMR family's second stage (``f_model``)
 and repeated cross-fits (``reps_crossfit``): passed only when they differ from the defaults;
-and the torch ``device``, a setting offered only when torch sees a GPU (``device_choices``).
+and the torch ``device``, a setting offered only when torch sees a GPU (``device_choices``), and
+the debiased effect, passed only when it is switched off (``debias=False``).
 """
 
 from __future__ import annotations
@@ -146,6 +147,14 @@ REPS_HELP = ("Fit the whole estimator R times with seeds seed, seed + 1, ... (ne
 DEVICE_HELP = ("Where the neural networks train. Automatic: the first GPU torch sees, else the CPU. "
                "The same seed gives somewhat different numbers on the CPU and on a GPU (their dropout "
                "draws differ). Learners other than the neural network always run on the CPU.")
+DEBIAS_HELP = ("The effect of every method that fits a nonlinear f is debiased: the plug-in (the mean of f-hat's "
+               "slope) plus a correction, so that a shrunk f-hat is not read as a small effect, with an interval "
+               "from the corrected score and a warning when the effect is weakly identified. It costs 2 refits of "
+               "each method on simulated data (the one-click demo's fits took 2.3-2.8 times as long with it: "
+               "docs/class.md); on real data it shares the held-out residual's refits. Off: the Results show the "
+               "plug-in effect, which reads a shrunk f-hat as a small effect, with no debiased interval (only "
+               "2SLS and a spline f have an interval of their own; for the others ask for a bootstrap) and no "
+               "weak-identification check; the curves and the MSE are unchanged.")
 EPOCH_DEFAULTS = (f"networks {NN_NUISANCE_DEFAULTS['max_epochs']} epochs, gradient boosting "
                   f"{TABULAR_DEFAULTS['gb']['max_iter']} stages, boosted f {BOOST_DEFAULTS['max_stages']} stages")
 
@@ -184,16 +193,18 @@ ESTIMATOR_DEFAULTS: dict[str, object] = {
     "est_f_model": "own",
     "est_reps": 1,
     "est_device": "auto",
+    "est_debias": True,
     **{learner_override_key(m): SAME for m in SECOND_STAGE_METHODS},
     **{nuisance_key(lr, f.param): _widget_default(f) for lr, fields in NUISANCE_FIELDS.items() for f in fields},
     **{f_key(m, f.param): _widget_default(f) for m, fields in F_FIELDS.items() for f in fields},
 }
 
-# What the one-click demo uses: fast on 2 cores, the three kinds of estimator and the confounded regression.
+# What the one-click demo uses: fast on 2 cores, the three kinds of estimator and the confounded regression;
+# without the debiased effect, whose refits made its fits 2.3-2.8 times as long (docs/class.md).
 DEMO_DATA = dict(name="demand-iv", n=2000, seed=0, rho=0.9, iv_strength=1.0)
 DEMO_SETTINGS = {"est_methods": ["dml-cmr", "naive", "2sls", "regression"], "est_learner": "gb", "est_folds": 5,
                  "est_seed": 0, "est_draws": DEFAULT_DRAWS, "est_epochs": None, "est_f_model": "own",
-                 "est_reps": 1}
+                 "est_reps": 1, "est_debias": False}
 
 
 @dataclass(frozen=True)
@@ -308,6 +319,8 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
     epochs = int(epochs) if epochs not in (None, 0) else None
     common = dict(folds=folds, seed=int(state.get("est_seed", 0)), n_draws=int(state.get("est_draws", DEFAULT_DRAWS)),
                   epochs=epochs)
+    if not state.get("est_debias", True):
+        common["debias"] = False
     device = state.get("est_device", "auto")
     try:
         torch_device.resolve_device(device)
@@ -344,8 +357,9 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
 def describe(fit: PlannedFit) -> str:
     """A one-line summary of a planned fit."""
     k = fit.kwargs
+    off = " · no debiased effect (the plug-in only)" if k.get("debias") is False else ""
     if fit.learner is None:
-        return METHOD_TITLES[fit.method]
+        return METHOD_TITLES[fit.method] + off
     parts = [METHOD_TITLES[fit.method], f"learner {LEARNER_TITLES[fit.learner]}"]
     if fit.method == "dml-cmr":
         parts.append(f"K = {k['folds']}")
@@ -361,10 +375,10 @@ def describe(fit: PlannedFit) -> str:
     changed = {**(k.get("nuisance_params") or {}), **{f"f.{a}": b for a, b in (k.get("f_params") or {}).items()}}
     if changed:
         parts.append("changed: " + ", ".join(f"{a}={b}" for a, b in changed.items()))
-    return " · ".join(parts)
+    return " · ".join(parts) + off
 
 
 __all__ = ["ESTIMATOR_DEFAULTS", "DEMO_DATA", "DEMO_SETTINGS", "NUISANCE_FIELDS", "F_FIELDS", "Field",
-           "F_MODEL_CHOICES", "F_MODEL_HELP", "MAX_REPS", "REPS_HELP", "DEVICE_HELP", "device_choices",
+           "F_MODEL_CHOICES", "F_MODEL_HELP", "MAX_REPS", "REPS_HELP", "DEVICE_HELP", "DEBIAS_HELP", "device_choices",
            "PlannedFit", "build_plan", "describe", "learner_for", "learners_in_use", "parse_sizes",
            "LEARNERS", "SAME", "METHOD_HELP", "methods_for"]

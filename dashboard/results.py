@@ -179,7 +179,8 @@ def for_display(table: pd.DataFrame, items: list[ResultItem]) -> pd.DataFrame:
 
 def effects_table(items: list[ResultItem], reference: Run | None = None) -> pd.DataFrame:
     """One row per run with an effect: the headline estimate (debiased for every method that fits
-    a nonlinear f), its interval or "weakly identified" in words, its kind in a few words
+    a nonlinear f, unless the run had it switched off or it could not be computed: then the plug-in,
+    its kind saying so), its interval or "weakly identified" in words, its kind in a few words
     (:func:`interval_kind`; :func:`interval_descriptions` says each in full), the plug-in beside a
     debiased headline, the measured coverage of that kind of interval on the simulated designs
     (:func:`dmlcore.effect_coverage.coverage_note`), the bootstrap's percentile interval and the
@@ -194,9 +195,9 @@ def effects_table(items: list[ResultItem], reference: Run | None = None) -> pd.D
         debiased = effect.get("debiased")
         headline = bool(debiased) and effect.get("estimate") == debiased["estimate"]
         plug = effect.get("plug_in") or {}
+        kind = interval_kind(effect.get("interval")) if effect.get("estimate") is not None else effect.get("error")
         row = {"run": title, "effect": effect.get("estimate"), f"{level:.0%} interval": _interval_text(effect),
-               "kind": interval_kind(effect.get("interval")) if effect.get("estimate") is not None
-               else effect.get("error"),
+               "kind": f"plug-in, {kind}" if plug_in_headline(record) else kind,
                "plug-in": _with_interval(plug) if headline and plug.get("estimate") is not None else None,
                "measured coverage": coverage_note(record, measured)}
         percentile = (effect.get("bootstrap") or {}).get("percentile")
@@ -226,6 +227,15 @@ def _records(items, reference):
     return [(title, record) for title, record in entries if record.get("effect")]
 
 
+def plug_in_headline(record: dict) -> bool:
+    """Whether the run's headline effect is the plug-in: it has an effect, no debiased headline (switched
+    off, not computed, or the regression that ignores C), and it is not 2SLS, whose coefficient stays."""
+    effect = record.get("effect") or {}
+    debiased = effect.get("debiased")
+    return (effect.get("estimate") is not None and record.get("method") != "2sls"
+            and not (debiased and effect["estimate"] == debiased["estimate"]))
+
+
 def _anderson_rubin(effect: dict) -> dict | None:
     return next((e for e in effect.get("intervals") or [] if e["interval"].startswith("Anderson-Rubin")), None)
 
@@ -244,22 +254,28 @@ def interval_kind(how: str | None) -> str:
 
 def interval_descriptions(items: list[ResultItem], reference: Run | None = None) -> dict[str, str]:
     """{short kind: full description} of every interval kind in the effects table, the Anderson-Rubin
-    sets' words and why a run has no debiased effect included (one line each)."""
-    out = {}
+    sets' words and why a run has no debiased effect included (one line per reason, naming its runs)."""
+    out, reasons = {}, {}
     for title, record in _records(items, reference):
         effect = record["effect"]
         if effect.get("estimate") is None:
             continue
         how = effect.get("interval") or ""
+        if plug_in_headline(record):
+            out.setdefault("plug-in", PLUG_IN)
         out.setdefault(interval_kind(how), how.removeprefix("none: ").removeprefix("debiased: "))
         if effect.get("debiased") and not how.startswith("debiased"):
             out.setdefault("debiased", effect["debiased"]["interval"].removeprefix("debiased: "))
         if effect.get("debiased_error"):
-            out[f"no debiased effect, {title}"] = effect["debiased_error"].removeprefix("no debiased effect: ")
+            reasons.setdefault(effect["debiased_error"].removeprefix("no debiased effect: "), []).append(title)
         ar = _anderson_rubin(effect)
         if ar:
             out[f"Anderson-Rubin set, {title}"] = ar["interval"].split(": ", 1)[-1]
-    return out
+    return {**out, **{f"no debiased effect, {', '.join(titles)}": reason for reason, titles in reasons.items()}}
+
+
+PLUG_IN = ("the effect of f-hat itself (the mean of its slope, or of its difference between the two treatment "
+           "values), not debiased: a shrunk f-hat reads as a small effect")
 
 
 def _interval_text(part: dict, weak: bool | None = None) -> str:
@@ -278,13 +294,14 @@ def _with_interval(plug: dict) -> str:
 
 def estimand(items: list[ResultItem]) -> str | None:
     """What the effect column measures, in words: the debiased effect's estimand (every method's
-    but 2SLS's headline), else the first run's."""
-    effects = [it.record.get("effect") or {} for it in items]
+    but 2SLS's headline), else the first run's, 2SLS's (a weighted average of its own) last."""
+    effects = [it.record["effect"] for it in sorted(items, key=lambda it: it.method == "2sls")
+               if (it.record.get("effect") or {}).get("estimand")]
     for effect in effects:
         for entry in effect.get("intervals") or []:
-            if entry.get("kind") == "debiased" and entry.get("estimand"):
+            if entry.get("source") == "debiased" and entry.get("estimand"):
                 return entry["estimand"]
-    return next((e["estimand"] for e in effects if e.get("estimand")), None)
+    return effects[0]["estimand"] if effects else None
 
 
 def bootstrap_candidates(items: list[ResultItem]) -> list[ResultItem]:
@@ -297,7 +314,7 @@ def refit_kwargs(record: dict, refits: int) -> dict:
     """``fit_run`` keywords that redo the run of ``record`` with a bootstrap of ``refits``."""
     config = record.get("config") or {}
     keys = ("learner", "folds", "seed", "epochs", "n_draws", "nuisance_params", "f_params", "f_model", "cov_type", "cluster",
-            "reps_crossfit", "device", "heldout_folds", "effect_folds")
+            "reps_crossfit", "device", "heldout_folds", "effect_folds", "debias")
     kwargs = {k: config[k] for k in keys if k in config}
     return {**kwargs, "data_params": config.get("data") or {}, "bootstrap": refits}
 

@@ -24,8 +24,9 @@ from dmlcore.process import set_threads
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS, NUISANCE_CHOICES
 from dmlcore.runs import METHODS, fit_run
-from dmlcore.studies.command import (add_covariance_options, add_executor_options, add_own_data_options,
-                                    add_study_parser, exit_status, own_data, run_cli_study, study_command)
+from dmlcore.studies.command import (add_covariance_options, add_debias_option, add_executor_options,
+                                    add_own_data_options, add_study_parser, exit_status, own_data, run_cli_study,
+                                    study_command)
 from dmlcore.studies.spec import spec_from_dict
 
 
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--effect-folds", type=int, metavar="K",
                      help="refits that cross-fit f-hat for the debiased effect (default: the held-out residual's, "
                           "else 2; 0: correct the full-sample fit, measured biased)")
+    add_debias_option(fit)
     fit.add_argument("--executor", default="local", choices=("local", "ray"),
                      help="where bootstrap refits run: local processes or a Ray cluster")
     fit.add_argument("--jobs", type=int, default=1, help="bootstrap refits run at once")
@@ -106,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--reps", type=int, default=10, help="repetitions (seeds 0..reps-1)")
     bench.add_argument("--seed-offset", type=int, default=0, help="first seed")
     bench.add_argument("--out", default="results.csv", help="CSV of every fit (appended as it runs)")
+    add_debias_option(bench)
     add_executor_options(bench)
     add_study_parser(sub)
     return parser
@@ -123,8 +126,8 @@ def _fit(args) -> int:
                   seed=args.seed, epochs=args.epochs, n_draws=args.n_draws, f_model=args.f_model,
                   reps_crossfit=args.reps_crossfit, data_params=params, device=args.device,
                   bootstrap=args.bootstrap, heldout_folds=args.heldout_folds, effect_folds=args.effect_folds,
-                  executor=args.executor, jobs=args.jobs, address=args.address, cov_type=args.cov,
-                  cluster=args.cluster, outcome_learner=args.outcome_learner,
+                  debias=args.debias, executor=args.executor, jobs=args.jobs, address=args.address,
+                  cov_type=args.cov, cluster=args.cluster, outcome_learner=args.outcome_learner,
                   sampler=args.sampler)
     rec = run.record
     diagnostics = rec.get("diagnostics") or {}
@@ -218,7 +221,8 @@ def _bench(args) -> int:
                            "seeds": list(range(args.seed_offset, args.seed_offset + args.reps)),
                            "learner": args.learner, "folds": args.folds, "epochs": args.epochs,
                            "n_draws": args.n_draws, "f_model": args.f_model, "reps_crossfit": args.reps_crossfit,
-                           "device": args.device, "outcome_learner": args.outcome_learner, "sampler": args.sampler})
+                           "device": args.device, "outcome_learner": args.outcome_learner, "sampler": args.sampler,
+                           "debias": args.debias})
     out = Path(args.out)
     design = [o for o in ("noise_scale", "design") if o in dataset_options(args.dataset)]  # which problem
     chosen = [s for s in ("outcome_learner", "sampler") if getattr(args, s) is not None]   # columns when set

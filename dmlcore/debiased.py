@@ -61,6 +61,8 @@ WEAK_STRENGTH = 10.0     # below: weakly identified (calibrated on the weak-inst
 PENALTY = 1.0            # lambda * sqrt(n): the representer's spline terms smoothed less as n grows
 SINGULAR = 1e-9          # smallest eigenvalue of G'Q^-1G relative to its largest: not identified
 PREDICT_ROWS = 2 ** 16   # points predicted at once
+SWITCHED_OFF = (f"not computed: switched off for this run (it refits the method {EFFECT_FOLDS} times, or reuses the "
+                f"held-out residual's refits where there are any); fit with the debiased effect on to get it")
 
 
 @dataclass(frozen=True)
@@ -348,7 +350,7 @@ def check_effect_folds(folds) -> int:
 
 
 def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float = 0.95,
-                 crossfit: CrossFitted | None = None) -> dict:
+                 crossfit: CrossFitted | None = None, debias: bool = True) -> dict:
     """``effect`` (the record of :func:`dmlcore.effects.effect_record`) with the debiased effect.
 
     The plug-in's numbers move to ``effect["plug_in"]``; ``effect["debiased"]`` is
@@ -356,14 +358,20 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     interval, except for 2SLS (its coefficient stays, named for what it is) and for the
     regression that ignores C (not corrected: the correction would make it an IV estimate).
     Weakly identified: the headline interval is None and ``interval`` says so in words. When the
-    debiased effect cannot be computed, ``debiased`` is None and ``debiased_error`` says why.
+    debiased effect cannot be computed, or is switched off (``debias=False``: :data:`SWITCHED_OFF`),
+    ``debiased`` is None and ``debiased_error`` says why in one line.
     ``crossfit`` holds the refits' f-hat (:class:`CrossFitted`).
     """
     effect["plug_in"] = {k: effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "interval")}
     effect["debiased"], effect["weakly_identified"] = None, None
+    if supports(estimator, "anderson_rubin"):
+        effect["estimand"] = tsls_estimand(plan, data)
     if supports(estimator, "ignores_conditioning"):
         effect["debiased_error"] = ("not computed: this regression ignores C by design (it is the confounded "
                                     "baseline), and the correction would turn it into an IV estimate")
+        return effect
+    if not debias:
+        effect["debiased_error"] = SWITCHED_OFF
         return effect
     try:
         result = debiased_effect(estimator, data, plan, level=level, crossfit=crossfit)
@@ -378,7 +386,6 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     if weak:
         effect["warning"] = weak_text(result)
     if supports(estimator, "anderson_rubin"):
-        effect["estimand"] = tsls_estimand(plan, data)
         return effect
     effect.update(estimate=result["estimate"], ci_lower=result["ci_lower"], ci_upper=result["ci_upper"],
                   interval=result["interval"])

@@ -174,7 +174,7 @@ def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: flo
 
 
 def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: dict | None = None,
-                  crossfit=None) -> dict:
+                  crossfit=None, debias: bool = True) -> dict:
     """The run record's ``effect``: {estimand, estimate, ci_lower, ci_upper, level, interval}.
 
     The interval is the bootstrap's when ``bootstrap`` (from :func:`bootstrap_effect`) is
@@ -182,7 +182,8 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     ``intervals`` lists every interval computed. When the data has no effect to summarise
     (see :func:`contrast`), ``estimate`` is None and ``error`` says why. Then the debiased
     effect (:func:`dmlcore.debiased.add_debiased`, f-hat from ``crossfit`` when given) becomes
-    the headline and these numbers move to ``plug_in``.
+    the headline and these numbers move to ``plug_in``; with ``debias=False`` it is not computed
+    and these numbers stay the headline.
     """
     try:
         plan = contrast(data)
@@ -208,7 +209,7 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     weak_robust = anderson_rubin_entry(estimator, data, plan, level)   # listed, never the headline
     if weak_robust is not None:
         out["intervals"].append(weak_robust)
-    return add_debiased(out, estimator, data, plan, level, crossfit)
+    return add_debiased(out, estimator, data, plan, level, crossfit, debias)
 
 
 # ----------------------------------------------------------------- bootstrap

@@ -105,8 +105,8 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
             n_draws: int = 8, nuisance_params: dict | None = None, f_params: dict | None = None,
             f_model: str | None = None, reps_crossfit: int = 1, data_params: dict | None = None,
             device: str = "auto", bootstrap: int | None = None, heldout_folds: int | None = None,
-            effect_folds: int | None = None, executor: str = "local", jobs: int = 1, address: str | None = None,
-            cov_type: str = "unadjusted", cluster: str | None = None,
+            effect_folds: int | None = None, debias: bool = True, executor: str = "local", jobs: int = 1,
+            address: str | None = None, cov_type: str = "unadjusted", cluster: str | None = None,
             outcome_learner=None, sampler=None, callback=None, should_stop=None) -> Run:
     """Fit ``method`` on ``data`` and score it (and its bands) against ``truth`` when given.
 
@@ -120,7 +120,9 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     ``heldout_folds`` refits; None computes it with 2 folds when there is no ``truth`` (real
     data: nothing else compares the methods) and not otherwise, 0 never. The debiased effect
     (:mod:`dmlcore.debiased`) corrects f-hat cross-fitted over ``effect_folds`` refits (None: the
-    held-out residual's, reused, or 2 when there is none; 0 corrects the full-sample fit). IV and
+    held-out residual's, reused, or 2 when there is none; 0 corrects the full-sample fit);
+    ``debias=False`` switches it off: no refits for it, the plug-in stays the headline and
+    ``effect.debiased_error`` says so. IV and
     PCL records carry the linear first-stage ``diagnostics`` (:func:`dmlcore.diagnostics.first_stage`;
     PCL without its linearmodels ``inference``, which costs tens of seconds on wide tables) under the
     covariance ``cov_type`` ("unadjusted", "robust", "clustered" by the column ``cluster``), which
@@ -135,7 +137,12 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     score_folds = (HELDOUT_FOLDS if truth is None else 0) if heldout_folds is None else heldout_folds
     if score_folds:
         check_folds(score_folds)
-    crossfit = _effect_crossfit(data, effect_folds, score_folds)
+    if not isinstance(debias, bool):
+        raise DMLCoreError(f"debias is True (the debiased effect, the default) or False (the plug-in only); "
+                           f"got {debias!r}.")
+    if not debias and effect_folds is not None:
+        check_effect_folds(effect_folds)              # a bad value is refused even when it goes unused
+    crossfit = _effect_crossfit(data, effect_folds, score_folds) if debias else None
     fit_kwargs = dict(learner=learner, folds=folds, epochs=epochs, n_draws=n_draws,
                       nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
                       reps_crossfit=reps_crossfit, device=device, outcome_learner=outcome_learner, sampler=sampler)
@@ -221,10 +228,11 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
                 crossfit.add(held, refit)
         except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: correct it as it is, say why
             crossfit.error = f"its refits failed: {exc}"
-    record["effect"] = effect_record(estimator, data, bootstrap=boot, crossfit=crossfit)
+    record["effect"] = effect_record(estimator, data, bootstrap=boot, crossfit=crossfit, debias=debias)
     if truth is not None and record["effect"].get("estimand") is not None:
         score_effect(record["effect"], truth, contrast(data))
-    record["config"].update(bootstrap=bootstrap, heldout_folds=heldout_folds, effect_folds=effect_folds)
+    record["config"].update(bootstrap=bootstrap, heldout_folds=heldout_folds, effect_folds=effect_folds,
+                            debias=debias)
     _stage(callback, "done", 1.0)
     return Run(record, estimator, data, truth)
 
@@ -232,12 +240,14 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
 def fits_in_run(fit_kwargs: dict, has_truth: bool) -> int:
     """How many fits a ``fit_run`` with these keywords makes: the fit, its bootstrap refits, the
     held-out residual's refits (2 by default without a truth) and the debiased effect's (shared
-    with the held-out residual's; else 2 by default) -- what its cost scales with."""
+    with the held-out residual's; else 2 by default; none with ``debias=False``) -- what its cost
+    scales with."""
     folds = fit_kwargs.get("heldout_folds")
     folds = (0 if has_truth else HELDOUT_FOLDS) if folds is None else folds
     effect = fit_kwargs.get("effect_folds")
     effect = (folds or EFFECT_FOLDS) if effect is None else effect
-    return 1 + int(fit_kwargs.get("bootstrap") or 0) + int(folds) + (int(effect) if effect != folds else 0)
+    own = int(effect) if effect != folds and fit_kwargs.get("debias", True) else 0
+    return 1 + int(fit_kwargs.get("bootstrap") or 0) + int(folds) + own
 
 
 def _stage(callback, stage: str, progress: float) -> None:

@@ -40,7 +40,9 @@ st.markdown(
     "(K = 5), the **naive plug-in** and a **regression** that ignores the instrument, all with "
     "gradient-boosting learners, and **2SLS**, in the background. Results follow within seconds "
     "for one user (within about two minutes when a class of 20 starts it together); you can watch "
-    "the training meanwhile. Results then say which method came closest to the truth, and by how much.")
+    "the training meanwhile. Results then say which method came closest to the truth, and by how much. "
+    "To be quick it skips the debiased effect: each method's effect is its plug-in (switch it on under "
+    "Estimators and train again for the debiased effects, at two to three times the time).")
 st.number_input("Data seed", min_value=0, max_value=1_000_000, value=DEMO_DATA["seed"], step=1, key="demo_seed",
                 help="Which simulated data set. In a class, each student types their own (a seat number): the "
                      "teacher's Class page pools everyone's results into one histogram per method.")

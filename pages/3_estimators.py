@@ -76,6 +76,9 @@ c6.number_input("Repeated cross-fits R", min_value=1, max_value=plan.MAX_REPS, s
 for key in ("est_f_model", "est_reps"):
     if key in errors:
         st.error(errors[key])
+st.checkbox("Debiased effect", key="est_debias", persist_state="session", help=plan.DEBIAS_HELP)
+if not ss["est_debias"]:
+    st.caption("Off: each run's effect is the plug-in, with no debiased interval (as in the one-click demo).")
 devices = plan.device_choices()
 if devices:  # only where torch sees a GPU
     st.selectbox("Device for the neural networks", devices, key="est_device", persist_state="session",

@@ -399,6 +399,17 @@ def test_demo_runs_and_lands_on_results(monkeypatch):
     assert metrics["learner"].tolist()[:2] == ["gb", "gb"]
     assert any(m.startswith("**Closest to the truth:") for m in texts(at.markdown))
     assert "units of 158 tickets" in all_text(at) and "292.1" not in all_text(at)
+    # without the debiased effect: each effect is the plug-in, labelled so, with the reason; no debiased row
+    effects = next(d.value for d in at.dataframe if "effect" in d.value and "kind" in d.value).set_index("run")
+    assert [k.split(",")[0] for k in effects["kind"]] == ["plug-in", "plug-in", "2SLS s.e. (homoskedastic)",
+                                                          "plug-in"]
+    assert not any("debiased" in str(run) for run in effects.index) and "plug-in" not in effects
+    reasons = [t for t in texts(at.markdown) if "switched off for this run" in t]
+    assert len(reasons) == 1 and reasons[0].count("switched off for this run") == 1   # one line for the three runs
+    assert "**no debiased effect, #1 DML-CMR · gb, #1 Naive plug-in · gb, #1 2SLS**: not computed: switched" in reasons[0]
+    at.switch_page(ESTIMATORS).run()
+    assert at.checkbox(key="est_debias").value is False
+    assert any("Off: each run's effect is the plug-in" in c for c in texts(at.caption))
 
 
 LEARN_TABS = ["Instrumental variables", "Confounding", "Weak instruments", "Invalid instruments",

@@ -192,3 +192,78 @@ def test_per_row_contrast_averages_to_the_plug_in_also_for_a_row_subset(monkeypa
     b = build_bases(data, Rung(2, 4))[0]
     assert np.nanmean(per_row(plan, 400, basis=b), axis=0) == pytest.approx(
         plan.weights @ b(plan.points[[c.name for c in b.columns]].to_numpy()))
+
+
+# ------------------------------------------------------------------ switched off (debias=False)
+def count_fits(monkeypatch, cls):
+    """Every ``cls.fit`` call from now on, the refits' too, as a list that grows."""
+    calls, fit = [], cls.fit
+
+    def counted(self, *args, **kwargs):
+        calls.append(type(self).__name__)
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, "fit", counted)
+    return calls
+
+
+@pytest.mark.parametrize("has_truth", [True, False])
+def test_switched_off_makes_no_refits_and_says_why(monkeypatch, has_truth):
+    from dmlcore.estimators.dml import NaivePlugIn
+    from dmlcore.runs import fits_in_run
+
+    loaded = load_dataset("linear-iv", n=400, seed=1)
+    truth = loaded.truth if has_truth else None
+    calls = count_fits(monkeypatch, NaivePlugIn)
+    on = fit_run(loaded.data, "naive", truth=truth, learner="linear").record
+    fits_on = len(calls)
+    off = fit_run(loaded.data, "naive", truth=truth, learner="linear", debias=False).record
+    fits_off = len(calls) - fits_on
+    assert fits_on == fits_in_run({}, has_truth) == 3                  # the fit and 2 refits either way
+    assert fits_off == fits_in_run({"debias": False}, has_truth) == (1 if has_truth else 3)  # real data: held-out's
+    assert on["effect"]["debiased"] is not None and on["config"]["debias"] is True
+    effect = off["effect"]
+    assert effect["debiased"] is None and effect["weakly_identified"] is None
+    assert effect["debiased_error"] == debiased.SWITCHED_OFF and "\n" not in effect["debiased_error"]
+    assert effect["estimate"] == effect["plug_in"]["estimate"] == on["effect"]["plug_in"]["estimate"]
+    assert not any(e.get("source") == "debiased" for e in effect["intervals"]) and effect["ci_lower"] is None
+    assert off["config"]["debias"] is False and (off["heldout"] is None) == has_truth
+
+
+def test_switched_off_keeps_the_plug_in_of_2sls_named_and_refuses_a_bad_value():
+    loaded = load_dataset("linear-iv", n=300, seed=0)
+    effect = fit_run(loaded.data, "2sls", truth=loaded.truth, debias=False).record["effect"]
+    assert effect["debiased"] is None and effect["interval"].startswith("2SLS")
+    assert "first-stage-weighted average" in effect["estimand"] and effect["covered"] is not None
+    with pytest.raises(debiased.DMLCoreError, match="debias is True .* or False .*; got 'no'"):
+        fit_run(loaded.data, "2sls", debias="no")
+    with pytest.raises(debiased.DMLCoreError, match="at least 2 refits"):
+        fit_run(loaded.data, "2sls", debias=False, effect_folds=1)    # refused even when unused
+
+
+def test_results_label_a_switched_off_effect_as_the_plug_in_with_its_reason():
+    from dashboard.results import ResultItem, effects_table, interval_descriptions
+
+    loaded = load_dataset("linear-iv", n=400, seed=1)
+    off = fit_run(loaded.data, "naive", truth=loaded.truth, learner="gb", epochs=20, debias=False).record
+    items = [ResultItem("o", "naive off", off)]
+    row = effects_table(items).set_index("run").loc["naive off"]
+    assert row["effect"] == off["effect"]["plug_in"]["estimate"]
+    assert row["kind"] == "plug-in, none (ask for a bootstrap)"
+    assert row.get("95% interval", "—") == "—" and "plug-in" not in row        # no interval, no debiased beside
+    assert row.get("measured coverage", "—") == "—"    # naive gb's measured coverage is the debiased interval's
+    how = interval_descriptions(items)
+    assert how["no debiased effect, naive off"].startswith("not computed: switched off for this run")
+    assert how["plug-in"].startswith("the effect of f-hat itself")
+
+
+def test_cli_no_debias_prints_the_reason_and_records_it(capsys, tmp_path):
+    import json
+
+    out_json = tmp_path / "run.json"
+    code, out, err = run_main(capsys, "fit", "--dataset", "linear-iv", "--n", "400", "--method", "sieve-2sls",
+                              "--no-debias", "--json", str(out_json))
+    assert code == 0, err
+    assert "switched off for this run" in out and "debiased" not in out.split("(not computed")[0]
+    record = json.loads(out_json.read_text())
+    assert record["config"]["debias"] is False and record["effect"]["debiased"] is None

@@ -72,3 +72,16 @@ def test_sieve_f_is_refused_on_image_data():
 
 def test_the_demo_resets_the_band_choices():
     assert plan.DEMO_SETTINGS["est_f_model"] == "own" and plan.DEMO_SETTINGS["est_reps"] == 1
+
+
+def test_the_demo_skips_the_debiased_effect_and_the_defaults_keep_it(data):
+    demo, errors = plan.build_plan(choices(**plan.DEMO_SETTINGS), data)
+    assert not errors and len(demo) == len(plan.DEMO_SETTINGS["est_methods"])
+    assert all(fit.kwargs["debias"] is False for fit in demo)
+    assert all(plan.describe(fit).endswith("no debiased effect (the plug-in only)") for fit in demo)
+    default, _ = plan.build_plan(choices(), data)
+    assert all("debias" not in fit.kwargs for fit in default)        # on: fit_run's own default
+    assert not any("debiased" in plan.describe(fit) for fit in default)
+    assert plan.ESTIMATOR_DEFAULTS["est_debias"] is True
+    for fit in demo:
+        inspect.signature(fit_run).bind(data, fit.method, **fit.kwargs)     # keywords fit_run takes

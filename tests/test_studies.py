@@ -81,6 +81,28 @@ def test_grid_expands_every_combination_with_full_configs():
     assert config_key({**first, "data": {**first["data"], "rho": 0.5}}) != config_key(first)
 
 
+def test_debias_off_is_keyed_only_when_off_and_reaches_the_fit(store, tmp_path):
+    one = {**TINY, "methods": ["naive"], "seeds": 0}
+    on, = spec_from_dict(one).configs()
+    off, = spec_from_dict({**one, "debias": False}).configs()
+    assert "debias" not in on and off == {**on, "debias": False}       # the default leaves configs as they were
+    assert spec_from_dict({**one, "debias": True}).configs() == [on]
+    assert config_key(off) != config_key(on)
+    assert spec_from_dict(spec_from_dict({**one, "debias": "false"}).to_dict()).configs() == [off]
+    first = run_study(one, store=store)
+    assert first.fits["effect_debiased"].notna().all()
+    assert run_study({**one, "debias": True}, store=store).message == "0 of 1 fits run, 1 reused"   # same key
+    result = run_study({**one, "debias": False}, store=store)
+    assert result.message == "1 of 1 fits run, 0 reused" and result.fits["effect_debiased"].isna().all()
+    assert result.fits["effect_estimate"].iloc[0] == first.fits["effect_plug_in"].iloc[0]
+    toml = tmp_path / "off.toml"
+    toml.write_text('dataset = "demand-iv"\nmethods = ["naive"]\nlearner = "linear"\nseeds = 0\ndebias = false\n'
+                    'data = {n = 200}\n')
+    assert load_spec(toml).configs()[0]["debias"] is False
+    with pytest.raises(DMLCoreError, match="debias must be true or false; got 'maybe'"):
+        spec_from_dict({**one, "debias": "maybe"})
+
+
 def test_only_dml_cmr_uses_folds():
     configs = spec_from_dict({**TINY, "methods": ["dml-cmr", "naive"], "folds": [2, 5], "seeds": 0}).configs()
     assert sorted((c["method"], c["folds"]) for c in configs) == [("dml-cmr", 2), ("dml-cmr", 5), ("naive", None)]
@@ -352,6 +374,13 @@ def test_study_command_writes_outputs_and_reuses(capsys, tmp_path, home):
     assert "2 of 6 fits run, 4 reused" in capsys.readouterr().out
 
 
+def test_study_command_no_debias_runs_fits_of_their_own(capsys, home):
+    argv = ["study", "--sizes", "200", "--methods", "naive", "--learner", "linear", "--n-draws", "4", "--seeds", "0"]
+    assert main(argv) == 0 and "1 of 1 fits run, 0 reused" in capsys.readouterr().out
+    assert main([*argv, "--no-debias"]) == 0 and "1 of 1 fits run, 0 reused" in capsys.readouterr().out
+    assert main([*argv, "--no-debias"]) == 0 and "0 of 1 fits run, 1 reused" in capsys.readouterr().out
+
+
 def test_study_command_reports_failed_fits_with_exit_1(capsys, home):
     code = main(["study", "--sizes", "200", "--methods", "naive", "--learner", "linear", "--seeds", "0",
                  "--rho", "0.5,1.5"])
@@ -371,6 +400,7 @@ def test_study_command_reports_failed_fits_with_exit_1(capsys, home):
     (["--jobs", "0"], ["--jobs must be an integer of at least 1"]),
     (["--rho", "0.5", "--spec", "x.toml"], ["not both", "--rho"]),
     (["--spec", "absent.toml"], ["Cannot read the study spec"]),
+    (["--spec", "x.toml", "--no-debias"], ["debias = false", "not by --no-debias"]),
 ])
 def test_study_bad_input_exits_2_with_one_line(capsys, home, argv, words):
     code = main(["study", "--learner", "linear", "--sizes", "200", *argv] if "--spec" not in argv

@@ -47,6 +47,14 @@ def add_covariance_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", metavar="COLUMN", help="the column that groups rows, with --cov clustered")
 
 
+def add_debias_option(parser: argparse.ArgumentParser) -> None:
+    """``--no-debias``: no debiased effect (no refits for it; the plug-in effect only)."""
+    parser.add_argument("--no-debias", dest="debias", action="store_false",
+                        help="skip the debiased effect: no refits of the method for it (2 on simulated data; on "
+                             "real data it shares the held-out residual's); the effect is then the plug-in, "
+                             "with no debiased interval")
+
+
 ROLE_FLAGS = ("outcome", "treatment", "instrument", "treatment-proxy", "outcome-proxy", "covariates", "inputs",
               "conditioning")
 
@@ -102,6 +110,7 @@ def add_study_parser(sub) -> None:
     p.add_argument("--out", help="write fits.csv, summary.csv, paired.csv, report.html and PNGs here")
     add_own_data_options(p)
     add_covariance_options(p)
+    add_debias_option(p)
     add_executor_options(p)
     p.add_argument("--threads", type=int, help="torch threads per fit (default 1, or DMLCORE_TORCH_THREADS)")
     p.add_argument("--yes", action="store_true", help="run a grid of more than 10,000 fits")
@@ -118,11 +127,14 @@ def study_spec(args) -> StudySpec:
         if args.cov != "unadjusted" or args.cluster:
             raise DMLCoreError("With --spec FILE, give the covariance in the file (cov_type = \"robust\", "
                                "cluster = \"COLUMN\"), not by --cov or --cluster.")
+        if not args.debias:
+            raise DMLCoreError("With --spec FILE, switch the debiased effect off in the file (debias = false), "
+                               "not by --no-debias.")
         return load_spec(args.spec)
     settings = {("device" if s == "devices" else s): getattr(args, s) for s in SETTING_FLAGS}
     return spec_from_flags(args.dataset or "demand-iv", methods=args.methods, seeds=args.seeds,
                            data={option: getattr(args, flag) for flag, option in DATA_FLAGS.items()},
-                           settings={**settings, "cov_type": args.cov, "cluster": args.cluster})
+                           settings={**settings, "cov_type": args.cov, "cluster": args.cluster, "debias": args.debias})
 
 
 def _table_spec(args) -> StudySpec:
@@ -135,7 +147,7 @@ def _table_spec(args) -> StudySpec:
     options = keep_table(own_data(args), Path(args.csv).name, [args.cluster] if args.cluster else None)
     settings = {("device" if s == "devices" else s): getattr(args, s) for s in SETTING_FLAGS}
     return spec_from_flags(TABLE, methods=args.methods, seeds=args.seeds, data={k: [v] for k, v in options.items()},
-                           settings={**settings, "cov_type": args.cov, "cluster": args.cluster})
+                           settings={**settings, "cov_type": args.cov, "cluster": args.cluster, "debias": args.debias})
 
 
 def study_command(args) -> int:

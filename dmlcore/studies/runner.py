@@ -67,7 +67,7 @@ def run_fit_config(config: dict) -> dict:
             settings["device"] = config["device"]
         settings.update({k: config[k] for k in ("cov_type", "cluster") if config.get(k) is not None})
         run = fit_run(loaded.data, config["method"], truth=loaded.truth, dataset=config["dataset"],
-                      seed=config["seed"], data_params=loaded.params, **settings)
+                      seed=config["seed"], data_params=loaded.params, debias=config.get("debias", True), **settings)
         record = json.loads(run.to_json())
         return {"status": "done", "error": None, **record_outcomes(record), "seconds": record["seconds"],
                 "rows": record["n"], "worker_seconds": time.perf_counter() - start, "record": record}

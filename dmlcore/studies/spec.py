@@ -31,6 +31,11 @@ Written as a dict (``spec_from_dict``), a TOML or JSON file (``load_spec``), or 
     data = {n = [1000]}
 
 A single grid may also be written at the top level, without ``[[grid]]``.
+
+Two choices are made once per grid and enter a config only when they differ from the default, so
+that the keys of stored fits made before them still match: the covariance (``cov_type``,
+``cluster``) and ``debias = false``, which switches the debiased effect off (no refits for it; the
+plug-in effect only), for a study that only compares the methods' MSE.
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ INTEGER_SETTINGS = ("folds", "epochs", "n_draws", "reps_crossfit")
 DEFAULT_METHODS = ("dml-cmr", "ce-dml-cmr", "naive")
 DEFAULT_SEEDS = "0-9"
 COVARIANCE = {"cov_type": "unadjusted", "cluster": None}   # one choice per grid (2SLS's errors, diagnostics)
-GRID_KEYS = ("dataset", "data", "methods", "seeds", *FIT_SETTINGS, *COVARIANCE)
+GRID_KEYS = ("dataset", "data", "methods", "seeds", *FIT_SETTINGS, *COVARIANCE, "debias")
 CONFIRM_ABOVE = 10_000   # a larger grid runs only when confirmed (--yes)
 OPTION_CHOICES = {"noise_scale": tuple(NOISE_SCALES), "design": tuple(IHDP_DESIGNS)}  # options with named values
 MAX_FITS = 1_000_000     # never expanded
@@ -87,6 +92,7 @@ class Grid:
     settings: dict
     seeds: tuple
     covariance: tuple = ("unadjusted", None)
+    debias: bool = True
 
     def count(self) -> int:
         """Grid points before settings a method ignores are merged (an upper bound of its fits)."""
@@ -107,17 +113,19 @@ class Grid:
                     axes = [self.settings[s] if s in used else (None,) for s in FIT_SETTINGS]
                     for setting in itertools.product(*axes):
                         out.append({"dataset": self.dataset, "data": dict(data), "method": method,
-                                    **dict(zip(FIT_SETTINGS, setting)), "seed": seed, **self._covariance()})
+                                    **dict(zip(FIT_SETTINGS, setting)), "seed": seed, **self._choices()})
         return out
 
-    def _covariance(self) -> dict:
-        """The covariance choice when it is not the default (so the default leaves fit keys as they were)."""
-        return {} if self.covariance == ("unadjusted", None) else dict(zip(COVARIANCE, self.covariance))
+    def _choices(self) -> dict:
+        """The covariance and debias choices that are not the defaults (so the defaults leave fit keys as
+        they were)."""
+        out = {} if self.covariance == ("unadjusted", None) else dict(zip(COVARIANCE, self.covariance))
+        return out if self.debias else {**out, "debias": False}
 
     def to_dict(self) -> dict:
         return {"dataset": self.dataset, "data": {k: list(v) for k, v in self.data.items()},
                 "methods": list(self.methods), "seeds": list(self.seeds),
-                **{k: list(v) for k, v in self.settings.items()}, **self._covariance()}
+                **{k: list(v) for k, v in self.settings.items()}, **self._choices()}
 
 
 @dataclass(frozen=True)
@@ -291,7 +299,8 @@ def _grid(block: dict) -> Grid:
     seeds = parse_seeds(block.get("seeds", DEFAULT_SEEDS))
     covariance = (block.get("cov_type") or "unadjusted", block.get("cluster") or None)
     check_covariance(*covariance)          # the cluster column is checked against the table by each fit
-    return Grid(dataset, data, methods, settings, seeds, covariance)
+    debias = _coerce("debias", block.get("debias", True), True)
+    return Grid(dataset, data, methods, settings, seeds, covariance, debias)
 
 
 def spec_from_dict(spec: dict) -> StudySpec:
