@@ -17,7 +17,7 @@ import streamlit as st
 from dashboard import state
 from dmlcore.effect_coverage import coverage_note, measured_coverage
 from dmlcore.errors import DMLCoreError
-from dmlcore.runs import METHOD_TITLES, Run
+from dmlcore.runs import METHOD_TITLES, METHODS, Run
 from dmlcore.store import StoredRun, safe_filename
 
 _CACHE = "result_cache"
@@ -232,8 +232,15 @@ def plug_in_headline(record: dict) -> bool:
     off, not computed, or the regression that ignores C), and it is not 2SLS, whose coefficient stays."""
     effect = record.get("effect") or {}
     debiased = effect.get("debiased")
-    return (effect.get("estimate") is not None and record.get("method") != "2sls"
+    return (effect.get("estimate") is not None and not keeps_coefficient(record.get("method"))
             and not (debiased and effect["estimate"] == debiased["estimate"]))
+
+
+def keeps_coefficient(method: str | None) -> bool:
+    """Whether ``method``'s headline effect is its coefficient, never the debiased effect (2SLS: its
+    class declares the Anderson-Rubin set)."""
+    entry = METHODS.get(method)
+    return entry is not None and "anderson_rubin" in getattr(entry.cls, "capabilities", ())
 
 
 def _anderson_rubin(effect: dict) -> dict | None:
@@ -295,7 +302,7 @@ def _with_interval(plug: dict) -> str:
 def estimand(items: list[ResultItem]) -> str | None:
     """What the effect column measures, in words: the debiased effect's estimand (every method's
     but 2SLS's headline), else the first run's, 2SLS's (a weighted average of its own) last."""
-    effects = [it.record["effect"] for it in sorted(items, key=lambda it: it.method == "2sls")
+    effects = [it.record["effect"] for it in sorted(items, key=lambda it: keeps_coefficient(it.method))
                if (it.record.get("effect") or {}).get("estimand")]
     for effect in effects:
         for entry in effect.get("intervals") or []:
