@@ -142,7 +142,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
                            f"got {debias!r}.")
     if not debias and effect_folds is not None:
         check_effect_folds(effect_folds)              # a bad value is refused even when it goes unused
-    crossfit = _effect_crossfit(data, effect_folds, score_folds) if debias else None
+    crossfit = _effect_crossfit(data, effect_folds, score_folds) if _debiased(method, debias) else None
     fit_kwargs = dict(learner=learner, folds=folds, epochs=epochs, n_draws=n_draws,
                       nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
                       reps_crossfit=reps_crossfit, device=device, outcome_learner=outcome_learner, sampler=sampler)
@@ -237,16 +237,22 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     return Run(record, estimator, data, truth)
 
 
-def fits_in_run(fit_kwargs: dict, has_truth: bool) -> int:
-    """How many fits a ``fit_run`` with these keywords makes: the fit, its bootstrap refits, the
-    held-out residual's refits (2 by default without a truth) and the debiased effect's (shared
-    with the held-out residual's; else 2 by default; none with ``debias=False``) -- what its cost
-    scales with."""
+def _debiased(method: str | None, debias: bool) -> bool:
+    """Whether a fit of ``method`` computes the debiased effect: asked for, and not a method that
+    ignores C on purpose (its effect is never corrected, so refits for it would be wasted)."""
+    return debias and not (method in METHODS and "ignores_conditioning" in METHODS[method].cls.capabilities)
+
+
+def fits_in_run(fit_kwargs: dict, has_truth: bool, method: str | None = None) -> int:
+    """How many fits a ``fit_run`` of ``method`` with these keywords makes: the fit, its bootstrap
+    refits, the held-out residual's refits (2 by default without a truth) and the debiased effect's
+    (shared with the held-out residual's; else 2 by default; none with ``debias=False`` or for a
+    method that ignores C) -- what its cost scales with."""
     folds = fit_kwargs.get("heldout_folds")
     folds = (0 if has_truth else HELDOUT_FOLDS) if folds is None else folds
     effect = fit_kwargs.get("effect_folds")
     effect = (folds or EFFECT_FOLDS) if effect is None else effect
-    own = int(effect) if effect != folds and fit_kwargs.get("debias", True) else 0
+    own = int(effect) if effect != folds and _debiased(method, fit_kwargs.get("debias", True)) else 0
     return 1 + int(fit_kwargs.get("bootstrap") or 0) + int(folds) + own
 
 

@@ -207,6 +207,17 @@ def count_fits(monkeypatch, cls):
     return calls
 
 
+def test_the_regression_that_ignores_c_makes_no_refits_for_an_effect_it_never_corrects(monkeypatch):
+    from dmlcore.estimators.regression import OutcomeRegression
+    from dmlcore.runs import fits_in_run
+
+    loaded = load_dataset("linear-iv", n=400, seed=1)
+    calls = count_fits(monkeypatch, OutcomeRegression)
+    record = fit_run(loaded.data, "regression", truth=loaded.truth, learner="linear").record
+    assert len(calls) == fits_in_run({}, True, "regression") == 1 < fits_in_run({}, True, "naive")
+    assert record["effect"]["debiased"] is None and "ignores C" in record["effect"]["debiased_error"]
+
+
 @pytest.mark.parametrize("has_truth", [True, False])
 def test_switched_off_makes_no_refits_and_says_why(monkeypatch, has_truth):
     from dmlcore.estimators.dml import NaivePlugIn

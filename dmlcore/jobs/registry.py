@@ -480,7 +480,7 @@ class JobRegistry:
 
 def _fits(spec: FitSpec) -> int:
     """Fits the job makes (bootstrap and held-out refits too): its cost is this many of one fit's."""
-    return fits_in_run(spec.kwargs, spec.truth is not None or spec.truth_params is not None)
+    return fits_in_run(spec.kwargs, spec.truth is not None or spec.truth_params is not None, spec.method)
 
 
 def _exiting() -> bool:
