@@ -364,8 +364,8 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     """
     effect["plug_in"] = {k: effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "interval")}
     effect["debiased"], effect["weakly_identified"] = None, None
-    if supports(estimator, "anderson_rubin"):
-        effect["estimand"] = tsls_estimand(plan, data)
+    if supports(estimator, "anderson_rubin") and data.problem == "iv":
+        effect["estimand"] = tsls_estimand(plan, data)     # proximal 2SLS keeps the contrast's estimand
     if supports(estimator, "ignores_conditioning"):
         effect["debiased_error"] = ("not computed: this regression ignores C by design (it is the confounded "
                                     "baseline), and the correction would turn it into an IV estimate")

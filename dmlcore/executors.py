@@ -156,7 +156,14 @@ class ProcessExecutor(Executor):
                 source, limit = (suspects, 1) if suspects else (waiting, self.workers)
                 while source and len(running) < limit:
                     index = source.popleft()
-                    running[self._get_pool().submit(call_with_threads, fn, items[index], self.threads)] = index
+                    try:
+                        future = self._get_pool().submit(call_with_threads, fn, items[index], self.threads)
+                    except BrokenProcessPool:   # a worker died since the last wait: its fit's future says which
+                        source.appendleft(index)
+                        if not running:
+                            self._drop_pool()
+                        break
+                    running[future] = index
                 done, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 broke = False
                 for future in done:

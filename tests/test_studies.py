@@ -282,6 +282,36 @@ def test_executors_yield_results_and_exceptions_by_index():
     assert isinstance(out[2], ValueError) and str(out[2]) == "three"
 
 
+def test_a_pool_that_broke_before_a_submit_is_replaced_not_raised():
+    """A worker can die between a wait and the next submit: submit then raises BrokenProcessPool."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from dmlcore.executors import ProcessExecutor
+
+    class Broken:
+        def submit(self, *args, **kwargs):
+            raise BrokenProcessPool("a worker died")
+
+        def shutdown(self, **kwargs):
+            pass
+
+    executor, calls = ProcessExecutor(jobs=1, threads=1), []
+    real = executor._get_pool
+
+    def pool():
+        calls.append(1)
+        if len(calls) == 1:
+            executor._pool = Broken()
+            return executor._pool
+        return real()
+
+    executor._get_pool = pool
+    try:
+        assert dict(executor.map(_square_or_raise, [1, 2])) == {0: 1, 1: 4}
+    finally:
+        executor.close()
+
+
 def test_same_mse_in_process_in_workers_and_on_ray():
     spec = {**TINY, "methods": ["ce-dml-cmr", "naive"], "learner": "gb", "epochs": 3, "seeds": "0-2"}
     results = {}
