@@ -28,6 +28,7 @@ DESIGN_TITLES = {"linear": "linear", "weak": "weak instrument", "demand-iv": "de
                  "demand-pcl": "demand-pcl (average slope)", "nonlinear-iv": "nonlinear first stage and f",
                  "hetero-iv": "heteroscedastic noise"}
 KINDS = {"plug_in": "plug-in's own", "debiased": "debiased"}
+DESIGN_PROBLEMS = {"demand-pcl": "pcl"}     # every other design is an IV problem
 COLUMNS = ("design", "arm", "kind", "seeds", "coverage", "coverage_se", "width", "sd", "width_ratio", "bias",
            "weak_share", "coverage_strong")
 
@@ -103,6 +104,8 @@ def coverage_note(record: dict, table: pd.DataFrame | None = None) -> str | None
     kind = "debiased" if effect.get("debiased") and effect["estimate"] == effect["debiased"]["estimate"] else "plug_in"
     part = table[(table["arm"] == arm_of(method, config.get("learner"), config.get("f_model")))
                  & (table["kind"] == kind)]
+    if record.get("problem") in ("iv", "pcl"):         # only the designs of the run's own problem
+        part = part[[DESIGN_PROBLEMS.get(d, "iv") == record["problem"] for d in part["design"]]]
     if part.empty:
         return None
     shown = " · ".join(f"{r.design} {r.coverage:.2f}" for r in part.itertuples())
