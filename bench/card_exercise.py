@@ -39,8 +39,13 @@ def table(s: dict, dml: dict) -> str:
         ("First-stage F", f"{s['f_stat']:.1f}", s["strength"]["level"]),
         ("Anderson-Rubin 95 % set", "", f"[{f3(ar['lower'])}, {f3(ar['upper'])}]" if ar["shape"] == "interval"
          else ar["shape"]),
-        (f"DML-CMR ({dml['settings']['learner']}, K = {dml['settings']['folds']}, spline f): average derivative",
-         f3(dml["coef"]), f"[{f3(dml['lower'])}, {f3(dml['upper'])}] (delta method, nuisances held fixed)"),
+        (f"DML-CMR ({dml['settings']['learner']}, K = {dml['settings']['folds']}, spline f): average derivative"
+         + (", debiased" if dml["debiased"] else ""), f3(dml["coef"]),
+         (f"[{f3(dml['lower'])}, {f3(dml['upper'])}]" if dml["lower"] is not None else "no interval")
+         + f" ({dml['interval']})"),
+        ("DML-CMR: the plug-in (f-hat's own slope)", f3(dml["plug_in"]["estimate"]),
+         f"[{f3(dml['plug_in']['ci_lower'])}, {f3(dml['plug_in']['ci_upper'])}] (delta method, nuisances held fixed)"
+         if dml["plug_in"]["ci_lower"] is not None else "no interval"),
     ]
     lines = ["| step | estimate | 95 % interval / note |", "|---|---|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]

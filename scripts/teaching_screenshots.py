@@ -84,6 +84,9 @@ def main() -> None:
         print(f"Orthogonal score: {tab(page, 'Orthogonal score', 'perturb the nuisances'):.2f} s", flush=True)
         print(f"  run: {run_button(page, 'Run the perturbation experiment', 'What this teaches'):.1f} s", flush=True)
         shoot(page, "08_orthogonal_score")
+        print(f"Orthogonality that works: {tab(page, 'Orthogonality that works', 'The same contrast for the ticket-demand f'):.2f} s",
+              flush=True)
+        shoot(page, "08b_orthogonality_works")
         print(f"Cross-fitting: {tab(page, 'Cross-fitting', 'Measured by this project'):.2f} s", flush=True)
         print(f"  simple: {run_button(page, 'Run the comparison', 'Lowest median MSE'):.1f} s", flush=True)
         shoot(page, "09_crossfit_simple")
@@ -93,6 +96,8 @@ def main() -> None:
         shoot(page, "10_crossfit_overfit")
         print(f"Ticket demand: {tab(page, 'Ticket demand', 'Why the band widens'):.2f} s", flush=True)
         shoot(page, "11_ticket_demand")
+        print(f"Card (1995): {tab(page, 'Card (1995): real data', '4. What LATE means here'):.2f} s", flush=True)
+        shoot(page, "11b_card")
 
         nav(page, "Home")
         start = time.perf_counter()

@@ -81,10 +81,15 @@ def _ar_shape(pieces: list[list]) -> dict:
 
 def dml_cmr(**overrides) -> dict:
     """DML-CMR on Card's data (:data:`DML_SETTINGS`, spline second stage): its effect, the average
-    derivative of f in schooling, with the delta-method interval, and the fit's seconds."""
+    derivative of f in schooling, as the run record gives it (the debiased effect, or why not, with
+    ``weak`` set when it is weakly identified), the plug-in beside it, and the fit's seconds."""
     data = load_dataset("card").data
     run = fit_run(data, "dml-cmr", dataset="card", **{**DML_SETTINGS, **overrides})
     effect = run.record["effect"]
+    plug = effect.get("plug_in") or {}
     return {"settings": {**DML_SETTINGS, **overrides}, "estimand": effect["estimand"], "coef": effect["estimate"],
             "lower": effect["ci_lower"], "upper": effect["ci_upper"], "interval": effect["interval"],
+            "debiased": effect.get("debiased") is not None, "weak": bool(effect.get("weakly_identified")),
+            "why_not": effect.get("debiased_error"),
+            "plug_in": {k: plug.get(k) for k in ("estimate", "ci_lower", "ci_upper", "interval")},
             "seconds": run.record["seconds"]}
