@@ -15,12 +15,14 @@ and ``coverage_strong`` is the coverage of the others).
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from dmlcore.data.registry import load_dataset
 from dmlcore.debiased import WEAK_STRENGTH
 
 SHIPPED = Path(__file__).resolve().parent / "data" / "files" / "effect-coverage.csv"
@@ -28,8 +30,7 @@ DESIGN_TITLES = {"linear": "linear", "weak": "weak instrument", "demand-iv": "de
                  "demand-pcl": "demand-pcl (average slope)", "nonlinear-iv": "nonlinear first stage and f",
                  "hetero-iv": "heteroscedastic noise"}
 KINDS = {"plug_in": "plug-in's own", "debiased": "debiased"}
-DESIGN_PROBLEMS = {"demand-pcl": "pcl"}     # every other design is an IV problem
-COLUMNS = ("design", "arm", "kind", "seeds", "coverage", "coverage_se", "width", "sd", "width_ratio", "bias",
+COLUMNS = ("design", "problem", "arm", "kind", "seeds", "coverage", "coverage_se", "width", "sd", "width_ratio", "bias",
            "weak_share", "coverage_strong")
 
 
@@ -38,6 +39,12 @@ def arm_of(method: str, learner, f_model) -> str:
     if method in ("2sls", "sieve-2sls"):
         return method
     return f"{method} {learner} {'spline f' if f_model == 'sieve' else 'own f'}"
+
+
+@cache
+def _problem(dataset: str) -> str:
+    """The problem ("iv" or "pcl") of a registered data set, as the registry's simulator sets it."""
+    return load_dataset(dataset, n=100).data.problem
 
 
 def summarize(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
@@ -61,7 +68,8 @@ def summarize(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
             sd = float(est[has].std(ddof=1))
             width = float((hi - lo)[has].mean())
             strong = has & ~weak if kind == "debiased" else has
-            out.append({"design": design, "arm": arm, "kind": kind, "seeds": int(has.sum()),
+            out.append({"design": design, "problem": _problem(group["dataset"].iloc[0]), "arm": arm, "kind": kind,
+                        "seeds": int(has.sum()),
                         "coverage": float(inside.mean()),
                         "coverage_se": float(np.sqrt(inside.mean() * (1 - inside.mean()) / has.sum())),
                         "width": width, "sd": sd, "width_ratio": width / (2 * z * sd) if sd > 0 else np.nan,
@@ -104,8 +112,8 @@ def coverage_note(record: dict, table: pd.DataFrame | None = None) -> str | None
     kind = "debiased" if effect.get("debiased") and effect["estimate"] == effect["debiased"]["estimate"] else "plug_in"
     part = table[(table["arm"] == arm_of(method, config.get("learner"), config.get("f_model")))
                  & (table["kind"] == kind)]
-    if record.get("problem") in ("iv", "pcl"):         # only the designs of the run's own problem
-        part = part[[DESIGN_PROBLEMS.get(d, "iv") == record["problem"] for d in part["design"]]]
+    if record.get("problem") and "problem" in part:     # only the designs of the run's own problem
+        part = part[part["problem"] == record["problem"]]
     if part.empty:
         return None
     shown = " · ".join(f"{r.design} {r.coverage:.2f}" for r in part.itertuples())

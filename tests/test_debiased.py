@@ -282,8 +282,10 @@ def test_cli_no_debias_prints_the_reason_and_records_it(capsys, tmp_path):
 
 def test_the_measured_coverage_next_to_a_run_covers_the_designs_of_its_own_problem():
     from dmlcore.effect_coverage import COLUMNS, coverage_note
-    rows = [dict(zip(COLUMNS, (design, "2sls", "plug_in", 90, cover, 0.02, 1.0, 0.3, 1.0, 0.0, float("nan"), cover)))
-            for design, cover in (("linear", 0.95), ("hetero-iv", 0.76), ("demand-pcl", 0.0))]
+    rows = [dict(zip(COLUMNS, (design, problem, "2sls", "plug_in", 90, cover, 0.02, 1.0, 0.3, 1.0, 0.0, float("nan"),
+                               cover)))
+            for design, problem, cover in (("linear", "iv", 0.95), ("hetero-iv", "iv", 0.76),
+                                           ("demand-pcl", "pcl", 0.0))]
     table = pd.DataFrame(rows)
     record = {"method": "2sls", "config": {}, "effect": {"estimate": 1.0}, "problem": "iv"}
     assert coverage_note(record, table) == "linear 0.95 · hetero-iv 0.76 (90+ seeds each)"
