@@ -1,0 +1,39 @@
+"""The shared Markdown / LaTeX table export (dmlcore.export)."""
+
+import pandas as pd
+
+from dmlcore.export import Table, latex_escape
+
+
+def _table():
+    frame = pd.DataFrame({"2SLS": ["0.132 (0.055)", "3010"], "OLS": ["0.075 (0.004)", "3010"]},
+                         index=["educ", "N"])
+    return Table(frame, caption="Return to schooling", notes=["Robust standard errors in parentheses."],
+                 index="")
+
+
+def test_markdown_has_header_rows_and_notes():
+    text = _table().to_markdown().splitlines()
+    assert text[0] == "**Return to schooling**"
+    assert text[2] == "|  | 2SLS | OLS |"
+    assert text[3] == "|---|---|---|"
+    assert text[4] == "| educ | 0.132 (0.055) | 0.075 (0.004) |"
+    assert text[-1] == "*Robust standard errors in parentheses.*"
+
+
+def test_latex_escapes_and_closes_its_environments():
+    frame = pd.DataFrame({"p_value": ["5%"], "x&y": ["a_b"]})
+    tex = Table(frame, caption="50% #1").to_latex(label="tab:x")
+    assert r"\caption{50\% \#1}" in tex and r"\label{tab:x}" in tex
+    assert r"p\_value & x\&y \\" in tex and r"5\% & a\_b \\" in tex
+    assert tex.count(r"\begin{") == tex.count(r"\end{") == 2
+    assert r"\begin{tabular}{lc}" in tex
+
+
+def test_latex_notes_span_every_column():
+    tex = _table().to_latex()
+    assert r"\multicolumn{3}{l}{\footnotesize Robust standard errors in parentheses.} \\" in tex
+
+
+def test_escape_backslash_first():
+    assert latex_escape("a\\b_c") == r"a\textbackslash{}b\_c"
