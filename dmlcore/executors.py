@@ -38,7 +38,7 @@ from typing import Callable, Iterator, Sequence
 from urllib.parse import urlsplit
 
 from dmlcore.errors import DMLCoreError
-from dmlcore.process import default_threads, set_threads
+from dmlcore.process import default_threads, scoped_threads
 
 EXECUTORS = ("local", "ray")
 CONNECT_TIMEOUT = 5.0  # seconds to reach a Ray address before giving up
@@ -68,16 +68,10 @@ def get_executor(kind: str = "local", jobs: int | None = 1, address: str | None 
 
 def call_with_threads(fn: Callable, item, threads: int):
     """``fn(item)`` with ``threads`` torch, BLAS and OpenMP threads (restored afterwards)."""
-    import torch
     from threadpoolctl import threadpool_limits
 
-    before = torch.get_num_threads()
-    set_threads(threads)
-    try:
-        with threadpool_limits(limits=threads):
-            return fn(item)
-    finally:
-        torch.set_num_threads(before)
+    with scoped_threads(threads), threadpool_limits(limits=threads):
+        return fn(item)
 
 
 class Executor(ABC):

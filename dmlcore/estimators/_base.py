@@ -38,7 +38,7 @@ from sklearn.base import BaseEstimator
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError, NotFittedError
-from dmlcore.process import ensure_threads
+from dmlcore.process import fit_threads
 from dmlcore.progress import Monitor
 
 CAPABILITIES = ("predict_interval", "predict_spread", "linear_functional", "anderson_rubin", "ignores_conditioning")
@@ -57,8 +57,8 @@ class CMREstimator(BaseEstimator):
     def fit(self, data: CausalData, *, callback=None, should_stop=None):
         """Fit on ``data``; ``callback(event)`` gets progress, ``should_stop()`` cancels. Returns self."""
         check_data(data, type(self).__name__)
-        ensure_threads()
-        self._fit(data, Monitor(callback, should_stop))
+        with fit_threads():
+            self._fit(data, Monitor(callback, should_stop))
         return self
 
     def _fit(self, data: CausalData, monitor: Monitor) -> None:

@@ -8,7 +8,7 @@ from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator, check_data, check_fitted, input_matrix
 from dmlcore.learners.encoding import encode_image_spec, encoder_for, image_spec
-from dmlcore.process import ensure_threads
+from dmlcore.process import fit_threads
 from dmlcore.progress import Monitor
 
 IV_PEERS = "kiv, dfiv or deepgmm"
@@ -114,10 +114,10 @@ class PeerEstimator(CMREstimator):
         """Fit on ``data``; ``callback(event)`` gets progress and losses, ``should_stop()`` cancels. Returns self."""
         monitor = Monitor(callback, should_stop)
         self.check_roles(data)
-        ensure_threads()
         self.notes_ = []
         self.device_ = "cpu"     # where it ran; the networks set their torch device's name
-        self._fit(data, monitor)
+        with fit_threads():
+            self._fit(data, monitor)
         monitor.stage("done", start=1.0)
         return self
 
