@@ -56,7 +56,7 @@ def effect_summary(frame: pd.DataFrame) -> pd.DataFrame:
 @family(r"effect-coverage:(?P<file>[^:]+\.csv)")
 def effect_coverage(rows, file: str) -> str:
     summary = effect_summary(rows.csv(file)).sort_values(["design", "interval"], kind="stable")
-    lines = ["| design | interval | seeds | coverage | width | bias | RMSE | s per fit |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| design | interval | seeds | coverage ± s.e. | width | bias | RMSE | s per fit |", "|---|---|---|---|---|---|---|---|"]
     for r in summary.itertuples():
         lines.append(f"| {r.design} | {INTERVALS[r.interval]} | {r.seeds} | {r.coverage:.3f} ± {r.coverage_se:.3f} | "
                      f"{num(r.width)} | {r.bias:+.2g} | {num(r.rmse, 2)} | {num(r.seconds, 2)} |")
@@ -213,7 +213,7 @@ def debiased_rows(rows) -> pd.DataFrame:
 @block("effect-coverage:debiased")
 def debiased_table(rows) -> str:
     """The debiased and plug-in intervals' coverage per design and method (dmlcore.effect_coverage)."""
-    return markdown(summarize(debiased_rows(rows)))
+    return markdown(summarize(debiased_rows(rows))).replace("| coverage |", "| coverage ± s.e. |", 1)
 
 
 @block("effect-coverage:debiased-seeds")
@@ -288,3 +288,64 @@ def shipped_bands(rows) -> str:
 def teaching_demand_debiased(rows) -> str:
     """The Learn tab's plug-in vs debiased sentence for the ticket-demand f (docs/teaching.md)."""
     return demand_contrast(summarize(debiased_rows(rows)))[1]
+
+
+def _band_value(rows, file: str, band: str, field: str) -> float:
+    """One figure of a band-coverage summary: ``band`` "-" reads the summary's own ``field``;
+    ``fixedK`` is the coverage at the K-th marked point; "_" in ``band`` stands for a space."""
+    summary = rows.json(file)
+    if band == "-":
+        return float(summary[field])
+    row = {r["band"]: r for r in summary["rows"]}[band.replace("_", " ")]
+    return float(row["fixed"][int(field[5:])] if field.startswith("fixed") else row[field])
+
+
+def _band_text(x: float, fmt: str | None) -> str:
+    if fmt == "pct":
+        return f"{x:.0%}".replace("%", " %")
+    if fmt == "pct1":
+        return f"{x:.1%}".replace("%", " %")
+    return f"{x:.{int(fmt or 2)}f}"
+
+
+@family(r"band:(?P<file>[^:]+\.json):(?P<band>[\w-]+):(?P<field>\w+)(?::(?P<fmt>\w+))?")
+def band_value(rows, file: str, band: str, field: str, fmt: str | None) -> str:
+    """One figure of a band table, in prose (``fmt``: decimals, ``pct`` or ``pct1``)."""
+    return _band_text(_band_value(rows, file, band, field), fmt)
+
+
+@family(r"band-range:(?P<files>[^:]+):(?P<bands>[\w+-]+):(?P<field>\w+)(?::(?P<fmt>\w+))?")
+def band_range(rows, files: str, bands: str, field: str, fmt: str | None) -> str:
+    """The lowest and highest of a figure over band tables (``files`` and ``bands`` comma / plus separated)."""
+    values = [_band_value(rows, f, b, field) for f in files.split(",") for b in bands.split("+")]
+    lo, hi = _band_text(min(values), fmt), _band_text(max(values), fmt)
+    if lo == hi:
+        return lo
+    if fmt and fmt.startswith("pct"):
+        return f"{lo[:-2]}–{hi}"
+    return f"{lo}–{hi}"
+
+
+@block("effect-coverage:sieve-weak")
+def sieve_weak(rows) -> str:
+    """How often Sieve 2SLS's debiased interval covers on the weak design, by reported strength."""
+    done = debiased_rows(rows)
+    done = done[(done["status"] == "done") & (done["design"] == "weak") & (done["arm"] == "sieve-2sls")]
+    inside = (done["effect_debiased_ci_lower"] <= done["effect_truth"]) & (done["effect_truth"] <= done["effect_debiased_ci_upper"])
+    bins = pd.cut(done["effect_strength"], [0, 5, 10, 20, 40, 80, np.inf], right=False)
+    table = inside.groupby(bins, observed=True).agg(["sum", "size"])
+    parts = [f"{int(r['sum'])} of {int(r['size'])} "
+             + (f"below {interval.right:g}" if interval.left == 0 else
+                f"at {interval.left:g}–{interval.right:g}" if np.isfinite(interval.right) else f"above {interval.left:g}")
+             for interval, r in table.iterrows()]
+    return f"it covered {inside.mean():.3f} of the truth overall: " + ", ".join(parts[:-1]) + f" and {parts[-1]}"
+
+
+@block("effect-coverage:fixes")
+def debiased_fixes(rows) -> str:
+    """The two plug-in intervals that miss, and their debiased intervals from the same fits."""
+    s = summarize(debiased_rows(rows)).set_index(["design", "arm", "kind"])
+    pairs = [("demand-iv", "dml-cmr gb spline f", "the spline f on demand-iv"), ("nonlinear-iv", "2sls", "2SLS on nonlinear-iv")]
+    parts = [f"{label} {s.loc[(d, arm, 'plug_in'), 'coverage']:.3f} → {s.loc[(d, arm, 'debiased'), 'coverage']:.3f}"
+             for d, arm, label in pairs]
+    return "; ".join(parts)
