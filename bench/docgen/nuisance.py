@@ -241,11 +241,18 @@ def targets(rows) -> str:
                          f"{_count(pairs[1])} | |")
     speed = speed_rows(rows)
     fits = speed[(speed["method"] == "dml-cmr") & (speed["outcome_learner"] == "auto") & (speed["folds"] == 10)]
-    for r in fits.itertuples():
-        state = "met" if r.seconds <= TARGET_SECONDS else f"missed by {r.seconds - TARGET_SECONDS:.0f} s"
-        lines.append(f"| DML-CMR K = 10, N = 5000 within {TARGET_SECONDS:.0f} s on 2 cores | {r.seconds:.0f} s "
-                     f"(seed {r.seed}, load {r.load_avg_1min:g}, `{r.file}`): {state} | | |")
+    lines.append(f"| DML-CMR K = 10, N = 5000 within {TARGET_SECONDS:.0f} s on 2 cores | {_time_state(fits)} | | |")
     return "\n".join(lines)
+
+
+def _time_state(fits) -> str:
+    """The time target over every timed fit: met only when each was within it, missed when none was."""
+    within = int((fits["seconds"] <= TARGET_SECONDS).sum())
+    timings = ", ".join(f"{r.seconds:.0f} s (load {r.load_avg_1min:g}, `{r.file}`)"
+                        for r in fits.sort_values("seconds").itertuples())
+    state = ("met" if within == len(fits) else "missed" if within == 0 else
+             f"not decided: {within} of {len(fits)} timed fits within")
+    return f"{len(fits)} fits timed (seed {', '.join(map(str, sorted(set(fits['seed']))))}): {timings}: {state}"
 
 
 STATS = {"median": ("mse", "median"), "mean": ("mse", "mean"), "fresh": ("mse_fresh", "median"),

@@ -78,6 +78,15 @@ def speed_idle_authors(rows) -> str:
     return "\n".join(lines)
 
 
+@block("speed-idle-authors:dml-median")
+def speed_idle_authors_dml(rows) -> str:
+    """DML-CMR's idle median time on the authors' design (one torch thread), with its seeds."""
+    frame = rows.jsonl("authors/speed-idle.jsonl")
+    part = frame[(frame["method"] == "dml-cmr") & (frame["torch_threads"] == 1)]
+    seeds = sorted(part["seed"])
+    return f"{part['seconds'].median():.1f} s (seeds {seeds[0]}–{seeds[-1]}, {len(part)} fits)"
+
+
 @block("speed-idle-authors:load")
 def speed_idle_authors_load(rows) -> str:
     frame = rows.jsonl("authors/speed-idle.jsonl")
