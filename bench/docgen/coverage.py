@@ -3,6 +3,8 @@ the effect intervals' coverage, the held-out score's ranking power and the RHC e
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
@@ -349,3 +351,20 @@ def debiased_fixes(rows) -> str:
     parts = [f"{label} {s.loc[(d, arm, 'plug_in'), 'coverage']:.3f} → {s.loc[(d, arm, 'debiased'), 'coverage']:.3f}"
              for d, arm, label in pairs]
     return "; ".join(parts)
+
+
+@family(r"band-ratio:(?P<new>[^:]+\.json):(?P<old>[^:]+\.json):(?P<band>[\w-]+):(?P<field>\w+)")
+def band_ratio(rows, new: str, old: str, band: str, field: str) -> str:
+    """A figure of one band table against another: "4.5 times (484 against 108)"."""
+    a, b = _band_value(rows, new, band, field), _band_value(rows, old, band, field)
+    return f"{num(a / b, 2)} times ({num(a)} against {num(b)})" if a >= b else f"{num(b / a, 2)} times smaller ({num(a)} against {num(b)})"
+
+
+@block("bands:demand-pcl-log")
+def bands_pcl_log(rows) -> str:
+    """The demand-pcl band runs, from their log (one line per seed)."""
+    found = re.findall(r"seed=(\d+)\): mse=([\d.]+) .*band_coverage=([\d.]+) band_width=([\d.]+)",
+                       rows.text("coverage-demand-pcl-gb.log"))
+    frame = pd.DataFrame(found, columns=["seed", "mse", "cover", "width"]).astype(float)
+    return (f"{len(frame)} seeds: mean coverage {frame['cover'].mean():.2f} (median over seeds "
+            f"{frame['cover'].median():.3g}), mean width {frame['width'].mean():.1f}, median MSE {frame['mse'].median():.1f}")
