@@ -305,3 +305,23 @@ def auto_paper(rows) -> str:
                      f"{num(ours['mse_fresh']['auto:nn'])} ({ours['mse_fresh']['auto:nn'] / paper:.2f}x) | "
                      f"{num(ours['mse']['nn:nn'])} / {num(ours['mse_fresh']['nn:nn'])} |")
     return "\n".join(lines)
+
+
+@family(r"choice-median:(?P<file>[^:]+\.csv):(?P<strength>[\d.]+):(?P<cell>[a-z-]+:[a-z-]+)")
+def choice_median(rows, file: str, strength: str, cell: str) -> str:
+    """One cell's median grid MSE over the choice seeds, e.g. ``choice-median:FILE:0.4:nn:oracle``."""
+    frame = rows.csv(file)
+    part = frame[(frame["iv_strength"] == float(strength)) & (frame["cell"] == cell)]
+    if part.empty:
+        raise ValueError(f"no rows for strength {strength}, cell {cell} in {file}")
+    return num(part["mse"].median())
+
+
+@block("budget:nn:vs-paper")
+def budget_vs_paper(rows) -> str:
+    """The learned nn cell's median against the paper's DML-CMR median (N = 5000, strength 1)."""
+    frame = rows.csv(BUDGET)
+    part = frame[(frame["learner"] == "nn") & (frame["outcome"] == "learned") & (frame["distribution"] == "learned")]
+    paper = PAPER["demand-iv-nn-5000"][1]["dml-cmr"]
+    return (f"{part['mse'].median() / paper:.1f} times the paper's median on the grid "
+            f"({part['mse_fresh'].median() / paper:.1f} times at fresh draws; the paper's figure reads ~{paper:g})")
