@@ -78,3 +78,11 @@ def test_the_site_builds_strictly_from_the_checkout(tmp_path):
     assert 'id="dmlcore.CausalData"' in api and "Parameters" in api
     assert "--reps-crossfit" in cli_page
     assert (site / "archive" / "benchmarks-raw-noise-2026-11-26.html").exists()
+
+
+def test_a_page_with_several_titles_keeps_one():
+    hooks = _hooks()
+    source = "# Title\n\n## a\n\n```\n# not a heading\n```\n\n# Part 2\n\n## b\n"
+    text = hooks.on_page_markdown(source, _page("teaching.md"), {"docs_dir": str(ROOT / "docs")}, None)
+    assert text == "# Title\n\n### a\n\n```\n# not a heading\n```\n\n## Part 2\n\n### b\n"
+    assert hooks.on_page_markdown("# One\n\n## a\n", _page("x.md"), {"docs_dir": str(ROOT / "docs")}, None) == "# One\n\n## a\n"
