@@ -86,3 +86,13 @@ def test_a_page_with_several_titles_keeps_one():
     text = hooks.on_page_markdown(source, _page("teaching.md"), {"docs_dir": str(ROOT / "docs")}, None)
     assert text == "# Title\n\n### a\n\n```\n# not a heading\n```\n\n## Part 2\n\n### b\n"
     assert hooks.on_page_markdown("# One\n\n## a\n", _page("x.md"), {"docs_dir": str(ROOT / "docs")}, None) == "# One\n\n## a\n"
+
+
+def test_the_api_page_shows_every_public_name():
+    """Every name `import dmlcore` exports has its entry on docs/api.md (rendered from its docstring)."""
+    import dmlcore
+
+    page = (ROOT / "docs" / "api.md").read_text()
+    shown = {line.split("dmlcore.", 1)[1].strip() for line in page.splitlines() if line.startswith("::: dmlcore.")}
+    missing = set(dmlcore.__all__) - shown - {"__version__", "METHODS"}
+    assert not missing, f"docs/api.md lacks {sorted(missing)}"
