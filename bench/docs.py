@@ -1,16 +1,25 @@
 """Render every table, figure and quoted figure of the docs from the raw rows in bench/results/.
 
-    python bench/docs.py --write     # rewrite every generated block, figure and derived file
-    python bench/docs.py --check     # exit 1, naming each block whose text differs from the rows
+    python bench/docs.py --write     # rewrite every generated block, figure, derived file and record
+    python bench/docs.py --check     # exit 1, naming each block, figure or record that differs
 
 A generated block is the text between ``<!-- BEGIN generated:ID -->`` and
-``<!-- END generated:ID -->`` in README.md or a docs/*.md (a block may sit inside a sentence);
-ID names a renderer registered in bench/docgen/ (``--list`` prints them). Only saved rows are
-read (CSV, JSON, logs): no fit runs, and the check takes seconds. ``--check`` also fails when a
-doc shows an image that is missing, or a box plot of docs/img/ that no rows produce, or when a
-derived file (the Learn page's measured.csv) is stale. ``--write`` redraws the PNG box plots
-(Chromium, about a second each; ``--no-figures`` skips them). ``--docs`` and ``--results``
-point at other copies (the tests edit a copy).
+``<!-- END generated:ID -->`` in README.md or a docs/**/*.md (a block may sit inside a sentence);
+ID names a renderer registered in bench/docgen/ (``--list`` prints them). The Card answer key's
+``<!-- card-numbers:begin -->`` / ``<!-- card-numbers:end -->`` is read the same way. Only saved rows
+are read (CSV, JSON, logs): no fit runs, and the check takes seconds. ``--check`` also fails when
+
+* a figure outside a generated block (in the docs, README.md or a string of dashboard/learn/*.py)
+  differs from its record in bench/docgen/recorded/figures/ (bench/docgen/recorded.py);
+* an image under docs/img/ differs from its recorded hash, or its rows changed since it was drawn;
+* a doc shows an image that is missing, or a box plot of docs/img/ that no rows produce;
+* a rows file in bench/results/ is read by no block and not archived with a reason (bench/docgen/archive.py);
+* a derived file (the Learn page's measured.csv) is stale.
+
+``--write`` redraws the PNG box plots (Chromium, about a second each; ``--no-figures`` skips them and
+keeps their records) and records the figures outside blocks and the images' hashes: after merging
+branches that edited docs, ``python bench/docs.py --write`` and a look at ``git diff bench/docgen/recorded``.
+``--docs`` and ``--results`` point at other copies (the tests edit a copy). docs/making.md says more.
 """
 
 from __future__ import annotations
@@ -26,21 +35,31 @@ if __name__ == "__main__" and not __package__:  # `python bench/docs.py`: run as
 
 import argparse  # noqa: E402
 import re  # noqa: E402
+from fnmatch import fnmatch  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
-from bench.docgen import BLOCKS, FIGURES, FILES  # noqa: E402  (importing it registers every block)
+from bench.docgen import BLOCKS, FIGURES, FILES, recorded  # noqa: E402  (importing it registers every block)
+from bench.docgen.archive import ARCHIVED, READ_BY  # noqa: E402
 from bench.docgen.registry import renderer  # noqa: E402
 from bench.docgen.rows import RESULTS, Rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = re.compile(r"<!-- BEGIN generated:(?P<id>\S+) -->(?P<body>.*?)<!-- END generated:(?P=id) -->", re.S)
+# bench/card_exercise.py's own marker (docs/teaching.md's Card answer key): checked like a generated block.
+OWN_MARKER = re.compile(r"<!-- (?P<id>card-numbers):begin -->(?P<body>.*?)<!-- (?P=id):end -->", re.S)
+MARKERS = (MARKER, OWN_MARKER)
 IMAGE = re.compile(r"!\[[^\]]*\]\((?P<path>[^)\s]+\.png)\)")
 SCREENSHOTS = "img/teaching/"  # pictures of the dashboard, not of rows
 
 
 def doc_files(root: Path) -> list[Path]:
-    """README.md and docs/*.md under ``root`` (a checkout, or a copy of one)."""
-    return [p for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))] if p.exists()]
+    """README.md and docs/**/*.md under ``root`` (a checkout, or a copy of one)."""
+    return [p for p in [root / "README.md", *sorted((root / "docs").rglob("*.md"))] if p.exists()]
+
+
+def blocks(doc: str) -> list[re.Match]:
+    """Every generated block of ``doc`` (either marker), in order."""
+    return sorted((m for pattern in MARKERS for m in pattern.finditer(doc)), key=lambda m: m.start())
 
 
 @dataclass
@@ -73,19 +92,23 @@ def fill(doc: str, rendered: Rendered) -> str:
         if name not in rendered.text:
             return m[0]
         new = f"\n{rendered.text[name]}\n" if body.startswith("\n") else rendered.text[name]
+        if m.re is OWN_MARKER:
+            return f"<!-- {name}:begin -->{new}<!-- {name}:end -->"
         return f"<!-- BEGIN generated:{name} -->{new}<!-- END generated:{name} -->"
-    return MARKER.sub(replace, doc)
+    for pattern in MARKERS:
+        doc = pattern.sub(replace, doc)
+    return doc
 
 
 def block_ids(doc: str) -> list[str]:
-    return [m["id"] for m in MARKER.finditer(doc)]
+    return [m["id"] for m in blocks(doc)]
 
 
 def check_doc(path: Path, doc: str, rendered: Rendered) -> list[str]:
     """What is wrong in one doc: blocks that differ from the rows, unknown or failing blocks, stray
     markers, missing images, box plots without rows."""
     problems = []
-    for m in MARKER.finditer(doc):
+    for m in blocks(doc):
         name = m["id"]
         if renderer(name) is None:
             problems.append(f"{path.name}: unknown block {name!r} (bench/docs.py --list names them)")
@@ -93,8 +116,8 @@ def check_doc(path: Path, doc: str, rendered: Rendered) -> list[str]:
             problems.append(f"{path.name}: block {name}: {rendered.errors[name]}")
         elif m["body"].strip("\n") != rendered.text[name]:
             problems.append(f"{path.name}: block {name} differs from what the rows give")
-    bare = MARKER.sub("", doc)
-    for stray in re.findall(r"<!-- (?:BEGIN|END) generated:\S+ -->", bare):
+    bare = OWN_MARKER.sub("", MARKER.sub("", doc))
+    for stray in re.findall(r"<!-- (?:BEGIN|END) generated:\S+ -->|<!-- card-numbers:(?:begin|end) -->", bare):
         problems.append(f"{path.name}: unmatched marker {stray}")
     for m in IMAGE.finditer(doc):
         image = (path.parent / m["path"]).resolve()
@@ -131,6 +154,22 @@ def check_all(root: Path, rows: Rows, rendered: Rendered) -> list[str]:
         if path.exists() and path.read_text() != render(rows):
             problems.append(f"{rel} is stale: `python bench/docs.py --write` derives it from the rows")
     problems += [f"block {name} is registered but shown in no doc" for name in sorted(set(BLOCKS) - used)]
+    problems += recorded.check_literals(root, doc_files(root), MARKERS)
+    problems += recorded.check_images(root, rows, FIGURES)
+    return problems + unused_rows(rows)
+
+
+def unused_rows(rows: Rows) -> list[str]:
+    """Rows files that no block, figure or derived file read (call after rendering them all), unless
+    bench/docgen/archive.py says why they are kept; and archive entries that match no file."""
+    files = sorted(p.relative_to(rows.folder).as_posix() for p in rows.folder.rglob("*") if p.is_file())
+    reasons = {**ARCHIVED, **READ_BY}
+    problems = [f"bench/docgen/archive.py: {glob!r} matches no file in {rows.folder}"
+                for glob in reasons if not any(fnmatch(name, glob) for name in files)]
+    for name in files:
+        if name not in rows.read and not any(fnmatch(name, glob) for glob in reasons):
+            problems.append(f"bench/results/{name} is read by no block: show it in a doc, or archive it with "
+                            "a reason in bench/docgen/archive.py")
     return problems
 
 
@@ -144,15 +183,21 @@ def write_all(root: Path, rows: Rows, rendered: Rendered, figures: bool = True) 
         if new != doc:
             path.write_text(new)
             print(f"wrote {path}")
+    drawn = []
     if figures:
         shown = {n.split(":", 1)[1] for n in used if n.startswith("img:") and n not in rendered.errors}
-        problems += draw_figures(rows, root / "docs" / "img", sorted(shown))
+        drawn = draw_figures(rows, root / "docs" / "img", sorted(shown))
+        problems += drawn
     for rel, render in FILES.items():
         path, text = root / rel, render(rows)
         if not path.exists() or path.read_text() != text:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             print(f"wrote {path}")
+    for path in recorded.write_literals(root, doc_files(root), MARKERS):
+        print(f"recorded {path}")
+    if recorded.write_images(root, rows, FIGURES, redrawn=figures and not drawn):
+        print(f"recorded {root / recorded.FOLDER / 'images.tsv'}")
     return problems
 
 

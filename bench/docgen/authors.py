@@ -257,3 +257,24 @@ def paper_pcl(rows) -> str:
         lines.append(f"| {title(method)} | {' / '.join(f'{v:g}' for v in stored)} | "
                      f"{' / '.join(num(v) for v in ours)} |")
     return "\n".join(lines)
+
+
+@block("paper:demand-pcl:ratios")
+def paper_pcl_ratios(rows) -> str:
+    """Our median over the authors' stored median, per DML variant and N (demand-pcl)."""
+    parts = []
+    for method in ("ce-dml-cmr", "dml-cmr"):
+        ratios = [per_seed(cell(rows, f"demand-pcl-nn-{n}"), method).median() / stored
+                  for n, stored in zip((1000, 2000, 5000, 10000), PCL_STORED[method])]
+        parts.append(f"{title(method)} {' / '.join(f'{r:.2f}' for r in ratios)}")
+    return "; ".join(parts)
+
+
+@block("regression-rho:ranges")
+def regression_rho_ranges(rows) -> str:
+    """The regression that ignores the instrument, raw design against the authors', over ρ."""
+    s = rows.csv("authors/regression-rho/summary.csv").query("method == 'regression'")
+    raw, authors = (s[s["noise_scale"] == scale]["median"] for scale in ("raw", "standardized"))
+    return (f"{num(raw.min(), 2)}–{num(raw.max(), 2)} on the raw design against {num(authors.min(), 2)}–"
+            f"{num(authors.max(), 2)} on the authors' (gradient boosting, N = {s['n'].iloc[0]}, "
+            f"{int(s['reps'].iloc[0])} seeds, ρ from {s['rho'].min():g} to {s['rho'].max():g})")

@@ -3,6 +3,8 @@ the effect intervals' coverage, the held-out score's ranking power and the RHC e
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
@@ -56,7 +58,7 @@ def effect_summary(frame: pd.DataFrame) -> pd.DataFrame:
 @family(r"effect-coverage:(?P<file>[^:]+\.csv)")
 def effect_coverage(rows, file: str) -> str:
     summary = effect_summary(rows.csv(file)).sort_values(["design", "interval"], kind="stable")
-    lines = ["| design | interval | seeds | coverage | width | bias | RMSE | s per fit |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| design | interval | seeds | coverage ± s.e. | width | bias | RMSE | s per fit |", "|---|---|---|---|---|---|---|---|"]
     for r in summary.itertuples():
         lines.append(f"| {r.design} | {INTERVALS[r.interval]} | {r.seeds} | {r.coverage:.3f} ± {r.coverage_se:.3f} | "
                      f"{num(r.width)} | {r.bias:+.2g} | {num(r.rmse, 2)} | {num(r.seconds, 2)} |")
@@ -139,8 +141,8 @@ def _rhc(rows, file):
 
 def _interval(r) -> str:
     if not pd.isna(r.bootstrap):
-        return f"bootstrap, {r.bootstrap:.0f} refits (estimate ± 1.96 sd)"
-    return "coefficient ± 1.96 s.e." if r.method == "2sls" else "delta method"
+        return f"bootstrap, {r.bootstrap:.0f} refits (estimate ± 1.96 × sd of the refits)"
+    return "coefficient ± 1.96 × s.e." if r.method == "2sls" else "delta method"
 
 
 @family(r"rhc:(?P<file>[^:]+\.csv)(?::(?P<which>boot))?")
@@ -149,9 +151,9 @@ def rhc_table(rows, file: str, which: str | None) -> str:
     frame = frame[frame["bootstrap"].notna()] if which else frame
     lines = ["| method | ATE (days) | 95 % interval | interval | held-out score (s.e.) | s |", "|---|---|---|---|---|---|"]
     for r in frame.itertuples():
-        line = (f"| {r.name} | {r.estimate:.2f} | {r.lower:.2f} to {r.upper:.2f} | "
+        line = (f"| {r.name} | {r.estimate:.2f} | [{r.lower:.2f}, {r.upper:.2f}] | "
                 f"{_interval(r)} | {r.heldout:.3f} ({r.heldout_se:.3f}) | {r.seconds:,.0f} |")
-        lines.append(line.replace("| -", "| −").replace(" -", " −"))
+        lines.append(line.replace("| -", "| −").replace(" -", " −").replace("[-", "[−"))
     return "\n".join(lines)
 
 
@@ -213,7 +215,7 @@ def debiased_rows(rows) -> pd.DataFrame:
 @block("effect-coverage:debiased")
 def debiased_table(rows) -> str:
     """The debiased and plug-in intervals' coverage per design and method (dmlcore.effect_coverage)."""
-    return markdown(summarize(debiased_rows(rows)))
+    return markdown(summarize(debiased_rows(rows))).replace("| coverage |", "| coverage ± s.e. |", 1)
 
 
 @block("effect-coverage:debiased-seeds")
@@ -288,3 +290,111 @@ def shipped_bands(rows) -> str:
 def teaching_demand_debiased(rows) -> str:
     """The Learn tab's plug-in vs debiased sentence for the ticket-demand f (docs/teaching.md)."""
     return demand_contrast(summarize(debiased_rows(rows)))[1]
+
+
+def _band_value(rows, file: str, band: str, field: str) -> float:
+    """One figure of a band-coverage summary: ``band`` "-" reads the summary's own ``field``;
+    ``fixedK`` is the coverage at the K-th marked point; "_" in ``band`` stands for a space."""
+    summary = rows.json(file)
+    if band == "-":
+        return float(summary[field])
+    row = {r["band"]: r for r in summary["rows"]}[band.replace("_", " ")]
+    return float(row["fixed"][int(field[5:])] if field.startswith("fixed") else row[field])
+
+
+def _band_text(x: float, fmt: str | None) -> str:
+    if fmt == "pct":
+        return f"{x:.0%}".replace("%", " %")
+    if fmt == "pct1":
+        return f"{x:.1%}".replace("%", " %")
+    return f"{x:.{int(fmt or 2)}f}"
+
+
+@family(r"band:(?P<file>[^:]+\.json):(?P<band>[\w-]+):(?P<field>\w+)(?::(?P<fmt>\w+))?")
+def band_value(rows, file: str, band: str, field: str, fmt: str | None) -> str:
+    """One figure of a band table, in prose (``fmt``: decimals, ``pct`` or ``pct1``)."""
+    return _band_text(_band_value(rows, file, band, field), fmt)
+
+
+@family(r"band-range:(?P<files>[^:]+):(?P<bands>[\w+-]+):(?P<field>\w+)(?::(?P<fmt>\w+))?")
+def band_range(rows, files: str, bands: str, field: str, fmt: str | None) -> str:
+    """The lowest and highest of a figure over band tables (``files`` and ``bands`` comma / plus separated)."""
+    values = [_band_value(rows, f, b, field) for f in files.split(",") for b in bands.split("+")]
+    lo, hi = _band_text(min(values), fmt), _band_text(max(values), fmt)
+    if lo == hi:
+        return lo
+    if fmt and fmt.startswith("pct"):
+        return f"{lo[:-2]}–{hi}"
+    return f"{lo}–{hi}"
+
+
+@block("effect-coverage:sieve-weak")
+def sieve_weak(rows) -> str:
+    """How often Sieve 2SLS's debiased interval covers on the weak design, by reported strength."""
+    done = debiased_rows(rows)
+    done = done[(done["status"] == "done") & (done["design"] == "weak") & (done["arm"] == "sieve-2sls")]
+    inside = (done["effect_debiased_ci_lower"] <= done["effect_truth"]) & (done["effect_truth"] <= done["effect_debiased_ci_upper"])
+    bins = pd.cut(done["effect_strength"], [0, 5, 10, 20, 40, 80, np.inf], right=False)
+    table = inside.groupby(bins, observed=True).agg(["sum", "size"])
+    parts = [f"{int(r['sum'])} of {int(r['size'])} "
+             + (f"below {interval.right:g}" if interval.left == 0 else
+                f"at {interval.left:g}–{interval.right:g}" if np.isfinite(interval.right) else f"above {interval.left:g}")
+             for interval, r in table.iterrows()]
+    return f"it covered {inside.mean():.3f} of the truth overall: " + ", ".join(parts[:-1]) + f" and {parts[-1]}"
+
+
+@block("effect-coverage:fixes")
+def debiased_fixes(rows) -> str:
+    """The two plug-in intervals that miss, and their debiased intervals from the same fits."""
+    s = summarize(debiased_rows(rows)).set_index(["design", "arm", "kind"])
+    pairs = [("demand-iv", "dml-cmr gb spline f", "the spline f on demand-iv"), ("nonlinear-iv", "2sls", "2SLS on nonlinear-iv")]
+    parts = [f"{label} {s.loc[(d, arm, 'plug_in'), 'coverage']:.3f} → {s.loc[(d, arm, 'debiased'), 'coverage']:.3f}"
+             for d, arm, label in pairs]
+    return "; ".join(parts)
+
+
+@family(r"band-ratio:(?P<new>[^:]+\.json):(?P<old>[^:]+\.json):(?P<band>[\w-]+):(?P<field>\w+)")
+def band_ratio(rows, new: str, old: str, band: str, field: str) -> str:
+    """A figure of one band table against another: "4.5 times (484 against 108)"."""
+    a, b = _band_value(rows, new, band, field), _band_value(rows, old, band, field)
+    return f"{num(a / b, 2)} times ({num(a)} against {num(b)})" if a >= b else f"{num(b / a, 2)} times smaller ({num(a)} against {num(b)})"
+
+
+@block("bands:demand-pcl-log")
+def bands_pcl_log(rows) -> str:
+    """The demand-pcl band runs, from their log (one line per seed)."""
+    found = re.findall(r"seed=(\d+)\): mse=([\d.]+) .*band_coverage=([\d.]+) band_width=([\d.]+)",
+                       rows.text("coverage-demand-pcl-gb.log"))
+    frame = pd.DataFrame(found, columns=["seed", "mse", "cover", "width"]).astype(float)
+    return (f"{len(frame)} seeds: mean coverage {frame['cover'].mean():.2f} (median over seeds "
+            f"{frame['cover'].median():.3g}), mean width {frame['width'].mean():.1f}, median MSE {frame['mse'].median():.1f}")
+
+
+def _excludes_zero(r) -> bool:
+    return r.upper < 0 or r.lower > 0
+
+
+@block("rhc:summary")
+def rhc_summary(rows) -> str:
+    """Every method's RHC effect in one sentence: sizes, whether the intervals exclude 0, which is smallest."""
+    closed = _rhc(rows, "rhc-effects.csv").set_index("method")
+    boot = _rhc(rows, "rhc-effects-boot.csv")
+    boot = boot[boot["bootstrap"].notna()].set_index("method")
+    sizes, boot_sizes = closed["estimate"].abs(), boot["estimate"].abs()
+    every = "each of those intervals excluding 0" if all(_excludes_zero(r) for r in closed.itertuples()) \
+        else "not every one of those intervals excluding 0"
+    dml_zero = "excluding" if _excludes_zero(boot.loc["dml-cmr"]) else "including"
+    flexible = sizes.drop("2sls")
+    versus = "smaller in size than" if (flexible < sizes["2sls"]).all() else "not all smaller in size than"
+    smallest = "the smallest" if sizes.idxmin() == "dml-cmr" and boot_sizes.idxmin() == "dml-cmr" else "not the smallest"
+    return (f"by {sizes.min():.1f} to {sizes.max():.1f} days with the linear or spline f, {every}; by "
+            f"{boot_sizes['dml-cmr']:.2f} (DML-CMR) and {boot_sizes['naive']:.2f} days (naive plug-in) with boosted "
+            f"trees for f, DML-CMR's bootstrap interval {dml_zero} 0. The flexible methods' estimates are {versus} "
+            f"linear 2SLS's, and DML-CMR's {smallest} with either second stage")
+
+
+@block("rhc:2sls")
+def rhc_2sls(rows) -> str:
+    """Our linear proximal 2SLS on RHC: estimate (s.e.), the s.e. from its 95 % interval."""
+    r = _rhc(rows, "rhc-effects.csv").set_index("method").loc["2sls"]
+    return f"{r['estimate']:.2f} (s.e. {(r['upper'] - r['lower']) / (2 * 1.959964):.2f})".replace("-", "−")

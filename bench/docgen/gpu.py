@@ -26,6 +26,7 @@ CPU_NOW = "gpu-cpu-reference-2026-11-27.csv"
 CPU_EARLIER = {"demand-iv": ("gpu-cpu-reference-demand-iv.csv", "2026-11-26"),
                "dsprites-pcl": ("dsprites-pcl-nn.csv", "commit 65a7284")}
 IDLE = "authors/speed-idle.jsonl"
+MIN_SEEDS = 3  # a time target is "met" only when every fit of at least this many seeds was within it
 STATUS_WORDS = {"ok": "fitted"}
 
 
@@ -156,8 +157,11 @@ def _target_line(rows) -> str:
         if part.empty:
             parts.append(f"{_fit_name(dataset, n, method)} in ≤ {limit} s: not measured")
             continue
-        met = (part["seconds"] <= limit).all()
-        parts.append(f"{_fit_name(dataset, n, method)} in ≤ {limit} s: **{'met' if met else 'not met'}**, "
+        within, seeds = int((part["seconds"] <= limit).sum()), part["seed"].nunique()
+        state = ("**not met**" if within == 0 else f"**not decided** ({within} of {len(part)} fits within)"
+                 if within < len(part) else "**met**" if seeds >= MIN_SEEDS else
+                 f"**within it on {_seeds(part['seed'])} only**: one seed does not establish a target")
+        parts.append(f"{_fit_name(dataset, n, method)} in ≤ {limit} s: {state}, "
                      f"{_listed(part['seconds'], '{:.1f} s'.format)} ({_seeds(part['seed'])}; then "
                      f"{_listed(part['after_fit_seconds'], '{:.2f} s'.format)} after the fit)")
     return "; ".join(parts)
@@ -173,14 +177,16 @@ def _speed_line(rows) -> str:
     here = _of(cpu, "demand-iv", 5000, "dml-cmr")
     sprites = _of(gpu, "dsprites-pcl", 5000, "dml-cmr").iloc[0]
     ref = _cpu_earlier(rows, "dsprites-pcl", 5000, sprites["seed"], "dml-cmr").iloc[0]
-    verdict = "slower than" if demand["seconds"].median() > by_threads.min() else "faster than"  # its best threads
-    return (f"demand-iv DML-CMR (K = 10, N = 5000), {_seeds(demand['seed'])}: {demand['seconds'].median():.1f} s on "
+    gpu_s = demand["seconds"].median()
+    return (f"demand-iv DML-CMR (K = 10, N = 5000), {_seeds(demand['seed'])}, same code: {gpu_s:.1f} s on "
             "the GPU (median of its fits), "
-            + ", ".join(f"{r.seconds:.1f} s on a CPU ({r.where})" for r in here.itertuples())
-            + f"; {_seeds(idle['seed'])} on the idle 2-core machine: "
+            + ", ".join(f"{r.seconds:.1f} s on a CPU ({r.where}; {r.seconds / gpu_s:.1f} times the GPU's)"
+                        for r in here.itertuples())
+            + f". For scale only, not fit for fit (other seeds, earlier code, another day): {_seeds(idle['seed'])} "
+            "on the idle 2-core machine took "
             + ", ".join(f"{s:.1f} s with {t} torch thread{'s' if t > 1 else ''}" for t, s in by_threads.items())
-            + f" (medians, `bench/results/{IDLE}`), so the GPU's {_seeds(demand['seed'])} was {verdict} the idle "
-            f"machine on other seeds. dsprites-pcl DML-CMR at N = 5000, seed {sprites['seed']}: {sprites['seconds']:.1f} s on the GPU, "
+            + f" (medians, `bench/results/{IDLE}`). dsprites-pcl DML-CMR at N = 5000, seed {sprites['seed']}: "
+            f"{sprites['seconds']:.1f} s on the GPU, "
             f"{ref['seconds']:,.0f} s on the 2-core machine's CPU ({CPU_EARLIER['dsprites-pcl'][1]}), "
             f"{ref['seconds'] / sprites['seconds']:.0f} times as long")
 

@@ -407,3 +407,12 @@ def dfiv_choice(rows) -> str:
                          f"{num(without['val_score'].median())} | {pair.wins_a} of {pair.pairs} seeds | "
                          f"{num(with_['mse'].median())} / {num(without['mse'].median())} |")
     return "\n".join(lines)
+
+
+@block("peers:nmmr-standardized:growth")
+def nmmr_standardized_growth(rows) -> str:
+    """NMMR-U's median before the defaults changed, at the smallest and the largest N."""
+    frame = rows.csv("authors/peers-nmmr-standardized-demand-pcl.csv").query("method == 'nmmr'")
+    med = frame.groupby("n")["mse"].median()
+    seeds = frame.groupby("n")["seed"].nunique().min()
+    return f"NMMR-U {med.iloc[0]:.1f} → {med.iloc[-1]:.1f} from N = {med.index[0]} to {med.index[-1]}, medians of {seeds} seeds"

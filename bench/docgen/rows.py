@@ -17,6 +17,7 @@ class Rows:
     def __init__(self, folder: Path = RESULTS):
         self.folder = Path(folder)
         self._cache: dict = {}
+        self.read: set[str] = set()  # the files handed out so far (relative names): which rows the docs use
 
     def _read(self, name: str, reader):
         key = (name, reader.__name__)
@@ -25,6 +26,7 @@ class Rows:
             if not path.exists():
                 raise FileNotFoundError(f"no rows: {path}")
             self._cache[key] = reader(path)
+        self.read.add(Path(name).as_posix())
         value = self._cache[key]
         return value.copy() if hasattr(value, "copy") else value
 

@@ -78,6 +78,15 @@ def speed_idle_authors(rows) -> str:
     return "\n".join(lines)
 
 
+@block("speed-idle-authors:dml-median")
+def speed_idle_authors_dml(rows) -> str:
+    """DML-CMR's idle median time on the authors' design (one torch thread), with its seeds."""
+    frame = rows.jsonl("authors/speed-idle.jsonl")
+    part = frame[(frame["method"] == "dml-cmr") & (frame["torch_threads"] == 1)]
+    seeds = sorted(part["seed"])
+    return f"{part['seconds'].median():.1f} s (seeds {seeds[0]}–{seeds[-1]}, {len(part)} fits)"
+
+
 @block("speed-idle-authors:load")
 def speed_idle_authors_load(rows) -> str:
     frame = rows.jsonl("authors/speed-idle.jsonl")
@@ -255,3 +264,50 @@ def study_estimates(rows) -> str:
                      f"{', '.join(d.split()[1] for d in part['date'])} | "
                      f"{part['load'].min():.1f}–{part['load'].max():.1f} |")
     return "\n".join(lines)
+
+
+@family(r"executor:(?P<file>[^:]+\.jsonl):(?P<executor>[\w-]+):(?P<field>\w+):(?P<fmt>ms|\d)")
+def executor_range(rows, file: str, executor: str, field: str, fmt: str) -> str:
+    """The lowest–highest ``field`` of one executor's runs (``any``: all runs) in an overhead file;
+    ``fmt``: decimals, or ``ms`` (seconds shown as whole milliseconds)."""
+    frame = rows.jsonl(file)
+    values = frame[field] if executor == "any" else frame.loc[frame["executor"] == executor, field]
+    if values.empty:
+        raise ValueError(f"no {executor} rows in {file}")
+    show = (lambda v: f"{v * 1000:.0f}") if fmt == "ms" else (lambda v: f"{v:.{int(fmt)}f}")
+    lo, hi = show(values.min()), show(values.max())
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+@block("study40:speed-ups")
+def study40_speedups(rows) -> str:
+    """How much faster two loky workers and a local Ray instance finished the 40-fit study than one process."""
+    walls = {run: study_seconds(rows, f"study40-{run}.log") for run in ("jobs1", "jobs2", "ray2")}
+    dml = rows.csv("study40-jobs1-fits.csv").query("method == 'dml-cmr'")["seconds"].median()
+    return (f"{dml:.0f} s per DML-CMR fit) two loky workers finished {walls['jobs1'] / walls['jobs2']:.2f} times "
+            f"faster than one process and a local Ray instance {walls['jobs1'] / walls['ray2']:.2f} times")
+
+
+@block("executor:vs-fits")
+def executor_vs_fits(rows) -> str:
+    """The largest median idle time per fit (loaded machine) against the neural fits' own times."""
+    gap = rows.jsonl("executor-overhead.jsonl")["gap_s"].max()
+    fits = rows.csv("demand-iv-nn.csv").query("n in (2000, 5000) and method in ('dml-cmr', 'ce-dml-cmr', 'naive')")
+    fits = fits["seconds"]
+    return (f"{fits.min():.0f}–{fits.max():.0f} s each at N = 2000 and 5000 on the raw-noise design, "
+            "bench/results/demand-iv-nn.csv) "
+            f"that is at most {gap / fits.min():.1%}")
+
+
+@block("study-estimates:spread")
+def study_estimates_spread(rows) -> str:
+    """The first run's demand-iv estimate / actual, and the widest factor of the later runs, either way."""
+    frame = rows.csv("study-estimates.csv")
+    first_time = frame["date"].min()
+    demand = frame[frame["case"].str.startswith("demand-iv")]
+    first = demand.loc[demand["date"] == first_time, "ratio"].iloc[0]
+    later = frame.loc[frame["date"] != first_time, "ratio"]
+    widest = max(later.max(), 1 / later.min())
+    return (f"the demand-iv estimate came out {first:.1f} times the actual seconds (the stored smaller-N fits had "
+            f"been timed on a busier machine than the one that then ran the N = 2000 fits); in the later runs it "
+            f"was within a factor {widest:.1f} either way")

@@ -1,0 +1,46 @@
+"""Rows in bench/results/ that no generated block reads, each with the reason it is kept.
+
+``python bench/docs.py --check`` fails on a rows file that no block, figure or derived file reads and
+that no entry below (a glob relative to bench/results/; ``*`` crosses folders) explains: a result that
+no doc shows is either wired into a block or listed here with its reason, never left lying beside the
+rows that are shown. An entry that matches no file fails the check too.
+"""
+
+from __future__ import annotations
+
+from dmlcore.teaching.measured import FILES as LEARN_MEASURED
+
+# Read by code outside the docs (the dashboard or the library at run time).
+READ_BY: dict[str, str] = {
+    **{name: "dmlcore.teaching.measured (the Learn page's table of the project's benchmarks)" for name in LEARN_MEASURED},
+    "teaching/crossfit-swap.csv": "dmlcore.teaching.nuisance.SWAP_CSV (Learn -> Cross-fitting)",
+    "teaching/demand-band-coverage.csv": "dmlcore.teaching.demand.BAND_COVERAGE_CSV (Learn -> Demand)",
+    "teaching/measured.csv": "derived by bench/docs.py --write for the Learn page (checked as a derived file)",
+}
+
+# Kept for the record, not shown: raw logs, a study runner's side output, runs a later run superseded.
+ARCHIVED: dict[str, str] = {
+    "*.log": "a run's console log (progress, /usr/bin/time) beside the rows it wrote; blocks read the rows "
+             "(and, where a doc quotes memory or wall time, the log itself)",
+    "authors/regression-rho/*": "the study runner's whole output (spec, fits, tables, plot); the block "
+                                "regression-rho reads its summary.csv",
+    "figure2-idle/*": "the study runner's whole output; the blocks read fits.csv and recompute the summary and "
+                      "paired tables with one significance standard",
+    "study40-*-paired.csv": "the study runner's paired table; docs/studies.md's blocks recompute it from the fits",
+    "study40-*-summary.csv": "the study runner's summary; docs/studies.md's blocks recompute it from the fits",
+    "effect-coverage-small.csv": "the 10-seed first look at effect coverage, superseded by effect-coverage.csv "
+                                 "(docs/coverage.md names it)",
+    "heldout-ranking-small.csv": "the first, smaller held-out ranking run, superseded by heldout-ranking.csv",
+    "ihdp-six-methods.csv": "the six-method IHDP rows with seed = replicate; ihdp-six-methods-bench.csv holds the "
+                            "same rows in the bench format the blocks read",
+    "executor-overhead-no-psutil.jsonl": "the executor overhead before psutil was installed (docs/studies.md links "
+                                         "it as the history of the with-psutil numbers)",
+    "peers-dfiv-norm-demand-iv.csv": "DFIV's normalisation trial, superseded by peers-dfiv-validation-*.csv",
+    "peers-study-*.csv": "the peers' first study rows, superseded by authors/peers-*.csv (docs/peers.md)",
+    "class-load-*.json": "class runs behind docs/class.md; the three of 2026-11-27 are a block, the older ones "
+                         "are typed in class.md's history tables until they become blocks (bench/docgen/classload.py)",
+    "demo-debias-cost-2026-11-27.jsonl": "the demo's cost with and without debiasing, quoted in docs/class.md "
+                                         "(typed until it becomes a block)",
+    "teaching/*": "the experiments behind docs/teaching.md and the Learn page (`python -m bench.teaching`); "
+                  "typed in teaching.md until they become blocks (bench/docgen/teaching.py)",
+}

@@ -1,0 +1,98 @@
+"""The documentation site: its hooks (bench/docgen/site.py), the generated CLI reference, and a
+strict MkDocs build from the checkout (skipped where requirements-docs.txt is not installed)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from bench.docgen import cli
+from dmlcore.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _hooks():
+    spec = importlib.util.spec_from_file_location("site_hooks", ROOT / "bench" / "docgen" / "site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _page(src_uri: str):
+    return SimpleNamespace(file=SimpleNamespace(src_uri=src_uri))
+
+
+def test_the_home_page_is_the_readme_with_site_relative_links():
+    hooks = _hooks()
+    text = hooks.on_page_markdown("stub", _page("index.md"), {"docs_dir": str(ROOT / "docs")}, None)
+    first = (ROOT / "README.md").read_text().splitlines()[0]
+    assert text.splitlines()[0] == first
+    assert "](docs/" not in text and "(class.md)" in text
+
+
+def test_markers_are_dropped_and_links_outside_docs_become_text():
+    hooks = _hooks()
+    source = ("- a\n  <!-- BEGIN generated:x -->0.5<!-- END generated:x --> of [rows](../bench/results/a.csv), "
+              "[coverage](coverage.md#conclusions), [site](https://example.org), ![p](img/demand-iv-gb.png)\n"
+              "<!-- card-numbers:begin -->\n| a |\n<!-- card-numbers:end -->\n")
+    text = hooks.on_page_markdown(source, _page("benchmarks.md"), {"docs_dir": str(ROOT / "docs")}, None)
+    assert text == ("- a\n  0.5 of rows, [coverage](coverage.md#conclusions), [site](https://example.org), "
+                    "![p](img/demand-iv-gb.png)\n\n| a |\n\n")
+
+
+def test_the_cli_reference_lists_every_option_of_every_command():
+    """Each option of each subcommand, with its default, is in docs/cli.md's block; a new option
+    shows up there without anyone typing it."""
+    text = cli.reference(None)
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert set(commands) <= {line.split("`")[1].split()[-1] for line in text.splitlines() if line.startswith("## ")}
+    for name, sub in commands.items():
+        section = text.split(f"## `python -m dmlcore {name}`", 1)[1].split("\n## ", 1)[0]
+        for action in sub._actions:
+            if action.option_strings and action.help != argparse.SUPPRESS and "-h" not in action.option_strings:
+                row = next((line for line in section.splitlines() if f"`{action.option_strings[0]}`" in line), None)
+                assert row is not None, (name, action.option_strings)
+                if action.default not in (None, False, argparse.SUPPRESS) and action.nargs != 0:
+                    assert f"`{action.default}`" in row, (name, action.option_strings, action.default)
+
+
+def test_the_site_builds_strictly_from_the_checkout(tmp_path):
+    pytest.importorskip("mkdocs", reason="requirements-docs.txt not installed (bash scripts/docs.sh installs it)")
+    pytest.importorskip("mkdocstrings")
+    out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                         cwd=ROOT, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    site = tmp_path / "site"
+    index, api, cli_page = ((site / name).read_text() for name in ("index.html", "api.html", "cli.html"))
+    assert "DML-CMR for IV regression" in index
+    assert "generated:" not in index and "generated:" not in (site / "benchmarks.html").read_text()
+    assert 'id="dmlcore.CausalData"' in api and "Parameters" in api
+    assert "--reps-crossfit" in cli_page
+    assert (site / "archive" / "benchmarks-raw-noise-2026-11-26.html").exists()
+
+
+def test_a_page_with_several_titles_keeps_one():
+    hooks = _hooks()
+    source = "# Title\n\n## a\n\n```\n# not a heading\n```\n\n# Part 2\n\n## b\n"
+    text = hooks.on_page_markdown(source, _page("teaching.md"), {"docs_dir": str(ROOT / "docs")}, None)
+    assert text == "# Title\n\n### a\n\n```\n# not a heading\n```\n\n## Part 2\n\n### b\n"
+    assert hooks.on_page_markdown("# One\n\n## a\n", _page("x.md"), {"docs_dir": str(ROOT / "docs")}, None) == "# One\n\n## a\n"
+
+
+def test_the_api_page_shows_every_public_name():
+    """Every name `import dmlcore` exports has its entry on docs/api.md (rendered from its docstring)."""
+    import dmlcore
+
+    page = (ROOT / "docs" / "api.md").read_text()
+    shown = {line.split("dmlcore.", 1)[1].strip() for line in page.splitlines() if line.startswith("::: dmlcore.")}
+    missing = set(dmlcore.__all__) - shown - {"__version__", "METHODS"}
+    assert not missing, f"docs/api.md lacks {sorted(missing)}"
