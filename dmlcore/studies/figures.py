@@ -350,7 +350,7 @@ def _finished(fits: pd.DataFrame, column: str | None = None) -> pd.DataFrame:
 
     done["panel"] = done.apply(panel, axis=1)
     n = done["n"] if "n" in done else pd.Series(pd.NA, index=done.index)
-    done["x"] = n.fillna(done["rows"]).map(format_value)
+    done["x"] = (n.fillna(done["rows"]) if "rows" in done else n).map(format_value)
     if "arm" in done:   # a method's own arm by its title (DML-CMR, Sieve 2SLS); variants keep their names
         done["arm"] = done["arm"].map(lambda arm: METHOD_TITLES.get(arm, arm))
     return done
