@@ -530,7 +530,7 @@ def test_the_one_standard_needs_p_below_005_and_six_seeds():
     pair = five.paired.iloc[0]
     assert pair["wins_a"] == 5 and pair["wilcoxon_p"] == pytest.approx(0.0625) and pair["verdict"] == "level"
     [line] = verdict_lines(five.paired, five.fits)
-    assert line.startswith("a is level with b (MSE lower on 5 of 5 seeds, p = 0.062)") and "run at least 6 seeds" in line
+    assert line.startswith("a is level with b (MSE lower on 5 of 5 seeds, p = 0.062)") and "at least 6 are needed" in line
     six = result_from_rows(_pair_rows([-0.1, -0.2, -0.3, -0.4, -0.5, -0.6]))
     assert six.paired.iloc[0]["verdict"] == "ahead"
     assert verdict_lines(six.paired, six.fits) == ["a is ahead of b (MSE lower on 6 of 6 seeds, p = 0.031)"]

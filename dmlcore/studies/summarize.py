@@ -346,9 +346,7 @@ def verdict_line(row: dict, title=lambda arm: arm) -> str:
     what = METRIC_LABELS.get(row.get("metric"), "value")
     text = f"{a} {word} {b} ({what} lower on {int(row['wins_a'])} of {pairs} seeds, {p_text})"
     if pairs < min_pairs():
-        text += (f". Too few seeds for a verdict: with {pairs} paired seed{'s' if pairs != 1 else ''} the smallest "
-                 f"possible p is {smallest_p(pairs):.2g}, so the two can only be level; run at least "
-                 f"{min_pairs()} seeds")
+        text += f": too few seeds for any verdict but level (at least {min_pairs()} are needed)"
     return text
 
 
