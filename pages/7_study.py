@@ -133,7 +133,7 @@ def show_result(result, spec, name: str):
         st.markdown("**Verdicts**")
         st.caption(VERDICT_NOTE)
         st.markdown("\n".join(f"- {line}" for line in lines))
-        if (warning := seeds_warning(result.paired)):
+        if (warning := seeds_warning(result.paired, spec)):
             st.warning(warning, icon=":material/warning:")
     for item in study_figures(result.fits, result.curves):
         st.plotly_chart(item.figure, key=f"{name}_{item.file}")

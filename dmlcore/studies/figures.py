@@ -142,8 +142,9 @@ def effect_note(fits: pd.DataFrame) -> str:
         with_ci = [arm for arm, part in done.groupby("arm", sort=False)
                    if np.isfinite(_floats(part, f"{column}_ci_lower" if column != "effect_estimate" else "effect_ci_lower")).any()]
         side = "" if len(kinds) == 1 else ("Left, " if column == kinds[0][0] else "Right, ")
-        parts.append(f"{side}{name.split(':')[0].lower()}: intervals for "
-                     f"{', '.join(with_ci) if with_ci else 'no method here'}.")
+        kind = name.split(':')[0].lower()
+        parts.append(f"{side}{kind}: intervals for {', '.join(with_ci)}." if with_ci else
+                     f"{side}{kind}: no interval (none of these methods has one for it).")
     if len(kinds) == 2:
         own = [arm for arm, part in done.groupby("arm", sort=False)
                if np.allclose(_floats(part, "effect_estimate"), _floats(part, "effect_plug_in"), equal_nan=True)]
@@ -201,7 +202,9 @@ def effect_figure(fits: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     levels = np.unique(levels[np.isfinite(levels)])
     level = f"{levels[0]:.0%} " if len(levels) == 1 else ""
     _lay_out(fig, len(panels), title or f"Effect estimates with their {level}intervals, one point per fit")
-    fig.update_layout(legend_y=1 + (12 + 2 * PANEL_TITLE) / plot_height)   # above the columns' titles
+    room = 40                                      # the columns' titles sit between the legend and the plots
+    fig.update_layout(height=fig.layout.height + room, margin_t=fig.layout.margin.t + room,
+                      title_y=1 - 10 / (fig.layout.height + room), legend_y=1 + (PANEL_TITLE + 14) / plot_height)
     fig.update_yaxes(zeroline=True, zerolinecolor="#888", zerolinewidth=1)
     fig.update_yaxes(title_text="effect", col=1)
     fig.update_xaxes(title_text=X_TITLE, tickvals=list(range(len(xs))), ticktext=xs,

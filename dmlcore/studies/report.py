@@ -30,7 +30,8 @@ from dmlcore._version import __version__
 from dmlcore.data.registry import no_truth
 from dmlcore.studies.figures import StudyFigure, study_figures
 from dmlcore.studies.paper import paper_table
-from dmlcore.studies.summarize import OUTCOMES, compact, min_pairs, paired_view, readable, summary_view, verdict_lines
+from dmlcore.studies.summarize import (OUTCOMES, compact, min_pairs, paired_view, readable, smallest_p, summary_view,
+                                      verdict_lines)
 
 PNG_WIDTH = 1000
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -100,7 +101,7 @@ def report_html(result, figures: list[StudyFigure] | None = None, *, spec=None) 
     if lines:
         parts += ["<h2>Verdicts</h2>", f"<p class=note>{html.escape(VERDICT_NOTE)}</p>",
                   "<ul id=verdicts>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>"]
-        if (warning := seeds_warning(result.paired)):
+        if (warning := seeds_warning(result.paired, spec)):
             parts.append(f"<p class=warn>{html.escape(warning)}</p>")
     for item in figures:
         parts += [f"<h2>{html.escape(item.heading)}</h2>", f"<p class=note>{html.escape(item.note)}</p>",
@@ -159,14 +160,17 @@ def spec_json(spec) -> str:
     return json.dumps(spec.to_dict(), indent=2)
 
 
-def seeds_warning(paired: pd.DataFrame) -> str | None:
-    """A warning when a pair has fewer paired seeds than a verdict other than level needs; None otherwise."""
-    if paired.empty or paired["pairs"].min() >= min_pairs():
+def seeds_warning(paired: pd.DataFrame, spec=None) -> str | None:
+    """A warning when the study (``spec``'s seeds; else the pairs') has fewer seeds than a verdict other
+    than level needs; None otherwise (a running study's pairs that are still short say so line by line)."""
+    if paired.empty:
         return None
-    fewest = int(paired["pairs"].min())
-    return (f"Too few seeds for a verdict: with {fewest} paired seeds the two-sided Wilcoxon p cannot go below "
-            f"{2 * 0.5 ** fewest:.2g}, so every pair reads level whatever the counts. Run at least {min_pairs()} "
-            "seeds for p < 0.05 to be possible (more to detect a small difference).")
+    fewest = (min(len(grid.seeds) for grid in spec.grids) if spec is not None else int(paired["pairs"].min()))
+    if fewest >= min_pairs():
+        return None
+    return (f"Too few seeds for a verdict: with {fewest} paired seed{'s' if fewest != 1 else ''} the two-sided "
+            f"Wilcoxon p cannot go below {smallest_p(fewest):.2g}, so every pair reads level whatever the counts. "
+            f"Run at least {min_pairs()} seeds for p < 0.05 to be possible (more to detect a small difference).")
 
 
 def about(seconds: float) -> str:
