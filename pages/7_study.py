@@ -13,6 +13,7 @@ import streamlit as st
 from dashboard import state, ui
 from dmlcore.data.datasets import REAL_DATASETS
 from dmlcore.data.registry import OPTION_LABELS, SIMULATED, dataset_options
+from dmlcore.data.simulate import N_MAX, N_MIN
 from dmlcore.data.tables import TABLE, keep_table
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
 from dmlcore.runs import METHOD_TITLES, METHODS
@@ -70,8 +71,9 @@ def data_widgets(dataset: str) -> dict:
     data = {}
     for col, (option, default) in zip(cols, options.items()):
         value = "1000, 2000" if option == "n" else str(default)
+        limit = f" N from {N_MIN} to {N_MAX:,} (the simulators' limits)." if option == "n" else ""
         data[option] = col.text_input(OPTION_LABELS[option], value=value, key=f"study_opt_{dataset}_{option}",
-                                      help="One value or a comma list: each value is a cell of the grid.")
+                                      help=f"One value or a comma list: each value is a cell of the grid.{limit}")
     return data
 
 

@@ -444,6 +444,15 @@ def test_study_command_writes_outputs_and_reuses(capsys, tmp_path, home):
     assert "2 of 6 fits run, 4 reused" in capsys.readouterr().out
 
 
+def test_study_command_prints_the_verdicts_in_the_standards_words(capsys, home):
+    argv = ["study", "--sizes", "200", "--methods", "naive,2sls", "--learner", "linear", "--n-draws", "4",
+            "--seeds", "0-2"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "verdict: Naive plug-in is level with 2SLS (MSE lower on" in out
+    assert "note: Too few seeds for a verdict: with 3 paired seeds" in out
+
+
 def test_study_command_no_debias_runs_fits_of_their_own(capsys, home):
     argv = ["study", "--sizes", "200", "--methods", "naive", "--learner", "linear", "--n-draws", "4", "--seeds", "0"]
     assert main(argv) == 0 and "1 of 1 fits run, 0 reused" in capsys.readouterr().out
