@@ -590,3 +590,11 @@ def test_report_names_the_mse_protocol_and_marks_the_true_effect(tmp_path, store
     assert any(t.name == "true f" for t in curves.figure.data)
     note = [f for f in study_figures(result.fits) if f.file == "effects.png"][0].note
     assert "except 2SLS, which reports its own" in note and "dashed black line" in note
+
+
+def test_durations_read_in_hours_and_minutes():
+    from dmlcore.studies.report import about
+
+    assert about(1883 * 60) == "about 31 h 23 min"
+    assert (about(12), about(150), about(3600), about(3 * 3600 + 70)) == ("about 10 s", "about 2 min", "about 1 h",
+                                                                         "about 3 h 1 min")

@@ -164,3 +164,18 @@ def test_a_running_study_says_what_is_still_to_run():
     result = state.result()
     assert result.total == 6 and result.pending == 3
     assert "3 still to run" in result.message and "still running when this report was written" in report_html(result)
+
+
+def test_the_page_names_where_fits_run_ray_with_its_address(monkeypatch):
+    from types import SimpleNamespace
+
+    from dmlcore.study_jobs import executor_note
+
+    monkeypatch.setenv("DMLCORE_RAY_ADDRESS", "10.0.0.5:6379")
+    ray = SimpleNamespace(_executor=SimpleNamespace(kind="ray"), workers=4)
+    assert executor_note(ray) == "Ray: the Ray cluster at 10.0.0.5:6379 (4 fits at once)"
+    monkeypatch.delenv("DMLCORE_RAY_ADDRESS")
+    assert executor_note(ray) == "Ray: a local Ray instance (4 fits at once)"
+    local = SimpleNamespace(_executor=SimpleNamespace(kind="local"), workers=2)
+    assert executor_note(local) == "local worker processes on this server (2 fits at once)"
+    assert executor_note(SimpleNamespace(_executor=None, workers=1)) == "this server's own threads (1 fit at once)"
