@@ -65,7 +65,7 @@ def paper_table(result) -> Table:
                 pair["wilcoxon_p"]) else "n/a"
     what = " / ".join(METRIC_LABELS[m] for m in sorted(metrics))
     span = f"{min(seeds)}" if seeds and min(seeds) == max(seeds) else f"{min(seeds)}–{max(seeds)}" if seeds else "0"
-    notes = [f"{what}: median [first quartile, third quartile] over {span} seeds per method and cell (the same "
+    notes = [f"{what[0].upper() + what[1:]}: median [first quartile, third quartile] over {span} seeds per method and cell (the same "
              "data for every method at a seed).",
              f"p: two-sided Wilcoxon signed-rank test of the paired differences against {title(reference)} on the seeds "
              f"both finished; (ahead) / (behind) only when p < {ALPHA:g}, otherwise the two are level; no correction "
