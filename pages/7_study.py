@@ -15,6 +15,7 @@ from dmlcore.data.datasets import REAL_DATASETS
 from dmlcore.data.registry import OPTION_LABELS, SIMULATED, dataset_options
 from dmlcore.data.simulate import N_MAX, N_MIN
 from dmlcore.data.tables import TABLE, keep_table
+from dmlcore.errors import DMLCoreError
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
 from dmlcore.runs import METHOD_TITLES, METHODS
 from dmlcore.studies import load_study, plan_study, spec_from_dict, spec_from_flags
@@ -256,11 +257,15 @@ with stored:
         pick = st.selectbox("Study", list(labels), key="study_pick", format_func=labels.get)
         with ui.guarded("open the study"):
             record = state.store().load_study(pick, state.owner())
-            again = spec_from_dict(record["spec"])
             result = load_study(pick, state.store(), state.owner())
             st.caption(f"{len(result.fits)} of its {len(record['keys'])} fits are in the store.")
-            if st.button("Run it again (only the missing fits run)", key="study_again",
-                         icon=":material/replay:"):
+            try:
+                again = spec_from_dict(record["spec"])
+            except DMLCoreError as err:     # a grid stored before a limit was checked: its fits, no rerun
+                again = None
+                st.warning(f"This study's grid is refused now, so it cannot run again: {err}", icon=":material/warning:")
+            if again is not None and st.button("Run it again (only the missing fits run)", key="study_again",
+                                               icon=":material/replay:"):
                 ss["study_id"] = state.studies().start(state.owner(), again, record["label"]).id
                 st.toast("Started: follow it under New study.")
                 st.rerun()

@@ -188,3 +188,26 @@ def test_forget_this_browser_gives_it_a_new_empty_identity():
     assert at.session_state["owner"] != old
     assert not [s for s in at.selectbox if s.key == "study_pick"]              # its studies: no longer listed
     assert any("cookie for 30 days" in c.value for c in at.caption)
+
+
+def test_a_stored_study_whose_grid_is_refused_now_still_shows_its_fits():
+    from dashboard import state
+
+    at = study_page()
+    small_grid(at)
+    at.button(key="study_start").click().run()
+    wait_done(at)
+    store = state.store()
+    owner = at.session_state["owner"]
+    [row] = store.list_studies(owner)
+    record = store.load_study(row["id"], owner)
+    spec = record["spec"]
+    spec["grid"][0]["data"]["n"] = [10_000_000]            # as a grid stored before N was checked
+    store.save_study(owner, "old", spec, record["keys"])
+    at.run()
+    at.selectbox(key="study_pick").set_value(store.list_studies(owner)[0]["id"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("refused now" in w.value and "1,000,000" in w.value for w in at.warning)
+    assert not [b for b in at.button if b.key == "study_again"]
+    assert any(c.value == "6 of its 6 fits are in the store." for c in at.caption)
+    assert len(at.dataframe) == 4 and len(at.dataframe[2].value) == 2   # the live study's tables, then its own
