@@ -4,12 +4,15 @@ Everything that must survive a page switch lives in ``st.session_state``. Backgr
 one :class:`dmlcore.jobs.JobRegistry` per server process (fits in worker processes); a session
 knows its jobs by an owner token. The token is kept in a browser cookie (``dmlcore_owner``), never
 in the address: a reload of the same browser reattaches, while someone who types the address
-shown on a projector gets a session of their own.
+shown on a projector gets a session of their own. The cookie lasts ``DMLCORE_OWNER_DAYS`` days
+(default 30, renewed at each visit; 0: until the browser closes), so a browser restart finds its
+stored runs and studies again; ``forget_browser()`` gives the browser a new, empty owner.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import re
 import threading
 import uuid
@@ -22,6 +25,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from dmlcore.data.roles import ALLOWED, CausalData
 from dmlcore.data.simulate import GroundTruth
+from dmlcore.errors import DMLCoreError
 from dmlcore.jobs import JobRegistry, JobSnapshot, server_registry
 from dmlcore.store import RunStore
 from dmlcore.study_jobs import Studies
@@ -36,9 +40,10 @@ MAX_REMEMBERED = 200           # sessions whose data and choices survive a brows
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
 _BATCH = re.compile(r"^#(\d+) ")
 OWNER_COOKIE = "dmlcore_owner"
-# A session cookie (gone when the browser closes), sent to this site only.
+OWNER_DAYS = 30                # how long a browser keeps its owner cookie (DMLCORE_OWNER_DAYS)
+# Sent to this site only; with a max-age, it outlives a browser restart.
 _KEEP_OWNER = """<script>
-document.cookie = "%s=%s; path=/; SameSite=Strict" + (location.protocol === "https:" ? "; Secure" : "");
+document.cookie = "%s=%s; path=/; SameSite=Strict%s" + (location.protocol === "https:" ? "; Secure" : "");
 </script>"""
 
 
@@ -159,7 +164,6 @@ def init() -> None:
     if "owner" not in ss:
         token = browser_token()
         ss["owner"] = token or uuid.uuid4().hex
-        ss["owner_in_browser"] = token is not None
         for key, value in memory().load(ss["owner"]).items():
             ss[key] = list(value) if isinstance(value, list) else value
     ss.setdefault("dataset", None)
@@ -177,10 +181,31 @@ def init() -> None:
             del st.query_params[key]
 
 
+def owner_days() -> int:
+    """Days a browser keeps its owner cookie: ``DMLCORE_OWNER_DAYS`` (default 30; 0: until it closes)."""
+    raw = os.environ.get("DMLCORE_OWNER_DAYS", "").strip()
+    if not raw:
+        return OWNER_DAYS
+    if not raw.isdigit():
+        raise DMLCoreError(f"DMLCORE_OWNER_DAYS={raw!r} is not valid; give a whole number of days (0: until the "
+                         "browser closes).")
+    return int(raw)
+
+
 def keep_owner_in_browser() -> None:
-    """Have the browser keep the owner token in a cookie until it sends it back (its next visit)."""
-    if not st.session_state.get("owner_in_browser"):
-        st.html(_KEEP_OWNER % (OWNER_COOKIE, owner()), unsafe_allow_javascript=True)
+    """Have the browser keep the owner token in a cookie for ``owner_days()`` days (written at each run,
+    so each visit renews it)."""
+    days = owner_days()
+    expiry = f"; max-age={days * 86400}" if days else ""
+    st.html(_KEEP_OWNER % (OWNER_COOKIE, owner(), expiry), unsafe_allow_javascript=True)
+
+
+def forget_browser() -> None:
+    """Give this browser a new, empty owner (its cookie is replaced at the next run): the runs and
+    studies of the old owner stay in the run store but are no longer listed here."""
+    ss = st.session_state
+    ss["owner"] = uuid.uuid4().hex
+    ss.pop("study_id", None)
 
 
 def owner() -> str:

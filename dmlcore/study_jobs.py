@@ -15,10 +15,14 @@ remembered in the run store from its start, so it can be reopened, and run again
 * ``cancel(study_id, owner) -> bool`` -- queued fits are dropped, running ones finish.
 
 ``StudyState``: ``id`` (the store's study id), ``label``, ``spec``, ``status`` ("running", "done",
-"cancelled", "failed"), ``total``, ``reused``, ``to_run``, ``ran`` (fits finished of
-``to_run``), ``estimate_seconds`` (compute of the fits to run, from stored timings; None when
-none is known), ``error``; ``seconds_left()``, ``result()`` (a StudyResult of what has finished
-so far, None before any fit), ``message``.
+"cancelled", "failed": the study stopped on an error, or every fit it ran failed), ``total``,
+``reused``, ``to_run``, ``ran`` (fits finished or failed, of ``to_run``), ``failed``,
+``estimate_seconds`` (compute of the fits to run, from stored timings; None when none is known),
+``error``; ``seconds_left()``, ``result()`` (a StudyResult of what has finished so far, None before
+any fit; once the study has ended, the one ``run_study`` returned, with the cancelled fits' rows),
+``message`` (the counts, as that result's).
+
+``executor_note(registry)`` -- where a server's fits run (local worker processes, a Ray cluster, ...).
 
 ``study_files(result, spec) -> bytes`` -- a zip of the study's files (fits.csv, summary.csv,
 paired.csv, spec.json, report.html and, when Chromium can draw them, the PNG figures).
@@ -27,6 +31,7 @@ paired.csv, spec.json, report.html and, when Chromium can draw them, the PNG fig
 from __future__ import annotations
 
 import io
+import os
 import tempfile
 import threading
 import time
@@ -39,7 +44,8 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.jobs import JobRegistry
 from dmlcore.studies import plan_study, run_fit_config, run_study
 from dmlcore.studies.report import write_outputs
-from dmlcore.studies.runner import as_spec, result_from_rows
+from dmlcore.studies.checks import check_study
+from dmlcore.studies.runner import as_spec, result_from_rows, stored_curves
 
 IN_FLIGHT_PER_WORKER = 2   # fits of one study queued or running at once, per worker
 
@@ -101,6 +107,7 @@ class StudyState:
     workers: int
     status: str = "running"
     ran: int = 0
+    failed: int = 0
     error: str | None = None
     started: float = field(default_factory=time.time)
     finished: float | None = None
@@ -109,13 +116,23 @@ class StudyState:
     _stop: threading.Event = field(default_factory=threading.Event)
     _done_seconds: list = field(default_factory=list)
     _order: dict = field(default_factory=dict)     # fit key -> its place in the grid
+    _curves: dict = field(default_factory=dict)    # fit key -> its curve
+    _final: object = None                          # run_study's result, once the study has ended
 
     def result(self):
         """The fits finished so far, in the grid's order (so methods keep their order however the
-        fits finish), with their summary and pairs; None without any."""
+        fits finish), with their summary and pairs; None without any. Once the study has ended:
+        run_study's own result (cancelled fits as rows), so that its counts are those of fits.csv."""
+        if self._final is not None:
+            return self._final
         with self._lock:
             rows = sorted(self._rows, key=lambda row: self._order.get(row.get("key"), len(self._order)))
-        return result_from_rows(rows) if rows else None
+            curves = dict(self._curves)
+        if not rows:
+            return None
+        result = result_from_rows(rows)
+        result.planned, result.curves, result.study_id = self.total, curves, self.id
+        return result
 
     def seconds_left(self) -> float | None:
         """Time left: the fits still to run at the mean pace of those run so far (or the estimate)."""
@@ -132,14 +149,24 @@ class StudyState:
 
     @property
     def message(self) -> str:
-        return f"{self.ran} of {self.to_run} fits run, {self.reused} reused (of {self.total})"
+        """'k of n fits run, m reused' and what failed, was cancelled or is still to run (as StudyResult's)."""
+        if self._final is not None:
+            return self._final.message
+        text = f"{self.ran} of {self.total} fits run, {self.reused} reused"
+        if self.failed:
+            text += f", {self.failed} failed"
+        left = self.to_run - self.ran
+        return text + (f", {left} still to run" if left and self.status == "running" else "")
 
     def _event(self, event: dict) -> None:
         if event.get("event") == "fit":
-            row = event["row"]
+            row, record = event["row"], event.get("record") or {}
             with self._lock:
                 self._rows.append(row)
+                if record.get("curve"):
+                    self._curves[row["key"]] = record["curve"]
                 self.ran = event["done"]
+                self.failed += row.get("status") == "failed"
                 if row.get("worker_seconds") is not None:
                     self._done_seconds.append(float(row["worker_seconds"]))
 
@@ -157,6 +184,7 @@ class Studies:
     def start(self, owner: str, spec, label: str = "") -> StudyState:
         """Plan ``spec`` against the store, remember it for ``owner`` and start it."""
         spec = as_spec(spec)
+        check_study(spec)
         store = self.registry.store
         plan = plan_study(spec, store)
         study_id = store.save_study(owner, label, spec.to_dict(), plan.keys)
@@ -164,6 +192,7 @@ class Studies:
                            len(plan.to_run), plan.estimate_seconds, self.registry.workers)
         state._rows = [{**plan.stored[key], "reused": True} for key in plan.keys if key in plan.stored]
         state._order = {key: i for i, key in enumerate(plan.keys)}
+        state._curves = stored_curves(store, [key for key in plan.keys if key in plan.stored])
         with self._lock:
             self._studies[study_id] = state
         threading.Thread(target=self._drive, args=(state,), name=f"dmlcore-study-{study_id[:8]}",
@@ -174,12 +203,17 @@ class Studies:
         executor = QueueExecutor(self.registry, state.owner, _group(state.id), state.label or "study",
                                  state._stop)
         try:
-            run_study(state.spec, executor=executor, store=self.registry.store, callback=state._event,
-                      should_stop=state._stop.is_set, fit_fn=run_fit_config)
+            final = run_study(state.spec, executor=executor, store=self.registry.store, callback=state._event,
+                              should_stop=state._stop.is_set, fit_fn=run_fit_config)
         except Exception as exc:  # the study is over; what finished is stored
             state.status, state.error = "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}"
         else:
-            state.status = "cancelled" if state._stop.is_set() and state.ran < state.to_run else "done"
+            final.study_id = state.id
+            state._final = final
+            if final.ran and final.failed == final.ran:
+                state.status = "failed"          # every fit it ran failed: the reasons are in the result
+            else:
+                state.status = "cancelled" if state._stop.is_set() and state.ran < state.to_run else "done"
         state.finished = time.time()
 
     def get(self, study_id: str, owner: str) -> StudyState | None:
@@ -201,6 +235,20 @@ class Studies:
             if snap.group == _group(study_id) and snap.active:
                 self.registry.cancel(snap.id, owner)
         return True
+
+
+def executor_note(registry: JobRegistry) -> str:
+    """Where the server's fits run, in words: its local worker processes, a Ray cluster (with its
+    address, ``DMLCORE_RAY_ADDRESS``), a local Ray instance, or its own threads."""
+    kind = getattr(getattr(registry, "_executor", None), "kind", None)
+    workers = f"{registry.workers} fit{'s' if registry.workers != 1 else ''} at once"
+    if kind == "ray":
+        address = os.environ.get("DMLCORE_RAY_ADDRESS")
+        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+        return f"Ray: {where} ({workers})"
+    if kind == "local":
+        return f"local worker processes on this server ({workers})"
+    return f"this server's own threads ({workers})"
 
 
 def _row_count(config: dict) -> int:

@@ -1,6 +1,8 @@
 """Study: many fits as one job -- a grid of data sets (simulated, or real without a truth), methods
-and seeds, its cost before it starts, progress, figures and paired comparisons that fill in,
-stored studies, downloads.
+and seeds, checked against the library's limits and its cost before it starts, progress, failures
+with their reasons, verdicts in words, figures and paired comparisons that fill in, stored studies
+(kept for this browser across restarts), downloads, a paper-ready table and the command line that
+reruns it.
 
 The study runs in the background (dmlcore.study_jobs); its fits wait their turn in the server's
 fair queue beside everyone's runs and run in the worker processes (or on Ray).
@@ -8,18 +10,23 @@ fair queue beside everyone's runs and run in the worker processes (or on Ray).
 
 import streamlit as st
 
-from dashboard import state, training, ui
+from dashboard import state, ui
 from dmlcore.data.datasets import REAL_DATASETS
 from dmlcore.data.registry import OPTION_LABELS, SIMULATED, dataset_options
+from dmlcore.data.simulate import N_MAX, N_MIN
 from dmlcore.data.tables import TABLE, keep_table
+from dmlcore.errors import DMLCoreError
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
 from dmlcore.runs import METHOD_TITLES, METHODS
 from dmlcore.studies import load_study, plan_study, spec_from_dict, spec_from_flags
+from dmlcore.studies.checks import check_study
 from dmlcore.studies.figures import study_figures
-from dmlcore.studies.report import PAIRED_NOTE, SUMMARY_NOTE, real_data_note, report_html
+from dmlcore.studies.paper import paper_table
+from dmlcore.studies.report import (PAIRED_NOTE, RERUN, RERUN_NOTE, SUMMARY_NOTE, VERDICT_NOTE, about, real_data_note,
+                                    report_html, seeds_warning, spec_json)
 from dmlcore.studies.spec import CONFIRM_ABOVE, DEFAULT_METHODS, DEFAULT_SEEDS
-from dmlcore.studies.summarize import compact, readable
-from dmlcore.study_jobs import study_files
+from dmlcore.studies.summarize import paired_view, summary_view, verdict_lines
+from dmlcore.study_jobs import executor_note, study_files
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
 
@@ -52,8 +59,10 @@ def design():
                              key="study_epochs")
     seeds = c4.text_input("Seeds", value=DEFAULT_SEEDS, key="study_seeds",
                           help="A range such as 0-19 or a comma list; every method sees the same data at a seed.")
-    return spec_from_flags(dataset, methods=",".join(methods), seeds=seeds, data=data,
+    spec = spec_from_flags(dataset, methods=",".join(methods), seeds=seeds, data=data,
                            settings={"learner": learner, "folds": folds, "epochs": epochs})
+    check_study(spec)        # the roles' and folds' rules, as every fit would meet them
+    return spec
 
 
 def data_widgets(dataset: str) -> dict:
@@ -63,8 +72,9 @@ def data_widgets(dataset: str) -> dict:
     data = {}
     for col, (option, default) in zip(cols, options.items()):
         value = "1000, 2000" if option == "n" else str(default)
+        limit = f" N from {N_MIN} to {N_MAX:,} (the simulators' limits)." if option == "n" else ""
         data[option] = col.text_input(OPTION_LABELS[option], value=value, key=f"study_opt_{dataset}_{option}",
-                                      help="One value or a comma list: each value is a cell of the grid.")
+                                      help=f"One value or a comma list: each value is a cell of the grid.{limit}")
     return data
 
 
@@ -104,39 +114,77 @@ def cost(spec) -> bool:
     text = f"**{plan.total:,} fits**: {plan.total - to_run:,} already stored (reused), {to_run:,} to run."
     if to_run and plan.estimate_seconds is not None:
         share = "" if plan.estimated == to_run else f" (timed like {plan.estimated:,} of them; the rest unknown)"
-        text += (f" Estimated compute {training.about(plan.estimate_seconds)}{share}: "
-                 f"{training.about(plan.estimate_seconds / workers)} on this server's {workers} workers, "
+        text += (f" Estimated compute {about(plan.estimate_seconds)}{share}: "
+                 f"{about(plan.estimate_seconds / workers)} on this server's {workers} workers, "
                  f"longer while others' runs share them.")
     elif to_run:
         text += (" **Time unknown**: no stored fit of this kind yet to estimate it from. It can start all the "
                  "same; once its first fits have finished, the progress bar estimates the rest from their pace.")
     st.markdown(text)
+    st.caption(f"Fits run on {executor_note(state.registry())}.")
     if plan.total > CONFIRM_ABOVE:
         return st.checkbox(f"Run more than {CONFIRM_ABOVE:,} fits", key="study_confirm")
     return to_run > 0 or plan.total > 0
 
 
 def show_result(result, spec, name: str):
-    """Figures, tables and downloads of what has finished so far."""
-    for item in study_figures(result.fits):
+    """Failures, verdicts, figures, tables and downloads of what has finished so far."""
+    if result.failure_text():
+        st.error(result.failure_text(), icon=":material/error:")
+    lines = verdict_lines(result.paired, result.fits)
+    if lines:
+        st.markdown("**Verdicts**")
+        st.caption(VERDICT_NOTE)
+        st.markdown("\n".join(f"- {line}" for line in lines))
+        if (warning := seeds_warning(result.paired, spec)):
+            st.warning(warning, icon=":material/warning:")
+    for item in study_figures(result.fits, result.curves):
         st.plotly_chart(item.figure, key=f"{name}_{item.file}")
         st.caption(item.note)
     st.markdown("**Summary**")
     st.caption(SUMMARY_NOTE)
-    st.dataframe(readable(compact(result.summary, result.fits)), hide_index=True, key=f"{name}_summary")
+    st.dataframe(summary_view(result.summary, result.fits), hide_index=True, key=f"{name}_summary")
     st.markdown("**Paired comparisons**")
     st.caption(PAIRED_NOTE)
-    st.dataframe(readable(compact(result.paired, result.fits, drop=())), hide_index=True, key=f"{name}_pairs")
+    st.dataframe(paired_view(result.paired, result.fits), hide_index=True, key=f"{name}_pairs",
+                 column_config={"Wilcoxon p": st.column_config.NumberColumn(format="%.3g")})
     c1, c2, c3 = st.columns(3)
     c1.download_button("fits.csv", lambda: result.fits.to_csv(index=False), file_name="fits.csv",
                        mime="text/csv", key=f"{name}_dl_fits", icon=":material/download:")
     c2.download_button("report.html", lambda: report_html(result, spec=spec), file_name="report.html",
                        mime="text/html", key=f"{name}_dl_report", icon=":material/download:",
-                       help="One self-contained page: the figures and tables; it opens offline.")
+                       help="One self-contained page: the counts, verdicts, figures and tables; it opens offline.")
     c3.download_button("All files with PNG figures (zip)", lambda: study_files(result, spec),
                        file_name="study.zip", mime="application/zip", key=f"{name}_dl_zip",
-                       icon=":material/download:", help="fits.csv, summary.csv, paired.csv, spec.json, "
-                       "report.html and the figures as PNG (drawn by the system's Chromium).")
+                       icon=":material/download:", help="fits.csv, summary.csv, paired.csv, spec.json, table.md, "
+                       "table.tex, report.html and the figures as PNG (drawn by the system's Chromium).")
+    paper_block(result, name)
+    rerun_block(spec, name)
+
+
+def paper_block(result, name: str):
+    """The paper-ready summary table (dmlcore.studies.paper) in Markdown and LaTeX."""
+    with st.expander("Paper-ready table (Markdown, LaTeX)", icon=":material/table_chart:"):
+        table = paper_table(result)
+        markdown, latex = table.to_markdown(), table.to_latex(label="tab:study")
+        md_tab, tex_tab = st.tabs(["Markdown", "LaTeX"])
+        md_tab.code(markdown, language="markdown")
+        md_tab.download_button("table.md", markdown, file_name="table.md", mime="text/markdown",
+                               key=f"{name}_dl_md", icon=":material/download:")
+        tex_tab.code(latex, language="latex")
+        tex_tab.download_button("table.tex", latex, file_name="table.tex", mime="text/x-tex",
+                                key=f"{name}_dl_tex", icon=":material/download:")
+
+
+def rerun_block(spec, name: str):
+    """The command that reruns the study from its spec file, with the file."""
+    if spec is None:
+        return
+    st.markdown("**Rerun from the command line**")
+    st.caption(RERUN_NOTE)
+    st.code(RERUN, language="bash")
+    st.download_button("spec.json", spec_json(spec), file_name="spec.json", mime="application/json",
+                       key=f"{name}_dl_spec", icon=":material/download:")
 
 
 def progress_panel():
@@ -148,7 +196,7 @@ def progress_panel():
         st.rerun()          # started or ended: the page catches up and the refresh stops
     st.subheader(f"Study {study.label or study.id[:8]}")
     left = study.seconds_left()
-    when = f" · {training.about(left)} left" if running and left is not None else ""
+    when = f" · {about(left)} left" if running and left is not None else ""
     st.progress(study.ran / max(study.to_run, 1), text=f"{study.message} · {study.status}{when}")
     if running and st.button("Cancel the study", key="study_cancel", icon=":material/stop:"):
         state.studies().cancel(study.id, state.owner())
@@ -157,9 +205,25 @@ def progress_panel():
         st.error(study.error)
     result = study.result()
     if result is None:
-        st.info("The box plots fill in as the fits finish.")
+        if running:
+            st.info("The box plots fill in as the fits finish.")
+        elif study.status == "cancelled":
+            st.info("Cancelled before any fit finished: nothing to show.")
     else:
         show_result(result, study.spec, "live")
+
+
+def forget_control():
+    """How long this browser keeps its studies, and the control that forgets them."""
+    days = state.owner_days()
+    kept = (f"This browser is recognised by a cookie for {days} days after its last visit (DMLCORE_OWNER_DAYS)"
+            if days else "This browser is recognised by a cookie until it closes (DMLCORE_OWNER_DAYS=0)")
+    st.caption(f"{kept}: its studies and runs are listed here again after a browser restart. On a shared "
+               "machine, forget this browser when you leave: it gets a new, empty identity; the studies stay in "
+               "the run store (their fits are reused by anyone's identical study) but are no longer listed here.")
+    if st.button("Forget this browser", key="study_forget", icon=":material/logout:"):
+        state.forget_browser()
+        st.rerun()
 
 
 st.title("Study")
@@ -193,14 +257,19 @@ with stored:
         pick = st.selectbox("Study", list(labels), key="study_pick", format_func=labels.get)
         with ui.guarded("open the study"):
             record = state.store().load_study(pick, state.owner())
-            again = spec_from_dict(record["spec"])
             result = load_study(pick, state.store(), state.owner())
             st.caption(f"{len(result.fits)} of its {len(record['keys'])} fits are in the store.")
-            if st.button("Run it again (only the missing fits run)", key="study_again",
-                         icon=":material/replay:"):
+            try:
+                again = spec_from_dict(record["spec"])
+            except DMLCoreError as err:     # a grid stored before a limit was checked: its fits, no rerun
+                again = None
+                st.warning(f"This study's grid is refused now, so it cannot run again: {err}", icon=":material/warning:")
+            if again is not None and st.button("Run it again (only the missing fits run)", key="study_again",
+                                               icon=":material/replay:"):
                 ss["study_id"] = state.studies().start(state.owner(), again, record["label"]).id
                 st.toast("Started: follow it under New study.")
                 st.rerun()
             if len(result.fits):
                 show_result(result, again, "stored")
+    forget_control()
 state.remember()  # a reload of this browser finds the data and choices again

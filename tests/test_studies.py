@@ -19,6 +19,8 @@ from dmlcore.store import RunStore
 from dmlcore.studies import (config_key, get_executor, load_spec, load_study, run_fit_config, run_study,
                              spec_from_dict)
 from dmlcore.studies.figures import PANEL_GAP, PANEL_TITLE, mse_figure, paired_figure
+from dmlcore.data.simulate import N_MAX, N_MIN
+from dmlcore.studies.report import report_html
 from dmlcore.studies.spec import parse_seeds
 
 TINY = {"dataset": "demand-iv", "data": {"n": 200}, "methods": ["ce-dml-cmr", "naive", "2sls"],
@@ -167,7 +169,8 @@ def test_fit_config_is_the_same_fit_as_fit_run():
 
 
 def test_failed_fit_is_a_row_not_an_exception():
-    config = spec_from_dict({**TINY, "methods": ["naive"], "seeds": 0, "data": {"rho": 1.5}}).configs()[0]
+    config = spec_from_dict({**TINY, "methods": ["naive"], "seeds": 0}).configs()[0]
+    config["data"]["rho"] = 1.5                      # past the spec's checks, as a hand-written config could be
     row = run_fit_config(config)
     assert row["status"] == "failed" and "rho" in row["error"] and "\n" not in row["error"]
     assert row["mse"] is None and row["record"] is None
@@ -190,16 +193,52 @@ def test_study_reuses_stored_fits_and_runs_only_missing_ones(store):
     assert fresh.message == "9 of 9 fits run, 0 reused"
 
 
-def test_failed_fits_are_kept_as_rows_and_retried(store):
-    spec = {**TINY, "methods": ["naive"], "data": {"n": 200, "rho": [0.5, 1.5]}}
-    result = run_study(spec, store=store)
+def _fail_at_rho_half(config):
+    """A fit that fails (as a library error would) at rho = 0.5."""
+    if config["data"]["rho"] == 0.5:
+        raise DMLCoreError(f"the test's failure at seed {config['seed'] % 2}")
+    return run_fit_config(config)
+
+
+def test_failed_fits_are_kept_as_rows_with_their_reasons_and_retried(store):
+    spec = {**TINY, "methods": ["naive"], "data": {"n": 200, "rho": [0.5, 0.9]}}
+    result = run_study(spec, store=store, fit_fn=_fail_at_rho_half)
     failed = result.fits[result.fits["status"] == "failed"]
-    assert len(failed) == 3 and (failed["rho"] == 1.5).all()
-    assert failed["error"].str.contains("rho must be in").all()
-    assert (result.fits.loc[result.fits["rho"] == 0.5, "status"] == "done").all()
+    assert len(failed) == 3 and (failed["rho"] == 0.5).all()
+    assert (result.fits.loc[result.fits["rho"] == 0.9, "status"] == "done").all()
     assert result.message == "6 of 6 fits run, 0 reused, 3 failed"
-    assert result.summary.set_index("rho").loc[1.5, "failed"] == 3
-    assert run_study(spec, store=store).message == "3 of 6 fits run, 3 reused, 3 failed"
+    assert result.summary.set_index("rho").loc[0.5, "failed"] == 3
+    assert result.failure_reasons() == [("the test's failure at seed 0", 2), ("the test's failure at seed 1", 1)]
+    text = result.failure_text()
+    assert text.startswith("3 of 6 fits failed. First reasons: the test's failure at seed 0 (2 fits)"), text
+    report = report_html(result)
+    assert "3 of 6 fits failed" in report and "the test's failure at seed 1" in report
+    assert run_study(spec, store=store).message == "3 of 6 fits run, 3 reused"    # the rerun retries them
+    every = run_study({**spec, "data": {"n": 200, "rho": 0.5}, "seeds": "5-6"}, store=store, fit_fn=_fail_at_rho_half)
+    assert every.failure_text().startswith("Every fit failed (2 of 2). First reasons")
+
+
+@pytest.mark.parametrize("data, words", [
+    ({"n": 10_000_000}, f"larger than this tool supports ({N_MAX:,})"),
+    ({"n": 0}, f"at least {N_MIN}"),
+    ({"rho": 1.5}, "rho must be in [0, 1)"),
+    ({"iv_strength": "inf"}, "iv_strength must be a finite number"),
+    ({"noise_scale": "loud"}, "noise_scale must be one of"),
+])
+def test_a_grid_is_refused_by_the_simulators_own_limits_before_any_fit(data, words):
+    with pytest.raises(DMLCoreError) as err:
+        spec_from_dict({**TINY, "data": {"n": 200, **data}})
+    assert words in str(err.value)
+
+
+def test_methods_and_folds_are_checked_against_the_data_before_any_fit(store):
+    from dmlcore.studies.checks import check_study
+
+    with pytest.raises(DMLCoreError, match="KPV cannot fit demand-iv: KPV is a proximal"):
+        run_study({**TINY, "methods": ["naive", "kpv"]}, store=store)
+    with pytest.raises(DMLCoreError, match="50 folds need at least 500 rows"):
+        check_study(spec_from_dict({**TINY, "methods": ["dml-cmr"], "folds": [2, 50]}))
+    check_study(spec_from_dict({**TINY, "methods": ["naive", "2sls"], "folds": 50}))  # folds only bind DML-CMR
 
 
 def test_should_stop_cancels_the_rest_and_keeps_what_finished(store):
@@ -352,7 +391,8 @@ def test_report_files_figures_and_self_contained_page(tmp_path, store):
     assert len(summary) == 6 and len(pd.read_csv(out / "paired.csv")) == 6
     assert json.loads((out / "spec.json").read_text())["grid"][0]["data"]["n"] == [200, 300]
     page = (out / "report.html").read_text()
-    assert "<script src" not in page and "cdn" not in page.split("<body>")[1].lower()
+    body = page.split("<body>")[1].lower()       # (the figures' data is base64: look for addresses, not letters)
+    assert "<script src" not in page and "https://" not in body and "http://" not in body
     assert len(page) > 1_000_000 and "Plotly.newPlot" in page  # plotly.js inlined: opens offline
     assert "Paired comparisons" in page and f"{result.summary['median'].iloc[0]:.4g}" in page
     if Path("/usr/bin/chromium").exists():
@@ -404,6 +444,15 @@ def test_study_command_writes_outputs_and_reuses(capsys, tmp_path, home):
     assert "2 of 6 fits run, 4 reused" in capsys.readouterr().out
 
 
+def test_study_command_prints_the_verdicts_in_the_standards_words(capsys, home):
+    argv = ["study", "--sizes", "200", "--methods", "naive,2sls", "--learner", "linear", "--n-draws", "4",
+            "--seeds", "0-2"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "verdict: Naive plug-in is level with 2SLS (MSE lower on" in out
+    assert "note: Too few seeds for a verdict: with 3 paired seeds" in out
+
+
 def test_study_command_no_debias_runs_fits_of_their_own(capsys, home):
     argv = ["study", "--sizes", "200", "--methods", "naive", "--learner", "linear", "--n-draws", "4", "--seeds", "0"]
     assert main(argv) == 0 and "1 of 1 fits run, 0 reused" in capsys.readouterr().out
@@ -411,11 +460,21 @@ def test_study_command_no_debias_runs_fits_of_their_own(capsys, home):
     assert main([*argv, "--no-debias"]) == 0 and "0 of 1 fits run, 1 reused" in capsys.readouterr().out
 
 
-def test_study_command_reports_failed_fits_with_exit_1(capsys, home):
+def test_study_command_reports_failed_fits_with_exit_1(capsys, home, monkeypatch):
+    import dmlcore.studies.runner as runner
+
+    real = runner.fit_run
+
+    def fail_at_rho_half(data, method, **kwargs):
+        if kwargs["data_params"]["rho"] == 0.5:
+            raise DMLCoreError("the test's failure")
+        return real(data, method, **kwargs)
+
+    monkeypatch.setattr(runner, "fit_run", fail_at_rho_half)
     code = main(["study", "--sizes", "200", "--methods", "naive", "--learner", "linear", "--seeds", "0",
-                 "--rho", "0.5,1.5"])
+                 "--rho", "0.5,0.9"])
     out, err = capsys.readouterr()
-    assert code == 1 and "1 of 2 fits failed" in err and "rho must be in" in err
+    assert code == 1 and "1 of 2 fits failed" in err and "the test's failure" in err
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -423,6 +482,10 @@ def test_study_command_reports_failed_fits_with_exit_1(capsys, home):
     (["--methods", "naive,magic"], ["Unknown method 'magic'"]),
     (["--dataset", "demand-pcl", "--rho", "0.5"], ["Unknown option 'rho' for demand-pcl"]),
     (["--methods", ","], ["grid is empty"]),
+    (["--sizes", "10000000"], ["n = 10000000 is larger than this tool supports (1,000,000)"]),
+    (["--rho", "0.5,1.5"], ["rho must be in [0, 1); got 1.5"]),
+    (["--methods", "nmmr"], ["NMMR-U cannot fit demand-iv"]),
+    (["--methods", "dml-cmr", "--folds", "30"], ["30 folds need at least 300 rows"]),
     (["--seeds", "5-2"], ["'5-2' runs backwards"]),
     (["--seeds", "0-10000", "--methods", "naive"], ["10,001 fits", "--yes"]),
     (["--executor", "ray", "--address", "127.0.0.1:9"], ["Cannot reach a Ray cluster at '127.0.0.1:9'"]),
@@ -452,3 +515,86 @@ def test_a_new_size_is_timed_by_a_line_through_the_sizes_seen():
     assert _scaled_by_rows(seen, 2000) == pytest.approx(2.0 + 0.001 * 2000)
     assert _scaled_by_rows({1000: [3.0]}, 2000) == 6.0                  # one size: proportional
     assert _scaled_by_rows({500: [3.0], 1000: [1.0]}, 2000) >= 0        # never a negative time
+
+
+# ------------------------------------------------------------------ verdicts, paper table
+def _pair_rows(diffs: list[float]) -> list[dict]:
+    """Fits of methods a and b on len(diffs) seeds, a's MSE = b's + diff."""
+    rows = []
+    for seed, diff in enumerate(diffs):
+        for method, mse in (("a", 1.0 + diff), ("b", 1.0)):
+            rows.append({"dataset": "demand-iv", "n": 100, "method": method, "seed": seed, "mse": mse,
+                         "mse_fresh": None, "seconds": 1.0, "status": "done", "reused": False, "key": f"{method}{seed}"})
+    return rows
+
+
+def test_the_one_standard_needs_p_below_005_and_six_seeds():
+    from dmlcore.studies.runner import result_from_rows
+    from dmlcore.studies.summarize import min_pairs, smallest_p, verdict, verdict_lines
+
+    assert min_pairs() == 6 and smallest_p(5) == 0.0625 and smallest_p(6) == 0.03125
+    assert (verdict(0.03, -1.0), verdict(0.03, 2.0), verdict(0.05, -1.0), verdict(float("nan"), -1.0)) == (
+        "ahead", "behind", "level", "level")
+    five = result_from_rows(_pair_rows([-0.1, -0.2, -0.3, -0.4, -0.5]))    # a lower on every seed
+    pair = five.paired.iloc[0]
+    assert pair["wins_a"] == 5 and pair["wilcoxon_p"] == pytest.approx(0.0625) and pair["verdict"] == "level"
+    [line] = verdict_lines(five.paired, five.fits)
+    assert line.startswith("a is level with b (MSE lower on 5 of 5 seeds, p = 0.062)") and "at least 6 are needed" in line
+    six = result_from_rows(_pair_rows([-0.1, -0.2, -0.3, -0.4, -0.5, -0.6]))
+    assert six.paired.iloc[0]["verdict"] == "ahead"
+    assert verdict_lines(six.paired, six.fits) == ["a is ahead of b (MSE lower on 6 of 6 seeds, p = 0.031)"]
+    behind = result_from_rows(_pair_rows([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]))
+    assert verdict_lines(behind.paired, behind.fits)[0].startswith("a is behind b (MSE lower on 0 of 6 seeds")
+    report = report_html(five)
+    assert "a is level with b" in report and "Too few seeds for a verdict" in report
+    assert "Too few seeds" not in report_html(six) and "a is ahead of b" in report_html(six)
+
+
+def test_the_paper_table_has_median_iqr_per_method_and_cell_and_the_paired_p(store):
+    from dmlcore.studies.paper import paper_table
+
+    result = run_study({**TINY, "methods": ["naive", "2sls"], "data": {"n": [200, 300]}, "seeds": "0-5"}, store=store)
+    table = paper_table(result)
+    frame = table.frame.set_index("Method")
+    naive = result.fits[(result.fits["method"] == "naive") & (result.fits["n"] == 300)]["mse"].astype(float)
+    q1, median, q3 = np.quantile(naive, [0.25, 0.5, 0.75])
+    assert frame.loc["Naive plug-in", "N = 300: median [q1, q3]"] == f"{median:.3g} [{q1:.3g}, {q3:.3g}]"
+    pair = result.paired[(result.paired["n"] == 200)].iloc[0]
+    assert frame.loc["2SLS", "N = 200: p vs Naive plug-in"].startswith(f"{pair['wilcoxon_p']:.3g}")
+    assert frame.loc["Naive plug-in", "N = 200: p vs Naive plug-in"] == "—"
+    markdown, latex = table.to_markdown(), table.to_latex()
+    assert "| Method | N = 200: median [q1, q3] |" in markdown and "Wilcoxon" in markdown
+    assert r"\toprule" in latex and "N = 300: median [q1, q3]" in latex
+    files = result.files or {}
+    assert files == {}                         # written only with out_dir (below)
+
+
+def test_report_names_the_mse_protocol_and_marks_the_true_effect(tmp_path, store):
+    result = run_study({**TINY, "methods": ["naive", "2sls"]}, tmp_path / "out", store=store)
+    assert {"table.md", "table.tex", "spec.json", "report.html"} <= set(result.files)
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "2,800-point grid" in page                                        # the MSE protocol, from the records
+    assert "python -m dmlcore study --spec spec.json" in page
+    from dmlcore.studies.figures import effect_figure, study_figures
+
+    fig = effect_figure(result.fits)
+    truth = [t for t in fig.data if t.name == "true effect"]
+    assert truth and truth[0].y[0] == pytest.approx(result.fits["effect_truth"].astype(float).mean())
+    columns = {t.xaxis for t in fig.data if t.name == "Naive plug-in"}
+    assert columns == {"x", "x2"}                                             # plug-in and debiased side by side
+    plug = [t for t in fig.data if t.name == "Naive plug-in" and t.xaxis == "x"][0]
+    assert list(plug.y) == pytest.approx(result.fits.loc[result.fits["method"] == "naive", "effect_plug_in"].astype(float))
+    headings = [f.heading for f in study_figures(result.fits, result.curves)]
+    assert "Estimated curves over seeds" in headings
+    curves = [f for f in study_figures(result.fits, result.curves) if f.file == "curves.png"][0]
+    assert any(t.name == "true f" for t in curves.figure.data)
+    note = [f for f in study_figures(result.fits) if f.file == "effects.png"][0].note
+    assert "except 2SLS, which reports its own" in note and "dashed black line" in note
+
+
+def test_durations_read_in_hours_and_minutes():
+    from dmlcore.studies.report import about
+
+    assert about(1883 * 60) == "about 31 h 23 min"
+    assert (about(12), about(150), about(3600), about(3 * 3600 + 70)) == ("about 10 s", "about 2 min", "about 1 h",
+                                                                         "about 3 h 1 min")

@@ -85,11 +85,14 @@ def test_real_data_report_and_figures(card_study):
     figures = study_figures(result.fits)
     assert [f.file for f in figures] == ["effects.png", "heldout_score.png", "paired_differences.png"]
     effects = effect_figure(result.fits)
-    assert [t.name for t in effects.data] == ["2SLS", "Sieve 2SLS"]
+    assert [t.name for t in effects.data] == ["2SLS", "Sieve 2SLS"] * 2          # plug-in, then debiased
+    assert not any(t.name == "true effect" for t in effects.data)                # no truth on real data
     sieve = result.fits[result.fits["method"] == "sieve-2sls"].sort_values("seed")
+    for trace, kind in ((effects.data[1], "plug_in"), (effects.data[3], "debiased")):
+        assert list(trace.y) == pytest.approx(sieve[f"effect_{kind}"].astype(float).tolist())
+        assert list(trace.error_y.array) == pytest.approx(
+            (sieve[f"effect_{kind}_ci_upper"] - sieve[f"effect_{kind}"]).astype(float).tolist())
     trace = effects.data[1]
-    assert list(trace.y) == pytest.approx(sieve["effect_estimate"].astype(float).tolist())
-    assert list(trace.error_y.array) == pytest.approx((sieve["effect_ci_upper"] - sieve["effect_estimate"]).tolist())
     assert len(set(trace.x)) == 3 and max(effects.data[0].x) < min(trace.x)     # seeds side by side, arms apart
     held = heldout_figure(result.fits)
     assert [t.type for t in held.data] == ["box", "box"] and held.layout.yaxis.type == "linear"

@@ -2,14 +2,18 @@
 fair queue a few at a time, a cancel drops what is queued, a rerun completes the study, and the
 numbers are those of ``run_study`` run directly."""
 
+import html
+import io
 import threading
 import time
+import zipfile
 
 import pytest
 
 from dmlcore.jobs import JobRegistry
 from dmlcore.store import RunStore
 from dmlcore.studies import run_study
+from dmlcore.studies.report import report_html
 from dmlcore.study_jobs import IN_FLIGHT_PER_WORKER, Studies
 
 TIMEOUT = 120
@@ -70,8 +74,11 @@ def test_a_cancelled_study_stops_queueing_and_a_rerun_completes_it(server):
     assert studies.cancel(study.id, "alice") and not studies.cancel(study.id, "bob")
     wait(study)
     assert study.status == "cancelled" and study.ran < 30
-    fits = study.result().fits
-    assert set(fits["status"]) == {"done"} and len(fits) == study.ran
+    result = study.result()                                  # run_study's own: the cancelled fits are rows
+    fits = result.fits
+    assert len(fits) == 30 and (fits["status"] == "done").sum() == study.ran
+    assert (fits["status"] == "cancelled").sum() == 30 - study.ran == result.skipped
+    assert study.message == result.message == f"{study.ran} of 30 fits run, 0 reused, {30 - study.ran} cancelled"
     again = wait(studies.start("alice", grid("0-29", ("naive",)), "again"))
     assert again.status == "done" and again.reused == study.ran and again.ran == 30 - study.ran
     assert studies.get(study.id, "bob") is None and studies.latest("alice") is again
@@ -103,3 +110,72 @@ def test_a_running_study_shows_its_fits_in_the_grids_order_however_they_finish()
     result = state.result()
     assert result.fits["key"].tolist() == [row["key"] for row in rows]
     assert (result.paired["arm_a"].iloc[0], result.paired["arm_b"].iloc[0]) == ("2sls", "regression")
+
+
+def _counts_in(page: str) -> str:
+    import re
+    return re.search(r"<p id=counts>(.*?)\.</p>", page).group(1)
+
+
+def test_a_finished_live_study_counts_as_its_fits_csv_on_the_page_and_in_report_html(server, tmp_path, monkeypatch):
+    """Reused, run and failed fits: the page's line (StudyState.message), report.html and fits.csv agree."""
+    import pandas as pd
+
+    import dmlcore.studies.runner as runner
+    from dmlcore.study_jobs import study_files
+
+    jobs, studies = server
+    assert wait(studies.start("alice", grid("0-1", ("2sls", "naive")), "first")).status == "done"
+    real = runner.fit_run
+
+    def fail_seed_3(data, method, **kwargs):
+        if kwargs["seed"] == 3 and method == "naive":
+            raise runner.DMLCoreError("the test's failure at seed 3")
+        return real(data, method, **kwargs)
+
+    monkeypatch.setattr(runner, "fit_run", fail_seed_3)
+    study = wait(studies.start("alice", grid("0-3", ("2sls", "naive")), "second"))
+    assert study.status == "done" and study.failed == 1
+    result = study.result()
+    with zipfile.ZipFile(io.BytesIO(study_files(result, study.spec))) as archive:
+        archive.extractall(tmp_path / "files")
+    fits = pd.read_csv(tmp_path / "files" / "fits.csv")
+    page = html.unescape((tmp_path / "files" / "report.html").read_text())
+    run = int(((fits["status"] != "cancelled") & ~fits["reused"]).sum())
+    reused, failed = int(fits["reused"].sum()), int((fits["status"] == "failed").sum())
+    assert (run, reused, failed, len(fits)) == (4, 4, 1, 8)
+    expected = f"{run} of {len(fits)} fits run, {reused} reused, {failed} failed"
+    assert study.message == _counts_in(page) == expected                     # the page's line and the report
+    assert "1 of 8 fits failed. Reason: the test's failure at seed 3" in page
+    assert "still running" not in page
+
+    every = wait(studies.start("alice", {**grid("3", ("naive",)), "data": {"n": [300]}}, "all fail"))
+    assert every.status == "failed" and every.result().failure_text().startswith("Every fit failed (1 of 1)")
+
+
+def test_a_running_study_says_what_is_still_to_run():
+    from dmlcore.study_jobs import StudyState
+
+    direct = run_study(grid("0-1", ("2sls", "regression")), keep=False)
+    rows = direct.fits.drop(columns="arm").to_dict("records")
+    state = StudyState("id", "alice", "", None, 6, 2, 4, None, 1)
+    state._order = {row["key"]: i for i, row in enumerate(rows)}
+    state._rows, state.ran = rows[:3], 1
+    result = state.result()
+    assert result.total == 6 and result.pending == 3
+    assert "3 still to run" in result.message and "still running when this report was written" in report_html(result)
+
+
+def test_the_page_names_where_fits_run_ray_with_its_address(monkeypatch):
+    from types import SimpleNamespace
+
+    from dmlcore.study_jobs import executor_note
+
+    monkeypatch.setenv("DMLCORE_RAY_ADDRESS", "10.0.0.5:6379")
+    ray = SimpleNamespace(_executor=SimpleNamespace(kind="ray"), workers=4)
+    assert executor_note(ray) == "Ray: the Ray cluster at 10.0.0.5:6379 (4 fits at once)"
+    monkeypatch.delenv("DMLCORE_RAY_ADDRESS")
+    assert executor_note(ray) == "Ray: a local Ray instance (4 fits at once)"
+    local = SimpleNamespace(_executor=SimpleNamespace(kind="local"), workers=2)
+    assert executor_note(local) == "local worker processes on this server (2 fits at once)"
+    assert executor_note(SimpleNamespace(_executor=None, workers=1)) == "this server's own threads (1 fit at once)"

@@ -41,15 +41,15 @@ def markdown(at) -> str:
     return "\n".join(m.value for m in at.markdown)
 
 
-def wait_done(at, timeout=120):
+def wait_done(at, timeout=120, status="done"):
     deadline = time.time() + timeout
     while time.time() < deadline:
         time.sleep(0.5)
         at.run()
         bars = [p for p in at.get("progress")]
-        if bars and "· done" in bars[0].proto.text:
+        if bars and f"· {status}" in bars[0].proto.text:
             return bars[0].proto.text
-    raise AssertionError("the study did not finish")
+    raise AssertionError(f"the study did not end {status}")
 
 
 def test_a_study_runs_in_the_background_and_is_stored():
@@ -66,6 +66,13 @@ def test_a_study_runs_in_the_background_and_is_stored():
     summary = at.dataframe[0].value
     assert len(summary) == 2 and set(summary["Finished fits"]) == {3}               # three seeds each
     assert len(at.get("download_button")) >= 3
+    verdicts = markdown(at)
+    assert "- 2SLS is level with Naive plug-in (MSE lower on" in verdicts           # the one standard, in words
+    assert any("Too few seeds for a verdict: with 3 paired seeds" in w.value for w in at.warning)
+    codes = [c.value for c in at.code]
+    assert "python -m dmlcore study --spec spec.json --out study" in codes
+    assert any(c.startswith("**Study summary: MSE") for c in codes) and any(r"\toprule" in c for c in codes)
+    assert any("local worker processes" in c.value or "own threads" in c.value for c in at.caption)
     stored = at.selectbox(key="study_pick")                          # this browser's studies
     assert stored.options[0].startswith("tiny · 6 fits")
 
@@ -101,7 +108,8 @@ def test_readable_labels_and_a_study_of_real_data():
     assert wait_done(at).startswith("2 of 2 fits run")
     assert not at.exception, [e.value for e in at.exception]
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
-    assert titles[0].startswith("Effect estimates") and titles[1].startswith("Held-out residual")
+    assert titles[0].startswith("Estimated f, one line per seed") and titles[1].startswith("Effect estimates")
+    assert titles[2].startswith("Held-out residual")
     summary = at.dataframe[0].value
     assert {"Effect median", "Held-out residual median"} <= set(summary.columns)
     assert "MSE median" not in summary.columns and "effect_median" not in summary.columns
@@ -129,3 +137,77 @@ def test_a_study_of_an_uploaded_table_with_its_roles():
     assert not at.exception, [e.value for e in at.exception]
     summary = at.dataframe[0].value
     assert set(summary["Finished fits"]) == {5} and "Held-out residual median" in summary.columns
+
+
+@pytest.mark.parametrize("option, value, words", [
+    ("n", "10000000", "larger than this tool supports (1,000,000)"),
+    ("n", "0", "n must be an integer of at least 20"),
+    ("rho", "1.5", "rho must be in [0, 1)"),
+])
+def test_an_option_past_the_librarys_limits_is_refused_in_the_form(option, value, words):
+    at = study_page()
+    at.text_input(key=f"study_opt_demand-iv_{option}").set_value(value).run()
+    assert not at.exception
+    assert any(words in e.value for e in at.error), [e.value for e in at.error]
+    assert not [b for b in at.button if b.key == "study_start"]
+
+
+def test_a_method_that_cannot_fit_the_data_is_refused_in_the_form():
+    at = study_page()
+    at.multiselect(key="study_methods").set_value(["naive", "kpv"]).run()
+    assert any("KPV cannot fit demand-iv" in e.value for e in at.error), [e.value for e in at.error]
+    assert not [b for b in at.button if b.key == "study_start"]
+
+
+def test_a_study_whose_fits_fail_is_marked_failed_with_the_reasons(monkeypatch):
+    import dmlcore.studies.runner as runner
+
+    def always_fails(data, method, **kwargs):
+        raise runner.DMLCoreError(f"the test's failure ({method})")
+
+    monkeypatch.setattr(runner, "fit_run", always_fails)
+    at = study_page()
+    small_grid(at)
+    at.button(key="study_start").click().run()
+    text = wait_done(at, status="failed")
+    assert text.startswith("6 of 6 fits run, 0 reused, 6 failed · failed"), text
+    errors = [e.value for e in at.error]
+    assert any(e.startswith("Every fit failed (6 of 6). First reasons: the test's failure (2sls) (3 fits); the "
+                            "test's failure (naive) (3 fits)") for e in errors), errors
+
+
+def test_forget_this_browser_gives_it_a_new_empty_identity():
+    at = study_page()
+    small_grid(at)
+    at.button(key="study_start").click().run()
+    wait_done(at)
+    old = at.session_state["owner"]
+    assert at.selectbox(key="study_pick").options[0].startswith("tiny · 6 fits")
+    at.button(key="study_forget").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["owner"] != old
+    assert not [s for s in at.selectbox if s.key == "study_pick"]              # its studies: no longer listed
+    assert any("cookie for 30 days" in c.value for c in at.caption)
+
+
+def test_a_stored_study_whose_grid_is_refused_now_still_shows_its_fits():
+    from dashboard import state
+
+    at = study_page()
+    small_grid(at)
+    at.button(key="study_start").click().run()
+    wait_done(at)
+    store = state.store()
+    owner = at.session_state["owner"]
+    [row] = store.list_studies(owner)
+    record = store.load_study(row["id"], owner)
+    spec = record["spec"]
+    spec["grid"][0]["data"]["n"] = [10_000_000]            # as a grid stored before N was checked
+    store.save_study(owner, "old", spec, record["keys"])
+    at.run()
+    at.selectbox(key="study_pick").set_value(store.list_studies(owner)[0]["id"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("refused now" in w.value and "1,000,000" in w.value for w in at.warning)
+    assert not [b for b in at.button if b.key == "study_again"]
+    assert any(c.value == "6 of its 6 fits are in the store." for c in at.caption)
+    assert len(at.dataframe) == 4 and len(at.dataframe[2].value) == 2   # the live study's tables, then its own

@@ -13,9 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dmlcore.studies.summarize import signed_rank_p
-
-ALPHA = 0.05
+from dmlcore.studies.summarize import ALPHA, signed_rank_p, verdict  # noqa: F401  (ALPHA: the one standard's)
 
 
 def num(x: float, digits: int = 3) -> str:
@@ -46,11 +44,11 @@ class Paired:
 
     @property
     def a_ahead(self) -> bool:
-        return self.p < ALPHA and self.median_diff < 0
+        return verdict(self.p, self.median_diff) == "ahead"
 
     @property
     def b_ahead(self) -> bool:
-        return self.p < ALPHA and self.median_diff > 0
+        return verdict(self.p, self.median_diff) == "behind"
 
     def counts(self) -> str:
         return f"{self.wins_a} of {self.pairs} seeds, {p_text(self.p)}"

@@ -142,11 +142,29 @@ class Simulation:
     params: dict = field(default_factory=dict)
 
 
-def _check_n(n, minimum=20):
+# The limits every simulator enforces on its options (a study's form and spec ask the same checks).
+N_MIN, N_MAX = 20, 1_000_000
+
+
+def _check_n(n, minimum=N_MIN):
     if not isinstance(n, (int, np.integer)) or n < minimum:
         raise DMLCoreError(f"n must be an integer of at least {minimum}; got {n!r}.")
-    if n > 1_000_000:
-        raise DMLCoreError(f"n = {n} is larger than this tool supports (1,000,000).")
+    if n > N_MAX:
+        raise DMLCoreError(f"n = {n} is larger than this tool supports ({N_MAX:,}).")
+
+
+check_n = _check_n
+
+
+def check_rho(rho) -> None:
+    """The confounding correlation of demand-iv and digits-iv: in [0, 1)."""
+    if not 0.0 <= rho < 1.0:
+        raise DMLCoreError(f"rho must be in [0, 1); got {rho}.")
+
+
+def check_iv_strength(iv_strength) -> None:
+    if not np.isfinite(iv_strength):
+        raise DMLCoreError(f"iv_strength must be a finite number; got {iv_strength}.")
 
 
 # ------------------------------------------------------------------ demand-iv
@@ -209,10 +227,8 @@ def simulate_demand_iv(n: int = 5000, seed: int = 0, rho: float = 0.9, iv_streng
     """IV ticket demand. ``ood_test`` draws the fresh test points with time in [1, 11];
     ``noise_scale`` is "standardized" (the authors' code, default) or "raw" (the appendix's text)."""
     _check_n(n)
-    if not 0.0 <= rho < 1.0:
-        raise DMLCoreError(f"rho must be in [0, 1); got {rho}.")
-    if not np.isfinite(iv_strength):
-        raise DMLCoreError(f"iv_strength must be a finite number; got {iv_strength}.")
+    check_rho(rho)
+    check_iv_strength(iv_strength)
     check_noise_scale(noise_scale)
     rng = np.random.default_rng(seed)
     table = _demand_iv_draw(n, rng, rho, iv_strength, noise_scale=noise_scale)

@@ -20,7 +20,8 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.executors import EXECUTORS
 from dmlcore.studies.runner import StudyResult, run_study
 from dmlcore.studies.spec import StudySpec, check_size, load_spec, spec_from_flags
-from dmlcore.studies.summarize import compact, format_value
+from dmlcore.studies.report import seeds_warning
+from dmlcore.studies.summarize import compact, format_value, verdict_lines
 
 DATA_FLAGS = {"sizes": "n", "rho": "rho", "iv_strength": "iv_strength", "noise_scale": "noise_scale",
               "design": "design", "ood_test": "ood_test", "data_dir": "data_dir"}
@@ -157,6 +158,10 @@ def study_command(args) -> int:
     for table, drop in ((result.summary, narrow), (result.paired, ())):
         if len(table):
             print(compact(table, result.fits, drop).to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep=""))
+    for line in verdict_lines(result.paired, result.fits):       # the one standard's words (docs/benchmarks.md)
+        print(f"verdict: {line}")
+    if (warning := seeds_warning(result.paired, spec)):
+        print(f"note: {warning}")
     if result.files:
         print(f"wrote {', '.join(str(p) for p in result.files.values())}")
     if result.png_error:

@@ -1,11 +1,15 @@
 """A study's files: fits.csv, summary.csv, paired.csv, spec.json, report.html and PNG figures.
 
-``report.html`` is one self-contained page (plotly.js inlined: it opens offline) with the figures
-of :func:`~dmlcore.studies.figures.study_figures` (the MSE box plots by N where a truth is known,
-the effect estimates with their intervals, the held-out residual on real data, the paired
-differences), the summary and paired tables with readable column names, and any failed fits.
-The same figures are written as PNGs (``mse_by_n.png``, ``effects.png``, ``heldout_score.png``,
-``paired_differences.png``: those the study has), exported by plotly's kaleido, which drives the
+``report.html`` is one self-contained page (plotly.js inlined: it opens offline) with the fits'
+counts (those of fits.csv) and, when fits failed, their first reasons; the verdict of every pair
+of methods in words (:func:`~dmlcore.studies.summarize.verdict_lines`); the figures of
+:func:`~dmlcore.studies.figures.study_figures` (the MSE box plots by N where a truth is known, the
+estimated curves over seeds, the plug-in and debiased effects with the true effect, the held-out
+residual on real data, the paired differences), the summary and paired tables with readable column
+names, the paper-ready table (:mod:`~dmlcore.studies.paper`, also ``table.md`` and ``table.tex``),
+any failed fits, and the command that reruns the study from its ``spec.json``.
+The same figures are written as PNGs (``mse_by_n.png``, ``curves.png``, ``effects.png``,
+``heldout_score.png``, ``paired_differences.png``: those the study has), exported by plotly's kaleido, which drives the
 system's Chromium (``/usr/bin/chromium``, or ``BROWSER_PATH``); without one the page and the
 tables are still written and ``StudyResult.png_error`` says why there are no PNGs.
 """
@@ -25,13 +29,18 @@ from plotly.offline import get_plotlyjs
 from dmlcore._version import __version__
 from dmlcore.data.registry import no_truth
 from dmlcore.studies.figures import StudyFigure, study_figures
-from dmlcore.studies.summarize import OUTCOMES, compact, readable
+from dmlcore.studies.paper import paper_table
+from dmlcore.studies.summarize import (OUTCOMES, compact, min_pairs, paired_view, readable, smallest_p, summary_view,
+                                      verdict_lines)
 
 PNG_WIDTH = 1000
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 7px;
 text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;
-padding:1em;overflow:auto;font-size:12px}.note{color:#555;font-size:14px}"""
+padding:1em;overflow:auto;font-size:12px}.note{color:#555;font-size:14px}.wide{overflow-x:auto}
+.failed{background:#fdecea;border-left:4px solid #c62828;padding:.6em 1em}.warn{background:#fff8e1;
+border-left:4px solid #f9a825;padding:.6em 1em}"""
+RERUN = "python -m dmlcore study --spec spec.json --out study"
 
 
 def write_outputs(result, out_dir: str | Path, *, spec=None) -> dict:
@@ -43,9 +52,13 @@ def write_outputs(result, out_dir: str | Path, *, spec=None) -> dict:
         frame.to_csv(out / name, index=False)
         files[name] = out / name
     if spec is not None:
-        (out / "spec.json").write_text(json.dumps(spec.to_dict(), indent=2))
+        (out / "spec.json").write_text(spec_json(spec))
         files["spec.json"] = out / "spec.json"
-    shown = study_figures(result.fits)
+    table = paper_table(result)
+    for name, text in (("table.md", table.to_markdown()), ("table.tex", table.to_latex(label="tab:study"))):
+        (out / name).write_text(text, encoding="utf-8")
+        files[name] = out / name
+    shown = study_figures(result.fits, result.curves)
     figures = {item.file: item.figure for item in shown}
     (out / "report.html").write_text(report_html(result, shown, spec=spec), encoding="utf-8")
     files["report.html"] = out / "report.html"
@@ -68,26 +81,43 @@ def write_pngs(figures: dict, out: Path) -> str | None:
 
 def report_html(result, figures: list[StudyFigure] | None = None, *, spec=None) -> str:
     """The self-contained report page of ``result`` (``figures``: :func:`study_figures`'s)."""
-    figures = figures if figures is not None else study_figures(result.fits)
+    figures = figures if figures is not None else study_figures(result.fits, result.curves)
     datasets = list(dict.fromkeys(result.fits["dataset"])) if len(result.fits) else []
     parts = [
         f"<h1>Study report: {html.escape(', '.join(datasets) or 'none')}</h1>",
-        f"<p>{html.escape(result.message)}. Written {time.strftime('%Y-%m-%d %H:%M %Z')} by dmlcore "
-        f"{html.escape(__version__)} on {html.escape(platform.node() or 'this machine')}.</p>",
+        f"<p id=counts>{html.escape(result.message)}.</p>",
+        f"<p class=note>Written {time.strftime('%Y-%m-%d %H:%M %Z')} by dmlcore {html.escape(__version__)} on "
+        f"{html.escape(platform.node() or 'this machine')}.</p>",
     ]
+    if result.failure_text():
+        parts.append(f"<p class=failed id=failures>{html.escape(result.failure_text())}</p>")
+    if result.pending:
+        parts.append(f"<p class=warn>The study was still running when this report was written: {result.pending} "
+                     "fits had not finished.</p>")
     real = [name for name in datasets if no_truth(name)]
     if real:
         parts.append(f"<p class=note>{html.escape(real_data_note(real))}</p>")
+    lines = verdict_lines(result.paired, result.fits)
+    if lines:
+        parts += ["<h2>Verdicts</h2>", f"<p class=note>{html.escape(VERDICT_NOTE)}</p>",
+                  "<ul id=verdicts>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>"]
+        if (warning := seeds_warning(result.paired, spec)):
+            parts.append(f"<p class=warn>{html.escape(warning)}</p>")
     for item in figures:
         parts += [f"<h2>{html.escape(item.heading)}</h2>", f"<p class=note>{html.escape(item.note)}</p>",
                   _figure_html(item.figure)]
+    table = paper_table(result)
     parts += [
         "<h2>Summary</h2>",
         f"<p class=note>{html.escape(SUMMARY_NOTE)}</p>",
-        _table(readable(compact(result.summary, result.fits))),
+        _table(summary_view(result.summary, result.fits)),
         "<h2>Paired comparisons</h2>",
         f"<p class=note>{html.escape(PAIRED_NOTE)}</p>",
-        _table(readable(compact(result.paired, result.fits, drop=()))),
+        _table(paired_view(result.paired, result.fits)),
+        "<h2>Paper-ready table</h2>",
+        "<p class=note>Also table.md and table.tex in the study's files (the LaTeX needs the booktabs package).</p>",
+        f"<pre>{html.escape(table.to_markdown())}</pre>",
+        f"<pre>{html.escape(table.to_latex(label='tab:study'))}</pre>",
     ]
     failed = result.fits[result.fits["status"] != "done"] if len(result.fits) else result.fits
     if len(failed):
@@ -97,7 +127,9 @@ def report_html(result, figures: list[StudyFigure] | None = None, *, spec=None) 
                   "<p class=note>Failed or cancelled; run the same study again to retry them.</p>",
                   _table(readable(compact(failed[keep], result.fits, drop=())))]
     if spec is not None:
-        parts += ["<h2>Spec</h2>", f"<pre>{html.escape(json.dumps(spec.to_dict(), indent=2))}</pre>"]
+        parts += ["<h2>Rerun from the command line</h2>",
+                  f"<p class=note>{html.escape(RERUN_NOTE)}</p>", f"<pre id=rerun>{html.escape(RERUN)}</pre>",
+                  "<h3>spec.json</h3>", f"<pre>{html.escape(spec_json(spec))}</pre>"]
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Study report</title>"
             f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>"
             + "\n".join(parts) + "</body></html>")
@@ -111,7 +143,45 @@ PAIRED_NOTE = ("Per design and pair of methods, over the seeds where both finish
                "MSE where the truth is known, else of the held-out residual: 'Compared on'), seeds won by each (the "
                "lower value), ties, and the two-sided Wilcoxon signed-rank p-value (scipy; blank when every "
                "difference is zero; no correction for multiple comparisons). On real data the seeds share the "
-               "rows, so the p-value weighs a gap against the methods' randomness, not against sampling.")
+               "rows, so the p-value weighs a gap against the methods' randomness, not against sampling. The verdict "
+               "follows the one standard: ahead or behind only when p < 0.05, else level.")
+
+
+VERDICT_NOTE = ("By the project's one standard (docs/benchmarks.md): a method is ahead of another, and the other "
+                "behind, only when the two-sided Wilcoxon signed-rank p of their paired differences is below 0.05; "
+                "otherwise the two are level, whatever the counts of seeds won.")
+RERUN_NOTE = ("Save spec.json (in the study's files), then run this where dmlcore is installed: it runs the same "
+              "grid, reuses the fits already in that machine's run store and writes these files to the folder "
+              "study. Add --jobs N for N fits at once, or --executor ray --address HOST:PORT for a Ray cluster.")
+
+
+def spec_json(spec) -> str:
+    """The study's spec as the JSON file ``study --spec`` reads."""
+    return json.dumps(spec.to_dict(), indent=2)
+
+
+def seeds_warning(paired: pd.DataFrame, spec=None) -> str | None:
+    """A warning when the study (``spec``'s seeds; else the pairs') has fewer seeds than a verdict other
+    than level needs; None otherwise (a running study's pairs that are still short say so line by line)."""
+    if paired.empty:
+        return None
+    fewest = (min(len(grid.seeds) for grid in spec.grids) if spec is not None else int(paired["pairs"].min()))
+    if fewest >= min_pairs():
+        return None
+    return (f"Too few seeds for a verdict: with {fewest} paired seed{'s' if fewest != 1 else ''} the two-sided "
+            f"Wilcoxon p cannot go below {smallest_p(fewest):.2g}, so every pair reads level whatever the counts. "
+            f"Run at least {min_pairs()} seeds for p < 0.05 to be possible (more to detect a small difference).")
+
+
+def about(seconds: float) -> str:
+    """A duration as people say it: 'about 40 s', 'about 3 min', 'about 31 h 23 min'."""
+    if seconds < 55:
+        return f"about {max(5, 5 * round(seconds / 5)):.0f} s"
+    minutes = max(1, round(seconds / 60))
+    if minutes < 60:
+        return f"about {minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"about {hours} h" + (f" {minutes} min" if minutes else "")
 
 
 def real_data_note(names: list[str]) -> str:
@@ -133,4 +203,5 @@ def _figure_html(fig) -> str:
 def _table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "<p class=note>(none)</p>"
-    return frame.to_html(index=False, escape=True, na_rep="", float_format=lambda v: f"{v:.4g}", border=0)
+    return ("<div class=wide>" + frame.to_html(index=False, escape=True, na_rep="", float_format=lambda v: f"{v:.4g}",
+                                              border=0) + "</div>")

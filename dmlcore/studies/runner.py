@@ -48,6 +48,7 @@ from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.runs import fit_run
 from dmlcore.store import RunStore, default_store_path
 from dmlcore.executors import Executor, get_executor
+from dmlcore.studies.checks import check_study
 from dmlcore.studies.spec import FIT_SETTINGS, INTEGER_SETTINGS, StudySpec, config_key, spec_from_dict
 from dmlcore.studies.report import write_outputs
 from dmlcore.studies.summarize import OUTCOMES, add_arms, paired_table, summary_table
@@ -68,11 +69,23 @@ def run_fit_config(config: dict) -> dict:
         settings.update({k: config[k] for k in ("cov_type", "cluster") if config.get(k) is not None})
         run = fit_run(loaded.data, config["method"], truth=loaded.truth, dataset=config["dataset"],
                       seed=config["seed"], data_params=loaded.params, debias=config.get("debias", True), **settings)
-        record = json.loads(run.to_json())
+        record = {**json.loads(run.to_json()), "curve": curve_points(run)}
         return {"status": "done", "error": None, **record_outcomes(record), "seconds": record["seconds"],
                 "rows": record["n"], "worker_seconds": time.perf_counter() - start, "record": record}
     except Exception as exc:  # one fit's failure is a row of the study, never the study's end
         return failed_row(exc, time.perf_counter() - start)
+
+
+def curve_points(run) -> dict | None:
+    """The fit's estimated causal function against the truth, as lists (``x``, ``estimate``, ``truth``,
+    ``group``: ``Run.curve()``'s columns) for the study's curves-over-seeds figure; None without one."""
+    try:
+        frame = run.curve()
+    except DMLCoreError:     # several treatments and no truth: no curve to draw
+        return None
+    points = {name: [None if isinstance(v, float) and not math.isfinite(v) else v for v in frame[name].tolist()]
+              for name in ("x", "estimate", "truth", "group") if name in frame}
+    return {**points, "treatment": ", ".join(run.data.treatment)}
 
 
 def record_outcomes(record: dict) -> dict:
@@ -81,6 +94,7 @@ def record_outcomes(record: dict) -> dict:
     plug, debiased = effect.get("plug_in") or {}, effect.get("debiased") or {}
     weak = effect.get("weakly_identified")
     return {"mse": record.get("mse"), "mse_fresh": (record.get("metrics") or {}).get("mse_fresh"),
+            "mse_where": record.get("truth") if record.get("mse") is not None else None,
             **{f"effect_{k}": effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "level", "interval",
                                                        "estimand")},
             "effect_plug_in": plug.get("estimate"), "effect_plug_in_ci_lower": plug.get("ci_lower"),
@@ -197,39 +211,85 @@ def as_spec(spec) -> StudySpec:
 # ------------------------------------------------------------------ run
 @dataclass
 class StudyResult:
-    """Every fit of a study (one row each), the per-cell summary and the paired comparisons."""
+    """Every fit of a study (one row each), the per-cell summary and the paired comparisons.
+
+    Its counts come from the fits' own columns (those of fits.csv: ``status``, ``reused``), so the
+    page, report.html and fits.csv say the same. ``planned``: the fits of the grid, when more than the
+    rows so far (a study still running); None when every fit has its row."""
 
     fits: pd.DataFrame
     summary: pd.DataFrame
     paired: pd.DataFrame
-    ran: int = 0
     cancelled: bool = False
     study_id: str | None = None
     files: dict = field(default_factory=dict)
     png_error: str | None = None
+    planned: int | None = None
+    curves: dict = field(default_factory=dict)   # fit key -> its curve (runner.curve_points), where known
 
     @property
     def total(self) -> int:
-        return len(self.fits)
+        return max(len(self.fits), self.planned or 0)
+
+    def _count(self, status: str) -> int:
+        return int((self.fits["status"] == status).sum()) if len(self.fits) else 0
 
     @property
     def reused(self) -> int:
-        return int(self.fits["reused"].sum()) if len(self.fits) else 0
+        return int(self.fits["reused"].astype(bool).sum()) if len(self.fits) else 0
+
+    @property
+    def ran(self) -> int:
+        """Fits run by this study (finished or failed), not reused from the store."""
+        if not len(self.fits):
+            return 0
+        return int(((self.fits["status"] != "cancelled") & ~self.fits["reused"].astype(bool)).sum())
 
     @property
     def failed(self) -> int:
-        return int((self.fits["status"] == "failed").sum()) if len(self.fits) else 0
+        return self._count("failed")
+
+    @property
+    def skipped(self) -> int:
+        """Fits cancelled before they ran."""
+        return self._count("cancelled")
+
+    @property
+    def pending(self) -> int:
+        """Fits of the grid without a row yet (a study still running)."""
+        return self.total - len(self.fits)
 
     @property
     def message(self) -> str:
-        """'k of n fits run, n − k reused', and what failed or was cancelled."""
+        """'k of n fits run, m reused', and what failed, was cancelled or is still to run."""
         text = f"{self.ran} of {self.total} fits run, {self.reused} reused"
-        if self.failed:
-            text += f", {self.failed} failed"
-        skipped = self.total - self.ran - self.reused
-        if skipped:
-            text += f", {skipped} cancelled"
+        for count, what in ((self.failed, "failed"), (self.skipped, "cancelled"), (self.pending, "still to run")):
+            if count:
+                text += f", {count} {what}"
         return text
+
+    def failure_reasons(self, limit: int = 3) -> list[tuple[str, int]]:
+        """The first ``limit`` distinct errors of failed fits, in the order they appear, with how many
+        fits failed with each."""
+        if not self.failed:
+            return []
+        errors = self.fits.loc[self.fits["status"] == "failed", "error"].fillna("no reason recorded")
+        counts = errors.value_counts(sort=False)
+        return [(text, int(counts[text])) for text in dict.fromkeys(errors)][:limit]
+
+    def failure_text(self) -> str | None:
+        """One paragraph on the failed fits: how many, and the first reasons; None when none failed."""
+        if not self.failed:
+            return None
+        every = self.failed == self.ran and not self.reused
+        head = (f"Every fit failed ({self.failed} of {self.total})" if every
+                else f"{self.failed} of {self.total} fits failed")
+        reasons = "; ".join(f"{text}" + (f" ({count} fits)" if count > 1 else "")
+                            for text, count in self.failure_reasons())
+        more = len(set(self.fits.loc[self.fits["status"] == "failed", "error"].fillna(""))) - 3
+        tail = f"; and {more} other reason{'s' if more > 1 else ''} (fits.csv, column error)" if more > 0 else ""
+        return (f"{head}. {'First reasons' if len(self.failure_reasons()) > 1 else 'Reason'}: {reasons}{tail}. "
+                "Failed fits are not stored: fix the cause, then run the study again to retry them.")
 
 
 def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Executor = "local", jobs: int | None = 1,
@@ -247,6 +307,7 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
     (it must return the same kind of dict).
     """
     spec = as_spec(spec)
+    check_study(spec)
     if keep:
         store = store if store is not None else RunStore(default_store_path())
     else:
@@ -259,7 +320,7 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
     todo = plan.to_run
     if callback:
         callback({"event": "start", "total": plan.total, "to_run": len(todo), "reused": plan.total - len(todo)})
-    ran, cancelled = 0, bool(should_stop and should_stop())
+    ran, cancelled, curves = 0, bool(should_stop and should_stop()), {}
     if todo and not cancelled:
         runner = get_executor(executor, jobs, address, threads=threads) if isinstance(executor, str) else executor
         try:
@@ -273,6 +334,8 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
                     result = failed_row(result)
                 record = result.get("record")
                 rows[i] = _row(plan.configs[i], plan.keys[i], result, reused=False)
+                if record and record.get("curve"):
+                    curves[plan.keys[i]] = record["curve"]
                 if store is not None and rows[i]["status"] == "done":
                     store.save_fit(plan.keys[i], plan.configs[i], rows[i], record)
                 ran += 1
@@ -289,7 +352,8 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
         if row is None:
             rows[i] = _row(plan.configs[i], plan.keys[i], {"status": "cancelled"}, reused=False)
     result = result_from_rows(rows)
-    result.ran, result.cancelled = ran, cancelled
+    result.cancelled = cancelled
+    result.curves = {**stored_curves(store, [k for k in plan.keys if k in plan.stored]), **curves}
     if owner is not None:
         result.study_id = store.save_study(owner, label, spec.to_dict(), plan.keys)
     if out_dir is not None:
@@ -328,7 +392,22 @@ def load_study(study_id: str, store: RunStore | None = None, owner: str | None =
     rows = [{**stored[k], "reused": True} for k in study["keys"] if k in stored]
     result = result_from_rows(rows)
     result.study_id = study_id
+    result.curves = stored_curves(store, list(stored))
     return result
+
+
+MAX_CURVES = 400   # stored fits whose curves a study reads back (the figure draws a few seeds per method)
+
+
+def stored_curves(store: RunStore | None, keys: list[str]) -> dict:
+    """The curves (:func:`curve_points`) of stored fits ``keys``, at most MAX_CURVES of them; fits
+    stored before curves were kept have none."""
+    out = {}
+    for key in keys[:MAX_CURVES] if store is not None else ():
+        curve = (store.fit_record(key) or {}).get("curve")
+        if curve:
+            out[key] = curve
+    return out
 
 
 def _row(config: dict, key: str, result: dict, *, reused: bool) -> dict:

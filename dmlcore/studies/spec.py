@@ -51,7 +51,7 @@ from pathlib import Path
 from dmlcore.covariance import check_covariance
 from dmlcore.data.ihdp import IHDP_DESIGNS
 from dmlcore.data.registry import dataset_names, dataset_options, real_dataset_names
-from dmlcore.data.simulate import NOISE_SCALES
+from dmlcore.data.simulate import NOISE_SCALES, check_iv_strength, check_n, check_noise_scale, check_rho
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS
 from dmlcore.estimators.second_stage import SECOND_STAGES
@@ -70,6 +70,9 @@ GRID_KEYS = ("dataset", "data", "methods", "seeds", *FIT_SETTINGS, *COVARIANCE, 
 CONFIRM_ABOVE = 10_000   # a larger grid runs only when confirmed (--yes)
 OPTION_CHOICES = {"noise_scale": tuple(NOISE_SCALES), "design": tuple(IHDP_DESIGNS)}  # options with named values
 MAX_FITS = 1_000_000     # never expanded
+# The simulators' own checks of a data option (dmlcore.data.simulate), asked of every value of a grid
+# before any fit starts, so that a form or a spec refuses what every fit would fail on.
+OPTION_CHECKS = {"n": check_n, "rho": check_rho, "iv_strength": check_iv_strength, "noise_scale": check_noise_scale}
 # What a configuration computes, not the package's version: bump it only when a change (a default, an
 # algorithm) alters the fits of stored configurations, so that a store no longer reuses them. "0.2.0" is
 # the package version the keys hashed before they stopped doing so: stores made then keep their fits.
@@ -286,6 +289,8 @@ def _grid(block: dict) -> Grid:
         for value in values:
             if value not in allowed:
                 raise DMLCoreError(f"{name} must be one of {', '.join(allowed)}; got {value!r}.")
+            if name in OPTION_CHECKS:
+                OPTION_CHECKS[name](value)
     methods = tuple(dict.fromkeys(_values("methods", block.get("methods", list(DEFAULT_METHODS)))))
     for method in methods:
         if method not in METHODS:

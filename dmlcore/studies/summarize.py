@@ -22,7 +22,8 @@ arms are compared seed by seed:
   two-sided Wilcoxon signed-rank p-value of the differences (scipy; zero differences dropped;
   blank when every difference is zero; no correction for multiple comparisons), and ``metric``,
   what was compared: ``mse`` where the cell has a truth, else ``heldout_relative``, the held-out
-  score (:func:`paired_metric`). On a real data set the rows are the same at every seed, so the
+  score (:func:`paired_metric`), and ``verdict``: a is "ahead" of b, "behind" it, or the two are
+  "level", by the project's one standard (:func:`verdict`; docs/benchmarks.md). On a real data set the rows are the same at every seed, so the
   seeds differ only in the methods' randomness and the held-out folds: the test says whether a
   gap is larger than that randomness, not whether it would hold on new data.
 
@@ -40,7 +41,7 @@ import pandas as pd
 from scipy.stats import wilcoxon
 
 from dmlcore.data.registry import OPTION_LABELS
-from dmlcore.estimators import METHODS
+from dmlcore.estimators import METHOD_TITLES, METHODS
 from dmlcore.studies.spec import FIT_SETTINGS, settings_used
 
 EFFECT_FIELDS = ("estimate", "ci_lower", "ci_upper", "level", "interval", "estimand")
@@ -48,8 +49,8 @@ EFFECT_FIELDS = ("estimate", "ci_lower", "ci_upper", "level", "interval", "estim
 DEBIASED_FIELDS = ("effect_plug_in", "effect_plug_in_ci_lower", "effect_plug_in_ci_upper", "effect_debiased",
                    "effect_debiased_se", "effect_debiased_ci_lower", "effect_debiased_ci_upper", "effect_strength",
                    "effect_weak", "effect_truth")
-# A fit's outcomes in fits.csv: the MSE (simulations), the effect with its interval, the held-out residual.
-OUTCOMES = ("mse", "mse_fresh", *(f"effect_{k}" for k in EFFECT_FIELDS), *DEBIASED_FIELDS, "heldout_relative",
+# A fit's outcomes in fits.csv: the MSE (simulations; mse_where: the protocol, the record's truth), the effect with its interval, the held-out residual.
+OUTCOMES = ("mse", "mse_fresh", "mse_where", *(f"effect_{k}" for k in EFFECT_FIELDS), *DEBIASED_FIELDS, "heldout_relative",
             "heldout_relative_se")
 OUTCOME_COLUMNS = ("arm", *OUTCOMES, "seconds", "worker_seconds", "rows", "status", "error", "reused", "key")
 NOT_DATA = {"dataset", "method", "seed", *FIT_SETTINGS, *OUTCOME_COLUMNS}
@@ -61,7 +62,10 @@ DEBIASED_STATS = ("effect_plug_in_median", "effect_debiased_median", "effect_deb
 HELDOUT_STATS = ("heldout_relative_median", "heldout_relative_q1", "heldout_relative_q3")
 SUMMARY_STATS = ("reps", "failed", *MSE_STATS, "mse_fresh_median", "seconds_mean", *EFFECT_STATS, *DEBIASED_STATS,
                  *HELDOUT_STATS)
-PAIRED_STATS = ("pairs", "median_diff", "wins_a", "wins_b", "ties", "wilcoxon_p", "metric")
+PAIRED_STATS = ("pairs", "median_diff", "wins_a", "wins_b", "ties", "wilcoxon_p", "metric", "verdict")
+# The project's one significance standard (docs/benchmarks.md): a is "ahead" of b (b "behind") only when
+# the two-sided Wilcoxon signed-rank p of their paired differences is below ALPHA; otherwise "level".
+ALPHA = 0.05
 METRIC_LABELS = {"mse": "MSE", "heldout_relative": "held-out residual"}
 
 COLUMN_LABELS = {
@@ -71,7 +75,7 @@ COLUMN_LABELS = {
     "n_draws": "Draws per row", "f_model": "Second stage f", "reps_crossfit": "Cross-fits R", "device": "Device",
     "outcome_learner": "Outcome model s(c)", "sampler": "Distribution model",
     # a fit's outcomes (fits.csv)
-    "mse": "MSE", "mse_fresh": "MSE on fresh draws", "effect_estimate": "Effect",
+    "mse": "MSE", "mse_fresh": "MSE on fresh draws", "mse_where": "MSE scored on", "effect_estimate": "Effect",
     "effect_ci_lower": "Interval lower end", "effect_ci_upper": "Interval upper end",
     "effect_level": "Interval level", "effect_interval": "Interval (how)", "effect_estimand": "Effect (what)",
     "effect_plug_in": "Plug-in effect", "effect_plug_in_ci_lower": "Plug-in interval lower end",
@@ -97,7 +101,7 @@ COLUMN_LABELS = {
     # paired.csv
     "arm_a": "Method a", "arm_b": "Method b", "pairs": "Seeds paired", "median_diff": "Median difference a − b",
     "wins_a": "Seeds a did better", "wins_b": "Seeds b did better", "ties": "Ties", "wilcoxon_p": "Wilcoxon p",
-    "metric": "Compared on",
+    "metric": "Compared on", "verdict": "Verdict (a vs b)",
 }
 
 
@@ -263,7 +267,8 @@ def paired_table(fits: pd.DataFrame) -> pd.DataFrame:
             rows.append({**dict(zip(cells, key if isinstance(key, tuple) else (key,))), "arm_a": a, "arm_b": b,
                          "pairs": len(diff), "median_diff": np.median(diff) if len(diff) else np.nan,
                          "wins_a": int((diff < 0).sum()), "wins_b": int((diff > 0).sum()),
-                         "ties": int((diff == 0).sum()), "wilcoxon_p": signed_rank_p(diff), "metric": metric})
+                         "ties": int((diff == 0).sum()), "wilcoxon_p": (p := signed_rank_p(diff)), "metric": metric,
+                         "verdict": verdict(p, np.median(diff) if len(diff) else np.nan)})
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -277,6 +282,27 @@ def compact(table: pd.DataFrame, fits: pd.DataFrame, drop=("method",)) -> pd.Dat
     return table[shown]
 
 
+PAIRED_FIRST = ("arm_a", "arm_b", "verdict", "wilcoxon_p", "pairs", "wins_a", "wins_b", "ties", "median_diff", "metric")
+SUMMARY_FIRST = ("arm", "reps", "failed", "median", "q1", "q3", "heldout_relative_median", "effect_median",
+                 "effect_truth_mean")
+
+
+def paired_view(paired: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
+    """The paired table for a page or report: compacted, the arms, verdict and p first (so a narrow
+    screen keeps them in view however many design columns follow), readable names."""
+    return readable(_first(compact(paired, fits, drop=()), PAIRED_FIRST))
+
+
+def summary_view(summary: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
+    """The summary table for a page or report: compacted, the method and its main numbers first."""
+    return readable(_first(compact(summary, fits), SUMMARY_FIRST))
+
+
+def _first(table: pd.DataFrame, first: tuple) -> pd.DataFrame:
+    head = [c for c in first if c in table]
+    return table[[*head, *(c for c in table.columns if c not in head)]]
+
+
 def signed_rank_p(diff: np.ndarray) -> float:
     """Two-sided Wilcoxon signed-rank p-value of paired differences; NaN when none is non-zero."""
     if not np.any(diff != 0):
@@ -284,3 +310,55 @@ def signed_rank_p(diff: np.ndarray) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return float(wilcoxon(diff).pvalue)
+
+
+def verdict(p: float, median_diff: float) -> str:
+    """The one standard's word for a against b (lower is better): "ahead" when p < ALPHA and the median
+    of a − b is below 0, "behind" when p < ALPHA and it is above 0, else "level" (a blank p is level)."""
+    if not (p < ALPHA) or not np.isfinite(median_diff) or median_diff == 0:
+        return "level"
+    return "ahead" if median_diff < 0 else "behind"
+
+
+def smallest_p(pairs: int) -> float:
+    """The smallest two-sided Wilcoxon signed-rank p that ``pairs`` paired seeds can give (every
+    difference of one sign, no ties): 2 / 2^pairs."""
+    return 2.0 * 0.5 ** pairs if pairs > 0 else 1.0
+
+
+def min_pairs(alpha: float = ALPHA) -> int:
+    """The fewest paired seeds whose smallest possible p is below ``alpha`` (6 for 0.05)."""
+    pairs = 1
+    while smallest_p(pairs) >= alpha:
+        pairs += 1
+    return pairs
+
+
+def verdict_line(row: dict, title=lambda arm: arm) -> str:
+    """One paired comparison in words, by the one standard: "A is ahead of B (lower on W of N seeds,
+    p = ...)", "... behind ...", or "... level with ...", and, with fewer than :func:`min_pairs` seeds,
+    why no other word could be reached."""
+    a, b, pairs = title(row["arm_a"]), title(row["arm_b"]), int(row["pairs"])
+    word = {"ahead": "is ahead of", "behind": "is behind"}.get(verdict(row["wilcoxon_p"], row["median_diff"]),
+                                                               "is level with")
+    p = row["wilcoxon_p"]
+    p_text = f"p = {p:.2g}" if np.isfinite(p) else "no p: every difference is zero"
+    what = METRIC_LABELS.get(row.get("metric"), "value")
+    text = f"{a} {word} {b} ({what} lower on {int(row['wins_a'])} of {pairs} seeds, {p_text})"
+    if pairs < min_pairs():
+        text += f": too few seeds for any verdict but level (at least {min_pairs()} are needed)"
+    return text
+
+
+def verdict_lines(paired: pd.DataFrame, fits: pd.DataFrame) -> list[str]:
+    """:func:`verdict_line` for every pair of the paired table, prefixed by its design cell when the
+    study has several (methods by their titles)."""
+    if paired.empty:
+        return []
+    cells = [c for c in cell_columns(fits) if c in paired and paired[c].astype(str).nunique() > 1]
+    out = []
+    for _, row in paired.iterrows():
+        where = ", ".join(f"{label(c).split(' (')[0]} = {format_value(row[c])}" for c in cells if not _missing(row[c]))
+        line = verdict_line(row, lambda arm: METHOD_TITLES.get(arm, arm))
+        out.append(f"{where}: {line}" if where else line)
+    return out

@@ -1,0 +1,60 @@
+"""A study's grid checked before any fit starts, against the checks its fits would meet.
+
+The options of a data set are checked as the grid is read (:mod:`~dmlcore.studies.spec`, by the
+simulators' own checks). What depends on the data's roles is checked here, by
+:func:`check_study`: that every method takes the data set's problem (``Method.refusal``: IV or
+proximal, no kernel method on images) and that every cell has the rows its folds need
+(``CausalData.check_folds``). Both ask the library's own rules of a small sample of each data
+set (cached), so a form, the CLI and the background runner refuse alike, in one line.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from dmlcore.data.registry import load_dataset
+from dmlcore.data.roles import CausalData
+from dmlcore.data.simulate import N_MIN
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators import METHODS
+
+
+def check_study(spec) -> None:
+    """Raise DMLCoreError (one line, naming the value and what to do) for the first grid point whose
+    fits would all fail on their roles or folds; None when every one can run."""
+    for grid in spec.grids:
+        data = _sample(grid.dataset, json.dumps(_first_values(grid.data), sort_keys=True))
+        for method in grid.methods:
+            why = METHODS[method].refusal(data)
+            if why:
+                raise DMLCoreError(f"{METHODS[method].title} cannot fit {grid.dataset}: {why} Remove it from "
+                                   f"the methods.")
+        if not any("folds" in METHODS[m].settings for m in grid.methods):
+            continue
+        rows = min(grid.data["n"]) if "n" in grid.data else len(data.table)
+        for folds in grid.settings.get("folds", ()):
+            if folds is not None:
+                CausalData.check_folds(_Rows(rows), folds)
+
+
+class _Rows:
+    """A stand-in with ``table`` of ``n`` rows, so that ``CausalData.check_folds`` (which reads only the
+    table's length) judges a cell's N without simulating it."""
+
+    def __init__(self, n: int):
+        self.table = range(n)
+
+
+def _first_values(options: dict) -> dict:
+    """One value of each data option, N at its smallest allowed (the roles do not depend on the options)."""
+    first = {name: values[0] for name, values in options.items()}
+    if "n" in first:
+        first["n"] = N_MIN
+    return first
+
+
+@functools.lru_cache(maxsize=32)
+def _sample(dataset: str, options_json: str):
+    """The data set's roles on a small sample (its rows for real data and tables)."""
+    return load_dataset(dataset, seed=0, **json.loads(options_json)).data
