@@ -304,7 +304,7 @@ def class_histograms(table, order: list[str]) -> go.Figure:
                         subplot_titles=[table.loc[table["method"] == m, "title"].iloc[0] for m in order])
     for i, method in enumerate(order, start=1):
         mse = table.loc[(table["method"] == method) & (table["mse"] > 0), "mse"].to_numpy(dtype=float)
-        fig.add_trace(go.Histogram(x=np.log10(mse), xbins=dict(start=edges[0], end=edges[-1] + 1e-9,
+        fig.add_trace(go.Histogram(x=np.log10(mse), xbins=dict(start=edges[0], end=edges[-1],
                                                                  size=edges[1] - edges[0]),
                                    marker_color=color_for(method), showlegend=False,
                                    hovertemplate="%{y} runs<extra></extra>"), row=i, col=1)
