@@ -44,3 +44,32 @@ def class_runs(rows, files: str) -> str:
             + (f"{100 * fill:.0f} %" if fill is not None else "not recorded") + " | "
             + (f"{done['median']:.0f} / {done['last']:.0f} s" if done.get("n") else "not recorded") + " |")
     return "\n".join(lines)
+
+
+@family(r"class-handover:(?P<file>\S+)")
+def handover(rows, file: str) -> str:
+    """The queue's hand-over between fits (``python -m bench.perf.queue_handover``), in one sentence."""
+    data = rows.json(file)
+    s, fits = data["summary"], data["fits"]
+    g = s["handover_gap_seconds"]
+    first = min(r["started"] for r in fits)
+    busy = sum(r["worker_ended"] - r["worker_began"] for r in fits) / (s["workers"] * (s["wall_seconds"] - first))
+    return (f"{s['demos']} demos ({s['fits']} fits) on {s['workers']} worker processes, {s['date'][:16]}, load "
+            f"average {s['load_before'][0]:.0f} before it started (other developers' jobs): the gap between one fit "
+            f"ending in a worker process and the next starting there was {g['median']:.2f} s at the median and "
+            f"{g['max']:.2f} s at most, against {s['fit_seconds_per_demo']:.1f} s of fitting per demo on this loaded "
+            f"machine. From the first fit's start (after {first:.0f} s of the workers' warm-up and the demos' data "
+            f"under this load) to the last fit's end the two worker processes were fitting {100 * busy:.0f} % of the "
+            "time (`bench/results/" + file + "`).")
+
+
+@family(r"class-autogroup:(?P<file>\S+)")
+def autogroup(rows, file: str) -> str:
+    """The autogroup check (``python -m bench.perf.autogroup_check``), in one sentence."""
+    r = rows.json(file)
+    a, b = r["others_nice_19"], r["others_nice_19_and_autogroup_19"]
+    return (f"the two niced loops got {a['others_cores']:.2f} of a core against {a['ours_cores']:.2f} for ours "
+            f"(nice 19 did not hold them back); with their autogroup niced to 19 as well they got "
+            f"{b['others_cores']:.2f} against {b['ours_cores']:.2f} ({r['date'][:16]}, load average "
+            f"{r['load_before'][0]:.0f} before it: our pair shared the machine with other developers' sessions too; "
+            f"`bench/results/{file}`).")

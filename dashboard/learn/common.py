@@ -16,7 +16,18 @@ def num(x: float, digits: int = 2) -> str:
 
 
 def pct(x: float) -> str:
-    return f"{100 * x:.0f} %"
+    """A share in whole percent, except near 0 and 100 % where rounding would say "0 %" or "100 %"."""
+    return f"{100 * x:.1f} %" if 0 < x < 0.01 or 0.99 < x < 1 else f"{100 * x:.0f} %"
+
+
+def mc_se(p: float, draws: int) -> float:
+    """Monte-Carlo standard error of a share p measured over ``draws`` independent draws."""
+    return float((p * (1 - p) / draws) ** 0.5)
+
+
+def cover(p: float, draws: int) -> str:
+    """A coverage measured over ``draws`` simulations with its Monte-Carlo standard error."""
+    return f"{pct(p)} (s.e. {100 * mc_se(p, draws):.1f} %)"
 
 
 @st.cache_resource

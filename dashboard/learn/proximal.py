@@ -22,26 +22,31 @@ def pcl_tab():
             "outcome — Z is independent of Y given A, U and X;\n"
             "- **outcome proxies** W (web page views): related to U; they may affect the outcome, but neither "
             "the treatment nor Z may affect them — W is independent of (A, Z) given U and X.\n\n"
-            "Two more conditions make the proxies enough (Miao, Geng & Tchetgen Tchetgen 2018; Cui et al. 2023; "
-            "*not simulated here*). First, a **bridge function** h(a, w, x) solving")
+            "Two more conditions make the proxies enough, and a third makes the bridge unique (Miao, Geng & "
+            "Tchetgen Tchetgen 2018; Cui et al. 2023; *not simulated here*). First, a **bridge function** h(a, w, x) solving")
         st.latex(r"\mathbb{E}[\,Y - h(A, W, X) \mid A, Z, X\,] = 0")
         st.markdown(
-            "must **exist**. That asks more than completeness: the usual sufficient conditions are completeness "
-            "of W given (A, Z, X) *and* a condition on the equation itself (Picard's: the components of "
-            "E[Y | A, Z, X] along the singular functions of the conditional expectation must shrink fast enough "
-            "relative to its singular values). Second, Z must vary enough "
-            "with U (*completeness* of U given (A, Z, X)), so that every solution also removes U's bias. Then "
-            "averaging the bridge over the outcome proxy gives the causal curve")
+            "must **exist**. The equation asks E[h(A, W, X) | A, Z, X] to equal E[Y | A, Z, X]: for each (a, x) an "
+            "integral equation in w. The usual sufficient conditions for a solution are a condition on **Z given W**, "
+            "*completeness of Z given (W, A, X)* (the only function of Z whose mean given W is always zero is zero), "
+            "together with *Picard's condition*: along the singular functions of the conditional-expectation operator "
+            "from functions of W to functions of Z, the components of E[Y | A, Z, X] must shrink fast enough relative "
+            "to its singular values (and that operator must be compact). Second, the proxies must be rich enough about "
+            "U: *completeness of U given (A, Z, X)*, so that every solution of the observed equation also solves the "
+            "same equation given U and therefore removes U's bias. Third, only for h to be **unique**: "
+            "*completeness of W given (A, Z, X)*. Uniqueness is not needed for the effect: averaging any bridge over "
+            "the outcome proxy gives the causal curve")
         st.latex(r"\mathbb{E}[Y \mid do(a)] = \mathbb{E}_{W, X}[h(a, W, X)]")
         st.markdown(
-            "The proxies "
-            "identify that average even when they do not pin down h itself: several h may solve the equation, "
-            "and all of them give the same average (*not simulated here*). The estimators are those "
-            "of IV; only the roles change: h takes (A, W, X), and the conditioning set is (A, Z, X).")
+            "and when several h solve the equation, all of them give the same average (*not simulated here*). The "
+            "estimators are those of IV; only the roles change: h takes (A, W, X), and the conditioning set is "
+            "(A, Z, X).")
     with right:
-        st.graphviz_chart(causal_dot("pcl", {"outcome": "sales", "treatment": "price",
-                                             "treatment_proxy": ["fuel_price_1", "fuel_price_2"],
-                                             "outcome_proxy": "views"}))
+        dot = causal_dot("pcl", {"outcome": "sales", "treatment": "price",
+                                 "treatment_proxy": ["fuel_price_1", "fuel_price_2"], "outcome_proxy": "views"})
+        # top to bottom and larger type, so that the graph stays legible in this column on a projector
+        st.graphviz_chart(dot.replace("rankdir=LR", "rankdir=TB").replace("fontsize=11", "fontsize=20"),
+                          width="stretch")
     st.markdown("#### Experiment: what the proxies buy")
     st.markdown(
         "A linear market: U hidden; Z = U + τ·noise; price A = U + 0.5 Z + noise; W = U + τ·noise + κ·A; sales "

@@ -69,6 +69,17 @@ def linear_steps(level: float = LEVEL) -> dict:
             "ar": {**_ar_shape(ar["pieces"]), "text": ar["text"], "level": level}}
 
 
+def strength_sentence(f_stat: float) -> str:
+    """What a first-stage F with one instrument buys, against the three bars, in one sentence."""
+    from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, strength_label
+    sy = STOCK_YOGO_SIZE_10[1]
+    side = lambda bar: "above" if f_stat >= bar else "below"  # noqa: E731
+    return (f"{side(WEAK_F)} the rule of thumb {WEAK_F:g} (Staiger & Stock), {side(sy)} Stock & Yogo's {sy:g} "
+            f"(at most 10 % size for a nominal 5 % test) and {side(LEE_T_TEST_F)} {LEE_T_TEST_F:g}, above which the "
+            f"usual 5 % t-test keeps its size (Lee et al. 2022): **{strength_label(f_stat).level}**. Prefer the "
+            "Anderson–Rubin set.")
+
+
 def _ar_shape(pieces: list[list]) -> dict:
     """The Anderson-Rubin set's pieces in the exercise's terms: an "interval" with its ends, or the
     set's kind in words (two half-lines, the whole line, empty) without ends."""
