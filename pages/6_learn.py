@@ -16,10 +16,10 @@ state.init()  # also in app.py; pages may run on their own (AppTest, first visit
 ss = st.session_state
 
 LESSONS = (
-    ("1 · Instruments", (("Instrumental variables", iv.iv_tab), ("Confounding", confounding.confounding_tab),
-                         ("Weak instruments", weak.weak_tab), ("Invalid instruments", exclusion.exclusion_tab),
-                         ("Forbidden regression", forbidden.forbidden_tab), ("Card (1995): real data", card.card_tab))),
-    ("2 · Proxies", (("Proximal learning", proximal.pcl_tab), ("RHC: proxies on real data", rhc.rhc_tab))),
+    ("1 · Instruments", (("IV and LATE", iv.iv_tab), ("Confounding", confounding.confounding_tab),
+                         ("Weak IV", weak.weak_tab), ("Invalid IV", exclusion.exclusion_tab),
+                         ("Forbidden regression", forbidden.forbidden_tab), ("Card (1995)", card.card_tab))),
+    ("2 · Proxies", (("Proximal learning", proximal.pcl_tab), ("RHC (real data)", rhc.rhc_tab))),
     ("3 · Nuisances and orthogonality", (("Orthogonal score", score.score_tab),
                                          ("Orthogonality that works", pliv.pliv_tab),
                                          ("Cross-fitting", crossfit.crossfit_tab), ("Ticket demand", demand.demand_tab))),

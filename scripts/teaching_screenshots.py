@@ -92,19 +92,19 @@ def main() -> None:
         print(f"Learn, opened again: idle after {time.perf_counter() - start:.2f} s", flush=True)
         lesson(page, "1 · Instruments", "00_lesson_1")
         for name, wait, shot in (("Confounding", "OLS moves with ρ", "03_confounding"),
-                                 ("Weak instruments", "Thresholds for the first-stage F", "04_weak"),
-                                 ("Invalid instruments", "tends to −1 + δ / π", "05_exclusion"),
+                                 ("Weak IV", "Thresholds for the first-stage F", "04_weak"),
+                                 ("Invalid IV", "tends to −1 + δ / π", "05_exclusion"),
                                  ("Forbidden regression", "Two-stage, right", "06_forbidden")):
             print(f"{name}: {tab(page, name, wait):.2f} s", flush=True)
             shoot(page, shot)
-        print(f"Card (1995): {tab(page, 'Card (1995): real data', 'What if growing up near a college'):.2f} s", flush=True)
+        print(f"Card (1995): {tab(page, 'Card (1995)', 'What if growing up near a college'):.2f} s", flush=True)
         print(f"  DML-CMR: {run_button(page, 'Fit DML-CMR on Card', 'Fitted in'):.1f} s", flush=True)
         shoot(page, "11b_card")
         lesson(page, "2 · Proxies", "00_lesson_2")
         print(f"Proximal learning: {tab(page, 'Proximal learning', 'Proximal 2SLS'):.2f} s", flush=True)
         shoot(page, "07_proximal")
         shoot(page, "07_proximal_1024", 1024, whole=False)
-        print(f"RHC: {tab(page, 'RHC: proxies on real data', 'What the published analyses found'):.2f} s", flush=True)
+        print(f"RHC: {tab(page, 'RHC (real data)', 'What the published analyses found'):.2f} s", flush=True)
         shoot(page, "07b_rhc")
         lesson(page, "3 · Nuisances and orthogonality", "00_lesson_3")
         print(f"Orthogonal score: {tab(page, 'Orthogonal score', 'perturb the nuisances'):.2f} s", flush=True)

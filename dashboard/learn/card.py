@@ -121,9 +121,9 @@ def card_tab():
         "the men whose schooling growing up near a college changed, weighted by how many of them it moved across "
         "each year (Angrist & Imbens 1995; needs monotonicity: nobody gets *less* school because a college is "
         "near). **With covariates entered linearly**, as here, 2SLS is in general *not* such a LATE: unless the "
-        "first stage is saturated in the covariates (or the instrument's propensity is linear in them), some "
-        "groups of compliers can get negative weight (Blandhol, Bonney, Mogstad & Torgovitsky 2022); Słoczyński "
-        "makes the point with this very instrument. And one covariate is tied to the treatment: *experience* is "
+        "specification is rich enough (saturated in the covariates), its estimand can also put weight on men "
+        "the instrument did not move (always- and never-takers), some of it negative (Blandhol, Bonney, Mogstad "
+        "& Torgovitsky 2022); Słoczyński makes the point with this very instrument. And one covariate is tied to the treatment: *experience* is "
         "age − schooling − 6 (the *Data* page says so), so comparing men with the same experience and one more "
         "year of school compares men one year older; Card instrumented experience with age for this reason, "
         "which the exercise above does not (*not simulated here*).")
@@ -131,9 +131,10 @@ def card_tab():
            "At best for the compliers: men who got more schooling because a college was near and would have got "
            "less otherwise (plausibly men for whom cost or distance was the obstacle), averaged with weights over "
            "the years of school the instrument moved. Not the return for the average man (the ATE), nor for those "
-           "who went to college anyway. With the covariates entered linearly even that reading needs more: the "
-           "weights can be negative unless the model for nearc4 given the covariates is right, so 0.13 is a "
-           "weighted average of effects whose weights the analyst does not fully control. A policy that builds "
+           "who went to college anyway. With the covariates entered linearly even that reading needs more: "
+           "unless the specification is saturated in the covariates, the weights can reach men the instrument did "
+           "not move and can be negative, so 0.13 is a weighted average of effects whose weights the analyst does "
+           "not fully control. A policy that builds "
            "colleges acts on men like the compliers, which is why this number can still matter.")
     plausible_section(t)
     st.page_link(ui.DATA, label="Load Card's data on Data and fit the methods yourself", icon=":material/table:")

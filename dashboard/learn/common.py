@@ -71,7 +71,7 @@ NOTATION = (
     ("Z", "IV tabs: the instrument (the airline's fuel cost). Proximal learning: the treatment proxies "
           "(the literature's letter; fuel prices again, now allowed to share the cause U, which an instrument "
           "may not)", "every tab"),
-    ("W", "outcome proxies (web page views)", "Proximal learning"),
+    ("W", "outcome proxies (web page views; in RHC pH and haematocrit)", "Proximal learning, RHC"),
     ("C", "what the moment restriction conditions on: (Z, X) for IV, (A, Z, X) for proximal learning", "IV, PCL"),
     ("f, f̂", "the causal (structural) function and its estimate", "every tab"),
     ("h", "the bridge function of proximal learning", "Proximal learning"),
@@ -82,7 +82,10 @@ NOTATION = (
     ("β", "the effect of price in the linear simulations (−1)", "linear IV tabs, Proximal learning"),
     ("ρ", "confounding: how strongly U drives both price and sales", "IV tabs"),
     ("π", "how much the instrument moves the price", "IV tabs"),
-    ("δ", "the direct effect of the instrument on sales (exclusion violated)", "Invalid instruments"),
+    ("δ", "the direct effect of the instrument on sales (exclusion violated); in Card, the largest direct effect "
+          "allowed", "Invalid instruments, Card"),
+    ("γ", "the direct effect of growing up near a college on log wage (exclusion violated)", "Card"),
+    ("ξ, ξ̂", "the weight (Riesz representer) of the debiased effect and its estimate", "Card, Orthogonality that works"),
     ("σ", "the spread of the price given the instrument", "Forbidden regression"),
     ("τ", "the proxies' own noise", "Proximal learning"),
     ("κ", "the effect of price on the outcome proxy", "Proximal learning"),

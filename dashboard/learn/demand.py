@@ -98,7 +98,7 @@ def bands_section(strength: float, rho: float, n: int, seed: int):
         "labelled *pointwise 95 %*: f̂ ± 1.96 standard errors from the sandwich variance of the spline "
         "coefficients, **given the fitted nuisances**. It leaves out the nuisances' own estimation error and "
         "the spline's bias, and it is not built to stay valid under a weak instrument (as the Anderson–Rubin "
-        "set of tab *Weak instruments* is). Its 95 % is a label, not a promise; what it delivered is measured "
+        "set of tab *Weak IV* is). Its 95 % is a label, not a promise; what it delivered is measured "
         "below. First: the same fast DML-CMR with that second stage, on the data of the sliders above, and again "
         f"at instrument strengths {', '.join(f'{v:g}' for v in demand.BAND_STRENGTHS)}.")
     start = time.perf_counter()

@@ -9,7 +9,7 @@ form (log wage on the instrument), their ratio, OLS, the tool's 2SLS with its in
 first-stage F, and the Anderson-Rubin 95 % set (:func:`dmlcore.ivinference.anderson_rubin_set`, the
 one the Results page shows).
 :func:`dml_cmr` fits DML-CMR with a spline second stage, whose effect (the average derivative
-of f in schooling) has a delta-method interval. ``python -m bench.card_exercise`` prints both for
+of f in schooling) has a delta-method interval. ``python -m bench.card_exercise`` writes both for
 docs/teaching.md's answer key.
 """
 
