@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from dashboard.diagram import causal_dot
 from dashboard.learn.common import num
 from dmlcore.teaching import figures, proximal
 
@@ -12,16 +11,34 @@ def proximal_exp(noise: float, kappa: float, n: int):
     return proximal.proximal(proxy_noise=noise, kappa=kappa, n=n)
 
 
+# The tab's graph, one short label a node in three rows (the proxies' roles at a glance on a projector);
+# the Roles page draws the same graph for any data with dashboard.diagram.causal_dot.
+PROJECTOR_DOT = """digraph G {
+rankdir=TB; bgcolor="transparent"; nodesep=0.35; ranksep=0.35;
+node [shape=box, style=filled, fontname="Helvetica", fontsize=14, margin="0.08,0.04", color="#555555"];
+edge [color="#444444"];
+U [label="U hidden", shape=ellipse, style=dashed, color="#888888", fontcolor="#666666"];
+Z [label="Z fuel prices", fillcolor="#c7e9c0"]; W [label="W page views", fillcolor="#dadaeb"];
+A [label="A price", fillcolor="#c6dbef"]; Y [label="Y sales", fillcolor="#fdd0a2"];
+U -> Z [style=dashed, color="#888888"]; U -> W [style=dashed, color="#888888"];
+U -> A [style=dashed, color="#888888"]; U -> Y [style=dashed, color="#888888"];
+Z -> A; W -> Y; A -> Y [penwidth=2.2, label=" effect"];
+{rank=same; Z; W;} {rank=same; A; Y;}
+}"""
+
+
 def pcl_tab():
-    left, right = st.columns([3, 2], gap="large")
+    st.markdown(
+        "**Proximal causal learning** needs no instrument. It uses two kinds of *proxies* of the hidden "
+        "confounder U:\n"
+        "- **treatment proxies** Z (fuel prices): related to U; they may affect the treatment but not the "
+        "outcome — Z is independent of Y given A, U and X;\n"
+        "- **outcome proxies** W (web page views): related to U; they may affect the outcome, but neither "
+        "the treatment nor Z may affect them — W is independent of (A, Z) given U and X.")
+    st.graphviz_chart(PROJECTOR_DOT, width=460)
+    left, _ = st.columns([5, 1])
     with left:
         st.markdown(
-            "**Proximal causal learning** needs no instrument. It uses two kinds of *proxies* of the hidden "
-            "confounder U:\n"
-            "- **treatment proxies** Z (fuel prices): related to U; they may affect the treatment but not the "
-            "outcome — Z is independent of Y given A, U and X;\n"
-            "- **outcome proxies** W (web page views): related to U; they may affect the outcome, but neither "
-            "the treatment nor Z may affect them — W is independent of (A, Z) given U and X.\n\n"
             "Two more conditions make the proxies enough, and a third makes the bridge unique (Miao, Geng & "
             "Tchetgen Tchetgen 2018; Cui et al. 2023; *not simulated here*). First, a **bridge function** h(a, w, x) solving")
         st.latex(r"\mathbb{E}[\,Y - h(A, W, X) \mid A, Z, X\,] = 0")
@@ -41,12 +58,6 @@ def pcl_tab():
             "and when several h solve the equation, all of them give the same average (*not simulated here*). The "
             "estimators are those of IV; only the roles change: h takes (A, W, X), and the conditioning set is "
             "(A, Z, X).")
-    with right:
-        dot = causal_dot("pcl", {"outcome": "sales", "treatment": "price",
-                                 "treatment_proxy": ["fuel_price_1", "fuel_price_2"], "outcome_proxy": "views"})
-        # top to bottom and larger type, so that the graph stays legible in this column on a projector
-        st.graphviz_chart(dot.replace("rankdir=LR", "rankdir=TB").replace("fontsize=11", "fontsize=20"),
-                          width="stretch")
     st.markdown("#### Experiment: what the proxies buy")
     st.markdown(
         "A linear market: U hidden; Z = U + τ·noise; price A = U + 0.5 Z + noise; W = U + τ·noise + κ·A; sales "

@@ -25,7 +25,7 @@ def interval(e: dict) -> str:
 
 def rhc_tab():
     s = steps()
-    z, w = " and ".join(s["treatment_proxies"]), " and ".join(s["outcome_proxies"])
+    z, w = (" and ".join(f"*{c}*" for c in cols) for cols in (s["treatment_proxies"], s["outcome_proxies"]))
     st.markdown(
         f"**The question.** Does right heart catheterization (RHC) in the first 24 hours in intensive care change "
         f"survival? The SUPPORT study's {s['n']:,} patients (Connors et al. 1996; {s['treated_share']:.0%} got RHC): "
@@ -33,9 +33,9 @@ def rhc_tab():
         f"{s['covariates']} covariate columns X. The hidden U: how sick a patient really was, beyond what X records; "
         "sicker patients may be both catheterized more often and die sooner. The proxies, in the roles of Tchetgen "
         "Tchetgen et al. (2024) and Cui et al. (2023), are four physiological measurements taken at admission:\n"
-        f"- treatment proxies Z = *{z}* (PaO₂/FiO₂ ratio, PaCO₂): may influence the decision to catheterize; "
+        f"- treatment proxies Z = {z} (PaO₂/FiO₂ ratio, PaCO₂): may influence the decision to catheterize; "
         "assumed to have **no effect on survival** except through U, A and X;\n"
-        f"- outcome proxies W = *{w}* (pH, haematocrit): may be related to survival; measured before the "
+        f"- outcome proxies W = {w} (pH, haematocrit): may be related to survival; measured before the "
         "catheter, so A cannot affect them, and assumed unaffected by Z given U and X.\n\n"
         "Neither assumption can be checked from these columns: they are the analysts' clinical judgment. The data "
         "can be loaded on *Data* (real data: RHC) with these roles.")

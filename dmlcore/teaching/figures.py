@@ -118,8 +118,7 @@ def weak_figure(exp: Experiment) -> go.Figure:
                                      textposition="top center", line=dict(color="#999", dash="dot", width=1),
                                      showlegend=False, hoverinfo="skip"), row=1, col=2)
     fig.update_xaxes(type="log", title_text="median first-stage F (dotted: 10, Stock-Yogo"
-                     + (", Lee et al. 104.7)" if one else f" for {exp.params.get('instruments')} instruments)"),
-                     row=1, col=2)
+                     + (", Lee et al.)" if one else ")"), row=1, col=2)
     fig.update_yaxes(title_text="share of draws", row=1, col=2)
     fig.update_xaxes(title_text="instrument strength (median first-stage F)", row=1, col=1)
     fig.update_layout(**LAYOUT, boxmode="group", height=460)
