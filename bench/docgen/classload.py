@@ -73,3 +73,24 @@ def autogroup(rows, file: str) -> str:
             f"{b['others_cores']:.2f} against {b['ours_cores']:.2f} ({r['date'][:16]}, load average "
             f"{r['load_before'][0]:.0f} before it: our pair shared the machine with other developers' sessions too; "
             f"`bench/results/{file}`).")
+
+
+@family(r"demo-debias:(?P<file>\S+)")
+def demo_debias(rows, file: str) -> str:
+    """The demo's fits with and without the debiased effect (``bench/perf/demo_debias_cost.sh``): wall
+    seconds per repeat and their ratio."""
+    d = rows.jsonl(file)
+    titles = {"dml-cmr": "DML-CMR (gb, K = 5)", "naive": "naive plug-in (gb)", "2sls": "2SLS",
+              "regression": "regression (gb)"}
+    wide = d.pivot_table(index=["method", "repeat"], columns="debias", values="wall")
+    lines = ["| | debiased effect on | off | on / off |", "|---|---|---|---|"]
+    for method, title in titles.items():
+        part = wide.loc[method]
+        lines.append(f"| {title} | {', '.join(f'{v:.0f}' for v in part['on'])} | "
+                     f"{', '.join(f'{v:.0f}' for v in part['off'])} | "
+                     f"{', '.join(f'{a / b:.1f}' for a, b in zip(part['on'], part['off']))} |")
+    total = wide.groupby(level="repeat").sum()
+    lines.append(f"| the four fits | {', '.join(f'{v:.0f}' for v in total['on'])} | "
+                 f"{', '.join(f'{v:.0f}' for v in total['off'])} | "
+                 f"{', '.join(f'{a / b:.1f}' for a, b in zip(total['on'], total['off']))} |")
+    return "\n".join(lines)
