@@ -4,7 +4,7 @@ orthogonal score, with and without cross-fitting; the second-order positive cont
 import pandas as pd
 import streamlit as st
 
-from dashboard.learn.common import cover, num, pct, slow
+from dashboard.learn.common import cover, mc_se, num, slow
 from dashboard.training import one_openmp_thread
 from dmlcore.effect_coverage import demand_contrast
 from dmlcore.teaching import figures, nuisance, pliv
@@ -178,5 +178,9 @@ def demand_section():
         "demand-iv data sets (1,000 rows each, `python -m bench.effect_coverage`):")
     st.dataframe(shown, hide_index=True, key="learn_demand_debiased",
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in shown.columns[2:]})
+    errors = ", ".join(f"{100 * mc_se(c, int(n)):.1f}" for c, n in zip(shown["95 % interval covers the truth"],
+                                                                  shown["data sets"]))
+    st.caption(f"Monte-Carlo standard errors of the coverages, in the table's order: {errors} percentage points "
+               "(each over its data sets).")
     st.markdown(f"- {text}\n- The Results page shows the debiased effect, its kind and this measured coverage "
                 "for every run.")
