@@ -7,7 +7,7 @@
 #
 # Further arguments go to `streamlit run` (e.g. --server.port 8600). Either way each browser gets its own
 # session, the Class page's pooled view stays behind the teacher code, and uploads are capped
-# (.streamlit/config.toml: maxUploadSize).
+# (.streamlit/config.toml: maxUploadSize). DMLCORE_SKIP_SETUP=1 skips scripts/setup.sh (the tests use it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLASS=0
