@@ -80,7 +80,12 @@ def start_server(home: Path, port: int, args) -> subprocess.Popen:
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=args.server_nice is not None)
     if args.server_nice is not None:
-        Path(f"/proc/{proc.pid}/autogroup").write_text(str(args.server_nice))
+        try:
+            Path(f"/proc/{proc.pid}/autogroup").write_text(str(args.server_nice))
+        except OSError as exc:
+            proc.terminate()
+            raise SystemExit(f"Cannot set the server's autogroup nice to {args.server_nice} ({exc}); a negative "
+                             "value needs root. Leave out --server-nice or run as root.") from None
         args.server_autogroup = Path(f"/proc/{proc.pid}/autogroup").read_text().strip()
     import urllib.request
     deadline = time.time() + 120
