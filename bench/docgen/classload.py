@@ -40,7 +40,8 @@ def class_runs(rows, files: str) -> str:
             f"| `{file}` | {s['date'][:16]} | {browsers} | {shown} of {len(s['runs_shown_per_session'])} | "
             f"{s['blank_pages']} | {r['first']:.0f} / {r['median']:.0f} / **{r['last']:.0f} s** | "
             f"{p['median']:.2f} s / **{_quantile(switches, 0.9):.2f} s** / {p['last']:.1f} s, {p['over_2s']} of {p['n']} | "
-            f"{s['click_order_vs_results_order_kendall_tau']:.2f} | {cores} | "
+            + (f"{tau:.2f}" if (tau := s["click_order_vs_results_order_kendall_tau"]) is not None else "–")
+            + f" | {cores} | "
             + (f"{100 * fill:.0f} %" if fill is not None else "not recorded") + " | "
             + (f"{done['median']:.0f} / {done['last']:.0f} s" if done.get("n") else "not recorded") + " |")
     return "\n".join(lines)

@@ -319,7 +319,18 @@ async def drive(args, base: str) -> tuple[list, list, float]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        prober_path = CHROMIUM
+        if args.server_nice is not None:   # the prober stands for a student on a computer of their own too
+            folder = Path(tempfile.mkdtemp())
+            prober_path = folder / "chromium-prober"
+            prober_path.write_text(f'#!/bin/sh\necho {args.server_nice} > /proc/self/autogroup 2>/dev/null\n'
+                                   f'cat /proc/self/autogroup > {folder}/autogroup 2>/dev/null\n'
+                                   f'exec {CHROMIUM} "$@"\n')
+            prober_path.chmod(0o755)
+        browser = await p.chromium.launch(executable_path=str(prober_path), headless=True, args=ARGS)
+        if args.server_nice is not None:
+            group = Path(prober_path).parent / "autogroup"
+            args.prober_autogroup = group.read_text().strip() if group.exists() else None
         students = browser
         if args.students_nice:   # the students' browsers at low priority: as if on their own computers
             folder = Path(tempfile.mkdtemp())
@@ -332,6 +343,8 @@ async def drive(args, base: str) -> tuple[list, list, float]:
             students = await p.chromium.launch(executable_path=str(wrapper), headless=True, args=ARGS)
             group = folder / "autogroup"
             args.students_autogroup = group.read_text().strip() if group.exists() else None
+        elif args.server_nice is not None:   # a browser of their own, at the default priority
+            students = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         sessions, switches, stop = [], [], asyncio.Event()
         probe = asyncio.create_task(prober(browser, base, stop, switches, args.probe_every))
         start = {"loaded": 0, "sessions": args.browsers, "ready": asyncio.Event(), "t0": None,
@@ -436,8 +449,9 @@ def main() -> None:
                          "browsers run on their own computers")
     ap.add_argument("--server-nice", type=int, default=None,
                     help="start the server in a session of its own and set that autogroup's nice (e.g. -10; "
-                         "negative needs root): the server and its workers come first, the browsers get what "
-                         "is left, as when the students' browsers run on their own computers")
+                         "negative needs root), and the prober's browser's too: the server, its workers and the "
+                         "prober come first, the students' browsers (a browser of their own) get what is left, as "
+                         "when the students' browsers run on their own computers")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds after the first click to give up")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
@@ -483,7 +497,8 @@ def main() -> None:
                            for k in ("server_cpu", "workers_cpu", "browsers_cpu", "other_cpu", "machine_cpu")},
         "workers_fill": workers_fill(home, args.workers, t0, done),
         "autogroup": autogroups() | {"students_browser": getattr(args, "students_autogroup", None),
-                                     "server": getattr(args, "server_autogroup", None)},
+                                     "server": getattr(args, "server_autogroup", None),
+                                     "prober_browser": getattr(args, "prober_autogroup", None)},
         "peak_mib": sampler.peak_rss,
         "fragment_gone_lines": log.count("does not exist anymore"),
         "tracebacks_in_log": log.count("Traceback"),

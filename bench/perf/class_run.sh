@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The class measurement in one command (docs/class.md): 20 browsers click the demo within 10 s on a fresh
-# server. The server and its workers run in an autogroup of their own at nice -10 (bench/perf/class_load.py
-# --server-nice), so that they come first and the 21 browsers on the same 2 cores get what is left, as when
-# the students' browsers run on their own computers (needs root for the negative nice). Run it when the machine is quiet: it prints the
-# load first. Writes bench/results/class-load-20-local-<date>-class.json, adds it to docs/class.md's table
+# server. The server with its workers, and the prober's browser, run in autogroups of their own at nice -10
+# (bench/perf/class_load.py --server-nice), so that they come first and the 20 students' browsers on the same
+# 2 cores get what is left, as when the students' browsers run on their own computers (root, for the -10).
+# Run it when the machine is quiet: it prints the load first. Writes bench/results/class-load-20-local-<date>-class.json, adds it to docs/class.md's table
 # of class runs and regenerates the docs' blocks.
 #
 #   bash bench/perf/class_run.sh            # or: BROWSERS=20 SPREAD=10 bash bench/perf/class_run.sh
