@@ -1,30 +1,59 @@
-"""Learn: IV and proximal learning taught with simulations.
+"""Learn: IV and proximal learning taught with simulations and two real data sets.
 
-Each tab is a module of :mod:`dashboard.learn`; the experiments live in dmlcore.teaching (no
-Streamlit). Tabs track which one is open and only the open tab computes anything.
+The tabs are grouped in three lessons, one per class session of docs/teaching.md, so that a
+lesson's tabs fit a projector's width. Each tab is a module of :mod:`dashboard.learn`; the
+experiments live in dmlcore.teaching (no Streamlit). Only the open tab computes anything.
 """
 
 import streamlit as st
 
 from dashboard import state, ui
-from dashboard.learn import card, confounding, crossfit, demand, exclusion, forbidden, iv, pliv, proximal, score, weak
+from dashboard.learn import (card, confounding, crossfit, demand, exclusion, forbidden, iv, pliv, proximal, rhc, score,
+                             weak)
 from dashboard.learn.common import notation
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
+ss = st.session_state
 
-TABS = (("Instrumental variables", iv.iv_tab), ("Confounding", confounding.confounding_tab),
-        ("Weak instruments", weak.weak_tab), ("Invalid instruments", exclusion.exclusion_tab),
-        ("Forbidden regression", forbidden.forbidden_tab), ("Proximal learning", proximal.pcl_tab),
-        ("Orthogonal score", score.score_tab),
-        ("Orthogonality that works", pliv.pliv_tab), ("Cross-fitting", crossfit.crossfit_tab),
-        ("Ticket demand", demand.demand_tab), ("Card (1995): real data", card.card_tab))
+LESSONS = (
+    ("1 · Instruments", (("IV and LATE", iv.iv_tab), ("Confounding", confounding.confounding_tab),
+                         ("Weak IV", weak.weak_tab), ("Invalid IV", exclusion.exclusion_tab),
+                         ("Forbidden regression", forbidden.forbidden_tab), ("Card (1995)", card.card_tab))),
+    ("2 · Proxies", (("Proximal learning", proximal.pcl_tab), ("RHC (real data)", rhc.rhc_tab))),
+    ("3 · Nuisances and orthogonality", (("Orthogonal score", score.score_tab),
+                                         ("Orthogonality that works", pliv.pliv_tab),
+                                         ("Cross-fitting", crossfit.crossfit_tab), ("Ticket demand", demand.demand_tab))),
+)
+LESSON_OF = {label: lesson for lesson, tabs in LESSONS for label, _ in tabs}
+
+
+def first_tab_of_lesson():
+    """A new lesson opens at its first tab."""
+    lesson = dict(LESSONS).get(ss.get("learn_lesson"))
+    if lesson:
+        ss["learn_tab"] = lesson[0][0]
+
+
+def remember_tab(key: str):
+    """``learn_tab`` names the open tab whichever lesson it is in (each lesson's tab strip has its own key)."""
+    ss["learn_tab"] = ss[key]
+
 
 st.title("Learn")
 st.caption("Each tab states what a simulation shows and shows it: the numbers in the text are computed from the "
            "experiments on the page. Only the open tab computes. Statements that no experiment here checks are "
            "marked *not simulated here*.")
 notation()
-for tab, (_, draw) in zip(st.tabs([label for label, _ in TABS], key="learn_tab", on_change="rerun"), TABS):
+if ss.get("learn_tab") in LESSON_OF:        # a tab chosen by name (a link, a test) opens its lesson
+    ss["learn_lesson"] = LESSON_OF[ss["learn_tab"]]
+ss.setdefault("learn_lesson", LESSONS[0][0])
+chosen = st.radio("Lesson", [lesson for lesson, _ in LESSONS], key="learn_lesson", horizontal=True,
+                  on_change=first_tab_of_lesson, help="The three class sessions of the lesson plan (docs/teaching.md).")
+number = [lesson for lesson, _ in LESSONS].index(chosen) + 1
+tabs, key = dict(LESSONS)[chosen], f"learn_tab_{number}"
+if ss.get("learn_tab") in [label for label, _ in tabs]:
+    ss[key] = ss["learn_tab"]
+for tab, (_, draw) in zip(st.tabs([label for label, _ in tabs], key=key, on_change=remember_tab, args=(key,)), tabs):
     if tab.open:
         with tab, ui.guarded(f"draw the lesson {draw.__name__}"):
             draw()

@@ -50,8 +50,10 @@ def pooled_view():
                 "every 5 s.", icon=":material/hourglass_top:")
         return
     s = classroom.summary(table)
-    st.markdown(f"**{len(table)} runs** from **{sessions} sessions** on **{table['data seed'].nunique()} data "
-                f"seeds** since {time.strftime('%H:%M:%S', time.localtime(since))} (refreshes every 5 s).")
+    seeds = table["data seed"].nunique()
+    st.markdown(f"**{classroom.count(len(table), 'run')}** from **{classroom.count(sessions, 'session')}** on "
+                f"**{classroom.count(seeds, 'data seed')}** since {time.strftime('%H:%M:%S', time.localtime(since))} "
+                "(refreshes every 5 s).")
     st.plotly_chart(figures.class_histograms(table, list(s["method"])), key="class_hist")
     st.dataframe(s.drop(columns=["method"]), hide_index=True, key="class_summary",
                  column_config={c: st.column_config.NumberColumn(format="%.3g") for c in ("median MSE", "q25", "q75")})

@@ -3,9 +3,11 @@
     .venv/bin/python scripts/teaching_screenshots.py
 
 Starts a Streamlit server (tests/browser_support.py), walks the lesson plan step by step as a
-teacher would (Home, then every Learn tab in order, the slow experiments run with their
+teacher would (Home, then every Learn tab lesson by lesson, the slow experiments run with their
 buttons, the demo and its Results, Roles), and prints how long each step took, the first open
-of Learn included. Needs /usr/bin/chromium and Playwright (see ENGINEERING.md).
+of Learn included. Each Learn screenshot is taken at 1,400 pixels wide; the top of each lesson
+(its tab strip, a projector's view) and the proximal tab also at 1,024 (``*_1024.png``). Needs
+/usr/bin/chromium and Playwright (see ENGINEERING.md).
 """
 
 from __future__ import annotations
@@ -25,15 +27,29 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 SHOTS = ROOT / "docs" / "img" / "teaching"
 
 
-def shoot(page, name: str) -> None:
-    """The whole main area, the viewport grown to its height."""
+def shoot(page, name: str, width: int = 1400, whole: bool = True) -> None:
+    """The main area at ``width`` pixels: the whole page (the viewport grown to its height) or its top
+    (a projector's 768 pixels)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
-    page.set_viewport_size({"width": 1400, "height": max(900, min(int(height) + 40, 9000))})
+    page.set_viewport_size({"width": width, "height": 900 if whole else 768})
     page.wait_for_timeout(900)
+    if whole:
+        height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+        page.set_viewport_size({"width": width, "height": max(900, min(int(height) + 40, 9000))})
+        page.wait_for_timeout(900)
     page.screenshot(path=str(SHOTS / f"{name}.png"))
     page.set_viewport_size({"width": 1400, "height": 900})
+    page.wait_for_timeout(300)
     print(f"  saved {name}.png", flush=True)
+
+
+def lesson(page, label: str, name: str) -> None:
+    """Open a lesson of Learn and shoot its top (tab strip) at 1,024 and 1,400 pixels."""
+    page.get_by_text(label, exact=True).click()
+    idle(page, 600)
+    no_exception(page)
+    for width in (1024, 1400):
+        shoot(page, f"{name}_{width}", width, whole=False)
 
 
 def tab(page, name: str, wait_text: str) -> float:
@@ -74,13 +90,23 @@ def main() -> None:
         start = time.perf_counter()
         nav(page, "Learn", pause=400)
         print(f"Learn, opened again: idle after {time.perf_counter() - start:.2f} s", flush=True)
+        lesson(page, "1 · Instruments", "00_lesson_1")
         for name, wait, shot in (("Confounding", "OLS moves with ρ", "03_confounding"),
-                                 ("Weak instruments", "Thresholds for the first-stage F", "04_weak"),
-                                 ("Invalid instruments", "tends to −1 + δ / π", "05_exclusion"),
-                                 ("Forbidden regression", "Two-stage, right", "06_forbidden"),
-                                 ("Proximal learning", "Proximal 2SLS", "07_proximal")):
+                                 ("Weak IV", "Thresholds for the first-stage F", "04_weak"),
+                                 ("Invalid IV", "tends to −1 + δ / π", "05_exclusion"),
+                                 ("Forbidden regression", "Two-stage, right", "06_forbidden")):
             print(f"{name}: {tab(page, name, wait):.2f} s", flush=True)
             shoot(page, shot)
+        print(f"Card (1995): {tab(page, 'Card (1995)', 'What if growing up near a college'):.2f} s", flush=True)
+        print(f"  DML-CMR: {run_button(page, 'Fit DML-CMR on Card', 'Fitted in'):.1f} s", flush=True)
+        shoot(page, "11b_card")
+        lesson(page, "2 · Proxies", "00_lesson_2")
+        print(f"Proximal learning: {tab(page, 'Proximal learning', 'Proximal 2SLS'):.2f} s", flush=True)
+        shoot(page, "07_proximal")
+        shoot(page, "07_proximal_1024", 1024, whole=False)
+        print(f"RHC: {tab(page, 'RHC (real data)', 'What the published analyses found'):.2f} s", flush=True)
+        shoot(page, "07b_rhc")
+        lesson(page, "3 · Nuisances and orthogonality", "00_lesson_3")
         print(f"Orthogonal score: {tab(page, 'Orthogonal score', 'perturb the nuisances'):.2f} s", flush=True)
         print(f"  run: {run_button(page, 'Run the perturbation experiment', 'What this teaches'):.1f} s", flush=True)
         shoot(page, "08_orthogonal_score")
@@ -96,8 +122,6 @@ def main() -> None:
         shoot(page, "10_crossfit_overfit")
         print(f"Ticket demand: {tab(page, 'Ticket demand', 'Why the band widens'):.2f} s", flush=True)
         shoot(page, "11_ticket_demand")
-        print(f"Card (1995): {tab(page, 'Card (1995): real data', '4. What LATE means here'):.2f} s", flush=True)
-        shoot(page, "11b_card")
 
         nav(page, "Home")
         start = time.perf_counter()

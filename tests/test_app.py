@@ -412,9 +412,11 @@ def test_demo_runs_and_lands_on_results(monkeypatch):
     assert any("Off: each run's effect is the plug-in" in c for c in texts(at.caption))
 
 
-LEARN_TABS = ["Instrumental variables", "Confounding", "Weak instruments", "Invalid instruments",
+LEARN_TABS = ["IV and LATE", "Confounding", "Weak IV", "Invalid IV",
               "Forbidden regression", "Proximal learning", "Orthogonal score", "Orthogonality that works",
-              "Cross-fitting", "Ticket demand", "Card (1995): real data"]
+              "Cross-fitting", "Ticket demand", "Card (1995)", "RHC (real data)"]
+LESSON_1 = ["IV and LATE", "Confounding", "Weak IV", "Invalid IV", "Forbidden regression",
+            "Card (1995)"]
 
 
 def open_tab(at, label):
@@ -437,7 +439,8 @@ def test_learn_opens_without_computing_hidden_tabs(monkeypatch):
         monkeypatch.setattr(module, name, refuse)
     at = start(LEARN)
     assert not at.error, [e.value for e in at.error]
-    assert [t.label for t in at.tabs] == LEARN_TABS
+    assert [t.label for t in at.tabs] == LESSON_1                 # the first lesson's tabs; the others on demand
+    assert at.radio(key="learn_lesson").value == "1 · Instruments"
     assert len(at.tabs[0].children) and not any(len(t.children) for t in at.tabs[1:])
     assert len(at.get("graphviz_chart")) == 1
     body = all_text(at)
@@ -457,7 +460,7 @@ def test_learn_lessons_state_what_their_experiments_show():
     ols = exp.summary[exp.summary["estimator"] == "OLS"]["median"]
     body = all_text(at).replace("−", "-")
     assert f"its median is {ols.iloc[0]:.2f} at ρ = 0 and {ols.iloc[-1]:.2f} at ρ = 0.9" in body
-    open_tab(at, "Weak instruments")
+    open_tab(at, "Weak IV")
     shown = next(d.value for d in at.dataframe if "median first-stage F" in d.value)
     assert shown["median first-stage F"].min() < 10 and "weak" in set(shown["label"])
     assert np.allclose(shown["2SLS median bias / OLS's"],
@@ -468,7 +471,7 @@ def test_learn_lessons_state_what_their_experiments_show():
     # the caption's strong bar is the one for this tab's four instruments, not Lee et al.'s one-instrument 104.7
     bar, source, *_ = strong_bar(4)
     assert f"to {bar:.2f}, **strong** above ({source})" in all_text(at)
-    open_tab(at, "Invalid instruments")
+    open_tab(at, "Invalid IV")
     assert "−1 + δ / π" in all_text(at)
     open_tab(at, "Forbidden regression")
     assert "E[f(A) | Z] is not f(E[A | Z])" in all_text(at)

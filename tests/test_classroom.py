@@ -38,6 +38,7 @@ def test_pool_reads_every_session_but_names_none(tmp_path):
     assert summary["lowest MSE on"].sum() == summary.attrs["paired seeds"] == 2
     assert summary["median MSE"].is_monotonic_increasing
     assert classroom.pool(store, dataset="demand-iv", n=300, since=time.time() + 1)[0].empty
+    assert classroom.count(1, "session") == "1 session" and classroom.count(3, "session") == "3 sessions"
 
 
 @pytest.mark.usefixtures("fresh_runtime")
@@ -60,3 +61,27 @@ def test_class_page_opens_only_with_the_teacher_code(monkeypatch):
         at.text_input(key="teacher_typed").input("nope")
         at.button[0].click().run()
     assert "Too many wrong codes" in all_text(at)
+
+
+def test_class_histogram_draws_every_run_inside_the_axis():
+    """Every run, the worst included, falls in a bin drawn on the axis (bins are half-open, so an
+    edge at the largest MSE once put the worst run's bin past the axis: 2 runs showed 1 bar)."""
+    import numpy as np
+    import pandas as pd
+
+    from dmlcore.teaching import figures
+
+    table = pd.DataFrame({"method": ["dml-cmr", "dml-cmr", "naive", "naive", "naive"],
+                          "title": ["DML-CMR"] * 2 + ["Naive"] * 3, "mse": [0.05, 0.4, 0.2, 0.2, 3.0]})
+    edges = classroom.log_bins(table["mse"])
+    x = np.log10(table["mse"])
+    assert ((x >= edges[0]) & (x < edges[-1])).all()
+    fig = figures.class_histograms(table, ["dml-cmr", "naive"])
+    lo, hi = fig.layout.xaxis.range
+    for trace in fig.data:
+        bins = trace.xbins
+        values = np.asarray(trace.x, dtype=float)
+        index = np.floor((values - bins.start) / bins.size)
+        assert ((index >= 0) & (bins.start + index * bins.size < bins.end)).all()   # in a bin plotly draws
+        assert ((bins.start + index * bins.size >= lo - 1e-12) & (bins.start + (index + 1) * bins.size <= hi + 1e-9)).all()
+    assert sum(len(t.x) for t in fig.data) == len(table)

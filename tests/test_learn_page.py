@@ -34,9 +34,11 @@ def test_orthogonality_that_works_draws_the_shipped_histograms_and_the_control()
     from dmlcore.teaching import pliv
     at = learn("Orthogonality that works")
     body = all_text(at).replace("−", "-")
-    shipped = pliv.cached().summary.set_index(["score", "cross-fitting"])
-    assert f"interval covers θ in **{100 * shipped.loc[('orthogonal', True), 'coverage']:.0f} %**" in body
-    assert f"in **{100 * shipped.loc[('naive', True), 'coverage']:.0f} %**" in body
+    from dashboard.learn.common import cover
+    exp = pliv.cached()
+    shipped, sims = exp.summary.set_index(["score", "cross-fitting"]), exp.params["sims"]
+    assert f"interval covers θ in **{cover(shipped.loc[('orthogonal', True), 'coverage'], sims)}**" in body
+    assert f"in **{cover(shipped.loc[('naive', True), 'coverage'], sims)}**" in body
     shown, sentence = demand_contrast()
     table = next(d.value for d in at.dataframe if "mean error (estimate − truth)" in d.value)
     assert table.equals(shown) and sentence.replace("−", "-") in body
@@ -51,8 +53,37 @@ def test_orthogonality_that_works_draws_the_shipped_histograms_and_the_control()
 
 
 def test_weak_tab_names_the_strong_bar_of_its_number_of_instruments():
-    at = learn("Weak instruments")
+    at = learn("Weak IV")
     assert "moderate** from 10 to 24.58" in all_text(at)      # 4 instruments: Stock-Yogo, not Lee et al.
     at.session_state["learn_weak_k"] = 1
     at.run()
     assert "moderate** from 10 to 104.7" in all_text(at)
+
+
+def test_lessons_group_the_tabs_and_a_named_tab_opens_its_lesson():
+    at = learn("Proximal learning")
+    assert at.radio(key="learn_lesson").value == "2 · Proxies"
+    assert [t.label for t in at.tabs] == ["Proximal learning", "RHC (real data)"]
+    at.radio(key="learn_lesson").set_value("3 · Nuisances and orthogonality").run()
+    assert not at.exception
+    assert [t.label for t in at.tabs][0] == "Orthogonal score" and at.session_state["learn_tab"] == "Orthogonal score"
+    assert "Proximal learning" not in [t.label for t in at.tabs]
+
+
+def test_weak_tab_gives_monte_carlo_errors_and_draws_lee_only_for_one_instrument():
+    at = learn("Weak IV")
+    body = all_text(at)
+    assert "Monte-Carlo s.e." in body and "(s.e. 0.9 %)" in body          # 96.2 % of 500 draws
+    fig = next(c for c in at.get("plotly_chart") if "104.7" in str(c.proto.spec) or "Stock-Yogo" in str(c.proto.spec))
+    assert "104.7" not in str(fig.proto.spec)                              # four instruments: no Lee et al. line
+    at.session_state["learn_weak_k"] = 1
+    at.run()
+    assert any("104.7" in str(c.proto.spec) for c in at.get("plotly_chart"))
+
+
+def test_card_tab_says_what_one_binary_instrument_identifies():
+    at = learn("Card (1995)")
+    body = all_text(at)
+    assert "**not identified**" in body and "Blandhol" in body and "age − schooling − 6" in body
+    assert "#### 5. What if growing up near a college" in body or "What if growing up near a college" in body
+    assert "Stock & Yogo's 16.38" in body and "but below 104.7" not in body

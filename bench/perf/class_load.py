@@ -17,7 +17,15 @@ none lost; and counts Streamlit's "fragment ... does not exist anymore" lines.
     python -m bench.perf.class_load --browsers 20 --spread 10 --out bench/results/class-load-local.json
     python -m bench.perf.class_load --browsers 20 --executor ray --out bench/results/class-load-ray.json
     python -m bench.perf.class_load --browsers 20 --students-nice 19        # students' browsers at low priority
+    bash bench/perf/class_run.sh                                             # the class measurement, one command
     python -m bench.perf.class_load --browsers 4 --post-script-gc true      # a small check
+
+CPU is sampled for the whole machine too: the students' and the prober's browsers, and everything
+else (other users' jobs), so that a run says where the cores went. Linux schedules by *autogroup*
+(one per session, ``/proc/sys/kernel/sched_autogroup_enabled``): Playwright starts each browser in
+a session of its own, so the browsers' group got the same share of the CPU as the server's group
+(server and workers) whatever the browsers' nice value. ``--students-nice`` therefore sets the
+students' browser's autogroup nice as well (``/proc/self/autogroup``), and the summary records it.
 
 Prints a summary and writes it (with one row per session, each page switch and each CPU sample)
 as JSON to ``--out``.
@@ -68,7 +76,17 @@ def start_server(home: Path, port: int, args) -> subprocess.Popen:
            "--server.port", str(port), "--server.headless", "true", "--logger.level", "info"]
     if args.post_script_gc is not None:
         cmd += ["--runner.postScriptGC", args.post_script_gc]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    # a session of its own (so an autogroup of its own, shared with its workers), given --server-nice
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=args.server_nice is not None)
+    if args.server_nice is not None:
+        try:
+            Path(f"/proc/{proc.pid}/autogroup").write_text(str(args.server_nice))
+        except OSError as exc:
+            proc.terminate()
+            raise SystemExit(f"Cannot set the server's autogroup nice to {args.server_nice} ({exc}); a negative "
+                             "value needs root. Leave out --server-nice or run as root.") from None
+        args.server_autogroup = Path(f"/proc/{proc.pid}/autogroup").read_text().strip()
     import urllib.request
     deadline = time.time() + 120
     while True:
@@ -127,9 +145,30 @@ def ray_processes(since: int) -> list[int]:
     return out
 
 
+def machine_busy() -> float:
+    """CPU seconds the whole machine has spent busy (all cores; /proc/stat)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / HZ   # less idle and iowait (guest is inside user)
+
+
+def browser_processes() -> list[int]:
+    """Every Chromium process on the machine (the students' and the prober's browsers)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                comm = (entry / "comm").read_text().strip()
+            except OSError:
+                continue
+            if comm.startswith(("chrom", "headless_shell")):
+                out.append(int(entry.name))
+    return out
+
+
 class Sampler(threading.Thread):
     """CPU (share of one core) and memory of the server process and of its worker processes
-    (its descendants, and with ``ray`` the Ray processes started after it)."""
+    (its descendants, and with ``ray`` the Ray processes started after it); the CPU of the
+    browsers and of the whole machine (the rest: ``other_cpu``, e.g. other users' jobs)."""
 
     def __init__(self, server_pid: int, every: float = 2.0, ray: bool = False):
         super().__init__(daemon=True)
@@ -139,17 +178,22 @@ class Sampler(threading.Thread):
         self.peak_rss = {"server": 0.0, "workers": 0.0}
 
     def run(self) -> None:
-        t_last = time.time()
+        t_last, busy_last = time.time(), machine_busy()
         while not self.stopped.wait(self.every):
-            now = time.time()
-            row = {"t": now, "server_cpu": 0.0, "workers_cpu": 0.0, "server_mib": 0.0, "workers_mib": 0.0}
+            now, busy = time.time(), machine_busy()
+            row = {"t": now, "server_cpu": 0.0, "workers_cpu": 0.0, "server_mib": 0.0, "workers_mib": 0.0,
+                   "browsers_cpu": 0.0, "machine_cpu": (busy - busy_last) / (now - t_last)}
             pids = {self.server_pid, *descendants(self.server_pid), *(ray_processes(self.since) if self.ray else ())}
-            for pid in pids:
+            for pid in [*pids, *browser_processes()]:
                 cpu, rss = cpu_and_rss(pid)
-                kind = "server" if pid == self.server_pid else "workers"
+                kind = "server" if pid == self.server_pid else "workers" if pid in pids else "browsers"
                 row[f"{kind}_cpu"] += max(0.0, cpu - self.last.get(pid, cpu)) / (now - t_last)
-                row[f"{kind}_mib"] += rss
+                if kind != "browsers":
+                    row[f"{kind}_mib"] += rss
                 self.last[pid] = cpu
+            row["other_cpu"] = max(0.0, row["machine_cpu"] - row["server_cpu"] - row["workers_cpu"]
+                                   - row["browsers_cpu"])
+            busy_last = busy
             for kind in ("server", "workers"):
                 self.peak_rss[kind] = max(self.peak_rss[kind], row[f"{kind}_mib"])
             self.samples.append(row)
@@ -275,13 +319,32 @@ async def drive(args, base: str) -> tuple[list, list, float]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        prober_path = CHROMIUM
+        if args.server_nice is not None:   # the prober stands for a student on a computer of their own too
+            folder = Path(tempfile.mkdtemp())
+            prober_path = folder / "chromium-prober"
+            prober_path.write_text(f'#!/bin/sh\necho {args.server_nice} > /proc/self/autogroup 2>/dev/null\n'
+                                   f'cat /proc/self/autogroup > {folder}/autogroup 2>/dev/null\n'
+                                   f'exec {CHROMIUM} "$@"\n')
+            prober_path.chmod(0o755)
+        browser = await p.chromium.launch(executable_path=str(prober_path), headless=True, args=ARGS)
+        if args.server_nice is not None:
+            group = Path(prober_path).parent / "autogroup"
+            args.prober_autogroup = group.read_text().strip() if group.exists() else None
         students = browser
         if args.students_nice:   # the students' browsers at low priority: as if on their own computers
-            wrapper = Path(tempfile.mkdtemp()) / "chromium-niced"
-            wrapper.write_text(f'#!/bin/sh\nexec nice -n {args.students_nice} {CHROMIUM} "$@"\n')
+            folder = Path(tempfile.mkdtemp())
+            wrapper = folder / "chromium-niced"
+            # Playwright starts the browser in a session (so an autogroup) of its own: nice the group too
+            wrapper.write_text(f'#!/bin/sh\necho {args.students_nice} > /proc/self/autogroup 2>/dev/null\n'
+                               f'cat /proc/self/autogroup > {folder}/autogroup 2>/dev/null\n'
+                               f'exec nice -n {args.students_nice} {CHROMIUM} "$@"\n')
             wrapper.chmod(0o755)
             students = await p.chromium.launch(executable_path=str(wrapper), headless=True, args=ARGS)
+            group = folder / "autogroup"
+            args.students_autogroup = group.read_text().strip() if group.exists() else None
+        elif args.server_nice is not None:   # a browser of their own, at the default priority
+            students = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         sessions, switches, stop = [], [], asyncio.Event()
         probe = asyncio.create_task(prober(browser, base, stop, switches, args.probe_every))
         start = {"loaded": 0, "sessions": args.browsers, "ready": asyncio.Event(), "t0": None,
@@ -335,6 +398,42 @@ def check_store(home: Path, sessions: list) -> dict:
             "runs_of_no_session": sum(len(v) for k, v in by_owner.items() if k not in owners)}
 
 
+def workers_fill(home: Path, workers: int, t0: float, done: list[float]) -> dict:
+    """How much of the workers' time the fits filled between the first click and the last result:
+    the fits' own seconds (run records) over workers x that span. Low: the workers waited (for the
+    queue, for the CPU) rather than fitted."""
+    from dmlcore.store import RunStore
+    records = RunStore(home / "runs.sqlite3").list_records(since=t0 - 1)
+    fit_seconds = sum(float(r["record"].get("seconds") or 0.0) for r in records)
+    span = max(done) if done else None
+    return {"fits": len(records), "fit_seconds": fit_seconds, "span_seconds": span,
+            "share": fit_seconds / (workers * span) if span else None}
+
+
+def server_done(home: Path, sessions: list) -> list[float]:
+    """For each session that clicked: seconds from its click until the server had stored the last of
+    its runs (what the server took, whatever the browsers' own speed); also put on the rows."""
+    import sqlite3
+    from contextlib import closing
+    with closing(sqlite3.connect(home / "runs.sqlite3")) as conn:
+        stored = dict(conn.execute("SELECT owner, MAX(created_ts) FROM runs GROUP BY owner").fetchall())
+    out = []
+    for row in sessions:
+        if row.get("clicked") and row.get("owner") in stored:
+            row["server_done_after"] = stored[row["owner"]] - row["clicked"]
+            out.append(row["server_done_after"])
+    return out
+
+
+def autogroups() -> dict:
+    try:
+        enabled = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
+    except OSError:
+        enabled = None
+    return {"enabled": enabled, "this_process": Path("/proc/self/autogroup").read_text().strip()
+            if Path("/proc/self/autogroup").exists() else None}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--browsers", type=int, default=20)
@@ -348,6 +447,11 @@ def main() -> None:
                     help="run the N students' browsers at this nice level (e.g. 19), in a browser of their own, "
                          "so that the server, its workers and the prober come first: roughly a class whose "
                          "browsers run on their own computers")
+    ap.add_argument("--server-nice", type=int, default=None,
+                    help="start the server in a session of its own and set that autogroup's nice (e.g. -10; "
+                         "negative needs root), and the prober's browser's too: the server, its workers and the "
+                         "prober come first, the students' browsers (a browser of their own) get what is left, as "
+                         "when the students' browsers run on their own computers")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds after the first click to give up")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
@@ -376,6 +480,7 @@ def main() -> None:
         "settings": vars(args) | {"out": str(args.out)},
         "results_seconds": quantiles(done),
         "results_complete_seconds": quantiles([s["complete_after"] for s in sessions if s.get("complete_after")]),
+        "server_done_seconds": quantiles(server_done(home, sessions)),
         "estimate_error": quantiles([s["results_after"] - s["eta_first"] for s in sessions
                                      if s["results_after"] is not None and s["eta_first"] is not None]),
         "sessions_without_results": len(sessions) - len(done),
@@ -388,8 +493,12 @@ def main() -> None:
         "sessions_with_errors": [s for s in sessions if s.get("error") or s.get("exception")],
         "page_switch_seconds": quantiles(times) | {"over_2s": sum(t > 2 for t in times),
                                                    "failed": sum(w["seconds"] is None for w in switches)},
-        "cpu_while_busy": {k: statistics.mean(r[k] for r in busy) if busy else None
-                           for k in ("server_cpu", "workers_cpu")},
+        "cpu_while_busy": {k: statistics.mean(r.get(k, 0.0) for r in busy) if busy else None
+                           for k in ("server_cpu", "workers_cpu", "browsers_cpu", "other_cpu", "machine_cpu")},
+        "workers_fill": workers_fill(home, args.workers, t0, done),
+        "autogroup": autogroups() | {"students_browser": getattr(args, "students_autogroup", None),
+                                     "server": getattr(args, "server_autogroup", None),
+                                     "prober_browser": getattr(args, "prober_autogroup", None)},
         "peak_mib": sampler.peak_rss,
         "fragment_gone_lines": log.count("does not exist anymore"),
         "tracebacks_in_log": log.count("Traceback"),

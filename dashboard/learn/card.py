@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard import ui
 from dashboard.learn.common import slow, strength_metric
-from dmlcore.teaching import card
+from dmlcore.teaching import card, plausible
 
 
 @st.cache_data(show_spinner=False)
@@ -59,7 +59,7 @@ def card_tab():
         f"- OLS: {f3(ols['coef'])}, 95 % interval [{f3(ols['lower'])}, {f3(ols['upper'])}].\n"
         f"- 2SLS: {f3(t['coef'])}, usual 95 % interval [{f3(t['lower'])}, {f3(t['upper'])}] "
         f"(standard error {f3(t['se'])}: {t['se'] / ols['se']:.0f} times OLS's).\n"
-        f"- First-stage F {s['f_stat']:.1f}: {s['strength']['text']}\n"
+        f"- First-stage F {s['f_stat']:.1f}: {card.strength_sentence(s['f_stat'])}\n"
         f"- Anderson–Rubin 95 % set: **{ar_text}**, valid whatever the instrument's strength (normal, "
         "homoskedastic errors)."
         + (" Its upper end lies further from the estimate than the usual interval's: with F this low, the data "
@@ -78,46 +78,105 @@ def card_tab():
            "Anderson–Rubin set is the honest one here; it is similar in its lower end and longer at the top.")
     st.markdown("#### 3. DML-CMR: a flexible f with the same instrument")
     st.markdown(
-        f"DML-CMR with gradient-boosting nuisances, K = {card.DML_SETTINGS['folds']} and a spline second stage "
-        "(so that its plug-in has an interval too), fitted on the same data: the effect is the *average "
-        "derivative* of f in schooling. The headline is the **debiased** effect: f̂'s own slope plus a correction "
-        "made of the residuals Y − f̂(X), with its interval from the corrected score, or the words *weakly "
-        "identified* where the instrument barely moves schooling in the directions f needs (docs/coverage.md). "
-        "Beside it the plug-in, f̂'s own slope with the delta method's interval (nuisances held fixed). The "
-        "slowest step of this tab; its result is shared with everyone on this server.")
+        f"DML-CMR with gradient-boosting nuisances, K = {card.DML_SETTINGS['folds']} and a spline second stage, "
+        "fitted on the same data; its effect is the *average derivative* of f in schooling. What can the data "
+        "say about f? With one binary instrument the moment restriction gives one equation per value of nearc4 "
+        "(given X): enough for one number about schooling, a straight-line slope. A function f that bends in "
+        "schooling is **not identified**: many curves meet the restriction equally well. Two estimates follow:\n"
+        "- the **plug-in**, f̂'s own average slope, is the spline penalty's choice among curves the data cannot "
+        "tell apart; its delta-method interval holds the nuisances and that choice fixed;\n"
+        "- the **debiased** effect adds a correction, the mean of a weight ξ̂(C) times the residual Y − f̂(X), with "
+        "ξ̂ linear in schooling: the one direction this instrument identifies. So it estimates the same linear "
+        "slope as 2SLS, and it is the average derivative of f only if the return to schooling is linear.\n\n"
+        "The tool's *weakly identified* flag judges that linear weight, which nearc4 does identify (F "
+        f"{s['f_stat']:.1f}), so it does not fire here; no flag can say that the curvature of f is not "
+        "identified. The slowest step of this tab; its result is shared with everyone on this server.")
     dml = slow("card-dml-cmr", "Fit DML-CMR on Card's data", lambda cb: card.dml_cmr())
     if dml is not None:
         plug = dml["plug_in"]
         headline = (f"95 % interval [{f3(dml['lower'])}, {f3(dml['upper'])}]" if dml["lower"] is not None
                     else "no interval")
         st.markdown(
-            f"- DML-CMR: **{f3(dml['coef'])}**, {headline} ({dml['interval']}"
+            f"- DML-CMR, debiased: **{f3(dml['coef'])}**, {headline} ({dml['interval']}"
             + (f"; {dml['why_not']}" if dml.get("why_not") else "") + ").\n"
             f"- Its plug-in: {f3(plug['estimate'])}"
             + (f", delta-method interval [{f3(plug['ci_lower'])}, {f3(plug['ci_upper'])}]"
                if plug["ci_lower"] is not None else "") + f".\n- Fitted in {dml['seconds']:.0f} s.")
-        answer("Why do DML-CMR's plug-in and debiased effect differ, and how do they compare with 2SLS?",
-               "Both use the same f̂. DML-CMR lets f be any smooth function of schooling and the covariates; with "
-               "one binary instrument such an f is barely identified in schooling (the instrument moves schooling "
-               "in one way only), so the spline's penalty and the nuisances' shrinkage flatten f̂, and its own "
-               "slope, the plug-in, reads small; its delta-method interval ignores that. The correction adds back "
-               "what the residuals Y − f̂(X) say f̂ missed in the one direction the instrument identifies, a linear "
-               "slope, which is why the debiased effect lands near 2SLS's. "
+        answer("Why do DML-CMR's plug-in and debiased effect differ, and why is the debiased one close to 2SLS?",
+               "Both use the same f̂. The data identify only a linear slope in schooling, so f̂'s own slope (the "
+               "plug-in) is whatever the spline's penalty and the shrunk nuisances made of the curvature the data "
+               "cannot see; its interval ignores that. The correction uses a weight linear in schooling, so the "
+               "debiased effect estimates the linear slope the instrument identifies: 2SLS's estimand, with "
+               "flexible nuisances for the covariates. It is not evidence that the return is linear, and not the "
+               "average derivative of a curved f. "
                + ("The honest summary: the data support a positive return (the AR set, 2SLS's and the debiased "
-                  "interval exclude 0) but do not pin down its size." if dml["lower"] is not None
+                  "interval exclude 0) but do not pin down its size, nor its shape." if dml["lower"] is not None
                   and min(ar["lower"], t["lower"], dml["lower"]) > 0 else
-                  "The honest summary: the data do not pin down the size of the return, and not every interval "
-                  "excludes 0."))
-    st.markdown("#### 4. What LATE means here")
+                  "The honest summary: the data do not pin down the size of the return, nor its shape, and not "
+                  "every interval excludes 0."))
+    st.markdown("#### 4. What 2SLS estimates here, and for whom")
     st.markdown(
-        "Effects of school differ from man to man. With a binary instrument and a treatment that takes many "
-        "values, 2SLS estimates a weighted average of the effects of one more year of school, over the men whose "
-        "schooling growing up near a college changed, weighted by how many of them it moved across each year "
-        "(Angrist & Imbens 1995; *not simulated here*; tab *Instrumental variables* simulates the binary case). "
-        "It says nothing about men who would have gone to college anyway, or never.")
+        "Effects of school differ from man to man. **Without covariates**, a binary instrument and a schooling "
+        "that takes many values, 2SLS estimates a weighted average of the effects of one more year of school over "
+        "the men whose schooling growing up near a college changed, weighted by how many of them it moved across "
+        "each year (Angrist & Imbens 1995; needs monotonicity: nobody gets *less* school because a college is "
+        "near). **With covariates entered linearly**, as here, 2SLS is in general *not* such a LATE: unless the "
+        "specification is rich enough (saturated in the covariates), its estimand can also put weight on men "
+        "the instrument did not move (always- and never-takers), some of it negative (Blandhol, Bonney, Mogstad "
+        "& Torgovitsky 2022); Słoczyński makes the point with this very instrument. And one covariate is tied to the treatment: *experience* is "
+        "age − schooling − 6 (the *Data* page says so), so comparing men with the same experience and one more "
+        "year of school compares men one year older; Card instrumented experience with age for this reason, "
+        "which the exercise above does not (*not simulated here*).")
     answer("For whom is 0.13 the return to schooling?",
-           "For the compliers: men who got more schooling because a college was near, and would have got less "
-           "otherwise (plausibly men for whom cost or distance was the obstacle). It is not the return for the "
-           "average man (the ATE) nor for those who went to college anyway. A policy that builds colleges acts "
-           "on exactly such men, which is why this LATE can still be the relevant number.")
+           "At best for the compliers: men who got more schooling because a college was near and would have got "
+           "less otherwise (plausibly men for whom cost or distance was the obstacle), averaged with weights over "
+           "the years of school the instrument moved. Not the return for the average man (the ATE), nor for those "
+           "who went to college anyway. With the covariates entered linearly even that reading needs more: "
+           "unless the specification is saturated in the covariates, the weights can reach men the instrument did "
+           "not move and can be negative, so 0.13 is a weighted average of effects whose weights the analyst does "
+           "not fully control. A policy that builds "
+           "colleges acts on men like the compliers, which is why this number can still matter.")
+    plausible_section(t)
     st.page_link(ui.DATA, label="Load Card's data on Data and fit the methods yourself", icon=":material/table:")
+
+
+@st.cache_data(show_spinner=False)
+def sensitivity():
+    return plausible.card_sensitivity()
+
+
+def plausible_section(tsls: dict):
+    """5. What if nearc4 also raises wages directly (Conley, Hansen & Rossi 2012)?"""
+    r = sensitivity()
+    st.markdown("#### 5. What if growing up near a college also raises wages directly?")
+    st.markdown(
+        "Exclusion says nearc4 moves wages only through schooling. Suppose instead log wage = β·schooling + "
+        "γ·nearc4 + …, with a small direct effect γ ≥ 0 (families near colleges live in cities with better-paid "
+        "jobs). Then 2SLS converges to β + γ / π, π the first-stage slope "
+        f"({f3(r['first_stage'])}): each 0.01 of direct effect adds {f3(0.01 / r['first_stage'])} to the estimate. "
+        "Conley, Hansen & Rossi (2012) give two intervals for β when γ is only *plausibly* zero:\n"
+        "- **union of intervals**: γ anywhere in [0, δ]; the union of the usual 95 % intervals of the 2SLS of "
+        "lwage − γ·nearc4 over that range (valid whatever γ in the range is true);\n"
+        "- **local to zero**: γ random, here normal with the mean δ/2 and variance δ²/12 of the uniform on [0, δ]; "
+        "the estimate is shifted by −δ/(2π) and its variance grows by Var(γ)/π².")
+    table = r["table"].rename(columns={"delta": "δ (largest direct effect, log wage)"})
+    st.dataframe(table, hide_index=True, key="learn_card_plausible",
+                 column_config={c: st.column_config.NumberColumn(format="%.4f") for c in table.columns})
+    st.markdown(
+        f"- δ = 0 gives back 2SLS and its interval [{f3(tsls['lower'])}, {f3(tsls['upper'])}].\n"
+        f"- The union of intervals reaches 0 at δ = **{r['breakdown_union']:.4f}**, the local-to-zero interval at "
+        f"δ = **{r['breakdown_local']:.4f}**; the reduced form (nearc4's whole association with log wage, given X) "
+        f"is {f3(r['reduced_form'])}.")
+    answer("How large a direct effect of growing up near a college would overturn \"schooling raises wages\"?",
+           f"A direct effect of about {100 * r['breakdown_union']:.1f} % of wage ({r['breakdown_union']:.4f} in log "
+           f"wage, about {r['breakdown_union'] / r['reduced_form']:.0%} of the reduced form) makes the union of "
+           f"intervals include 0; under the local-to-zero prior, about {100 * r['breakdown_local']:.1f} %. The "
+           "instrument is moderately strong, so the direct effect is divided by a small first stage "
+           f"({f3(r['first_stage'])} years): a violation too small to detect moves the estimate a lot. Whether "
+           "such a direct effect is plausible is a question about the world (local labour markets, family "
+           "background), not one the data can answer; the exercise says how much it would take.")
+    answer("Why is the union of intervals wider than the local-to-zero interval at the same δ?",
+           "The union protects against the worst γ in the range, as if γ sat at either end; the local-to-zero "
+           "interval averages over a prior in which values near the ends are unlikely, so it shifts the estimate "
+           "by the prior mean and widens it only by the prior's spread. It is narrower, but only as good as the "
+           "prior.")

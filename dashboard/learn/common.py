@@ -16,7 +16,18 @@ def num(x: float, digits: int = 2) -> str:
 
 
 def pct(x: float) -> str:
-    return f"{100 * x:.0f} %"
+    """A share in whole percent, except near 0 and 100 % where rounding would say "0 %" or "100 %"."""
+    return f"{100 * x:.1f} %" if 0 < x < 0.01 or 0.99 < x < 1 else f"{100 * x:.0f} %"
+
+
+def mc_se(p: float, draws: int) -> float:
+    """Monte-Carlo standard error of a share p measured over ``draws`` independent draws."""
+    return float((p * (1 - p) / draws) ** 0.5)
+
+
+def cover(p: float, draws: int) -> str:
+    """A coverage measured over ``draws`` simulations with its Monte-Carlo standard error."""
+    return f"{pct(p)} (s.e. {100 * mc_se(p, draws):.1f} %)"
 
 
 @st.cache_resource
@@ -60,7 +71,7 @@ NOTATION = (
     ("Z", "IV tabs: the instrument (the airline's fuel cost). Proximal learning: the treatment proxies "
           "(the literature's letter; fuel prices again, now allowed to share the cause U, which an instrument "
           "may not)", "every tab"),
-    ("W", "outcome proxies (web page views)", "Proximal learning"),
+    ("W", "outcome proxies (web page views; in RHC pH and haematocrit)", "Proximal learning, RHC"),
     ("C", "what the moment restriction conditions on: (Z, X) for IV, (A, Z, X) for proximal learning", "IV, PCL"),
     ("f, f̂", "the causal (structural) function and its estimate", "every tab"),
     ("h", "the bridge function of proximal learning", "Proximal learning"),
@@ -71,7 +82,10 @@ NOTATION = (
     ("β", "the effect of price in the linear simulations (−1)", "linear IV tabs, Proximal learning"),
     ("ρ", "confounding: how strongly U drives both price and sales", "IV tabs"),
     ("π", "how much the instrument moves the price", "IV tabs"),
-    ("δ", "the direct effect of the instrument on sales (exclusion violated)", "Invalid instruments"),
+    ("δ", "the direct effect of the instrument on sales (exclusion violated); in Card, the largest direct effect "
+          "allowed", "Invalid instruments, Card"),
+    ("γ", "the direct effect of growing up near a college on log wage (exclusion violated)", "Card"),
+    ("ξ, ξ̂", "the weight (Riesz representer) of the debiased effect and its estimate", "Card, Orthogonality that works"),
     ("σ", "the spread of the price given the instrument", "Forbidden regression"),
     ("τ", "the proxies' own noise", "Proximal learning"),
     ("κ", "the effect of price on the outcome proxy", "Proximal learning"),

@@ -98,7 +98,7 @@ def bands_section(strength: float, rho: float, n: int, seed: int):
         "labelled *pointwise 95 %*: f̂ ± 1.96 standard errors from the sandwich variance of the spline "
         "coefficients, **given the fitted nuisances**. It leaves out the nuisances' own estimation error and "
         "the spline's bias, and it is not built to stay valid under a weak instrument (as the Anderson–Rubin "
-        "set of tab *Weak instruments* is). Its 95 % is a label, not a promise; what it delivered is measured "
+        "set of tab *Weak IV* is). Its 95 % is a label, not a promise; what it delivered is measured "
         "below. First: the same fast DML-CMR with that second stage, on the data of the sliders above, and again "
         f"at instrument strengths {', '.join(f'{v:g}' for v in demand.BAND_STRENGTHS)}.")
     start = time.perf_counter()
@@ -146,8 +146,8 @@ def bands_section(strength: float, rho: float, n: int, seed: int):
         "on *Estimators* it is chosen by validation, so there the band's width also depends on the penalty "
         "chosen (a heavier penalty narrows it by adding bias). Width and coverage are those of the band of f on the "
         "2,800-point test grid (outcome scale); the average curve's band is narrower because averaging over "
-        f"customers cancels noise. Here the bands contain the true f at {min(r['coverage'] for r in sweep):.0%} to "
-        f"{max(r['coverage'] for r in sweep):.0%} of the grid points (one data set per strength; over many, below). "
+        f"customers cancels noise. Here the bands contain the true f at {pct(min(r['coverage'] for r in sweep))} to "
+        f"{pct(max(r['coverage'] for r in sweep))} of the grid points (one data set per strength; over many, below). "
         f"Answered in {seconds:.2f} s; each fit's own time is in the table (settings seen "
         "before come from a cache).")
 
@@ -167,12 +167,15 @@ def measured_coverage():
     st.dataframe(table, hide_index=True, key="exp_band_coverage",
                  column_config={"median first-stage F": st.column_config.NumberColumn(format="%.1f"),
                                 "mean coverage": st.column_config.NumberColumn(format="%.3f"),
+                                "coverage s.e.": st.column_config.NumberColumn(format="%.3f"),
                                 "lowest coverage": st.column_config.NumberColumn(format="%.3f"),
                                 "mean width": st.column_config.NumberColumn(format="%.4g"),
                                 "ridge": st.column_config.NumberColumn(format="%.0e")})
     weakest = fixed.iloc[-1]
+    se = (f" (Monte-Carlo s.e. at most {100 * fixed['coverage s.e.'].max():.1f} %)" if "coverage s.e." in fixed
+          else " (Monte-Carlo s.e. not recorded)")
     lines = [f"The share of the true f inside the band, averaged over the data sets, was {pct(fixed['mean coverage'].min())} "
-             f"to {pct(fixed['mean coverage'].max())}, from F "
+             f"to {pct(fixed['mean coverage'].max())}{se}, from F "
              f"{num(fixed['median first-stage F'].max(), 0)} down to F {num(weakest['median first-stage F'], 1)}: "
              + ("more than the nominal 95 % at every strength: wide enough, but no sign that the instrument "
                 "became weak." if fixed["mean coverage"].min() > 0.95 else "not the nominal 95 % throughout.")]

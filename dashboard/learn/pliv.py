@@ -4,7 +4,7 @@ orthogonal score, with and without cross-fitting; the second-order positive cont
 import pandas as pd
 import streamlit as st
 
-from dashboard.learn.common import num, pct, slow
+from dashboard.learn.common import cover, mc_se, num, slow
 from dashboard.training import one_openmp_thread
 from dmlcore.effect_coverage import demand_contrast
 from dmlcore.teaching import figures, nuisance, pliv
@@ -97,22 +97,32 @@ def describe(exp, what: str, key: str):
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in table.columns[2:]})
     naive, orth = s.loc[("naive", True)], s.loc[("orthogonal", True)]
     naive0, orth0 = s.loc[("naive", False)], s.loc[("orthogonal", False)]
+    sims = int(exp.params["sims"])
     st.markdown(
-        f"- **{what}.** With cross-fitting the orthogonal score's interval covers θ in **{pct(orth['coverage'])}** "
+        f"- **{what}.** With cross-fitting the orthogonal score's interval covers θ in **{cover(orth['coverage'], sims)}** "
         f"of the data sets (its t centred at {num(orth['mean t'])}, spread {num(orth['sd t'])}); the naive "
-        f"score's in **{pct(naive['coverage'])}**: its t is centred at {num(naive['mean t'])}, the learner's "
+        f"score's in **{cover(naive['coverage'], sims)}**: its t is centred at {num(naive['mean t'])}, the learner's "
         f"bias in ℓ̂ shifted θ̂ by {num(naive['median bias'], 3)} (median), about "
         f"{abs(naive['median bias']) / naive['median se']:.1f} standard errors.\n"
-        f"- **Without cross-fitting**: orthogonal {pct(orth0['coverage'])}, naive {pct(naive0['coverage'])}. "
+        f"- **Without cross-fitting**: orthogonal {cover(orth0['coverage'], sims)}, naive "
+        f"{cover(naive0['coverage'], sims)}. "
         + ("Here cross-fitting changes little: the instrument's own noise is independent of the outcome's, and a "
            "k-NN fit that includes the row itself shrinks the residuals of the numerator and the denominator "
            "alike. " if abs(orth0["coverage"] - orth["coverage"]) <= 0.05 else
            "Here the orthogonal score's coverage differs by more than 5 points without cross-fitting. ")
         + "Where a nuisance's fit on its own rows carries the confounded noise into the second stage, "
           "cross-fitting matters (tab *Cross-fitting*).\n"
+        f"- The naive t spreads by {num(naive['sd t'])}, not 1: its standard error is the one of its score with ℓ̂ "
+        "and m̂ treated as known, and for a score that is not orthogonal the nuisances' own estimation error "
+        "reaches θ̂ at first order, so that formula is not θ̂'s standard deviation"
+        + (" (here it overstates it)." if naive["sd t"] < 1 else " (here it understates it).") + " The orthogonal "
+        f"score's t spreads by {num(orth['sd t'])}: for it the formula is right to first order.\n"
         f"- The orthogonal score is not free of bias: its t is centred at {num(orth['mean t'])}, not 0, because "
         "the product of the errors in r̂ and ℓ̂ is not negligible at this sample size; the theory needs the "
-        "nuisances to be learned fast enough (faster than N^(−1/4)) for that product to vanish.")
+        "nuisances to be learned fast enough (faster than N^(−1/4)) for that product to vanish.\n"
+        f"- Each coverage was measured over {sims:,} data sets; its Monte-Carlo standard error is given beside it, "
+        "so a run with other random numbers or another N (the small version below) differs by about that much "
+        "or more.")
 
 
 def second_order_section():
@@ -162,11 +172,15 @@ def demand_section():
     st.markdown(
         "The effect of the ticket-demand f, its average slope in price, is a number computed from f̂. Plugging f̂ "
         "in inherits f̂'s bias (the previous tab: an error in ŝ moves f̂ at first order). The **debiased** effect "
-        "adds a correction, the average of a weight α(C) times the residual Y − f̂(X), with α estimated from the "
-        "data so that the correction cancels f̂'s error to first order: the same idea as the orthogonal score "
+        "adds a correction, the average of a weight ξ(C) times the residual Y − f̂(X), with ξ (the Riesz "
+        "representer) estimated from the data so that the correction cancels f̂'s error to first order: the same idea as the orthogonal score "
         "above, for the effect instead of θ (docs/coverage.md has the details). Measured over simulated "
         "demand-iv data sets (1,000 rows each, `python -m bench.effect_coverage`):")
     st.dataframe(shown, hide_index=True, key="learn_demand_debiased",
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in shown.columns[2:]})
+    errors = ", ".join(f"{100 * mc_se(c, int(n)):.1f}" for c, n in zip(shown["95 % interval covers the truth"],
+                                                                  shown["data sets"]))
+    st.caption(f"Monte-Carlo standard errors of the coverages, in the table's order: {errors} percentage points "
+               "(each over its data sets).")
     st.markdown(f"- {text}\n- The Results page shows the debiased effect, its kind and this measured coverage "
                 "for every run.")

@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from dashboard.diagram import causal_dot
 from dashboard.learn.common import num
 from dmlcore.teaching import figures, proximal
 
@@ -12,36 +11,53 @@ def proximal_exp(noise: float, kappa: float, n: int):
     return proximal.proximal(proxy_noise=noise, kappa=kappa, n=n)
 
 
+# The tab's graph, one short label a node in three rows (the proxies' roles at a glance on a projector);
+# the Roles page draws the same graph for any data with dashboard.diagram.causal_dot.
+PROJECTOR_DOT = """digraph G {
+rankdir=TB; bgcolor="transparent"; nodesep=0.35; ranksep=0.35;
+node [shape=box, style=filled, fontname="Helvetica", fontsize=14, margin="0.08,0.04", color="#555555"];
+edge [color="#444444"];
+U [label="U hidden", shape=ellipse, style=dashed, color="#888888", fontcolor="#666666"];
+Z [label="Z fuel prices", fillcolor="#c7e9c0"]; W [label="W page views", fillcolor="#dadaeb"];
+A [label="A price", fillcolor="#c6dbef"]; Y [label="Y sales", fillcolor="#fdd0a2"];
+U -> Z [style=dashed, color="#888888"]; U -> W [style=dashed, color="#888888"];
+U -> A [style=dashed, color="#888888"]; U -> Y [style=dashed, color="#888888"];
+Z -> A; W -> Y; A -> Y [penwidth=2.2, label=" effect"];
+{rank=same; Z; W;} {rank=same; A; Y;}
+}"""
+
+
 def pcl_tab():
-    left, right = st.columns([3, 2], gap="large")
+    st.markdown(
+        "**Proximal causal learning** needs no instrument. It uses two kinds of *proxies* of the hidden "
+        "confounder U:\n"
+        "- **treatment proxies** Z (fuel prices): related to U; they may affect the treatment but not the "
+        "outcome — Z is independent of Y given A, U and X;\n"
+        "- **outcome proxies** W (web page views): related to U; they may affect the outcome, but neither "
+        "the treatment nor Z may affect them — W is independent of (A, Z) given U and X.")
+    st.graphviz_chart(PROJECTOR_DOT, width=460)
+    left, _ = st.columns([5, 1])
     with left:
         st.markdown(
-            "**Proximal causal learning** needs no instrument. It uses two kinds of *proxies* of the hidden "
-            "confounder U:\n"
-            "- **treatment proxies** Z (fuel prices): related to U; they may affect the treatment but not the "
-            "outcome — Z is independent of Y given A, U and X;\n"
-            "- **outcome proxies** W (web page views): related to U; they may affect the outcome, but neither "
-            "the treatment nor Z may affect them — W is independent of (A, Z) given U and X.\n\n"
-            "Two more conditions make the proxies enough (Miao, Geng & Tchetgen Tchetgen 2018; Cui et al. 2023; "
-            "*not simulated here*). First, a **bridge function** h(a, w, x) solving")
+            "Two more conditions make the proxies enough, and a third makes the bridge unique (Miao, Geng & "
+            "Tchetgen Tchetgen 2018; Cui et al. 2023; *not simulated here*). First, a **bridge function** h(a, w, x) solving")
         st.latex(r"\mathbb{E}[\,Y - h(A, W, X) \mid A, Z, X\,] = 0")
         st.markdown(
-            "must **exist**. That asks more than completeness: the usual sufficient conditions are completeness "
-            "of W given (A, Z, X) *and* a condition on the equation itself (Picard's: the components of "
-            "E[Y | A, Z, X] along the singular functions of the conditional expectation must shrink fast enough "
-            "relative to its singular values). Second, Z must vary enough "
-            "with U (*completeness* of U given (A, Z, X)), so that every solution also removes U's bias. Then "
-            "averaging the bridge over the outcome proxy gives the causal curve")
+            "must **exist**. The equation asks E[h(A, W, X) | A, Z, X] to equal E[Y | A, Z, X]: for each (a, x) an "
+            "integral equation in w. The usual sufficient conditions for a solution are a condition on **Z given W**, "
+            "*completeness of Z given (W, A, X)* (the only function of Z whose mean given W is always zero is zero), "
+            "together with *Picard's condition*: along the singular functions of the conditional-expectation operator "
+            "from functions of W to functions of Z, the components of E[Y | A, Z, X] must shrink fast enough relative "
+            "to its singular values (and that operator must be compact). Second, the proxies must be rich enough about "
+            "U: *completeness of U given (A, Z, X)*, so that every solution of the observed equation also solves the "
+            "same equation given U and therefore removes U's bias. Third, only for h to be **unique**: "
+            "*completeness of W given (A, Z, X)*. Uniqueness is not needed for the effect: averaging any bridge over "
+            "the outcome proxy gives the causal curve")
         st.latex(r"\mathbb{E}[Y \mid do(a)] = \mathbb{E}_{W, X}[h(a, W, X)]")
         st.markdown(
-            "The proxies "
-            "identify that average even when they do not pin down h itself: several h may solve the equation, "
-            "and all of them give the same average (*not simulated here*). The estimators are those "
-            "of IV; only the roles change: h takes (A, W, X), and the conditioning set is (A, Z, X).")
-    with right:
-        st.graphviz_chart(causal_dot("pcl", {"outcome": "sales", "treatment": "price",
-                                             "treatment_proxy": ["fuel_price_1", "fuel_price_2"],
-                                             "outcome_proxy": "views"}))
+            "and when several h solve the equation, all of them give the same average (*not simulated here*). The "
+            "estimators are those of IV; only the roles change: h takes (A, W, X), and the conditioning set is "
+            "(A, Z, X).")
     st.markdown("#### Experiment: what the proxies buy")
     st.markdown(
         "A linear market: U hidden; Z = U + τ·noise; price A = U + 0.5 Z + noise; W = U + τ·noise + κ·A; sales "

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard.learn.common import num, pct
+from dashboard.learn.common import cover, mc_se, num, pct
 from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, strong_bar
 from dmlcore.teaching import figures, iv
 
@@ -26,30 +26,35 @@ def weak_tab():
     exp = weak_exp(int(k), float(rho))
     st.plotly_chart(figures.weak_figure(exp), key="learn_weak_plot")
     s = exp.summary
+    draws = int(exp.params["draws"])
     table = pd.DataFrame({
         "median first-stage F": s["median F"], "label": s["strength"],
         "median 2SLS": s["median 2SLS"], "median OLS": s["median OLS"],
         "2SLS median bias / OLS's": s["relative median bias"],
         "usual 2SLS 95 % interval covers": s["2SLS interval coverage"],
-        "Anderson-Rubin 95 % set covers": s["AR coverage"], "AR set unbounded": s["AR unbounded"],
+        "its Monte-Carlo s.e.": [mc_se(v, draws) for v in s["2SLS interval coverage"]],
+        "Anderson-Rubin 95 % set covers": s["AR coverage"],
+        "its Monte-Carlo s.e. ": [mc_se(v, draws) for v in s["AR coverage"]], "AR set unbounded": s["AR unbounded"],
         "AR set empty": s["AR empty"]})
     st.dataframe(table, hide_index=True, key="learn_weak_table",
-                 column_config={c: st.column_config.NumberColumn(format="%.2f") for c in table.columns if c != "label"})
+                 column_config={c: st.column_config.NumberColumn(format="%.3f" if "s.e." in c else "%.2f")
+                                for c in table.columns if c != "label"})
     weakest, at10 = s.iloc[0], s.iloc[(s["median F"] - WEAK_F).abs().argmin()]
     lines = [
         f"At median F {num(at10['median F'], 1)}, 2SLS's median bias is {pct(at10['relative median bias'])} of "
         f"OLS's; at F {num(weakest['median F'], 1)} it is {pct(weakest['relative median bias'])}: as F falls, "
         "2SLS drifts toward OLS.",
-        f"The usual 2SLS interval contains the truth in {pct(weakest['2SLS interval coverage'])} of the draws at "
-        f"F {num(weakest['median F'], 1)} and {pct(s['2SLS interval coverage'].iloc[-1])} at F "
+        f"The usual 2SLS interval contains the truth in {cover(weakest['2SLS interval coverage'], draws)} of the "
+        f"draws at F {num(weakest['median F'], 1)} and {cover(s['2SLS interval coverage'].iloc[-1], draws)} at F "
         f"{num(s['median F'].iloc[-1], 1)}; the **Anderson-Rubin** set in "
-        + (f"{pct(s['AR coverage'].min())}" if pct(s['AR coverage'].min()) == pct(s['AR coverage'].max()) else
-           f"{pct(s['AR coverage'].min())} to {pct(s['AR coverage'].max())}")
+        + (f"{cover(s['AR coverage'].min(), draws)}" if pct(s['AR coverage'].min()) == pct(s['AR coverage'].max())
+           else f"{pct(s['AR coverage'].min())} to {pct(s['AR coverage'].max())}")
         + " at every strength. That it is the same at every strength is **by construction, not a finding**: at "
         "the true effect, sales minus β × price does not involve the instrument's coefficient, and the experiment "
         "reuses the same random numbers at every strength, so the same draws are covered whatever the strength. "
         f"What the experiment does show is the level: {100 * s['AR coverage'].iloc[0]:.1f} % of "
-        f"{exp.params['draws']} draws, the AR test's exact 95 % (normal errors) up to simulation noise.",
+        f"{draws} draws (Monte-Carlo s.e. {100 * mc_se(s['AR coverage'].iloc[0], draws):.1f} %), the AR test's "
+        "exact 95 % (normal errors) up to simulation noise.",
         f"The AR set stays honest by growing: at F {num(weakest['median F'], 1)} it is unbounded in "
         f"{pct(weakest['AR unbounded'])} of the draws: the data cannot rule out arbitrarily large effects."
         + (f" With {k} instruments it can also be **empty** ({100 * s['AR empty'].max():.1f} % of the draws at "

@@ -9,7 +9,7 @@ form (log wage on the instrument), their ratio, OLS, the tool's 2SLS with its in
 first-stage F, and the Anderson-Rubin 95 % set (:func:`dmlcore.ivinference.anderson_rubin_set`, the
 one the Results page shows).
 :func:`dml_cmr` fits DML-CMR with a spline second stage, whose effect (the average derivative
-of f in schooling) has a delta-method interval. ``python -m bench.card_exercise`` prints both for
+of f in schooling) has a delta-method interval. ``python -m bench.card_exercise`` writes both for
 docs/teaching.md's answer key.
 """
 
@@ -67,6 +67,17 @@ def linear_steps(level: float = LEVEL) -> dict:
                      "se": float(run.record["std_errors"][a]), "interval": effect["interval"]},
             "f_stat": strength["treatments"][a]["f_stat"], "strength": strength["strength"],
             "ar": {**_ar_shape(ar["pieces"]), "text": ar["text"], "level": level}}
+
+
+def strength_sentence(f_stat: float) -> str:
+    """What a first-stage F with one instrument buys, against the three bars, in one sentence."""
+    from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, strength_label
+    sy = STOCK_YOGO_SIZE_10[1]
+    side = lambda bar: "above" if f_stat >= bar else "below"  # noqa: E731
+    return (f"{side(WEAK_F)} the rule of thumb {WEAK_F:g} (Staiger & Stock), {side(sy)} Stock & Yogo's {sy:g} "
+            f"(at most 10 % size for a nominal 5 % test) and {side(LEE_T_TEST_F)} {LEE_T_TEST_F:g}, above which the "
+            f"usual 5 % t-test keeps its size (Lee et al. 2022): **{strength_label(f_stat).level}**. Prefer the "
+            "Anderson–Rubin set.")
 
 
 def _ar_shape(pieces: list[list]) -> dict:

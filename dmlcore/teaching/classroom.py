@@ -32,6 +32,11 @@ def pool(store, *, dataset: str, n: int | None = None, since: float | None = Non
     return pd.DataFrame(rows, columns=list(COLUMNS)), len(owners)
 
 
+def count(n: int, noun: str) -> str:
+    """``n`` and the noun, plural when n is not 1 ("1 session", "3 sessions")."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per method: runs, distinct data seeds, median MSE with quartiles, and on how many of the
     seeds that every method saw the method had the lowest MSE."""
@@ -51,7 +56,10 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def log_bins(values, count: int = 20) -> np.ndarray:
-    """Edges of ``count`` bins evenly spaced in log10 over the positive ``values``."""
+    """Edges of ``count`` bins evenly spaced in log10 over the positive ``values``, padded by half a
+    bin at each end so that every value, the smallest and the largest included, lies strictly inside
+    the range (histogram bins are half-open: an edge at the maximum would put it in a bin past the
+    last edge, off the axis)."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
     if not len(v):
@@ -59,4 +67,5 @@ def log_bins(values, count: int = 20) -> np.ndarray:
     lo, hi = np.log10(v.min()), np.log10(v.max())
     if hi - lo < 1e-9:
         lo, hi = lo - 0.5, hi + 0.5
-    return np.linspace(lo, hi, count + 1)
+    pad = (hi - lo) / (2 * (count - 1)) if count > 1 else 0.5 * (hi - lo)
+    return np.linspace(lo - pad, hi + pad, count + 1)

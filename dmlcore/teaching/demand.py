@@ -89,7 +89,8 @@ def band_fit(strength: float, rho: float, n: int, seed: int, ridge: float = BAND
 def band_coverage(strengths=BAND_STRENGTHS, *, seeds: int = 10, rho: float = 0.9, n: int = 1000,
                   small_ridge: float = 1e-9) -> pd.DataFrame:
     """What the band of :func:`band_fit` delivers over ``seeds`` data sets at each strength: the
-    mean (and lowest) share of the test grid inside the band, its mean width and the median
+    mean (and lowest) share of the test grid inside the band with the Monte-Carlo standard error of
+    that mean (the share's sd over the data sets / sqrt(data sets)), its mean width and the median
     first-stage F; and, at the weakest strength, the same with the penalty ``small_ridge``
     instead of BAND_RIDGE (how much the fixed penalty holds the band's width down)."""
     rows = []
@@ -101,6 +102,7 @@ def band_coverage(strengths=BAND_STRENGTHS, *, seeds: int = 10, rho: float = 0.9
     table = pd.DataFrame(rows)
     return table.groupby(["instrument strength", "ridge"], sort=False).agg(
         **{"median first-stage F": ("first-stage F", "median"), "mean coverage": ("coverage", "mean"),
+           "coverage s.e.": ("coverage", lambda v: float(v.std(ddof=1) / np.sqrt(len(v)))),
            "lowest coverage": ("coverage", "min"), "mean width": ("width", "mean"),
            "data sets": ("seed", "size")}).reset_index()
 

@@ -110,12 +110,15 @@ def weak_figure(exp: Experiment) -> go.Figure:
                   annotation_text=f"nominal {level:.0%}", annotation_position="bottom right")
     sy = STOCK_YOGO_SIZE_10.get(int(exp.params.get("instruments", 1)))
     low = float(min(summary[["2SLS interval coverage", "AR coverage"]].min().min(), level)) - 0.05
-    for value in (WEAK_F, sy, LEE_T_TEST_F):
+    one = int(exp.params.get("instruments", 1)) == 1
+    bars = (WEAK_F, sy, LEE_T_TEST_F) if one else (WEAK_F, sy)   # Lee et al.'s 104.7 is for one instrument
+    for value in bars:
         if value is not None:  # as traces: shapes on a log axis are placed inconsistently
             fig.add_trace(go.Scatter(x=[value, value], y=[low, 1.0], mode="lines+text", text=["", f"{value:g}"],
                                      textposition="top center", line=dict(color="#999", dash="dot", width=1),
                                      showlegend=False, hoverinfo="skip"), row=1, col=2)
-    fig.update_xaxes(type="log", title_text="median first-stage F (dotted: 10, Stock-Yogo, 104.7)", row=1, col=2)
+    fig.update_xaxes(type="log", title_text="median first-stage F (dotted: 10, Stock-Yogo"
+                     + (", Lee et al.)" if one else ")"), row=1, col=2)
     fig.update_yaxes(title_text="share of draws", row=1, col=2)
     fig.update_xaxes(title_text="instrument strength (median first-stage F)", row=1, col=1)
     fig.update_layout(**LAYOUT, boxmode="group", height=460)
@@ -304,7 +307,7 @@ def class_histograms(table, order: list[str]) -> go.Figure:
                         subplot_titles=[table.loc[table["method"] == m, "title"].iloc[0] for m in order])
     for i, method in enumerate(order, start=1):
         mse = table.loc[(table["method"] == method) & (table["mse"] > 0), "mse"].to_numpy(dtype=float)
-        fig.add_trace(go.Histogram(x=np.log10(mse), xbins=dict(start=edges[0], end=edges[-1] + 1e-9,
+        fig.add_trace(go.Histogram(x=np.log10(mse), xbins=dict(start=edges[0], end=edges[-1],
                                                                  size=edges[1] - edges[0]),
                                    marker_color=color_for(method), showlegend=False,
                                    hovertemplate="%{y} runs<extra></extra>"), row=i, col=1)

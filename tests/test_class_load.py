@@ -1,0 +1,43 @@
+"""bench/perf/class_load.py's accounting: when the server had stored each session's runs, and how much of
+the workers' time the fits filled (the figures that located the idle workers of docs/class.md)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pytest
+
+from bench.perf import class_load
+from dmlcore.data.registry import load_dataset
+from dmlcore.runs import fit_run
+from dmlcore.store import RunStore
+
+
+@pytest.fixture()
+def home(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    loaded = load_dataset("demand-iv", n=300, seed=1)
+    for owner in ("a", "b"):
+        for _ in range(2):
+            store.save(fit_run(loaded.data, "2sls", dataset="demand-iv"), owner, "#1 2SLS")
+    return tmp_path
+
+
+def test_server_done_is_the_last_stored_run_after_each_click(home):
+    with sqlite3.connect(home / "runs.sqlite3") as conn:
+        stored = dict(conn.execute("SELECT owner, MAX(created_ts) FROM runs GROUP BY owner").fetchall())
+    sessions = [{"owner": "a", "clicked": stored["a"] - 5.0}, {"owner": "b", "clicked": stored["b"] - 2.5},
+                {"owner": "c", "clicked": time.time()}, {"owner": "a", "clicked": None}]
+    done = class_load.server_done(home, sessions)
+    assert done == pytest.approx([5.0, 2.5]) and sessions[0]["server_done_after"] == pytest.approx(5.0)
+    assert "server_done_after" not in sessions[2] and "server_done_after" not in sessions[3]
+
+
+def test_workers_fill_is_fit_seconds_over_workers_times_span(home):
+    records = RunStore(home / "runs.sqlite3").list_records()
+    seconds = sum(r["record"]["seconds"] for r in records)
+    fill = class_load.workers_fill(home, workers=2, t0=0.0, done=[10.0, 40.0])
+    assert fill["fits"] == 4 and fill["span_seconds"] == 40.0
+    assert fill["share"] == pytest.approx(seconds / 80.0)
+    assert class_load.workers_fill(home, workers=2, t0=0.0, done=[])["share"] is None
