@@ -35,9 +35,10 @@ from scipy.optimize import brentq
 from scipy.stats import chi2, f as f_dist
 
 from dmlcore.data.roles import CausalData
-from dmlcore.covariance import FEW_CLUSTERS, check_covariance, cluster_codes
+from dmlcore.covariance import FEW_CLUSTERS, check_covariance, cluster_codes, is_clustered, n_clusters
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.tsls import check_full_rank, dummy_columns, with_dummies
+from dmlcore.estimators.tsls import check_full_rank, check_not_absorbed, dummy_columns, with_dummies
+from dmlcore.fixed_effects import transform_of
 
 AR_NAME = "Anderson-Rubin"
 
@@ -51,6 +52,7 @@ class LinearIV:
     endog: pd.DataFrame
     instruments: pd.DataFrame
     clusters: np.ndarray | None = None
+    extra_df: int = 0          # absorbed fixed-effect levels (dmlcore.fixed_effects)
 
     @property
     def n(self) -> int:
@@ -58,7 +60,9 @@ class LinearIV:
 
 
 def linear_iv(data: CausalData, cluster: str | None = None) -> LinearIV:
-    """The linear IV (or linear proximal) model of ``data``; raise for collinear columns."""
+    """The linear IV (or linear proximal) model of ``data``; raise for collinear columns. With the data's
+    ``absorb`` and ``weights`` (:mod:`dmlcore.fixed_effects`) every column is demeaned within the
+    absorbed groups (the constant dropped) and multiplied by the square root of the weights."""
     if data.problem == "iv":
         endog, instruments, exog = data.treatment, data.instrument, data.covariates
     elif data.problem == "pcl":
@@ -70,43 +74,62 @@ def linear_iv(data: CausalData, cluster: str | None = None) -> LinearIV:
     levels = {c: np.unique(data.table[c].to_numpy(dtype=float)) for c in data.categorical if c in used}
     table = with_dummies(data.table, levels, drop_first=True)
     endog, instruments, exog = (dummy_columns(cols, levels, drop_first=True) for cols in (endog, instruments, exog))
+    transform = transform_of(data)
     frame = table[exog].astype(float)
-    frame.insert(0, "const", 1.0)
-    check_full_rank(np.column_stack([frame.to_numpy(), table[instruments].to_numpy(dtype=float)]),
+    if not transform.codes:
+        frame.insert(0, "const", 1.0)
+    parts = [table[[data.outcome]].astype(float), frame, table[endog].astype(float), table[instruments].astype(float)]
+    if transform.active:
+        raw = [part.to_numpy() for part in parts]
+        parts = [pd.DataFrame(transform.apply(a), columns=part.columns) for a, part in zip(raw, parts)]
+        if transform.codes:
+            for a, part in zip(raw[1:], parts[1:]):
+                check_not_absorbed(a, part.to_numpy(), list(part.columns), transform.absorb)
+    y, frame, endog_frame, instr_frame = parts
+    check_full_rank(np.column_stack([frame.to_numpy(), instr_frame.to_numpy()]),
                     list(frame.columns) + instruments, "exogenous columns and instruments")
-    return LinearIV(table[data.outcome].astype(float), frame, table[endog].astype(float),
-                    table[instruments].astype(float),
-                    cluster_codes(data.table, cluster) if cluster else None)
+    return LinearIV(y[data.outcome], frame, endog_frame, instr_frame,
+                    cluster_codes(data.table, cluster) if cluster else None, transform.df)
+
+
+def _lm_options(model: LinearIV, cov_type: str, debiased: bool) -> dict:
+    """linearmodels' ``fit`` keywords of the covariance choice: CR1 is its clustered ``debiased=True``;
+    absorbed levels count in the small-sample factors (``extra_df``)."""
+    clustered = is_clustered(cov_type)
+    out = {"cov_type": "clustered" if clustered else cov_type, "debiased": debiased or cov_type == "clustered-cr1"}
+    if clustered:
+        out["clusters"] = model.clusters
+    if model.extra_df:
+        out["extra_df"] = model.extra_df
+    return out
 
 
 def fit_iv(model: LinearIV, cov_type: str = "unadjusted", debiased: bool = False):
     """linearmodels' IV2SLS of the model with the covariance choice."""
     from linearmodels.iv import IV2SLS
-    kwargs = {"clusters": model.clusters} if cov_type == "clustered" else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")        # few clusters: said in our own words
-        return IV2SLS(model.y, model.exog, model.endog, model.instruments).fit(
-            cov_type=cov_type, debiased=debiased, **kwargs)
+        return IV2SLS(model.y, model.exog if model.exog.shape[1] else None, model.endog, model.instruments).fit(
+            **_lm_options(model, cov_type, debiased))
 
 
 def _ols(dependent, regressors: pd.DataFrame, model: LinearIV, cov_type: str, debiased: bool):
     from linearmodels.iv import IV2SLS
-    kwargs = {"clusters": model.clusters} if cov_type == "clustered" else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return IV2SLS(dependent, regressors, None, None).fit(cov_type=cov_type, debiased=debiased, **kwargs)
+        return IV2SLS(dependent, regressors, None, None).fit(**_lm_options(model, cov_type, debiased))
 
 
-def effective_f(model: LinearIV, first_stage) -> float:
+def effective_f(model: LinearIV, first_stage, scale: float = 1.0) -> float:
     """Montiel Olea & Pflueger's effective F of the one endogenous column: ``pi'Q pi / trace(V Q)``
     (module notes); ``first_stage`` is linearmodels' first-stage regression of that column (its
-    ``params`` and ``cov`` under the covariance choice)."""
+    ``params`` and ``cov`` under the covariance choice), ``V`` its covariance times ``scale``."""
     if model.endog.shape[1] != 1:
         raise DMLCoreError("The effective F is defined for one endogenous column; this model has "
                            f"{model.endog.shape[1]}.")
     names = list(model.instruments.columns)
     pi = first_stage.params[names].to_numpy()
-    v = first_stage.cov.loc[names, names].to_numpy()
+    v = first_stage.cov.loc[names, names].to_numpy() * scale
     z_tilde = _partialled(model, model.instruments.to_numpy())
     q = z_tilde.T @ z_tilde / model.n
     return float(pi @ q @ pi / np.trace(v @ q))
@@ -115,7 +138,7 @@ def effective_f(model: LinearIV, first_stage) -> float:
 def _partialled(model: LinearIV, values: np.ndarray) -> np.ndarray:
     """``values`` less their least-squares projection on the exogenous columns."""
     x = model.exog.to_numpy()
-    return values - x @ np.linalg.lstsq(x, values, rcond=None)[0]
+    return values - x @ np.linalg.lstsq(x, values, rcond=None)[0] if x.shape[1] else values
 
 
 def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluster: str | None = None) -> dict:
@@ -137,29 +160,76 @@ def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluste
     names = list(model.instruments.columns)
     q = len(names)
     z_tilde = _partialled(model, model.instruments.to_numpy())
+    # linearmodels' first-stage regressions drop extra_df: their small-sample factor n-k becomes n-k-df here
+    k = model.exog.shape[1] + q
+    scale = (model.n - k) / (model.n - k - model.extra_df)
     endogenous = {}
     for name, individual in stage.individual.items():
         pi = individual.params[names].to_numpy()
-        wald = float(pi @ np.linalg.solve(individual.cov.loc[names, names].to_numpy(), pi))
+        wald = float(pi @ np.linalg.solve(individual.cov.loc[names, names].to_numpy() * scale, pi))
         target = _partialled(model, model.endog[name].to_numpy())
         explained = z_tilde @ np.linalg.lstsq(z_tilde, target, rcond=None)[0]
-        pvalue = (f_dist.sf(wald / q, q, individual.df_resid) if cov_type == "unadjusted" else chi2.sf(wald, q))
+        pvalue = (f_dist.sf(wald / q, q, individual.df_resid - model.extra_df) if cov_type == "unadjusted" else chi2.sf(wald, q))
         endogenous[name] = {"partial_r2": float(explained @ explained / (target @ target)), "f_stat_cov": wald / q,
                             "f_cov_pvalue": float(pvalue),
                             "f_cov_dist": "F" if cov_type == "unadjusted" else "chi2 / q"}
     out = {"cov_type": cov_type, "cluster": cluster,
-           "n_clusters": None if model.clusters is None else int(model.clusters.max() + 1),
+           "n_clusters": n_clusters(model.clusters),
            "n_instruments": q, "endogenous": endogenous,
-           "effective_f": (effective_f(model, next(iter(stage.individual.values())))
+           "effective_f": (effective_f(model, next(iter(stage.individual.values())), scale)
                            if model.endog.shape[1] == 1 else None),
-           "kleibergen_paap_f": _finite(stage.kleibergen_paap_f),
+           "kleibergen_paap_f": _finite(stage.kleibergen_paap_f / scale),
            "kleibergen_paap": _test(stage.kleibergen_paap), "overid": None, "notes": []}
     if q > model.endog.shape[1]:
-        out["overid"] = {"sargan": _test(fit.sargan), "basmann": _test(fit.basmann),
-                         "wooldridge": _test(fit.wooldridge_overid)}
+        out["overid"] = overid_tests(model, fit, cov_type)
+        if is_clustered(cov_type):
+            out["notes"].append(NOT_CLUSTER_ROBUST)
+        if "hansen_j_error" in out["overid"]:
+            out["notes"].append(out["overid"].pop("hansen_j_error"))
     if out["n_clusters"] is not None and out["n_clusters"] < FEW_CLUSTERS:
         out["notes"].append(f"Only {out['n_clusters']} clusters: cluster-robust standard errors and tests are "
                             f"unreliable with fewer than about {FEW_CLUSTERS} (Cameron & Miller 2015).")
+    return out
+
+
+NOT_CLUSTER_ROBUST = ("Overidentification: Sargan's and Basmann's tests assume homoskedastic errors and "
+                      "Wooldridge's score test is heteroskedasticity-robust; none is cluster-robust. Read Hansen's J, "
+                      "whose weight matrix is clustered.")
+ROBUST_TO = {"sargan": "homoskedastic errors only", "basmann": "homoskedastic errors only",
+             "wooldridge": "heteroskedasticity-robust, not cluster-robust"}
+
+
+def overid_tests(model: LinearIV, fit, cov_type: str) -> dict:
+    """Sargan, Basmann and Wooldridge's score test (linearmodels, from the 2SLS ``fit``), and Hansen's J
+    of efficient GMM whose weight matrix follows ``cov_type`` (robust; clustered, CR0 -- so
+    cluster-robust; None when homoskedastic, where it would be Sargan's); each with ``robust_to``
+    saying which errors it allows.
+    Two-way clustering has no Hansen J here (None): linearmodels' GMM clusters one way; nor has a
+    clustered weight matrix that is singular (fewer clusters than moments): ``hansen_j_error`` says so."""
+    out = {name: _test(getattr(fit, attr)) for name, attr in
+           (("sargan", "sargan"), ("basmann", "basmann"), ("wooldridge", "wooldridge_overid"))}
+    if out["basmann"] is not None and model.extra_df:      # its n - L counts the absorbed levels among L
+        instruments = model.exog.shape[1] + model.instruments.shape[1]
+        out["basmann"]["stat"] *= (model.n - instruments - model.extra_df) / (model.n - instruments)
+        out["basmann"]["pvalue"] = float(chi2.sf(out["basmann"]["stat"], out["basmann"]["df"]))
+    for name, test in out.items():
+        if test is not None:
+            test["robust_to"] = ROBUST_TO[name]
+    out["hansen_j"] = None
+    if cov_type != "unadjusted" and (model.clusters is None or model.clusters.ndim == 1):
+        from linearmodels.iv import IVGMM
+        kind = "clustered" if is_clustered(cov_type) else cov_type
+        kwargs = {"clusters": model.clusters} if is_clustered(cov_type) else {}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                gmm = IVGMM(model.y, model.exog if model.exog.shape[1] else None, model.endog, model.instruments,
+                            weight_type=kind, **kwargs).fit(cov_type=kind, **kwargs)
+            out["hansen_j"] = _test(gmm.j_stat)
+        except (ValueError, np.linalg.LinAlgError) as exc:     # e.g. fewer clusters than moments
+            out["hansen_j_error"] = f"Hansen's J not computed: {str(exc).splitlines()[0]}"
+        if out["hansen_j"] is not None:
+            out["hansen_j"]["robust_to"] = "heteroskedasticity-robust" if kind == "robust" else "cluster-robust"
     return out
 
 
@@ -205,7 +275,7 @@ def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: 
     if model.endog.shape[1] != 1:
         raise DMLCoreError(f"The Anderson-Rubin set needs one endogenous column; the categorical treatment "
                            f"'{data.treatment[0]}' enters as {model.endog.shape[1]} dummies. Recode it as 0/1.")
-    debiased = cov_type == "unadjusted"
+    debiased = cov_type == "unadjusted"      # CR1's factor comes with its cov_type (_lm_options)
     centre = fit_iv(model, cov_type)
     name = model.endog.columns[0]
     b0 = float(centre.params[name])
@@ -217,7 +287,7 @@ def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: 
 
     def reduced(b):
         fit = _ols(model.y - b * d, regressors, model, cov_type, debiased)
-        return fit.params[names].to_numpy(), fit.cov.loc[names, names].to_numpy(), fit.df_resid
+        return fit.params[names].to_numpy(), fit.cov.loc[names, names].to_numpy(), fit.df_resid - model.extra_df
 
     (p_minus, v_minus, _), (p_zero, v_zero, df_resid), (p_plus, v_plus, _) = (
         reduced(b0 + step * t) for t in (-1.0, 0.0, 1.0))
