@@ -403,3 +403,129 @@ def _piece_text(piece, infinity: str = "∞") -> str:
     left = f"(-{infinity}" if lo is None else f"[{lo:.4g}"
     right = f"+{infinity})" if hi is None else f"{hi:.4g}]"
     return f"{left}, {right}"
+
+
+# ------------------------------------------------------------------ conditional likelihood ratio
+CLR_ROBUST_TO = "homoskedastic errors only (Moreira 2003)"
+
+
+def _clr_parts(model: LinearIV):
+    """The outcome, endogenous column and instruments with the exogenous columns partialled out, and
+    the residual degrees of freedom n - q - (exogenous columns) - (absorbed levels)."""
+    z = _partialled(model, model.instruments.to_numpy())
+    y = _partialled(model, model.y.to_numpy())
+    d = _partialled(model, model.endog.to_numpy()[:, 0])
+    dof = model.n - z.shape[1] - model.exog.shape[1] - model.extra_df
+    return y, d, z, dof
+
+
+_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(96)
+
+
+def clr_pvalue(statistic, lam, k: int):
+    """P(CLR > ``statistic``) given the conditioning statistic ``lam``, ``k`` instruments, one endogenous
+    column (arrays broadcast): with Q1 ~ chi2(1) and s ~ chi2(k-1) independent, CLR > m exactly when
+    Q1 > m (lam + m - s) / (lam + m) (Moreira 2003), so the p-value is one integral over s. With
+    s = (lam + m) sin^2(phi) the integrand is smooth on [0, pi/2] (no endpoint singularity), and 96-point
+    Gauss-Legendre quadrature is exact to rounding."""
+    m, lam = np.broadcast_arrays(np.asarray(statistic, dtype=float), np.asarray(lam, dtype=float))
+    m = np.maximum(m, 0.0)
+    if k == 1:
+        return chi2.sf(m, 1)
+    cut = (lam + m)[..., None]
+    phi = (_NODES + 1.0) * np.pi / 4           # nodes on [0, pi/2]
+    sin, cos = np.sin(phi), np.cos(phi)
+    s = cut * sin ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        integrand = (chi2.sf(m[..., None] * cos ** 2, 1) * chi2.pdf(s, k - 1) * 2 * cut * sin * cos)
+    integrand = np.where(np.isfinite(integrand), integrand, 0.0)
+    inside = integrand @ _WEIGHTS * np.pi / 4
+    out = np.minimum(1.0, inside + chi2.sf(cut[..., 0], k - 1))
+    return np.where(m > 0, out, 1.0)
+
+
+def clr_test(data: CausalData, beta: float) -> dict:
+    """Moreira's (2003) conditional likelihood-ratio test that the coefficient of the one endogenous
+    column is ``beta`` (homoskedastic; ivmodels' statistic ``k AR(beta) - k min AR`` and its
+    conditioning eigenvalue, with the data's fixed effects and weights): ``{"statistic", "pvalue",
+    "lambda"}``."""
+    model = _one_endogenous(data, "conditional likelihood-ratio test")
+    stat, lam, k = _clr_at(*_clr_parts(model), beta)
+    return {"statistic": stat, "pvalue": float(clr_pvalue(stat, lam, k)), "lambda": lam}
+
+
+def _one_endogenous(data: CausalData, what: str) -> LinearIV:
+    if data.problem != "iv" or len(data.treatment) != 1:
+        raise DMLCoreError(f"The {what} is computed for one treatment column of an IV problem.")
+    model = linear_iv(data)
+    if model.endog.shape[1] != 1:
+        raise DMLCoreError(f"The {what} needs one endogenous column; the categorical treatment "
+                           f"'{data.treatment[0]}' enters as {model.endog.shape[1]} dummies. Recode it as 0/1.")
+    return model
+
+
+def _projector(z: np.ndarray):
+    q, _ = np.linalg.qr(z)
+    return lambda v: q @ (q.T @ v)
+
+
+def _clr_at(y, d, z, dof, beta, project=None, ar_min=None):
+    project = project or _projector(z)
+    if ar_min is None:
+        xy = np.column_stack([d, y])
+        p_xy = project(xy)
+        ar_min = float(np.min(np.real(eig(p_xy.T @ p_xy, (xy - p_xy).T @ (xy - p_xy), right=False))))
+    e = y - d * beta
+    pe = project(e)
+    oe = e - pe
+    stat = dof * (pe @ pe / (oe @ oe) - ar_min)
+    xt = d - e * (oe @ d) / (oe @ oe)
+    pxt = project(xt)
+    lam = dof * (pxt @ pxt) / ((xt - pxt) @ (xt - pxt))
+    return max(float(stat), 0.0), float(lam), z.shape[1]
+
+
+def clr_set(data: CausalData, level: float = 0.95, scale: float = 1.0) -> dict:
+    """The ``level`` confidence set of the coefficient from inverting :func:`clr_test`: every beta whose
+    p-value exceeds 1 - level. The p-value is evaluated on 801 points of beta = b + s tan(t) (b the LIML
+    estimate, s 2SLS's standard error, t spanning (-pi/2, pi/2), so the whole line), each crossing refined
+    by Brent's method to 1e-13 in t; the ends at +-infinity are the limits there. Homoskedastic errors
+    only, whatever the covariance choice (``robust_to`` says so). Returns ``{"pieces", "kind", "text",
+    "level", "robust_to"}`` as :func:`anderson_rubin_set`."""
+    model = _one_endogenous(data, "conditional likelihood-ratio set")
+    y, d, z, dof = _clr_parts(model)
+    project = _projector(z)
+    xy = np.column_stack([d, y])
+    p_xy = project(xy)
+    ar_min = float(np.min(np.real(eig(p_xy.T @ p_xy, (xy - p_xy).T @ (xy - p_xy), right=False))))
+    centre = fit_iv(model)
+    name = model.endog.columns[0]
+    step = max(float(centre.std_errors[name]), 1e-8 * (1.0 + abs(float(centre.params[name]))))
+    from linearmodels.iv import IVLIML
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b0 = float(IVLIML(model.y, model.exog if model.exog.shape[1] else None, model.endog,
+                          model.instruments).fit(cov_type="unadjusted").params[name])
+    alpha = 1.0 - level
+
+    def excess(t):        # > 0 inside the set
+        stat, lam, k = _clr_at(y, d, z, dof, b0 + step * np.tan(t), project, ar_min)
+        return float(clr_pvalue(stat, lam, k)) - alpha
+
+    edge = np.pi / 2 - 1e-9
+    grid = np.linspace(-edge, edge, 801)
+    values = np.array([excess(t) for t in grid])
+    roots = [brentq(excess, a, b, xtol=1e-13) for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:])
+             if fa * fb < 0]
+    bounds = [None, *roots, None]
+    pieces = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        mid = ((lo if lo is not None else -edge) + (hi if hi is not None else edge)) / 2
+        if excess(mid) > 0:
+            pieces.append([lo, hi])
+    to_b = lambda t: None if t is None else (b0 + step * np.tan(t)) * scale   # noqa: E731
+    pieces = [[to_b(lo), to_b(hi)] for lo, hi in pieces]
+    if scale < 0:
+        pieces = [[hi, lo] for lo, hi in reversed(pieces)]
+    text = describe_set(pieces, level).replace("Anderson-Rubin", "conditional likelihood-ratio (CLR)")
+    return {"pieces": pieces, "kind": set_kind(pieces), "text": text, "level": level, "robust_to": CLR_ROBUST_TO}

@@ -60,8 +60,8 @@ def regression_table(data: CausalData, methods=DEFAULT_METHODS, *, cov_type: str
     ``first_stage``: add a column per endogenous column (its regression on the instruments and
     covariates) and the first-stage rows (F under the covariance, effective F, partial R^2).
     Statistic rows: observations, fixed effects, weights, kappa (LIML, Fuller), the
-    overidentification tests (each labelled with the errors it allows) and the Anderson-Rubin set
-    (one treatment). Stars: two-sided normal p-values below 0.10, 0.05, 0.01.
+    overidentification tests (each labelled with the errors it allows), the Anderson-Rubin set
+    under the covariance choice and the conditional likelihood-ratio set (homoskedastic; one treatment). Stars: two-sided normal p-values below 0.10, 0.05, 0.01.
     """
     from dmlcore.diagnostics import first_stage as diagnostics
     from dmlcore.ivinference import anderson_rubin_set, set_text
@@ -138,9 +138,13 @@ def _statistics(data, models, columns, iv_titles, stages, cov_type, cluster, lev
             text = f"{test['stat']:.2f} (p {test['pvalue']:.3f})"
             rows.append({"": f"{label} overid. ({test['robust_to']})", **blank, **{t: text for t in iv_titles}})
     if data.problem == "iv" and len(data.treatment) == 1 and iv_titles:
+        from dmlcore.ivinference import clr_set
         try:
             ar = anderson_rubin_set(data, cov_type, cluster, level)
             rows.append({"": f"Anderson-Rubin {level:.0%} set", **blank, **{t: set_text(ar["pieces"]) for t in iv_titles}})
+            clr = clr_set(data, level)
+            rows.append({"": f"CLR {level:.0%} set ({clr['robust_to'].split(' (')[0]})", **blank,
+                         **{t: set_text(clr["pieces"]) for t in iv_titles}})
         except DMLCoreError:
             pass
     return rows

@@ -224,3 +224,59 @@ def test_a_run_records_the_options_and_says_why_no_debiased_effect(table):
     assert rec["coefficients"]["d"] == pytest.approx(run.estimator.coef_["d"])
     # a subset (bootstrap, refits) keeps the options
     assert dataclasses.asdict(run.data.subset(np.arange(300)))["absorb"] == ["g"]
+
+
+# ------------------------------------------------------------------ CLR against ivmodels (a test dependency)
+def _weak(a, seed=3, n=400):
+    rng = np.random.default_rng(seed)
+    z, u = rng.normal(size=(n, 2)), rng.normal(size=n)
+    d = a * z[:, 0] + u + rng.normal(size=n)
+    return pd.DataFrame(dict(y=d + u + rng.normal(size=n), d=d, z1=z[:, 0], z2=z[:, 1]))
+
+
+@pytest.mark.parametrize("instruments,covariates", [(["z1"], ["x1"]), (["z1", "z2"], ["x1"]), (["z1", "z2", "x1"], [])])
+def test_clr_test_and_set_equal_ivmodels(table, instruments, covariates):
+    ivtests = pytest.importorskip("ivmodels.tests")
+    from dmlcore.ivinference import clr_set, clr_test
+    data = CausalData(table, "iv", "y", treatment="d", instrument=instruments, covariates=covariates)
+    c = table[covariates].to_numpy() if covariates else None
+    for beta in (1.0, 1.5, 2.5):
+        ours = clr_test(data, beta)
+        stat, pvalue = ivtests.conditional_likelihood_ratio_test(
+            table[instruments].to_numpy(), table[["d"]].to_numpy(), table["y"].to_numpy(), np.array([beta]), C=c,
+            tol=1e-12)
+        assert ours["statistic"] == pytest.approx(stat, rel=1e-9)
+        if pvalue > 1e-6:
+            assert ours["pvalue"] == pytest.approx(pvalue, rel=1e-6)
+    ref = ivtests.inverse_conditional_likelihood_ratio_test(
+        table[instruments].to_numpy(), table[["d"]].to_numpy(), table["y"].to_numpy(), alpha=0.05, C=c, tol=1e-12)
+    ours = clr_set(data)
+    assert ours["kind"] == "bounded" and ours["robust_to"].startswith("homoskedastic")
+    ends = ref.boundaries[0] if hasattr(ref, "boundaries") else sorted(np.ravel(ref._boundary()))   # one instrument: a quadric
+    assert np.allclose(ours["pieces"][0], ends, rtol=1e-6)
+
+
+@pytest.mark.parametrize("strength", [0.05, 0.15, 0.2])
+def test_clr_set_is_unbounded_exactly_when_ivmodels_says_so(strength):
+    ivtests = pytest.importorskip("ivmodels.tests")
+    from dmlcore.ivinference import clr_set
+    frame = _weak(strength)
+    ours = clr_set(CausalData(frame, "iv", "y", treatment="d", instrument=["z1", "z2"]))
+    ref = ivtests.inverse_conditional_likelihood_ratio_test(frame[["z1", "z2"]].to_numpy(), frame[["d"]].to_numpy(),
+                                                            frame["y"].to_numpy(), alpha=0.05, tol=1e-12)
+    expected = [[None if not np.isfinite(v) else v for v in piece] for piece in ref.boundaries]
+    assert len(ours["pieces"]) == len(expected)
+    for mine, theirs in zip(ours["pieces"], expected):
+        for a, b in zip(mine, theirs):
+            assert (a is None and b is None) or a == pytest.approx(b, rel=1e-6)
+
+
+def test_clr_p_value_is_moreiras_conditional_distribution():
+    """By simulation of its definition, as a check on the quadrature independent of ivmodels."""
+    from dmlcore.ivinference import clr_pvalue
+    rng = np.random.default_rng(0)
+    q1, s = rng.chisquare(1, 400_000), rng.chisquare(2, 400_000)
+    lam, m = 4.0, 3.0
+    lr = 0.5 * (q1 + s - lam + np.sqrt((q1 + s + lam) ** 2 - 4 * s * lam))
+    assert float(clr_pvalue(m, lam, 3)) == pytest.approx(np.mean(lr > m), abs=4e-3)
+    assert float(clr_pvalue(m, lam, 1)) == pytest.approx(float(__import__("scipy").stats.chi2.sf(m, 1)))

@@ -226,7 +226,8 @@ def load_real_dataset(name: str) -> CausalData:
     Returns
     -------
     CausalData
-        ``problem`` as the data set's; the table holds every column of the source (so that a column
+        ``problem`` as the data set's; the table holds the role columns, then every other column of the
+        source (so that a column
         without a role can cluster, be absorbed or weight: ``--cluster region``), the rows with a
         missing value in a role column dropped, index 0..n-1. Columns without a role may have
         missing values of their own.
@@ -236,5 +237,6 @@ def load_real_dataset(name: str) -> CausalData:
         raise DMLCoreError(f"Unknown data set {name!r}. Available: {', '.join(REAL_DATASETS)}.")
     info = REAL_DATASETS[key]
     raw = info.loader()
-    table = raw.dropna(subset=info.columns).reset_index(drop=True)
+    others = [c for c in raw.columns if c not in info.columns]
+    table = raw[info.columns + others].dropna(subset=info.columns).reset_index(drop=True)
     return CausalData(table, info.problem, name=key, **info.roles)

@@ -40,12 +40,16 @@ class TwoStageLeastSquares(CMREstimator):
         Most regressors or instruments accepted. Beyond it a fit takes minutes (on image data
         each pixel is a regressor: 4,098 of them on dsprites-pcl took about 10 minutes for
         5,000 rows) and ``fit`` raises a DMLCoreError that says what to use instead.
-    cov_type : {"unadjusted", "robust", "clustered"}, default "unadjusted"
+    cov_type : {"unadjusted", "robust", "clustered", "clustered-cr1"}, default "unadjusted"
         The standard errors: homoskedastic, heteroskedasticity-robust (HC0) or clustered by the
-        column ``cluster``; robust and clustered ones are ``linearmodels``' IV2SLS's with the same
-        ``cov_type`` (``debiased=False``).
+        column ``cluster``, CR0 or CR1 (:mod:`dmlcore.covariance`); robust and clustered ones are
+        ``linearmodels``' IV2SLS's with the same ``cov_type`` (``debiased=False``; CR1: ``True``).
     cluster : str, optional
-        The column whose values group the rows, with ``cov_type="clustered"`` only.
+        The column whose values group the rows (two, "a,b": two-way), with a clustered ``cov_type`` only.
+
+    The data's ``absorb`` and ``weights`` (:mod:`dmlcore.fixed_effects`) act on every number: the
+    rows are demeaned within the absorbed groups (no ``"const"`` then; ``offset_`` holds the fixed
+    effects' weighted mean, which ``predict`` adds) and weighted by the square root of the weights.
 
     Attributes
     ----------
@@ -69,6 +73,10 @@ class TwoStageLeastSquares(CMREstimator):
         What the user should know about the fit (dropped columns); empty otherwise.
     n_ : int
         Number of rows used.
+    kappa_ : float
+        The k-class kappa (1 for 2SLS; LIML's and Fuller's estimated one).
+    absorb_, weights_ : list of str, str or None
+        The absorbed columns and the weights column of the fit.
     fold_losses_ : list
         Always empty (no cross-fitting).
     """
