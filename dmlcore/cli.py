@@ -20,7 +20,8 @@ from dmlcore.device import resolve_device
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.ivinference import set_text
-from dmlcore.linear_cli import add_linear_options, check_table, formula_data, table_from_args, with_linear_options
+from dmlcore.linear_cli import (add_linear_options, check_table, check_wild_bootstrap, formula_data, table_from_args,
+                                wild_bootstrap_record, with_linear_options)
 from dmlcore.process import set_threads
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS, NUISANCE_CHOICES
@@ -118,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _fit(args) -> int:
     check_table(args)
+    check_wild_bootstrap(args)
     if args.formula:
         data, truth = formula_data(args, real_dataset_names()), None
         dataset = Path(args.csv).name if args.csv else args.dataset
@@ -139,6 +141,7 @@ def _fit(args) -> int:
                   cov_type=args.cov, cluster=args.cluster, outcome_learner=args.outcome_learner,
                   sampler=args.sampler)
     rec = run.record
+    rec.update(wild_bootstrap_record(args, data))       # --wild-bootstrap B (dmlcore.linear_cli)
     diagnostics = rec.get("diagnostics") or {}
     if diagnostics.get("error"):      # e.g. blank pixel covariates: the fit itself went fine
         print(f"warning: no first-stage diagnostics: {diagnostics['error']}", file=sys.stderr)
@@ -168,6 +171,12 @@ def _fit(args) -> int:
                   f" heldout={held['relative']:.4g} (projected residual / Var(Y))")
     print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}, folds={rec['folds']}, "
           f"seed={rec['seed']}): mse={mse} seconds={rec['seconds']:.1f}{extra}")
+    if rec.get("wild_bootstrap"):
+        wild = rec["wild_bootstrap"]
+        shown = "n/a (unbounded: see the Anderson-Rubin set)" if wild["interval"] is None else \
+            f"[{wild['interval'][0]:.4g}, {wild['interval'][1]:.4g}]"
+        print(f"wild cluster bootstrap ({wild['draws']} draws, {wild['weights']}, {wild['n_clusters']} clusters): "
+              f"p-value of a zero effect {wild['pvalue']:.4g}, 95% interval {shown}")
     if args.table:
         print(table_from_args(args, data))
     return 0

@@ -27,6 +27,9 @@ def add_linear_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--table", metavar="PATH.md|PATH.tex",
                        help="write a regression table (OLS, first stage, linear IV; diagnostics rows) as Markdown "
                             "(.md) or LaTeX (.tex), under --cov / --cluster")
+    group.add_argument("--wild-bootstrap", type=int, metavar="B",
+                       help="with --method 2sls and --cov clustered(-cr1): a wild cluster bootstrap (WRE, "
+                            "Davidson-MacKinnon; B draws, e.g. 999) p-value of a zero effect and its interval")
     group.add_argument("--table-methods", default=",".join(DEFAULT_METHODS),
                        help=f"columns of --table, from {', '.join(TABLE_METHODS)} (default {','.join(DEFAULT_METHODS)})")
 
@@ -71,6 +74,23 @@ def check_table(args) -> None:
                                f"{', '.join(map(repr, unknown)) or 'none'}.")
     elif args.table_methods != ",".join(DEFAULT_METHODS):
         raise DMLCoreError("--table-methods sets the columns of --table; give --table PATH too, or leave it out.")
+
+
+def check_wild_bootstrap(args) -> None:
+    """Refuse ``--wild-bootstrap`` where it does not apply, before any fit."""
+    if args.wild_bootstrap is None:
+        return
+    if args.method != "2sls" or not str(args.cov).startswith("clustered"):
+        raise DMLCoreError(f"--wild-bootstrap bootstraps the 2SLS coefficient under clustering: use it with --method "
+                           f"2sls and --cov clustered or clustered-cr1 (got --method {args.method}, --cov {args.cov}).")
+
+
+def wild_bootstrap_record(args, data: CausalData) -> dict:
+    """``{"wild_bootstrap": ...}`` of ``--wild-bootstrap B`` (empty without it)."""
+    if args.wild_bootstrap is None:
+        return {}
+    from dmlcore.wild_bootstrap import wild_cluster_bootstrap
+    return {"wild_bootstrap": wild_cluster_bootstrap(data, args.cluster, draws=args.wild_bootstrap, seed=args.seed)}
 
 
 def table_from_args(args, data: CausalData) -> str:
