@@ -1,5 +1,5 @@
 """The formula interface of the linear IV model: ``y ~ 1 + x + [d ~ z1 + z2]`` (linearmodels' convention,
-parsed by linearmodels' formulaic parser): the outcome left of ``~``, exogenous covariates, and in brackets
+parsed by linearmodels' ``from_formula``, which uses formulaic): the outcome left of ``~``, exogenous covariates, and in brackets
 the endogenous treatment and its instruments. Terms may transform columns (``np.log(wage)``,
 ``C(region)`` for dummies, ``I(exper**2)``); each term becomes a column of the CausalData's table, named as
 the parser names it, beside every column of the original table (so that others can cluster, be absorbed
@@ -8,7 +8,6 @@ or weight).
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from dmlcore.errors import DMLCoreError
@@ -18,13 +17,13 @@ def parse_iv_formula(formula: str, table: pd.DataFrame) -> tuple[pd.DataFrame, d
     """``(table, roles, intercept)``: the table with the formula's columns (and every other original
     column), the CausalData roles (outcome, treatment, instrument, covariates) and whether the formula
     has the intercept ``1``."""
-    from linearmodels.iv._utility import IVFormulaParser
+    from linearmodels.iv import IV2SLS
     if not isinstance(formula, str) or "~" not in formula:
         raise DMLCoreError(f"A formula reads 'y ~ 1 + x + [d ~ z]' (outcome ~ intercept + covariates + "
                            f"[treatment ~ instruments]); got {formula!r}.")
     try:
-        parsed = IVFormulaParser(formula, table, context={"np": np})
-        parts = parsed.dependent, parsed.exog, parsed.endog, parsed.instruments
+        model = IV2SLS.from_formula(formula, table)
+        parts = tuple(part.pandas for part in (model.dependent, model.exog, model.endog, model.instruments))
     except Exception as exc:        # formulaic's many error types: one line naming the formula
         raise DMLCoreError(f"Cannot read the formula {formula!r}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}. "
                            f"Write it as 'y ~ 1 + x + [d ~ z]' with column names of the table.") from None
