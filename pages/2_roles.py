@@ -210,8 +210,7 @@ def assign_roles(ds: state.Dataset):
     problem = st.radio("Problem", PROBLEMS, key=PROBLEM_KEY, horizontal=True, persist_state="session",
                        format_func=lambda p: ui.PROBLEM_TITLES[p])
     kwargs = state.roles_from_widgets()
-    kwargs.update(linear_choice(kwargs))
-    data, message, offending = validate(ds, kwargs)
+    data, message, offending = validate(ds, {**kwargs, **linear_choice(kwargs)})
     ss["causal"] = data
 
     left, right = st.columns([2, 3], gap="large")
