@@ -66,6 +66,12 @@ def linear_choice(kwargs: dict) -> dict:
     return {"absorb": absorb, "weights": weights if weights and weights not in used else None}
 
 
+def linear_words(data: CausalData) -> str:
+    """The data's absorbed fixed effects and weights in words ("" when there are none)."""
+    what = [f"fixed effects of {' and '.join(data.absorb)} absorbed"] if data.absorb else []
+    return "; ".join(what + ([f"weighted by {data.weights}"] if data.weights else []))
+
+
 def linear_widgets(ds: state.Dataset, kwargs: dict, message: str | None, offending: str | None):
     """Fixed effects to absorb and a weights column, for the linear IV methods (2SLS, LIML, Fuller, GMM)."""
     used = {c for role, v in kwargs.items() if role not in ("problem", "categorical")
@@ -130,11 +136,10 @@ def diagnostics(ds: state.Dataset, data: CausalData):
         return
     columns = result["outcome_proxies" if proximal else "treatments"]
     if data.linear_options():
-        what = [f"fixed effects of {', '.join(data.absorb)} absorbed"] if data.absorb else []
-        what += [f"weighted by {data.weights}"] if data.weights else []
-        st.caption(f"{'; '.join(what).capitalize()}: every number below is of the demeaned, weighted rows "
-                   f"(absorbed levels count in the F's degrees of freedom); the boosted R² gain takes neither, so it "
-                   f"is not computed.")
+        st.caption(f"{linear_words(data).capitalize()}: every number below is of the "
+                   + ("demeaned " if data.absorb else "") + ("weighted " if data.weights else "")
+                   + "rows" + (" (the absorbed levels count in the F's degrees of freedom)" if data.absorb else "")
+                   + "; the boosted R² gain takes neither fixed effects nor weights, so it is not computed.")
     q = len(result["instruments"])
     bar, source, _, _ = strong_bar(q, "unadjusted", len(columns))
     scale = (f"weak below {WEAK_F:g} (Staiger-Stock rule of thumb); "
@@ -222,7 +227,8 @@ def assign_roles(ds: state.Dataset):
         st.graphviz_chart(causal_dot(problem, kwargs))
         st.latex(moment_text(problem))
         if data is not None:
-            st.success(f"Roles are valid: {data.describe_roles()}.", icon=":material/check_circle:")
+            extra = f"; {linear_words(data)} (linear IV methods)" if data.linear_options() else ""
+            st.success(f"Roles are valid: {data.describe_roles()}{extra}.", icon=":material/check_circle:")
             truth = state.truth()
             if ds.truth is not None and truth is None:
                 st.info("These roles differ from the simulation's, so results will not be scored against "

@@ -196,6 +196,15 @@ def test_predict_adds_the_fixed_effects_mean(table):
     assert np.average(resid, weights=table["w"]) == pytest.approx(0.0, abs=1e-10)
 
 
+def test_the_registry_says_which_methods_take_the_options(table):
+    from dmlcore.estimators import METHODS
+    data = _data(table, weights="w")
+    takers = {name for name, m in METHODS.items() if m.refusal(data) is None}
+    assert takers == {"2sls", "liml", "fuller", "gmm-iv"}
+    assert "takes no absorbed fixed effects or weights" in METHODS["kiv"].refusal(data)
+    assert {name for name, m in METHODS.items() if m.refusal(_data(table)) is None} > takers
+
+
 def test_bad_options_are_refused_in_one_line(table):
     with pytest.raises(DMLCoreError, match=r"applies to the linear IV methods \(2sls, liml, fuller, gmm-iv\) only, "
                                            r"not to dml-cmr"):

@@ -79,6 +79,9 @@ class Method:
         if data.problem not in self.problems:
             return (f"{self.title} does not take {data.problem.upper()} problems; it takes "
                     f"{', '.join(p.upper() for p in self.problems)}.")
+        if data.linear_options() and "absorb_weights" not in self.cls.capabilities:
+            return (f"{self.title} takes no absorbed fixed effects or weights (set on Roles, or by --absorb / "
+                    f"--weights); only the linear IV methods do.")
         return None
 
 
