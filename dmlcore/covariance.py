@@ -15,7 +15,8 @@ import pandas as pd
 
 from dmlcore.errors import DMLCoreError
 
-COV_TYPES = ("unadjusted", "robust", "clustered", "clustered-cr1")
+COV_TYPES = ("unadjusted", "robust", "clustered")          # the dashboard's choices
+COV_CHOICES = COV_TYPES + ("clustered-cr1",)              # every one the library and the CLI's --cov take
 COV_TITLES = {"unadjusted": "homoskedastic (unadjusted)", "robust": "heteroskedasticity-robust (HC0)",
               "clustered": "clustered", "clustered-cr1": "clustered, CR1 (Stata's vce(cluster))"}
 FEW_CLUSTERS = 30     # below this many clusters, cluster-robust errors are unreliable (Cameron & Miller 2015)
@@ -23,8 +24,8 @@ FEW_CLUSTERS = 30     # below this many clusters, cluster-robust errors are unre
 
 def check_covariance(cov_type: str, cluster: str | None, table: pd.DataFrame | None = None) -> None:
     """Raise unless ``cov_type`` (and ``cluster``, a column of ``table``) is a valid covariance choice."""
-    if cov_type not in COV_TYPES:
-        raise DMLCoreError(f"Unknown covariance {cov_type!r}; choose one of {', '.join(COV_TYPES)}.")
+    if cov_type not in COV_CHOICES:
+        raise DMLCoreError(f"Unknown covariance {cov_type!r}; choose one of {', '.join(COV_CHOICES)}.")
     if not is_clustered(cov_type):
         if cluster:
             raise DMLCoreError(f"A cluster column ({cluster!r}) is used only with the clustered covariance; "
