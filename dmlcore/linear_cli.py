@@ -44,6 +44,9 @@ def formula_data(args, real_names) -> CausalData:
     if given:
         raise DMLCoreError(f"Give the model either by --formula or by the role options, not both ({given[0]} with "
                            f"--formula).")
+    if args.problem != "iv":
+        raise DMLCoreError(f"--formula writes an IV model (y ~ 1 + x + [d ~ z]); --problem {args.problem} takes the "
+                           f"role options instead.")
     if args.csv:
         from dmlcore.data.io import load_table
         table, name = load_table(args.csv), Path(args.csv).name

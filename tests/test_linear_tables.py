@@ -104,10 +104,15 @@ def test_cli_fit_with_absorb_weights_cluster_and_a_table(tmp_path, capsys):
     assert record["config"]["cov_type"] == "clustered-cr1"
 
 
-def test_cli_clusters_by_a_column_without_a_role(capsys):
+def test_cli_clusters_by_a_column_without_a_role_and_bootstraps(tmp_path, capsys):
+    out = tmp_path / "r.json"
     assert main(["fit", "--dataset", "card", "--method", "2sls", "--cov", "clustered", "--cluster", "region66",
-                 "--no-debias", "--heldout-folds", "0"]) == 0
-    assert "clustered by 'region66'" not in capsys.readouterr().err
+                 "--no-debias", "--heldout-folds", "0", "--wild-bootstrap", "199", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "wild cluster bootstrap (199 draws, webb, 9 clusters)" in text
+    import json
+    wild = json.loads(out.read_text())["wild_bootstrap"]
+    assert 0 < wild["pvalue"] < 1 and wild["n_clusters"] == 9
 
 
 @pytest.mark.parametrize("argv,match", [
@@ -116,6 +121,10 @@ def test_cli_clusters_by_a_column_without_a_role(capsys):
     (["--method", "2sls", "--table-methods", "ols"], "give --table PATH too"),
     (["--method", "2sls", "--formula", "lwage ~ 1 + [educ ~ nearc4]", "--outcome", "lwage"], "not both"),
     (["--method", "2sls", "--weights", "IQ"], "weights must be positive"),
+    (["--method", "2sls", "--formula", "lwage ~ 1 + [educ ~ nearc4]", "--problem", "pcl"], "writes an IV model"),
+    (["--method", "liml", "--cov", "clustered", "--cluster", "region66", "--wild-bootstrap", "199"],
+     "--method 2sls"),
+    (["--method", "2sls", "--wild-bootstrap", "199"], "--cov clustered"),
 ])
 def test_cli_refuses_bad_linear_options_in_one_line(argv, match, capsys):
     assert main(["fit", "--dataset", "card", *argv]) == 2
