@@ -117,17 +117,18 @@ def _statistics(data, models, columns, iv_titles, stages, cov_type, cluster, lev
     rows = [{"": "Observations", **{t: f"{models[t].n_:,}" for t in columns}},
             {"": "Fixed effects", **{t: ", ".join(data.absorb) or "no" for t in columns}},
             {"": "Weights", **{t: data.weights or "no" for t in columns}}]
-    kappas = {t: getattr(models[t], "kappa_", None) for t in iv_titles}
+    kappas = {t: models[t].kappa_ for t in iv_titles if models[t].kind != "gmm"}
     if any(models[t].kind in ("liml", "fuller") for t in iv_titles):
-        rows.append({"": "kappa", **blank, **{t: f"{k:.4f}" for t, k in kappas.items() if k is not None}})
+        rows.append({"": "kappa (k-class)", **blank, **{t: f"{k:.4f}" for t, k in kappas.items()}})
     inference = diag.get("inference") or {}
     if stages and not inference.get("error"):
         key = "treatments" if data.problem == "iv" else "outcome_proxies"
+        f_row, r2_row = {"": f"First-stage F ({cov_type})", **blank}, {"": "Partial R-squared", **blank}
         for title, column in zip(stages, data.modelled_columns):
             entry = (inference.get("endogenous") or {}).get(column) or {}
-            rows.append({"": f"First-stage F ({cov_type})", **blank,
-                         title: f"{entry['f_stat_cov']:.2f}" if entry else ""})
-            rows.append({"": "Partial R²", **blank, title: f"{diag[key][column]['partial_r2']:.4f}"})
+            f_row[title] = f"{entry['f_stat_cov']:.2f}" if entry else ""
+            r2_row[title] = f"{diag[key][column]['partial_r2']:.4f}"
+        rows += [f_row, r2_row]
         if inference.get("effective_f") is not None:
             rows.append({"": "Effective F (Montiel Olea-Pflueger)", **blank,
                          list(stages)[0]: f"{inference['effective_f']:.2f}"})

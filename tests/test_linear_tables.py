@@ -148,3 +148,18 @@ def test_weights_change_the_estimate(card):
     assert weighted.coef_["educ"] == pytest.approx(ref.params["educ"], rel=1e-9)
     assert weighted.std_errors_["educ"] == pytest.approx(ref.std_errors["educ"], rel=1e-9)
     assert pd.notna(weighted.offset_)
+
+
+def test_regression_table_of_a_proximal_problem(linear_pcl):
+    data = linear_pcl(400)
+    table = regression_table(data, ["ols", "2sls", "fuller", "gmm-iv"])
+    frame = table.frame
+    assert list(frame.columns) == ["", "OLS", "First stage: w", "2SLS", "Fuller", "GMM"]
+    labels = list(frame[""])
+    assert labels.count("First-stage F (unadjusted)") == 1 and "kappa (k-class)" in labels
+    kappa = dict(zip(frame[""], frame["GMM"]))["kappa (k-class)"]
+    assert kappa == ""                                  # GMM is not a k-class estimator
+    row = frame.index[frame[""] == "a"][0]
+    est = make_estimator("2sls").fit(data)
+    assert frame.loc[row, "2SLS"].rstrip("*") == f"{est.coef_['a']:.3f}"
+    assert not any(label.startswith("Anderson-Rubin") for label in labels)     # IV only
