@@ -16,6 +16,14 @@ in :mod:`dmlcore.covariance`.
   (linearmodels' Sargan, Basmann and Wooldridge score tests).
 * :func:`anderson_rubin_set` -- the Anderson-Rubin confidence set of the coefficient of the one
   endogenous column, by exact inversion of the AR test (see its docstring).
+* :func:`clr_test`, :func:`clr_set` -- Moreira's conditional likelihood-ratio test and its set
+  (homoskedastic), checked against ivmodels.
+
+The data's absorbed fixed effects and weights (:mod:`dmlcore.fixed_effects`) act in every one of
+them: :func:`linear_iv` demeans and weights the columns and counts the absorbed levels
+(``extra_df``) in each small-sample factor, so that every statistic equals the one with the dummies
+entered. Overidentification tests carry ``robust_to``; Hansen's J (efficient GMM under the
+covariance choice) is the cluster-robust one.
 
 The effective F, with ``Q = Z'Z/n`` of the instruments after the exogenous columns are partialled
 out, the first-stage coefficients ``pi`` and their covariance ``V`` under the covariance choice,
