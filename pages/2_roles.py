@@ -83,10 +83,12 @@ def linear_widgets(ds: state.Dataset, kwargs: dict, message: str | None, offendi
     chosen = bool(ss[ABSORB_KEY] or ss[WEIGHTS_KEY])
     with st.expander("Fixed effects and weights (linear IV methods)", expanded=chosen or offending in ("absorb", "weights")):
         st.multiselect("Absorb fixed effects of", free, key=ABSORB_KEY, max_selections=2, placeholder="None",
+                       persist_state="session",
                        help="One or two columns without a role (a region, a firm, a year): 2SLS, LIML, Fuller, GMM and "
                             "the first-stage diagnostics demean every column within their groups, as if one dummy per "
                             "level were a covariate. The other methods refuse them.")
         st.selectbox("Weights", free, key=WEIGHTS_KEY, index=None, placeholder="None (unweighted)",
+                     persist_state="session",
                      help="A column of positive regression weights (e.g. sampling weights) for the same methods.")
         if chosen:
             st.caption("Only 2sls, liml, fuller and gmm-iv take these; DML-CMR, the naive plug-in and the peers "
