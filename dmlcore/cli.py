@@ -20,8 +20,8 @@ from dmlcore.device import resolve_device
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.ivinference import set_text
-from dmlcore.linear_cli import (add_linear_options, check_table, check_wild_bootstrap, formula_data, table_from_args,
-                                wild_bootstrap_record, with_linear_options)
+from dmlcore.linear_cli import (add_linear_options, check_table, check_wild_bootstrap, clr_record, formula_data,
+                                table_from_args, wild_bootstrap_record, with_linear_options)
 from dmlcore.process import set_threads
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS, NUISANCE_CHOICES
@@ -142,6 +142,7 @@ def _fit(args) -> int:
                   sampler=args.sampler)
     rec = run.record
     rec.update(wild_bootstrap_record(args, data))       # --wild-bootstrap B (dmlcore.linear_cli)
+    rec.update(clr_record(args, data))                  # the CLR set of the linear IV methods
     diagnostics = rec.get("diagnostics") or {}
     if diagnostics.get("error"):      # e.g. blank pixel covariates: the fit itself went fine
         print(f"warning: no first-stage diagnostics: {diagnostics['error']}", file=sys.stderr)
@@ -171,6 +172,9 @@ def _fit(args) -> int:
                   f" heldout={held['relative']:.4g} (projected residual / Var(Y))")
     print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}, folds={rec['folds']}, "
           f"seed={rec['seed']}): mse={mse} seconds={rec['seconds']:.1f}{extra}")
+    if (rec.get("clr") or {}).get("pieces") is not None:
+        print(f"conditional likelihood-ratio {rec['clr']['level']:.0%} set {set_text(rec['clr']['pieces'])} "
+              f"({rec['clr']['robust_to']})")
     if rec.get("wild_bootstrap"):
         wild = rec["wild_bootstrap"]
         shown = "n/a (unbounded: see the Anderson-Rubin set)" if wild["interval"] is None else \

@@ -96,6 +96,20 @@ def wild_bootstrap_record(args, data: CausalData) -> dict:
     return {"wild_bootstrap": wild_cluster_bootstrap(data, args.cluster, draws=args.wild_bootstrap, seed=args.seed)}
 
 
+def clr_record(args, data: CausalData) -> dict:
+    """``{"clr": ...}``: the conditional likelihood-ratio set of a linear IV method's coefficient on IV data
+    with one treatment column (homoskedastic; :func:`dmlcore.ivinference.clr_set`), or {}."""
+    from dmlcore.estimators import METHODS
+    if "absorb_weights" not in METHODS[args.method].cls.capabilities or data.problem != "iv" \
+            or len(data.treatment) != 1 or data.image_columns:
+        return {}
+    from dmlcore.ivinference import clr_set
+    try:
+        return {"clr": clr_set(data)}
+    except DMLCoreError as exc:
+        return {"clr": {"error": f"no CLR set: {exc}"}}
+
+
 def table_from_args(args, data: CausalData) -> str:
     """Write the regression table of ``--table``; returns the line to print."""
     table = regression_table(data, _columns(args.table_methods), cov_type=args.cov, cluster=args.cluster)

@@ -110,9 +110,12 @@ def test_cli_clusters_by_a_column_without_a_role_and_bootstraps(tmp_path, capsys
                  "--no-debias", "--heldout-folds", "0", "--wild-bootstrap", "199", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "wild cluster bootstrap (199 draws, webb, 9 clusters)" in text
+    assert "conditional likelihood-ratio 95% set [" in text and "homoskedastic errors only" in text
     import json
     wild = json.loads(out.read_text())["wild_bootstrap"]
     assert 0 < wild["pvalue"] < 1 and wild["n_clusters"] == 9
+    from dmlcore.ivinference import clr_set
+    assert json.loads(out.read_text())["clr"]["pieces"] == clr_set(load_real_dataset("card"))["pieces"]
 
 
 @pytest.mark.parametrize("argv,match", [
