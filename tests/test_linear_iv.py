@@ -336,3 +336,13 @@ def test_wild_bootstrap_p_value_interval_and_refusals(table):
         wild_cluster_bootstrap(data, "cl,cl2")
     with pytest.raises(DMLCoreError, match="99 to 99,999 draws"):
         wild_cluster_bootstrap(data, "cl", draws=10)
+
+
+def test_the_row_bootstrap_keeps_fixed_effects_and_weights(table):
+    data = _data(table, absorb="g", weights="w")
+    run = fit_run(data, "2sls", bootstrap=30, seed=1)
+    effect = run.record["effect"]
+    assert effect.get("bootstrap") and effect["ci_lower"] < run.estimator.coef_["d"] < effect["ci_upper"]
+    # the refits on resampled rows are weighted and absorbed: their spread is near the 2SLS standard error
+    spread = (effect["ci_upper"] - effect["ci_lower"]) / (2 * 1.96)
+    assert 0.4 < spread / run.estimator.std_errors_["d"] < 2.5
