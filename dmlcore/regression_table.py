@@ -61,7 +61,7 @@ def regression_table(data: CausalData, methods=DEFAULT_METHODS, *, cov_type: str
     covariates) and the first-stage rows (F under the covariance, effective F, partial R^2).
     Statistic rows: observations, fixed effects, weights, kappa (LIML, Fuller), the
     overidentification tests (each labelled with the errors it allows), the Anderson-Rubin set
-    under the covariance choice and the conditional likelihood-ratio set (homoskedastic; one treatment). Stars: two-sided normal p-values below 0.10, 0.05, 0.01.
+    under the covariance choice and the conditional likelihood-ratio set (homoskedastic; one treatment). Stars: two-sided normal p-values below 0.10, 0.05, 0.01 (the notes say it in words, which LaTeX sets as written).
     """
     from dmlcore.diagnostics import first_stage as diagnostics
     from dmlcore.ivinference import anderson_rubin_set, set_text
@@ -156,7 +156,7 @@ def _notes(data, cov_type, cluster) -> list[str]:
     kind = COV_TITLES[cov_type] + (f", by {by}" if by else "")
     if len(cluster_columns(cluster)) == 2:
         kind += " (two-way, Cameron-Gelbach-Miller)"
-    notes = [f"Standard errors in parentheses: {kind}. * p<0.10, ** p<0.05, *** p<0.01 (two-sided, normal)."]
+    notes = [f"Standard errors in parentheses: {kind}. * significant at 10 %, ** at 5 %, *** at 1 % (two-sided, normal)."]
     if data.absorb:
         notes.append(f"Fixed effects of {', '.join(data.absorb)} absorbed (rows demeaned within their groups); the "
                      f"constant is absorbed with them.")
