@@ -166,3 +166,17 @@ def test_regression_table_of_a_proximal_problem(linear_pcl):
     est = make_estimator("2sls").fit(data)
     assert frame.loc[row, "2SLS"].rstrip("*") == f"{est.coef_['a']:.3f}"
     assert not any(label.startswith("Anderson-Rubin") for label in labels)     # IV only
+
+
+def test_a_kept_table_keeps_the_fixed_effects_and_weights(tmp_path, monkeypatch):
+    from dmlcore.data.tables import keep_table, load_kept_table, roles_text
+    monkeypatch.setenv("DMLCORE_HOME", str(tmp_path))
+    card = load_real_dataset("card")
+    plain = roles_text(card)
+    assert "absorb" not in plain and "weights" not in plain          # unchanged keys for earlier studies
+    data = CausalData(card.table, "iv", "lwage", treatment="educ", instrument="nearc4",
+                      covariates=["exper", "expersq", "black"], absorb="region66", weights="weight", name="card")
+    kept = keep_table(data, "card.csv")
+    back = load_kept_table(kept["table"], kept["roles"], "card.csv")
+    assert back.absorb == ["region66"] and back.weights == "weight"
+    assert make_estimator("2sls").fit(back).coef_["educ"] == pytest.approx(make_estimator("2sls").fit(data).coef_["educ"])
