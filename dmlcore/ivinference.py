@@ -417,7 +417,7 @@ def _piece_text(piece, infinity: str = "∞") -> str:
 CLR_ROBUST_TO = "homoskedastic errors only (Moreira 2003)"
 
 
-def _clr_parts(model: LinearIV):
+def partialled_parts(model: LinearIV):
     """The outcome, endogenous column and instruments with the exogenous columns partialled out, and
     the residual degrees of freedom n - q - (exogenous columns) - (absorbed levels)."""
     z = _partialled(model, model.instruments.to_numpy())
@@ -458,7 +458,7 @@ def clr_test(data: CausalData, beta: float) -> dict:
     conditioning eigenvalue, with the data's fixed effects and weights): ``{"statistic", "pvalue",
     "lambda"}``."""
     model = _one_endogenous(data, "conditional likelihood-ratio test")
-    stat, lam, k = _clr_at(*_clr_parts(model), beta)
+    stat, lam, k = _clr_at(*partialled_parts(model), beta)
     return {"statistic": stat, "pvalue": float(clr_pvalue(stat, lam, k)), "lambda": lam}
 
 
@@ -501,7 +501,7 @@ def clr_set(data: CausalData, level: float = 0.95, scale: float = 1.0) -> dict:
     only, whatever the covariance choice (``robust_to`` says so). Returns ``{"pieces", "kind", "text",
     "level", "robust_to"}`` as :func:`anderson_rubin_set`."""
     model = _one_endogenous(data, "conditional likelihood-ratio set")
-    y, d, z, dof = _clr_parts(model)
+    y, d, z, dof = partialled_parts(model)
     project = _projector(z)
     xy = np.column_stack([d, y])
     p_xy = project(xy)

@@ -7,8 +7,13 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from dmlcore.data.datasets import load_real_dataset
+from dmlcore.data.io import load_table
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators import METHODS
+from dmlcore.ivinference import clr_set
+from dmlcore.wild_bootstrap import wild_cluster_bootstrap
 from dmlcore.regression_table import DEFAULT_METHODS, TABLE_METHODS, regression_table, table_format, write_table
 
 ROLE_OPTIONS = ("outcome", "treatment", "instrument", "treatment_proxy", "outcome_proxy", "covariates", "inputs",
@@ -48,10 +53,8 @@ def formula_data(args, real_names) -> CausalData:
         raise DMLCoreError(f"--formula writes an IV model (y ~ 1 + x + [d ~ z]); --problem {args.problem} takes the "
                            f"role options instead.")
     if args.csv:
-        from dmlcore.data.io import load_table
         table, name = load_table(args.csv), Path(args.csv).name
     elif args.dataset in real_names:
-        from dmlcore.data.datasets import load_real_dataset
         table, name = load_real_dataset(args.dataset).table, args.dataset
     else:
         raise DMLCoreError(f"--formula reads the columns of --csv FILE or of a real data set ({', '.join(real_names)}); "
@@ -61,9 +64,15 @@ def formula_data(args, real_names) -> CausalData:
 
 
 def with_linear_options(args, data: CausalData) -> CausalData:
-    """``data`` with ``--absorb`` and ``--weights`` (checked by CausalData)."""
+    """``data`` with ``--absorb`` and ``--weights`` (checked by CausalData); refused for a method that
+    cannot honour them."""
     if not (args.absorb or args.weights):
         return data
+    if "absorb_weights" not in METHODS[args.method].cls.capabilities:
+        takers = [name for name, m in METHODS.items() if "absorb_weights" in m.cls.capabilities]
+        given = " and ".join(f"--{k}" for k in ("absorb", "weights") if getattr(args, k))
+        raise DMLCoreError(f"{given} applies to the linear IV methods ({', '.join(takers)}) only, not to "
+                           f"{args.method}; leave it out or choose one of those methods.")
     return dataclasses.replace(data, absorb=_columns(args.absorb), weights=args.weights or None)
 
 
@@ -92,18 +101,15 @@ def wild_bootstrap_record(args, data: CausalData) -> dict:
     """``{"wild_bootstrap": ...}`` of ``--wild-bootstrap B`` (empty without it)."""
     if args.wild_bootstrap is None:
         return {}
-    from dmlcore.wild_bootstrap import wild_cluster_bootstrap
     return {"wild_bootstrap": wild_cluster_bootstrap(data, args.cluster, draws=args.wild_bootstrap, seed=args.seed)}
 
 
 def clr_record(args, data: CausalData) -> dict:
     """``{"clr": ...}``: the conditional likelihood-ratio set of a linear IV method's coefficient on IV data
     with one treatment column (homoskedastic; :func:`dmlcore.ivinference.clr_set`), or {}."""
-    from dmlcore.estimators import METHODS
     if "absorb_weights" not in METHODS[args.method].cls.capabilities or data.problem != "iv" \
             or len(data.treatment) != 1 or data.image_columns:
         return {}
-    from dmlcore.ivinference import clr_set
     try:
         return {"clr": clr_set(data)}
     except DMLCoreError as exc:

@@ -16,7 +16,11 @@ from scipy.stats import norm
 from dmlcore.covariance import COV_TITLES, check_covariance, cluster_columns
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
+from dmlcore.diagnostics import first_stage as diagnostics
+from dmlcore.estimators import make_estimator
+from dmlcore.estimators.tsls import TwoStageLeastSquares
 from dmlcore.export import Table
+from dmlcore.ivinference import anderson_rubin_set, clr_set, set_text
 
 TABLE_METHODS = ("ols", "2sls", "liml", "fuller", "gmm-iv")
 DEFAULT_METHODS = ("ols", "2sls", "liml")
@@ -37,8 +41,6 @@ def _stars(estimate: float, std_error: float) -> str:
 
 
 def _fits(data, methods, cov_type, cluster):
-    from dmlcore.estimators import make_estimator
-    from dmlcore.estimators.tsls import TwoStageLeastSquares
     out = {}
     for method in methods:
         if method == "ols":
@@ -63,8 +65,6 @@ def regression_table(data: CausalData, methods=DEFAULT_METHODS, *, cov_type: str
     overidentification tests (each labelled with the errors it allows), the Anderson-Rubin set
     under the covariance choice and the conditional likelihood-ratio set (homoskedastic; one treatment). Stars: two-sided normal p-values below 0.10, 0.05, 0.01 (the notes say it in words, which LaTeX sets as written).
     """
-    from dmlcore.diagnostics import first_stage as diagnostics
-    from dmlcore.ivinference import anderson_rubin_set, set_text
     if data.problem not in ("iv", "pcl"):
         raise DMLCoreError("A regression table is for an IV or PCL problem (instruments or proxies); this data "
                            f"defines a '{data.problem}' problem.")
@@ -100,8 +100,7 @@ def regression_table(data: CausalData, methods=DEFAULT_METHODS, *, cov_type: str
                 coef_row[title] = se_row[title] = ""
         rows += [coef_row, se_row]
     diag = diagnostics(data, nonparametric=False, cov_type=cov_type, cluster=cluster)
-    stats = _statistics(data, models, columns, iv_titles, stages, cov_type, cluster, level, diag,
-                        anderson_rubin_set, set_text)
+    stats = _statistics(data, models, columns, iv_titles, stages, cov_type, cluster, level, diag)
     frame = pd.DataFrame(rows + stats, columns=[""] + columns).fillna("")
     return Table(frame, caption=f"{_dependent(data)}: linear IV estimates ({data.name})",
                  notes=_notes(data, cov_type, cluster) + list((diag.get("inference") or {}).get("notes") or []))
@@ -111,8 +110,7 @@ def _dependent(data: CausalData) -> str:
     return f"Dependent variable {data.outcome}"
 
 
-def _statistics(data, models, columns, iv_titles, stages, cov_type, cluster, level, diag,
-                anderson_rubin_set, set_text) -> list[dict]:
+def _statistics(data, models, columns, iv_titles, stages, cov_type, cluster, level, diag) -> list[dict]:
     blank = {t: "" for t in columns}
     rows = [{"": "Observations", **{t: f"{models[t].n_:,}" for t in columns}},
             {"": "Fixed effects", **{t: ", ".join(data.absorb) or "no" for t in columns}},
@@ -139,7 +137,6 @@ def _statistics(data, models, columns, iv_titles, stages, cov_type, cluster, lev
             text = f"{test['stat']:.2f} (p {test['pvalue']:.3f})"
             rows.append({"": f"{label} overid. ({test['robust_to']})", **blank, **{t: text for t in iv_titles}})
     if data.problem == "iv" and len(data.treatment) == 1 and iv_titles:
-        from dmlcore.ivinference import clr_set
         try:
             ar = anderson_rubin_set(data, cov_type, cluster, level)
             rows.append({"": f"Anderson-Rubin {level:.0%} set", **blank, **{t: set_text(ar["pieces"]) for t in iv_titles}})

@@ -27,6 +27,7 @@ from scipy.sparse import csr_matrix
 from dmlcore.covariance import cluster_codes, cluster_columns
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
+from dmlcore.ivinference import linear_iv, partialled_parts
 
 WEIGHT_TYPES = ("auto", "rademacher", "webb")
 FEW_FOR_RADEMACHER = 12     # below it Rademacher weights give at most 2^G distinct draws: Webb's instead
@@ -34,7 +35,6 @@ _WEBB = np.array([-np.sqrt(1.5), -1.0, -np.sqrt(0.5), np.sqrt(0.5), 1.0, np.sqrt
 
 
 def _parts(data: CausalData, cluster: str):
-    from dmlcore.ivinference import _partialled, linear_iv
     if data.problem != "iv" or len(data.treatment) != 1:
         raise DMLCoreError("The wild cluster bootstrap is for the 2SLS coefficient of one treatment column of an "
                            "IV problem.")
@@ -44,9 +44,7 @@ def _parts(data: CausalData, cluster: str):
     if model.endog.shape[1] != 1:
         raise DMLCoreError(f"The wild cluster bootstrap needs one endogenous column; '{data.treatment[0]}' enters "
                            f"as {model.endog.shape[1]} dummies. Recode it as 0/1.")
-    z = _partialled(model, model.instruments.to_numpy())
-    y = _partialled(model, model.y.to_numpy())
-    d = _partialled(model, model.endog.to_numpy()[:, 0])
+    y, d, z, _ = partialled_parts(model)
     x = model.exog.to_numpy()
     codes = cluster_codes(data.table, cluster)
     return y, d, z, x, codes

@@ -206,8 +206,8 @@ def test_the_registry_says_which_methods_take_the_options(table):
 
 
 def test_bad_options_are_refused_in_one_line(table):
-    with pytest.raises(DMLCoreError, match=r"applies to the linear IV methods \(2sls, liml, fuller, gmm-iv\) only, "
-                                           r"not to dml-cmr"):
+    with pytest.raises(DMLCoreError, match=r"apply to the linear IV estimators \(Fuller, GMMIV, LIML, "
+                                           r"TwoStageLeastSquares\) only, not to DMLCMR"):
         make_estimator("dml-cmr", learner="linear", folds=2).fit(_data(table, absorb="g"))
     with pytest.raises(DMLCoreError, match="has a role and cannot also be the absorbed column"):
         _data(table, absorb="x1")

@@ -20,6 +20,8 @@ import pandas as pd
 
 from dmlcore.errors import DMLCoreError
 from dmlcore.data.io import FORMATTED_NUMBER_HINT, looks_like_formatted_number
+from dmlcore.fixed_effects import check_absorb, check_weights
+from dmlcore.formula import parse_iv_formula
 
 PROBLEMS = ("iv", "pcl", "cmr")
 MIN_ROWS = 4
@@ -186,7 +188,6 @@ class CausalData:
     def _check_linear_options(self):
         """``absorb`` and ``weights``: existing columns without a role (checked in full by
         :mod:`dmlcore.fixed_effects`)."""
-        from dmlcore.fixed_effects import check_absorb, check_weights
         self.absorb = _as_list(self.absorb)
         self.weights = str(self.weights) if self.weights not in (None, "") else None
         used = set(self.used_columns())
@@ -206,7 +207,6 @@ class CausalData:
         """The IV problem of ``formula``, ``y ~ 1 + x + [d ~ z]`` (linearmodels' convention; see
         :mod:`dmlcore.formula`), on ``table``; ``absorb`` and ``weights`` as in the constructor. The
         intercept ``1`` is required unless fixed effects are absorbed (every method fits a constant)."""
-        from dmlcore.formula import parse_iv_formula
         frame, roles, intercept = parse_iv_formula(formula, table)
         if not intercept and not absorb:
             raise DMLCoreError(f"The formula {formula!r} has no intercept, but every method here fits one; write "

@@ -99,12 +99,18 @@ def check_linear_options(estimator, data: CausalData) -> None:
     asked = data.linear_options()
     if not asked or "absorb_weights" in estimator.capabilities:
         return
-    from dmlcore.estimators._registry import METHODS
-    takers = [name for name, m in METHODS.items() if "absorb_weights" in m.cls.capabilities]
-    named = [name for name, m in METHODS.items() if m.cls is type(estimator)]
-    what = " and ".join(f"--{k} {','.join(v) if isinstance(v, list) else v}" for k, v in asked.items())
-    raise DMLCoreError(f"{what} applies to the linear IV methods ({', '.join(takers)}) only, not to "
-                       f"{named[0] if named else type(estimator).__name__}; leave it out or choose one of those methods.")
+    takers = sorted({cls.__name__ for cls in _subclasses(CMREstimator) if "absorb_weights" in cls.capabilities})
+    what = " and ".join(f"{k} {','.join(v) if isinstance(v, list) else v}" for k, v in asked.items())
+    raise DMLCoreError(f"Absorbed fixed effects and weights ({what}) apply to the linear IV estimators "
+                       f"({', '.join(takers)}) only, not to {type(estimator).__name__}; leave them out or use one "
+                       f"of those.")
+
+
+def _subclasses(cls) -> list:
+    out = []
+    for sub in cls.__subclasses__():
+        out += [sub, *_subclasses(sub)]
+    return out
 
 
 def check_fitted(model, attribute: str) -> None:
