@@ -16,7 +16,9 @@ from dmlcore.errors import DMLCoreError, FitCancelled, FitDiverged, NotFittedErr
 from dmlcore.estimators import (CEDMLCMR, DFIV, DMLCMR, KIV, KPV, METHODS, NMMR, PMMR, CMREstimator, DeepGMM,
                                 NaivePlugIn, OutcomeRegression, RepeatedCrossFit, Sieve2SLS, TwoStageLeastSquares,
                                 make_estimator)
+from dmlcore.estimators import LIML, Fuller, GMMIV
 from dmlcore.learners import ConditionalSampler, OutcomeLearner
+from dmlcore.regression_table import regression_table
 from dmlcore.runs import Run, fit_run
 from dmlcore.store import RunStore
 from dmlcore.studies import StudySpec, run_study, spec_from_dict
@@ -26,4 +28,4 @@ __all__ = ["__version__", "CausalData", "load_dataset", "simulate_demand_iv", "s
            "CMREstimator", "DMLCMR", "CEDMLCMR", "NaivePlugIn", "RepeatedCrossFit", "OutcomeRegression",
            "TwoStageLeastSquares", "Sieve2SLS", "KIV", "DFIV", "DeepGMM", "KPV", "PMMR", "NMMR",
            "OutcomeLearner", "ConditionalSampler", "Run", "fit_run", "RunStore", "StudySpec", "run_study",
-           "spec_from_dict"]
+           "spec_from_dict", "LIML", "Fuller", "GMMIV", "regression_table"]

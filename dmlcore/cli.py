@@ -20,6 +20,8 @@ from dmlcore.device import resolve_device
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.ivinference import set_text
+from dmlcore.linear_cli import (add_linear_options, check_table, check_wild_bootstrap, clr_record, formula_data,
+                                table_from_args, wild_bootstrap_record, with_linear_options)
 from dmlcore.process import set_threads
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS, NUISANCE_CHOICES
@@ -100,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--address", help="Ray cluster address for --executor ray (default: a local Ray)")
     add_covariance_options(fit)
     add_own_data_options(fit)
+    add_linear_options(fit)      # --absorb, --weights, --formula, --table (dmlcore.linear_cli)
 
     bench = sub.add_parser("bench", help="repeat fits over sizes, seeds and methods")
     _add_common(bench)
@@ -115,13 +118,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fit(args) -> int:
-    if args.csv:
+    check_table(args)
+    check_wild_bootstrap(args)
+    if args.formula:
+        data, truth = formula_data(args, real_dataset_names()), None
+        dataset = Path(args.csv).name if args.csv else args.dataset
+        params = {"csv": args.csv} if args.csv else {"dataset": args.dataset}
+        params["formula"] = args.formula
+    elif args.csv:
         data, truth, params, dataset = own_data(args), None, {"csv": args.csv}, Path(args.csv).name
     else:
         loaded = load_dataset(args.dataset, n=args.n, seed=args.seed, rho=args.rho, iv_strength=args.iv_strength,
                               ood_test=args.ood_test, data_dir=args.data_dir, noise_scale=args.noise_scale,
                               design=args.design)
         data, truth, params, dataset = loaded.data, loaded.truth, loaded.params, args.dataset
+    data = with_linear_options(args, data)
     run = fit_run(data, args.method, truth=truth, dataset=dataset, learner=args.learner, folds=args.folds,
                   seed=args.seed, epochs=args.epochs, n_draws=args.n_draws, f_model=args.f_model,
                   reps_crossfit=args.reps_crossfit, data_params=params, device=args.device,
@@ -130,6 +141,8 @@ def _fit(args) -> int:
                   cov_type=args.cov, cluster=args.cluster, outcome_learner=args.outcome_learner,
                   sampler=args.sampler)
     rec = run.record
+    rec.update(wild_bootstrap_record(args, data))       # --wild-bootstrap B (dmlcore.linear_cli)
+    rec.update(clr_record(args, data))                  # the CLR set of the linear IV methods
     diagnostics = rec.get("diagnostics") or {}
     if diagnostics.get("error"):      # e.g. blank pixel covariates: the fit itself went fine
         print(f"warning: no first-stage diagnostics: {diagnostics['error']}", file=sys.stderr)
@@ -159,6 +172,17 @@ def _fit(args) -> int:
                   f" heldout={held['relative']:.4g} (projected residual / Var(Y))")
     print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}, folds={rec['folds']}, "
           f"seed={rec['seed']}): mse={mse} seconds={rec['seconds']:.1f}{extra}")
+    if (rec.get("clr") or {}).get("pieces") is not None:
+        print(f"conditional likelihood-ratio {rec['clr']['level']:.0%} set {set_text(rec['clr']['pieces'])} "
+              f"({rec['clr']['robust_to']})")
+    if rec.get("wild_bootstrap"):
+        wild = rec["wild_bootstrap"]
+        shown = "n/a (unbounded: see the Anderson-Rubin set)" if wild["interval"] is None else \
+            f"[{wild['interval'][0]:.4g}, {wild['interval'][1]:.4g}]"
+        print(f"wild cluster bootstrap ({wild['draws']} draws, {wild['weights']}, {wild['n_clusters']} clusters): "
+              f"p-value of a zero effect {wild['pvalue']:.4g}, 95% interval {shown}")
+    if args.table:
+        print(table_from_args(args, data))
     return 0
 
 
@@ -172,7 +196,8 @@ def _effect_text(effect: dict) -> str:
     headline = bool(debiased) and effect["estimate"] == debiased["estimate"]
     if effect.get("ci_lower") is not None:
         how = ("debiased" if headline else "bootstrap" if effect.get("bootstrap") else
-               "2SLS s.e." if interval.startswith("2SLS") else "delta method")
+               f"{interval.split(':')[0]} s.e." if interval.split(":")[0] in ("2SLS", "LIML", "Fuller", "GMM")
+               else "delta method")
         text += f" [{effect['ci_lower']:.4g}, {effect['ci_upper']:.4g}] ({effect['level']:.0%}, {how})"
     elif interval.startswith("weakly identified"):
         text += f" (weakly identified, strength {debiased['strength']:.3g}: no confident interval)"

@@ -1,5 +1,12 @@
 """The covariance choice of linear-IV inference: homoskedastic, heteroskedasticity-robust, or clustered
-by a column (what ``--cov`` and ``--cluster`` name), and the checks of a cluster column."""
+by a column or two (what ``--cov`` and ``--cluster`` name), and the checks of a cluster column.
+
+``clustered`` is CR0 (no small-sample factor; linearmodels' ``debiased=False``), today's default;
+``clustered-cr1`` multiplies its variance by ``G/(G-1) * (n-1)/(n-k)``, the CR1 of Stata's
+``vce(cluster)`` (k counts the regressors and the absorbed fixed effects). Two cluster columns
+(``cluster="a,b"``) give Cameron, Gelbach & Miller's two-way covariance, each of its three terms
+with its own ``G/(G-1)`` under CR1 (linearmodels' convention).
+"""
 
 from __future__ import annotations
 
@@ -8,17 +15,18 @@ import pandas as pd
 
 from dmlcore.errors import DMLCoreError
 
-COV_TYPES = ("unadjusted", "robust", "clustered")
+COV_TYPES = ("unadjusted", "robust", "clustered")          # the dashboard's choices
+COV_CHOICES = COV_TYPES + ("clustered-cr1",)              # every one the library and the CLI's --cov take
 COV_TITLES = {"unadjusted": "homoskedastic (unadjusted)", "robust": "heteroskedasticity-robust (HC0)",
-              "clustered": "clustered"}
+              "clustered": "clustered", "clustered-cr1": "clustered, CR1 (Stata's vce(cluster))"}
 FEW_CLUSTERS = 30     # below this many clusters, cluster-robust errors are unreliable (Cameron & Miller 2015)
 
 
 def check_covariance(cov_type: str, cluster: str | None, table: pd.DataFrame | None = None) -> None:
     """Raise unless ``cov_type`` (and ``cluster``, a column of ``table``) is a valid covariance choice."""
-    if cov_type not in COV_TYPES:
-        raise DMLCoreError(f"Unknown covariance {cov_type!r}; choose one of {', '.join(COV_TYPES)}.")
-    if cov_type != "clustered":
+    if cov_type not in COV_CHOICES:
+        raise DMLCoreError(f"Unknown covariance {cov_type!r}; choose one of {', '.join(COV_CHOICES)}.")
+    if not is_clustered(cov_type):
         if cluster:
             raise DMLCoreError(f"A cluster column ({cluster!r}) is used only with the clustered covariance; "
                                f"choose cov 'clustered' or leave the cluster column out.")
@@ -30,9 +38,29 @@ def check_covariance(cov_type: str, cluster: str | None, table: pd.DataFrame | N
         cluster_codes(table, cluster)
 
 
+def is_clustered(cov_type: str) -> bool:
+    """Whether ``cov_type`` clusters (CR0 or CR1): it then needs a cluster column."""
+    return cov_type in ("clustered", "clustered-cr1")
+
+
+def cluster_columns(cluster: str | None) -> list[str]:
+    """The one or two columns named by ``cluster`` ("a" or "a,b")."""
+    names = [c.strip() for c in str(cluster or "").split(",") if c.strip()]
+    if len(names) > 2:
+        raise DMLCoreError(f"Cluster by one column or two (two-way clustering); got {len(names)}: {cluster!r}.")
+    if len(names) == 2 and names[0] == names[1]:
+        raise DMLCoreError(f"The two cluster columns are the same ({names[0]!r}); name two different columns.")
+    return names
+
+
 def cluster_codes(table: pd.DataFrame, cluster: str) -> np.ndarray:
-    """The rows' cluster numbers 0..g-1 from the column ``cluster``; raise for a column that cannot
-    cluster (absent, missing values, one level, a level per row)."""
+    """The rows' cluster numbers 0..g-1 from the column ``cluster`` (n,), or from two columns
+    ``"a,b"`` (n, 2) for two-way clustering; raise for a column that cannot cluster (absent,
+    missing values, one level, a level per row)."""
+    names = cluster_columns(cluster)
+    if len(names) == 2:
+        return np.column_stack([cluster_codes(table, name) for name in names])
+    cluster = names[0] if names else str(cluster)
     if cluster not in table.columns:
         raise DMLCoreError(f"Cluster column '{cluster}' is not in the table; choose one of its columns.")
     column = table[cluster]
@@ -53,6 +81,15 @@ def cluster_codes(table: pd.DataFrame, cluster: str) -> np.ndarray:
 def covariance_words(estimator) -> str:
     """The 2SLS standard errors' covariance in words, naming linearmodels' equivalent."""
     cov, cluster = getattr(estimator, "cov_type_", "unadjusted"), getattr(estimator, "cluster_", None)
+    by = " and ".join(f"'{c}'" for c in cluster_columns(cluster))
     words = {"unadjusted": "homoskedastic", "robust": "heteroskedasticity-robust",
-             "clustered": f"clustered by '{cluster}'"}[cov]
-    return f"{words}, as linearmodels IV2SLS '{cov}'"
+             "clustered": f"clustered by {by}", "clustered-cr1": f"clustered by {by}, CR1"}[cov]
+    kind = {"clustered-cr1": "'clustered', debiased"}.get(cov, f"'{cov}'")
+    return f"{words}, as linearmodels IV2SLS {kind}"
+
+
+def n_clusters(clusters: np.ndarray | None) -> int | None:
+    """The number of clusters (of the smaller dimension with two-way clustering), or None."""
+    if clusters is None:
+        return None
+    return int(clusters.max() + 1) if clusters.ndim == 1 else int(clusters.max(axis=0).min() + 1)

@@ -18,8 +18,9 @@ from sklearn.model_selection import KFold
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.tsls import check_full_rank, dummy_columns, with_dummies
+from dmlcore.estimators.tsls import check_full_rank, check_not_absorbed, dummy_columns, with_dummies
 from dmlcore.covariance import FEW_CLUSTERS, check_covariance
+from dmlcore.fixed_effects import transform_of
 from dmlcore.ivinference import first_stage_inference
 
 # Thresholds of a first-stage F with one endogenous column, with their sources.
@@ -161,7 +162,9 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
         (PCL): {name: {"partial_r2", "f_stat", "f_pvalue", "df_num", "df_denom", "np_r2",
         "np_r2_covariates", "np_r2_gain"}}, "cragg_donald_f", "weak", "strength": {"level",
         "f_stat", "text", "statistic"}, "warning", "cov_type", "cluster", "inference", "note"}``;
-        the ``np_*`` entries are None when ``nonparametric`` is False; ``warning`` is None unless
+        the ``np_*`` entries are None when ``nonparametric`` is False or the data absorb fixed effects
+        or carry weights (``absorb``, ``weights``: then every linear number above is of the demeaned,
+        weighted rows, and ``absorbed_df`` levels count in the F's degrees of freedom); ``warning`` is None unless
         ``weak``. In PCL ``instruments`` are the treatment proxies and ``covariates`` the treatment
         and covariates; ``note`` says what the numbers do and do not mean.
     """
@@ -183,18 +186,29 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
     n, q = len(table), len(instruments)
     a = table[endogenous].to_numpy(dtype=float)
     z = table[instruments].to_numpy(dtype=float)
-    x = np.column_stack([np.ones(n), table[covariates].to_numpy(dtype=float)])
-    check_full_rank(np.column_stack([x, z]), ["const"] + covariates + instruments,
+    transform = transform_of(data)        # absorbed fixed effects (they replace the constant) and weights
+    x = table[covariates].to_numpy(dtype=float).reshape(n, -1)
+    x_names = list(covariates)
+    if not transform.codes:
+        x, x_names = np.column_stack([np.ones(n), x]), ["const"] + x_names
+    if transform.active:
+        raw = (x, z)
+        a, x, z = transform.apply(a), transform.apply(x), transform.apply(z)
+        if transform.codes:
+            for before, after, names in zip(raw, (x, z), (x_names, instruments)):
+                check_not_absorbed(before, after, names, data.absorb)
+    check_full_rank(np.column_stack([x, z]), x_names + instruments,
                     "covariates and instruments" if key == "treatments" else "treatment, covariates and treatment proxies")
     a_t, z_t = _residualize(a, x), _residualize(z, x)
     fitted = z_t @ np.linalg.lstsq(z_t, a_t, rcond=None)[0]
-    df_denom = n - q - x.shape[1]
+    df_denom = n - q - x.shape[1] - transform.df
     explained, residual = np.sum(fitted ** 2, axis=0), np.sum((a_t - fitted) ** 2, axis=0)
     partial = explained / (explained + residual)
     r2_min = min(1.0, np.linalg.svd(np.linalg.qr(a_t)[0].T @ np.linalg.qr(z_t)[0], compute_uv=False).min() ** 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         f_stat = np.where(residual > 0, explained / q / (residual / df_denom), np.inf)
         cragg_donald = float(df_denom / q * r2_min / (1.0 - r2_min)) if r2_min < 1 else np.inf
+    nonparametric = nonparametric and not transform.active    # the boosted R^2 takes no fixed effects or weights
     np_scores = (_nonparametric(data.table, endogenous, excluded + exogenous, exogenous, folds, max_rows,
                                 random_state) if nonparametric else {name: (None, None) for name in endogenous})
     columns = {}
@@ -225,11 +239,13 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
             "strength": {"level": label.level, "f_stat": label.f_stat, "text": label.text, "statistic": statistic},
             "warning": _warning(data, key, columns, cragg_donald, label, statistic) if weak else None,
             "cov_type": cov_type, "cluster": cluster, "inference": inference,
-            "note": PROXY_NOTE if key == "outcome_proxies" else NONPARAMETRIC_NOTE}
+            "note": PROXY_NOTE if key == "outcome_proxies" else NONPARAMETRIC_NOTE,
+            "absorb": list(data.absorb), "weights": data.weights,
+            "absorbed_df": transform.df}
 
 
 def _residualize(v, x):
-    return v - x @ np.linalg.lstsq(x, v, rcond=None)[0]
+    return v - x @ np.linalg.lstsq(x, v, rcond=None)[0] if x.shape[1] else v
 
 
 def _nonparametric(table, targets, features, base, folds, max_rows, random_state):

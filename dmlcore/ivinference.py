@@ -16,6 +16,14 @@ in :mod:`dmlcore.covariance`.
   (linearmodels' Sargan, Basmann and Wooldridge score tests).
 * :func:`anderson_rubin_set` -- the Anderson-Rubin confidence set of the coefficient of the one
   endogenous column, by exact inversion of the AR test (see its docstring).
+* :func:`clr_test`, :func:`clr_set` -- Moreira's conditional likelihood-ratio test and its set
+  (homoskedastic), checked against ivmodels.
+
+The data's absorbed fixed effects and weights (:mod:`dmlcore.fixed_effects`) act in every one of
+them: :func:`linear_iv` demeans and weights the columns and counts the absorbed levels
+(``extra_df``) in each small-sample factor, so that every statistic equals the one with the dummies
+entered. Overidentification tests carry ``robust_to``; Hansen's J (efficient GMM under the
+covariance choice) is the cluster-robust one.
 
 The effective F, with ``Q = Z'Z/n`` of the instruments after the exogenous columns are partialled
 out, the first-stage coefficients ``pi`` and their covariance ``V`` under the covariance choice,
@@ -35,9 +43,10 @@ from scipy.optimize import brentq
 from scipy.stats import chi2, f as f_dist
 
 from dmlcore.data.roles import CausalData
-from dmlcore.covariance import FEW_CLUSTERS, check_covariance, cluster_codes
+from dmlcore.covariance import FEW_CLUSTERS, check_covariance, cluster_codes, is_clustered, n_clusters
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.tsls import check_full_rank, dummy_columns, with_dummies
+from dmlcore.estimators.tsls import check_full_rank, check_not_absorbed, dummy_columns, with_dummies
+from dmlcore.fixed_effects import transform_of
 
 AR_NAME = "Anderson-Rubin"
 
@@ -51,6 +60,7 @@ class LinearIV:
     endog: pd.DataFrame
     instruments: pd.DataFrame
     clusters: np.ndarray | None = None
+    extra_df: int = 0          # absorbed fixed-effect levels (dmlcore.fixed_effects)
 
     @property
     def n(self) -> int:
@@ -58,7 +68,9 @@ class LinearIV:
 
 
 def linear_iv(data: CausalData, cluster: str | None = None) -> LinearIV:
-    """The linear IV (or linear proximal) model of ``data``; raise for collinear columns."""
+    """The linear IV (or linear proximal) model of ``data``; raise for collinear columns. With the data's
+    ``absorb`` and ``weights`` (:mod:`dmlcore.fixed_effects`) every column is demeaned within the
+    absorbed groups (the constant dropped) and multiplied by the square root of the weights."""
     if data.problem == "iv":
         endog, instruments, exog = data.treatment, data.instrument, data.covariates
     elif data.problem == "pcl":
@@ -70,43 +82,62 @@ def linear_iv(data: CausalData, cluster: str | None = None) -> LinearIV:
     levels = {c: np.unique(data.table[c].to_numpy(dtype=float)) for c in data.categorical if c in used}
     table = with_dummies(data.table, levels, drop_first=True)
     endog, instruments, exog = (dummy_columns(cols, levels, drop_first=True) for cols in (endog, instruments, exog))
+    transform = transform_of(data)
     frame = table[exog].astype(float)
-    frame.insert(0, "const", 1.0)
-    check_full_rank(np.column_stack([frame.to_numpy(), table[instruments].to_numpy(dtype=float)]),
+    if not transform.codes:
+        frame.insert(0, "const", 1.0)
+    parts = [table[[data.outcome]].astype(float), frame, table[endog].astype(float), table[instruments].astype(float)]
+    if transform.active:
+        raw = [part.to_numpy() for part in parts]
+        parts = [pd.DataFrame(transform.apply(a), columns=part.columns) for a, part in zip(raw, parts)]
+        if transform.codes:
+            for a, part in zip(raw[1:], parts[1:]):
+                check_not_absorbed(a, part.to_numpy(), list(part.columns), transform.absorb)
+    y, frame, endog_frame, instr_frame = parts
+    check_full_rank(np.column_stack([frame.to_numpy(), instr_frame.to_numpy()]),
                     list(frame.columns) + instruments, "exogenous columns and instruments")
-    return LinearIV(table[data.outcome].astype(float), frame, table[endog].astype(float),
-                    table[instruments].astype(float),
-                    cluster_codes(data.table, cluster) if cluster else None)
+    return LinearIV(y[data.outcome], frame, endog_frame, instr_frame,
+                    cluster_codes(data.table, cluster) if cluster else None, transform.df)
+
+
+def _lm_options(model: LinearIV, cov_type: str, debiased: bool) -> dict:
+    """linearmodels' ``fit`` keywords of the covariance choice: CR1 is its clustered ``debiased=True``;
+    absorbed levels count in the small-sample factors (``extra_df``)."""
+    clustered = is_clustered(cov_type)
+    out = {"cov_type": "clustered" if clustered else cov_type, "debiased": debiased or cov_type == "clustered-cr1"}
+    if clustered:
+        out["clusters"] = model.clusters
+    if model.extra_df:
+        out["extra_df"] = model.extra_df
+    return out
 
 
 def fit_iv(model: LinearIV, cov_type: str = "unadjusted", debiased: bool = False):
     """linearmodels' IV2SLS of the model with the covariance choice."""
     from linearmodels.iv import IV2SLS
-    kwargs = {"clusters": model.clusters} if cov_type == "clustered" else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")        # few clusters: said in our own words
-        return IV2SLS(model.y, model.exog, model.endog, model.instruments).fit(
-            cov_type=cov_type, debiased=debiased, **kwargs)
+        return IV2SLS(model.y, model.exog if model.exog.shape[1] else None, model.endog, model.instruments).fit(
+            **_lm_options(model, cov_type, debiased))
 
 
 def _ols(dependent, regressors: pd.DataFrame, model: LinearIV, cov_type: str, debiased: bool):
     from linearmodels.iv import IV2SLS
-    kwargs = {"clusters": model.clusters} if cov_type == "clustered" else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return IV2SLS(dependent, regressors, None, None).fit(cov_type=cov_type, debiased=debiased, **kwargs)
+        return IV2SLS(dependent, regressors, None, None).fit(**_lm_options(model, cov_type, debiased))
 
 
-def effective_f(model: LinearIV, first_stage) -> float:
+def effective_f(model: LinearIV, first_stage, scale: float = 1.0) -> float:
     """Montiel Olea & Pflueger's effective F of the one endogenous column: ``pi'Q pi / trace(V Q)``
     (module notes); ``first_stage`` is linearmodels' first-stage regression of that column (its
-    ``params`` and ``cov`` under the covariance choice)."""
+    ``params`` and ``cov`` under the covariance choice), ``V`` its covariance times ``scale``."""
     if model.endog.shape[1] != 1:
         raise DMLCoreError("The effective F is defined for one endogenous column; this model has "
                            f"{model.endog.shape[1]}.")
     names = list(model.instruments.columns)
     pi = first_stage.params[names].to_numpy()
-    v = first_stage.cov.loc[names, names].to_numpy()
+    v = first_stage.cov.loc[names, names].to_numpy() * scale
     z_tilde = _partialled(model, model.instruments.to_numpy())
     q = z_tilde.T @ z_tilde / model.n
     return float(pi @ q @ pi / np.trace(v @ q))
@@ -115,7 +146,7 @@ def effective_f(model: LinearIV, first_stage) -> float:
 def _partialled(model: LinearIV, values: np.ndarray) -> np.ndarray:
     """``values`` less their least-squares projection on the exogenous columns."""
     x = model.exog.to_numpy()
-    return values - x @ np.linalg.lstsq(x, values, rcond=None)[0]
+    return values - x @ np.linalg.lstsq(x, values, rcond=None)[0] if x.shape[1] else values
 
 
 def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluster: str | None = None) -> dict:
@@ -137,29 +168,76 @@ def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluste
     names = list(model.instruments.columns)
     q = len(names)
     z_tilde = _partialled(model, model.instruments.to_numpy())
+    # linearmodels' first-stage regressions drop extra_df: their small-sample factor n-k becomes n-k-df here
+    k = model.exog.shape[1] + q
+    scale = (model.n - k) / (model.n - k - model.extra_df)
     endogenous = {}
     for name, individual in stage.individual.items():
         pi = individual.params[names].to_numpy()
-        wald = float(pi @ np.linalg.solve(individual.cov.loc[names, names].to_numpy(), pi))
+        wald = float(pi @ np.linalg.solve(individual.cov.loc[names, names].to_numpy() * scale, pi))
         target = _partialled(model, model.endog[name].to_numpy())
         explained = z_tilde @ np.linalg.lstsq(z_tilde, target, rcond=None)[0]
-        pvalue = (f_dist.sf(wald / q, q, individual.df_resid) if cov_type == "unadjusted" else chi2.sf(wald, q))
+        pvalue = (f_dist.sf(wald / q, q, individual.df_resid - model.extra_df) if cov_type == "unadjusted" else chi2.sf(wald, q))
         endogenous[name] = {"partial_r2": float(explained @ explained / (target @ target)), "f_stat_cov": wald / q,
                             "f_cov_pvalue": float(pvalue),
                             "f_cov_dist": "F" if cov_type == "unadjusted" else "chi2 / q"}
     out = {"cov_type": cov_type, "cluster": cluster,
-           "n_clusters": None if model.clusters is None else int(model.clusters.max() + 1),
+           "n_clusters": n_clusters(model.clusters),
            "n_instruments": q, "endogenous": endogenous,
-           "effective_f": (effective_f(model, next(iter(stage.individual.values())))
+           "effective_f": (effective_f(model, next(iter(stage.individual.values())), scale)
                            if model.endog.shape[1] == 1 else None),
-           "kleibergen_paap_f": _finite(stage.kleibergen_paap_f),
+           "kleibergen_paap_f": _finite(stage.kleibergen_paap_f / scale),
            "kleibergen_paap": _test(stage.kleibergen_paap), "overid": None, "notes": []}
     if q > model.endog.shape[1]:
-        out["overid"] = {"sargan": _test(fit.sargan), "basmann": _test(fit.basmann),
-                         "wooldridge": _test(fit.wooldridge_overid)}
+        out["overid"] = overid_tests(model, fit, cov_type)
+        if is_clustered(cov_type):
+            out["notes"].append(NOT_CLUSTER_ROBUST)
+        if "hansen_j_error" in out["overid"]:
+            out["notes"].append(out["overid"].pop("hansen_j_error"))
     if out["n_clusters"] is not None and out["n_clusters"] < FEW_CLUSTERS:
         out["notes"].append(f"Only {out['n_clusters']} clusters: cluster-robust standard errors and tests are "
                             f"unreliable with fewer than about {FEW_CLUSTERS} (Cameron & Miller 2015).")
+    return out
+
+
+NOT_CLUSTER_ROBUST = ("Overidentification: Sargan's and Basmann's tests assume homoskedastic errors and "
+                      "Wooldridge's score test is heteroskedasticity-robust; none is cluster-robust. Read Hansen's J, "
+                      "whose weight matrix is clustered.")
+ROBUST_TO = {"sargan": "homoskedastic errors only", "basmann": "homoskedastic errors only",
+             "wooldridge": "heteroskedasticity-robust, not cluster-robust"}
+
+
+def overid_tests(model: LinearIV, fit, cov_type: str) -> dict:
+    """Sargan, Basmann and Wooldridge's score test (linearmodels, from the 2SLS ``fit``), and Hansen's J
+    of efficient GMM whose weight matrix follows ``cov_type`` (robust; clustered, CR0 -- so
+    cluster-robust; None when homoskedastic, where it would be Sargan's); each with ``robust_to``
+    saying which errors it allows.
+    Two-way clustering has no Hansen J here (None): linearmodels' GMM clusters one way; nor has a
+    clustered weight matrix that is singular (fewer clusters than moments): ``hansen_j_error`` says so."""
+    out = {name: _test(getattr(fit, attr)) for name, attr in
+           (("sargan", "sargan"), ("basmann", "basmann"), ("wooldridge", "wooldridge_overid"))}
+    if out["basmann"] is not None and model.extra_df:      # its n - L counts the absorbed levels among L
+        instruments = model.exog.shape[1] + model.instruments.shape[1]
+        out["basmann"]["stat"] *= (model.n - instruments - model.extra_df) / (model.n - instruments)
+        out["basmann"]["pvalue"] = float(chi2.sf(out["basmann"]["stat"], out["basmann"]["df"]))
+    for name, test in out.items():
+        if test is not None:
+            test["robust_to"] = ROBUST_TO[name]
+    out["hansen_j"] = None
+    if cov_type != "unadjusted" and (model.clusters is None or model.clusters.ndim == 1):
+        from linearmodels.iv import IVGMM
+        kind = "clustered" if is_clustered(cov_type) else cov_type
+        kwargs = {"clusters": model.clusters} if is_clustered(cov_type) else {}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                gmm = IVGMM(model.y, model.exog if model.exog.shape[1] else None, model.endog, model.instruments,
+                            weight_type=kind, **kwargs).fit(cov_type=kind, **kwargs)
+            out["hansen_j"] = _test(gmm.j_stat)
+        except (ValueError, np.linalg.LinAlgError) as exc:     # e.g. fewer clusters than moments
+            out["hansen_j_error"] = f"Hansen's J not computed: {str(exc).splitlines()[0]}"
+        if out["hansen_j"] is not None:
+            out["hansen_j"]["robust_to"] = "heteroskedasticity-robust" if kind == "robust" else "cluster-robust"
     return out
 
 
@@ -205,7 +283,7 @@ def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: 
     if model.endog.shape[1] != 1:
         raise DMLCoreError(f"The Anderson-Rubin set needs one endogenous column; the categorical treatment "
                            f"'{data.treatment[0]}' enters as {model.endog.shape[1]} dummies. Recode it as 0/1.")
-    debiased = cov_type == "unadjusted"
+    debiased = cov_type == "unadjusted"      # CR1's factor comes with its cov_type (_lm_options)
     centre = fit_iv(model, cov_type)
     name = model.endog.columns[0]
     b0 = float(centre.params[name])
@@ -217,7 +295,7 @@ def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: 
 
     def reduced(b):
         fit = _ols(model.y - b * d, regressors, model, cov_type, debiased)
-        return fit.params[names].to_numpy(), fit.cov.loc[names, names].to_numpy(), fit.df_resid
+        return fit.params[names].to_numpy(), fit.cov.loc[names, names].to_numpy(), fit.df_resid - model.extra_df
 
     (p_minus, v_minus, _), (p_zero, v_zero, df_resid), (p_plus, v_plus, _) = (
         reduced(b0 + step * t) for t in (-1.0, 0.0, 1.0))
@@ -333,3 +411,129 @@ def _piece_text(piece, infinity: str = "∞") -> str:
     left = f"(-{infinity}" if lo is None else f"[{lo:.4g}"
     right = f"+{infinity})" if hi is None else f"{hi:.4g}]"
     return f"{left}, {right}"
+
+
+# ------------------------------------------------------------------ conditional likelihood ratio
+CLR_ROBUST_TO = "homoskedastic errors only (Moreira 2003)"
+
+
+def partialled_parts(model: LinearIV):
+    """The outcome, endogenous column and instruments with the exogenous columns partialled out, and
+    the residual degrees of freedom n - q - (exogenous columns) - (absorbed levels)."""
+    z = _partialled(model, model.instruments.to_numpy())
+    y = _partialled(model, model.y.to_numpy())
+    d = _partialled(model, model.endog.to_numpy()[:, 0])
+    dof = model.n - z.shape[1] - model.exog.shape[1] - model.extra_df
+    return y, d, z, dof
+
+
+_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(96)
+
+
+def clr_pvalue(statistic, lam, k: int):
+    """P(CLR > ``statistic``) given the conditioning statistic ``lam``, ``k`` instruments, one endogenous
+    column (arrays broadcast): with Q1 ~ chi2(1) and s ~ chi2(k-1) independent, CLR > m exactly when
+    Q1 > m (lam + m - s) / (lam + m) (Moreira 2003), so the p-value is one integral over s. With
+    s = (lam + m) sin^2(phi) the integrand is smooth on [0, pi/2] (no endpoint singularity), and 96-point
+    Gauss-Legendre quadrature is exact to rounding."""
+    m, lam = np.broadcast_arrays(np.asarray(statistic, dtype=float), np.asarray(lam, dtype=float))
+    m = np.maximum(m, 0.0)
+    if k == 1:
+        return chi2.sf(m, 1)
+    cut = (lam + m)[..., None]
+    phi = (_NODES + 1.0) * np.pi / 4           # nodes on [0, pi/2]
+    sin, cos = np.sin(phi), np.cos(phi)
+    s = cut * sin ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        integrand = (chi2.sf(m[..., None] * cos ** 2, 1) * chi2.pdf(s, k - 1) * 2 * cut * sin * cos)
+    integrand = np.where(np.isfinite(integrand), integrand, 0.0)
+    inside = integrand @ _WEIGHTS * np.pi / 4
+    out = np.minimum(1.0, inside + chi2.sf(cut[..., 0], k - 1))
+    return np.where(m > 0, out, 1.0)
+
+
+def clr_test(data: CausalData, beta: float) -> dict:
+    """Moreira's (2003) conditional likelihood-ratio test that the coefficient of the one endogenous
+    column is ``beta`` (homoskedastic; ivmodels' statistic ``k AR(beta) - k min AR`` and its
+    conditioning eigenvalue, with the data's fixed effects and weights): ``{"statistic", "pvalue",
+    "lambda"}``."""
+    model = _one_endogenous(data, "conditional likelihood-ratio test")
+    stat, lam, k = _clr_at(*partialled_parts(model), beta)
+    return {"statistic": stat, "pvalue": float(clr_pvalue(stat, lam, k)), "lambda": lam}
+
+
+def _one_endogenous(data: CausalData, what: str) -> LinearIV:
+    if data.problem != "iv" or len(data.treatment) != 1:
+        raise DMLCoreError(f"The {what} is computed for one treatment column of an IV problem.")
+    model = linear_iv(data)
+    if model.endog.shape[1] != 1:
+        raise DMLCoreError(f"The {what} needs one endogenous column; the categorical treatment "
+                           f"'{data.treatment[0]}' enters as {model.endog.shape[1]} dummies. Recode it as 0/1.")
+    return model
+
+
+def _projector(z: np.ndarray):
+    q, _ = np.linalg.qr(z)
+    return lambda v: q @ (q.T @ v)
+
+
+def _clr_at(y, d, z, dof, beta, project=None, ar_min=None):
+    project = project or _projector(z)
+    if ar_min is None:
+        xy = np.column_stack([d, y])
+        p_xy = project(xy)
+        ar_min = float(np.min(np.real(eig(p_xy.T @ p_xy, (xy - p_xy).T @ (xy - p_xy), right=False))))
+    e = y - d * beta
+    pe = project(e)
+    oe = e - pe
+    stat = dof * (pe @ pe / (oe @ oe) - ar_min)
+    xt = d - e * (oe @ d) / (oe @ oe)
+    pxt = project(xt)
+    lam = dof * (pxt @ pxt) / ((xt - pxt) @ (xt - pxt))
+    return max(float(stat), 0.0), float(lam), z.shape[1]
+
+
+def clr_set(data: CausalData, level: float = 0.95, scale: float = 1.0) -> dict:
+    """The ``level`` confidence set of the coefficient from inverting :func:`clr_test`: every beta whose
+    p-value exceeds 1 - level. The p-value is evaluated on 801 points of beta = b + s tan(t) (b the LIML
+    estimate, s 2SLS's standard error, t spanning (-pi/2, pi/2), so the whole line), each crossing refined
+    by Brent's method to 1e-13 in t; the ends at +-infinity are the limits there. Homoskedastic errors
+    only, whatever the covariance choice (``robust_to`` says so). Returns ``{"pieces", "kind", "text",
+    "level", "robust_to"}`` as :func:`anderson_rubin_set`."""
+    model = _one_endogenous(data, "conditional likelihood-ratio set")
+    y, d, z, dof = partialled_parts(model)
+    project = _projector(z)
+    xy = np.column_stack([d, y])
+    p_xy = project(xy)
+    ar_min = float(np.min(np.real(eig(p_xy.T @ p_xy, (xy - p_xy).T @ (xy - p_xy), right=False))))
+    centre = fit_iv(model)
+    name = model.endog.columns[0]
+    step = max(float(centre.std_errors[name]), 1e-8 * (1.0 + abs(float(centre.params[name]))))
+    from linearmodels.iv import IVLIML
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b0 = float(IVLIML(model.y, model.exog if model.exog.shape[1] else None, model.endog,
+                          model.instruments).fit(cov_type="unadjusted").params[name])
+    alpha = 1.0 - level
+
+    def excess(t):        # > 0 inside the set
+        stat, lam, k = _clr_at(y, d, z, dof, b0 + step * np.tan(t), project, ar_min)
+        return float(clr_pvalue(stat, lam, k)) - alpha
+
+    edge = np.pi / 2 - 1e-9
+    grid = np.linspace(-edge, edge, 801)
+    values = np.array([excess(t) for t in grid])
+    roots = [brentq(excess, a, b, xtol=1e-13) for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:])
+             if fa * fb < 0]
+    bounds = [None, *roots, None]
+    pieces = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        mid = ((lo if lo is not None else -edge) + (hi if hi is not None else edge)) / 2
+        if excess(mid) > 0:
+            pieces.append([lo, hi])
+    to_b = lambda t: None if t is None else (b0 + step * np.tan(t)) * scale   # noqa: E731
+    pieces = [[to_b(lo), to_b(hi)] for lo, hi in pieces]
+    if scale < 0:
+        pieces = [[hi, lo] for lo, hi in reversed(pieces)]
+    text = describe_set(pieces, level).replace("Anderson-Rubin", "conditional likelihood-ratio (CLR)")
+    return {"pieces": pieces, "kind": set_kind(pieces), "text": text, "level": level, "robust_to": CLR_ROBUST_TO}

@@ -137,12 +137,16 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     score_folds = (HELDOUT_FOLDS if truth is None else 0) if heldout_folds is None else heldout_folds
     if score_folds:
         check_folds(score_folds)
+    linear_only = data.linear_options()        # absorbed fixed effects / weights: the linear IV methods only
+    if linear_only:
+        score_folds = _linear_only_folds(linear_only, heldout_folds, effect_folds)
     if not isinstance(debias, bool):
         raise DMLCoreError(f"debias is True (the debiased effect, the default) or False (the plug-in only); "
                            f"got {debias!r}.")
     if not debias and effect_folds is not None:
         check_effect_folds(effect_folds)              # a bad value is refused even when it goes unused
-    crossfit = _effect_crossfit(data, effect_folds, score_folds) if _debiased(method, debias) else None
+    crossfit = (_effect_crossfit(data, effect_folds, score_folds) if _debiased(method, debias) and not linear_only
+                else None)
     fit_kwargs = dict(learner=learner, folds=folds, epochs=epochs, n_draws=n_draws,
                       nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
                       reps_crossfit=reps_crossfit, device=device, outcome_learner=outcome_learner, sampler=sampler)
@@ -228,13 +232,33 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
                 crossfit.add(held, refit)
         except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: correct it as it is, say why
             crossfit.error = f"its refits failed: {exc}"
-    record["effect"] = effect_record(estimator, data, bootstrap=boot, crossfit=crossfit, debias=debias)
+    record["effect"] = effect_record(estimator, data, bootstrap=boot, crossfit=crossfit,
+                                     debias=debias and not linear_only)
+    if linear_only:
+        record["effect"]["debiased_error"] = LINEAR_ONLY_DEBIASED
+    record.update(absorb=list(data.absorb), weights=data.weights)
     if truth is not None and record["effect"].get("estimand") is not None:
         score_effect(record["effect"], truth, contrast(data))
     record["config"].update(bootstrap=bootstrap, heldout_folds=heldout_folds, effect_folds=effect_folds,
                             debias=debias)
     _stage(callback, "done", 1.0)
     return Run(record, estimator, data, truth)
+
+
+LINEAR_ONLY_DEBIASED = ("not computed: the debiased effect and the held-out residual take no absorbed fixed effects "
+                        "or weights; the linear IV coefficient is the effect")
+
+
+def _linear_only_folds(options: dict, heldout_folds, effect_folds) -> int:
+    """0 held-out folds for data with absorbed fixed effects or weights; refuse the refit options that
+    would ignore them (the held-out residual predicts without the fixed effects and weights; the
+    debiased effect takes neither). The bootstrap refits 2SLS on resampled rows, which honours them."""
+    what = " and ".join(f"--{k}" for k in options)
+    for name, value in (("heldout_folds", heldout_folds), ("effect_folds", effect_folds)):
+        if value:
+            raise DMLCoreError(f"{name}={value} is not computed with {what} (its refits would ignore them); leave it "
+                               f"out: the linear IV coefficient and its standard error are the effect.")
+    return 0
 
 
 def _debiased(method: str | None, debias: bool) -> bool:

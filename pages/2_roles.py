@@ -54,6 +54,50 @@ def categorical_widget(ds: state.Dataset, kwargs: dict, message: str | None, off
         ui.show_problem(message)
 
 
+ABSORB_KEY, WEIGHTS_KEY = "role_absorb", "role_weights"
+
+
+def linear_choice(kwargs: dict) -> dict:
+    """The chosen absorbed columns and weights (CausalData's ``absorb`` and ``weights``) from the session."""
+    used = {c for role, v in kwargs.items() if role not in ("problem", "categorical")
+            for c in ([v] if isinstance(v, str) else v) if c}
+    absorb = [c for c in ss.get(ABSORB_KEY) or [] if c not in used]
+    weights = ss.get(WEIGHTS_KEY)
+    return {"absorb": absorb, "weights": weights if weights and weights not in used else None}
+
+
+def linear_words(data: CausalData) -> str:
+    """The data's absorbed fixed effects and weights in words ("" when there are none)."""
+    what = [f"fixed effects of {' and '.join(data.absorb)} absorbed"] if data.absorb else []
+    return "; ".join(what + ([f"weighted by {data.weights}"] if data.weights else []))
+
+
+def linear_widgets(ds: state.Dataset, kwargs: dict, message: str | None, offending: str | None):
+    """Fixed effects to absorb and a weights column, for the linear IV methods (2SLS, LIML, Fuller, GMM)."""
+    used = {c for role, v in kwargs.items() if role not in ("problem", "categorical")
+            for c in ([v] if isinstance(v, str) else v) if c}
+    free = [c for c in ds.scalar_columns if c not in used]
+    ss[ABSORB_KEY] = [c for c in ss.get(ABSORB_KEY) or [] if c in free]
+    if ss.get(WEIGHTS_KEY) not in free:
+        ss[WEIGHTS_KEY] = None
+    chosen = bool(ss[ABSORB_KEY] or ss[WEIGHTS_KEY])
+    with st.expander("Fixed effects and weights (linear IV methods)", expanded=chosen or offending in ("absorb", "weights")):
+        st.multiselect("Absorb fixed effects of", free, key=ABSORB_KEY, max_selections=2, placeholder="None",
+                       persist_state="session",
+                       help="One or two columns without a role (a region, a firm, a year): 2SLS, LIML, Fuller, GMM and "
+                            "the first-stage diagnostics demean every column within their groups, as if one dummy per "
+                            "level were a covariate. The other methods refuse them.")
+        st.selectbox("Weights", free, key=WEIGHTS_KEY, index=None, placeholder="None (unweighted)",
+                     persist_state="session",
+                     help="A column of positive regression weights (e.g. sampling weights) for the same methods.")
+        if chosen:
+            st.caption("Only 2sls, liml, fuller and gmm-iv take these; DML-CMR, the naive plug-in and the peers "
+                       "refuse them when you train. The debiased effect and the held-out residual are not computed "
+                       "with them.")
+        if message and offending in ("absorb", "weights"):
+            ui.show_problem(message)
+
+
 def role_widgets(ds: state.Dataset, problem: str, message: str | None, offending: str | None):
     columns = ds.scalar_columns
     for role in ALLOWED[problem]:
@@ -81,7 +125,7 @@ def diagnostics(ds: state.Dataset, data: CausalData):
                  else "First stage: is the instrument strong?")
     flexible = st.toggle("Also fit a flexible (boosted) first stage (a few seconds)", key="roles_np")
     cache = ss.setdefault("first_stage_cache", {})
-    key = (id(ds.table), data.describe_roles(), flexible)
+    key = (id(ds.table), data.describe_roles(), str(data.linear_options()), flexible)
     if key not in cache:
         try:
             with st.spinner("Fitting the first stage..."), one_openmp_thread():
@@ -93,6 +137,11 @@ def diagnostics(ds: state.Dataset, data: CausalData):
         st.error(result)
         return
     columns = result["outcome_proxies" if proximal else "treatments"]
+    if data.linear_options():
+        st.caption(f"{linear_words(data).capitalize()}: every number below is of the "
+                   + ("demeaned " if data.absorb else "") + ("weighted " if data.weights else "")
+                   + "rows" + (" (the absorbed levels count in the F's degrees of freedom)" if data.absorb else "")
+                   + "; the boosted R² gain takes neither fixed effects nor weights, so it is not computed.")
     q = len(result["instruments"])
     bar, source, _, _ = strong_bar(q, "unadjusted", len(columns))
     scale = (f"weak below {WEAK_F:g} (Staiger-Stock rule of thumb); "
@@ -137,11 +186,14 @@ def diagnostics(ds: state.Dataset, data: CausalData):
         st.caption("Each tests whether the instruments agree with each other about the effect (null: all are valid "
                    "if one set is). A small p-value says at least one instrument is invalid or the effect is not "
                    "the same for all of them; a large one does not prove them valid. Sargan and Basmann assume "
-                   "homoskedastic errors; Wooldridge's score test is heteroskedasticity-robust.")
+                   "homoskedastic errors; Wooldridge's score test is heteroskedasticity-robust. Under a robust or "
+                   "clustered covariance (Results, the CLI's --cov) Hansen's J is added; clustered, only it is "
+                   "cluster-robust.")
     st.caption(result["note"])
 
 
-OVERID_TITLES = {"sargan": "Sargan", "basmann": "Basmann", "wooldridge": "Wooldridge's score test"}
+OVERID_TITLES = {"sargan": "Sargan", "basmann": "Basmann", "wooldridge": "Wooldridge's score test",
+                 "hansen_j": "Hansen's J"}
 
 
 def format_f(value: float) -> str:
@@ -165,18 +217,20 @@ def assign_roles(ds: state.Dataset):
     problem = st.radio("Problem", PROBLEMS, key=PROBLEM_KEY, horizontal=True, persist_state="session",
                        format_func=lambda p: ui.PROBLEM_TITLES[p])
     kwargs = state.roles_from_widgets()
-    data, message, offending = validate(ds, kwargs)
+    data, message, offending = validate(ds, {**kwargs, **linear_choice(kwargs)})
     ss["causal"] = data
 
     left, right = st.columns([2, 3], gap="large")
     with left:
         role_widgets(ds, problem, message, offending)
         categorical_widget(ds, kwargs, message, offending)
+        linear_widgets(ds, kwargs, message, offending)
     with right:
         st.graphviz_chart(causal_dot(problem, kwargs))
         st.latex(moment_text(problem))
         if data is not None:
-            st.success(f"Roles are valid: {data.describe_roles()}.", icon=":material/check_circle:")
+            extra = f"; {linear_words(data)} (linear IV methods)" if data.linear_options() else ""
+            st.success(f"Roles are valid: {data.describe_roles()}{extra}.", icon=":material/check_circle:")
             truth = state.truth()
             if ds.truth is not None and truth is None:
                 st.info("These roles differ from the simulation's, so results will not be scored against "

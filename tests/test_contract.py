@@ -28,6 +28,9 @@ TINY = {
     "naive": dict(learner="linear", n_draws=2),
     "regression": dict(learner="linear"),
     "2sls": {},
+    "liml": {},
+    "fuller": {},
+    "gmm-iv": {},
     "sieve-2sls": {},
     "kiv": dict(f_params=dict(n_features=10, grid=(1e-3, 1e-1))),
     "dfiv": dict(epochs=2, f_params=dict(stage1_iter=2, covariate_iter=2)),
@@ -156,7 +159,7 @@ def test_capabilities_are_declared_not_guessed(linear_iv):
     assert make_estimator("2sls").fit(data).supports("linear_functional")
     # the Anderson-Rubin set and the not-debiased baseline follow declarations, not class names
     holders = {m for m in METHODS if "anderson_rubin" in METHODS[m].cls.capabilities}
-    assert holders == {"2sls"}
+    assert holders == {"2sls", "liml", "fuller", "gmm-iv"}
     assert {m for m in METHODS if "ignores_conditioning" in METHODS[m].cls.capabilities} == {"regression"}
     assert not plain.supports("anderson_rubin") and not plain.supports("ignores_conditioning")
     with pytest.raises(DMLCoreError, match="Unknown capability"):

@@ -152,7 +152,7 @@ def test_effective_f_equals_a_hand_computation():
     plain = first_stage_inference(data, "unadjusted")
     assert plain["effective_f"] == pytest.approx(first_stage(data, nonparametric=False)["treatments"]["d"]["f_stat"],
                                                  rel=1e-9)
-    assert set(out["overid"]) == {"sargan", "basmann", "wooldridge"}
+    assert set(out["overid"]) == {"sargan", "basmann", "wooldridge", "hansen_j"}
     assert 0 <= out["overid"]["wooldridge"]["pvalue"] <= 1
 
 

@@ -4,8 +4,7 @@ The IV tables are read from ``linearmodels.datasets`` (bz2-compressed CSV files 
 with ``linearmodels``); the proximal table ``rhc`` is this package's own copy,
 ``dmlcore/data/files/rhc.csv.gz`` (built by ``scripts/build_rhc.py``, provenance in
 ``dmlcore/data/files/README.md``). Each loads as a :class:`CausalData` with the roles of a
-published specification, keeping only the columns given a role and the rows complete in
-them. The true causal function is unknown: results can be compared with the published
+published specification, keeping every column and the rows complete in the role columns. The true causal function is unknown: results can be compared with the published
 estimates quoted in each description, never scored.
 """
 
@@ -121,6 +120,14 @@ def _rhc_covariates() -> tuple[str, ...]:
     return tuple(c for c in header.columns if c not in RHC_ROLES)
 
 
+def _card() -> pd.DataFrame:
+    """Card's table with ``region66`` (1-9) added: the region of 1966 that the dummies reg661-reg669 code, one
+    column to cluster or absorb by."""
+    table = _linearmodels("card")
+    dummies = table[[f"reg66{r}" for r in range(1, 10)]].to_numpy()
+    return table.assign(region66=dummies.argmax(axis=1) + 1)
+
+
 def _mroz_workers() -> pd.DataFrame:
     table = _linearmodels("mroz")
     return table[table["inlf"] == 1]
@@ -138,7 +145,9 @@ REAL_DATASETS: dict[str, DatasetInfo] = {
             "OLS about 0.075. No row has a missing value in these columns. Source: D. Card "
             "(1995), 'Using Geographic Variation in College Proximity to Estimate the Return to "
             "Schooling', in Aspects of Labour Market Behavior: Essays in Honour of John "
-            "Vanderkamp, University of Toronto Press, 201-222."),
+            "Vanderkamp, University of Toronto Press, 201-222. Every column of the source is kept (e.g. "
+            "weight, the NLS sampling weight), and region66 (1-9) codes the 1966 region dummies in one column "
+            "for --cluster or --absorb."),
         caveat=(f"{TRUTH_UNKNOWN} Living near a college may go with family background or local "
                 "labour markets that raise wages by themselves. Experience is age - educ - 6, so "
                 "it moves with schooling; like Wooldridge we treat it as a covariate, whereas "
@@ -146,7 +155,7 @@ REAL_DATASETS: dict[str, DatasetInfo] = {
         outcome="lwage", treatment="educ", instrument=("nearc4",),
         covariates=("exper", "expersq", "black", "smsa", "south", "smsa66",
                     *(f"reg66{r}" for r in range(2, 10))),
-        rows=3010, package="linearmodels", loader=partial(_linearmodels, "card")),
+        rows=3010, package="linearmodels", loader=_card),
     "mroz": DatasetInfo(
         title="Mroz (1987): married women's wages, parents' schooling as instruments",
         description=(
@@ -217,12 +226,17 @@ def load_real_dataset(name: str) -> CausalData:
     Returns
     -------
     CausalData
-        ``problem`` as the data set's; the table holds the role columns only, rows with a
-        missing value in them dropped, index 0..n-1.
+        ``problem`` as the data set's; the table holds the role columns, then every other column of the
+        source (so that a column
+        without a role can cluster, be absorbed or weight: ``--cluster region``), the rows with a
+        missing value in a role column dropped, index 0..n-1. Columns without a role may have
+        missing values of their own.
     """
     key = str(name).strip().lower()
     if key not in REAL_DATASETS:
         raise DMLCoreError(f"Unknown data set {name!r}. Available: {', '.join(REAL_DATASETS)}.")
     info = REAL_DATASETS[key]
-    table = info.loader()[info.columns].dropna().reset_index(drop=True)
+    raw = info.loader()
+    others = [c for c in raw.columns if c not in info.columns]
+    table = raw[info.columns + others].dropna(subset=info.columns).reset_index(drop=True)
     return CausalData(table, info.problem, name=key, **info.roles)

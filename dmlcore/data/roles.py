@@ -20,6 +20,8 @@ import pandas as pd
 
 from dmlcore.errors import DMLCoreError
 from dmlcore.data.io import FORMATTED_NUMBER_HINT, looks_like_formatted_number
+from dmlcore.fixed_effects import check_absorb, check_weights
+from dmlcore.formula import parse_iv_formula
 
 PROBLEMS = ("iv", "pcl", "cmr")
 MIN_ROWS = 4
@@ -62,6 +64,9 @@ class CausalData:
     categorical : str or list of str, columns whose numbers are codes of categories (2 to
         MAX_LEVELS levels): neural networks one-hot encode them, 2SLS uses dummies
     name : str, a label for reports
+    absorb : str or list of str, one or two columns whose fixed effects the linear IV methods
+        absorb (2SLS, LIML, Fuller, GMM and their diagnostics; the other methods refuse them)
+    weights : str, a column of positive regression weights for the same methods
     """
 
     table: pd.DataFrame
@@ -78,6 +83,8 @@ class CausalData:
     image_shape: tuple[int, int] | None = None
     image_columns: list[str] = field(default_factory=list)
     categorical: list[str] = field(default_factory=list)
+    absorb: list[str] = field(default_factory=list)
+    weights: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.table, pd.DataFrame):
@@ -92,6 +99,7 @@ class CausalData:
         self._check_roles()
         self._check_values()
         self._check_categorical()
+        self._check_linear_options()
 
     # ------------------------------------------------------------------ roles
     def roles(self) -> dict[str, list[str]]:
@@ -176,6 +184,39 @@ class CausalData:
             if len(levels) > MAX_LEVELS:
                 raise DMLCoreError(f"Categorical column '{col}' has {len(levels)} levels, more than {MAX_LEVELS}; "
                                    f"treat it as a number, or group its levels first.")
+
+    def _check_linear_options(self):
+        """``absorb`` and ``weights``: existing columns without a role (checked in full by
+        :mod:`dmlcore.fixed_effects`)."""
+        self.absorb = _as_list(self.absorb)
+        self.weights = str(self.weights) if self.weights not in (None, "") else None
+        used = set(self.used_columns())
+        for col, what in [(c, "absorbed column") for c in self.absorb] + [(self.weights, "weights column")]:
+            if col is not None and col in used:
+                raise DMLCoreError(f"Column '{col}' has a role and cannot also be the {what}; give it one use.")
+        if self.weights is not None and self.weights in self.absorb:
+            raise DMLCoreError(f"Column '{self.weights}' cannot be both absorbed and the weights; give it one use.")
+        if self.absorb:
+            check_absorb(self.table, self.absorb)
+        if self.weights is not None:
+            check_weights(self.table, self.weights)
+
+    @classmethod
+    def from_formula(cls, formula: str, table: pd.DataFrame, *, name: str = "data", absorb=None,
+                     weights: str | None = None) -> "CausalData":
+        """The IV problem of ``formula``, ``y ~ 1 + x + [d ~ z]`` (linearmodels' convention; see
+        :mod:`dmlcore.formula`), on ``table``; ``absorb`` and ``weights`` as in the constructor. The
+        intercept ``1`` is required unless fixed effects are absorbed (every method fits a constant)."""
+        frame, roles, intercept = parse_iv_formula(formula, table)
+        if not intercept and not absorb:
+            raise DMLCoreError(f"The formula {formula!r} has no intercept, but every method here fits one; write "
+                               f"'1 +' after '~' (linearmodels' convention), or absorb fixed effects.")
+        return cls(frame, "iv", name=name, absorb=absorb or [], weights=weights, **roles)
+
+    def linear_options(self) -> dict:
+        """``{"absorb": [...], "weights": column}``, the entries that are set."""
+        out = {"absorb": list(self.absorb)} if self.absorb else {}
+        return out | ({"weights": self.weights} if self.weights else {})
 
     def categorical_levels(self, columns: list[str]) -> dict[int, np.ndarray]:
         """{position in ``columns``: sorted levels} of the categorical columns among ``columns``."""
@@ -299,7 +340,8 @@ class CausalData:
         kwargs = {role: getattr(self, role) for role in ROLE_NAMES[1:]}
         return CausalData(self.table.iloc[rows].reset_index(drop=True), self.problem, self.outcome,
                           name=self.name, image_shape=self.image_shape,
-                          image_columns=self.image_columns, categorical=self.categorical, **kwargs)
+                          image_columns=self.image_columns, categorical=self.categorical, absorb=self.absorb,
+                          weights=self.weights, **kwargs)
 
     def describe_roles(self) -> str:
         return "; ".join(f"{r}: {', '.join(c)}" for r, c in self.roles().items())

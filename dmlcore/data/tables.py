@@ -37,10 +37,11 @@ def tables_dir() -> Path:
 
 
 def roles_text(data: CausalData) -> str:
-    """The problem, roles and categorical columns of ``data`` as canonical JSON."""
+    """The problem, roles and categorical columns of ``data`` (and its absorbed columns and weights, when
+    set) as canonical JSON."""
     roles = {role: getattr(data, role) for role in ROLE_NAMES[1:] if getattr(data, role)}
     return json.dumps({"problem": data.problem, "outcome": data.outcome, **roles,
-                       "categorical": list(data.categorical)}, sort_keys=True)
+                       "categorical": list(data.categorical), **data.linear_options()}, sort_keys=True)
 
 
 def keep_table(data: CausalData, file: str, extra: list[str] | None = None) -> dict:
@@ -49,7 +50,8 @@ def keep_table(data: CausalData, file: str, extra: list[str] | None = None) -> d
     if data.image_columns:
         raise DMLCoreError("A study of your own table takes tabular columns; this data has image columns. Use the "
                            "built-in image data sets instead.")
-    columns = list(dict.fromkeys(data.used_columns() + [c for c in extra or [] if c in data.table]))
+    options = data.absorb + ([data.weights] if data.weights else [])     # fixed effects, weights (linear IV)
+    columns = list(dict.fromkeys(data.used_columns() + options + [c for c in extra or [] if c in data.table]))
     table = data.table[columns].reset_index(drop=True)
     key = table_hash(table)
     path = tables_dir() / f"{key}.parquet"

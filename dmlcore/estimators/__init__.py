@@ -10,6 +10,7 @@ from dmlcore.estimators._registry import (METHOD_TITLES, METHODS, Method, get_me
                                           record_folds, record_learner, trains_networks)
 from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn
+from dmlcore.estimators.kclass import LIML, Fuller, GMMIV
 from dmlcore.estimators.peers import DFIV, KIV, KPV, NMMR, PMMR, DeepGMM
 from dmlcore.estimators.regression import OutcomeRegression
 from dmlcore.estimators.sieve import Sieve2SLS
@@ -18,4 +19,4 @@ from dmlcore.estimators.tsls import TwoStageLeastSquares
 __all__ = ["CMREstimator", "CAPABILITIES", "supports", "METHODS", "METHOD_TITLES", "Method", "get_method", "make_estimator", "trains_networks",
            "record_folds", "record_learner", "DMLCMR", "CEDMLCMR", "NaivePlugIn", "RepeatedCrossFit",
            "OutcomeRegression", "TwoStageLeastSquares", "Sieve2SLS", "KIV", "DFIV", "DeepGMM", "KPV", "PMMR",
-           "NMMR"]
+           "NMMR", "LIML", "Fuller", "GMMIV"]

@@ -24,7 +24,9 @@
     reported beside it, and which is named for what it is (a first-stage-weighted average)
     rather than replaced by the debiased effect;
   - ``"ignores_conditioning"``: f is fitted without C on purpose (the confounded baseline), so
-    the debiased effect, which would turn it into an IV estimate, is not computed.
+    the debiased effect, which would turn it into an IV estimate, is not computed;
+  - ``"absorb_weights"``: it honours the data's ``absorb`` (fixed effects) and ``weights``
+    (:mod:`dmlcore.fixed_effects`); ``fit`` refuses them for any other estimator.
 
 Subclasses implement ``_fit(data, monitor)`` (a :class:`~dmlcore.progress.Monitor`) and
 ``predict``; :meth:`CMREstimator.fit` checks the data and builds the monitor.
@@ -41,7 +43,8 @@ from dmlcore.errors import DMLCoreError, NotFittedError
 from dmlcore.process import fit_threads
 from dmlcore.progress import Monitor
 
-CAPABILITIES = ("predict_interval", "predict_spread", "linear_functional", "anderson_rubin", "ignores_conditioning")
+CAPABILITIES = ("predict_interval", "predict_spread", "linear_functional", "anderson_rubin", "ignores_conditioning",
+                "absorb_weights")
 
 
 class CMREstimator(BaseEstimator):
@@ -57,6 +60,7 @@ class CMREstimator(BaseEstimator):
     def fit(self, data: CausalData, *, callback=None, should_stop=None):
         """Fit on ``data``; ``callback(event)`` gets progress, ``should_stop()`` cancels. Returns self."""
         check_data(data, type(self).__name__)
+        check_linear_options(self, data)
         with fit_threads():
             self._fit(data, Monitor(callback, should_stop))
         return self
@@ -88,6 +92,25 @@ def check_data(data, owner: str) -> None:
     if not isinstance(data, CausalData):
         raise DMLCoreError(f"{owner}.fit expects a CausalData; got {type(data).__name__}. "
                            f"Wrap the table with CausalData(table, problem, ...).")
+
+
+def check_linear_options(estimator, data: CausalData) -> None:
+    """Raise when ``data`` asks for absorbed fixed effects or weights that ``estimator`` cannot honour."""
+    asked = data.linear_options()
+    if not asked or "absorb_weights" in estimator.capabilities:
+        return
+    takers = sorted({cls.__name__ for cls in _subclasses(CMREstimator) if "absorb_weights" in cls.capabilities})
+    what = " and ".join(f"{k} {','.join(v) if isinstance(v, list) else v}" for k, v in asked.items())
+    raise DMLCoreError(f"Absorbed fixed effects and weights ({what}) apply to the linear IV estimators "
+                       f"({', '.join(takers)}) only, not to {type(estimator).__name__}; leave them out or use one "
+                       f"of those.")
+
+
+def _subclasses(cls) -> list:
+    out = []
+    for sub in cls.__subclasses__():
+        out += [sub, *_subclasses(sub)]
+    return out
 
 
 def check_fitted(model, attribute: str) -> None:

@@ -16,6 +16,7 @@ from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn
+from dmlcore.estimators.kclass import LIML, Fuller, GMMIV
 from dmlcore.estimators.peers.deepgmm import DeepGMM
 from dmlcore.estimators.peers.dfiv import DFIV
 from dmlcore.estimators.peers.kiv import KIV
@@ -78,6 +79,9 @@ class Method:
         if data.problem not in self.problems:
             return (f"{self.title} does not take {data.problem.upper()} problems; it takes "
                     f"{', '.join(p.upper() for p in self.problems)}.")
+        if data.linear_options() and "absorb_weights" not in self.cls.capabilities:
+            return (f"{self.title} takes no absorbed fixed effects or weights (set on Roles, or by --absorb / "
+                    f"--weights); only the linear IV methods do.")
         return None
 
 
@@ -99,6 +103,14 @@ def _closed_form(method: Method, **_):
 
 def _tsls(method: Method, *, cov_type, cluster, **_):
     return method.cls(cov_type=cov_type, cluster=cluster)
+
+
+def _fuller(method: Method, *, cov_type, cluster, f_params, **_):
+    """Fuller with ``f_params`` {"alpha": a} (default 1)."""
+    unknown = sorted(set(f_params or {}) - {"alpha"})
+    if unknown:
+        raise DMLCoreError(f"Unknown Fuller setting(s) {', '.join(map(repr, unknown))}; known: alpha.")
+    return method.cls(cov_type=cov_type, cluster=cluster, **(f_params or {}))
 
 
 def _peer(method: Method, *, seed, epochs, f_params, device, **_):
@@ -142,6 +154,16 @@ _ENTRIES = (
            NaivePlugIn, settings=SECOND_STAGE_SETTINGS - {"folds", "outcome_learner"}, colour="#d62728", **_FAMILY),
     Method("2sls", "2SLS", "Classical linear two-stage least squares, with standard errors.",
            TwoStageLeastSquares, _tsls, record_learner="linear", colour="#2ca02c"),
+    # the other linear IV estimators (docs/linear-iv.md): same model, fixed effects, weights and covariances
+    Method("liml", "LIML", "Limited-information maximum likelihood: linear IV, less biased than 2SLS with many or "
+           "weak instruments; equal to 2SLS with one instrument.", LIML, _tsls,
+           record_learner="linear", colour="#8c564b"),
+    Method("fuller", "Fuller", "Fuller's modified LIML (alpha=1; f_params {'alpha': a}): finite moments, nearly "
+           "unbiased under weak instruments.", Fuller, _fuller, record_learner="linear",
+           colour="#e377c2"),
+    Method("gmm-iv", "GMM (IV)", "Efficient two-step linear GMM, weighted under the covariance choice (robust or "
+           "clustered); equal to 2SLS with homoskedastic errors.", GMMIV, _tsls,
+           record_learner="linear", colour="#7f7f7f"),
     Method("sieve-2sls", "Sieve 2SLS",
            "Spline (sieve) 2SLS: tensor-product B-splines (with many covariates, a spline in the treatment plus a "
            "term per covariate), knots and ridge chosen by validation on the training rows; a few seconds for "

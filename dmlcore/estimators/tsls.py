@@ -8,14 +8,17 @@ linear proximal 2SLS of Tchetgen Tchetgen et al. (2020).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 from scipy.linalg import solve_triangular
 
-from dmlcore.covariance import check_covariance, cluster_codes, covariance_words
+from dmlcore.covariance import check_covariance, cluster_codes, covariance_words, is_clustered
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator, check_fitted, input_matrix
+from dmlcore.fixed_effects import transform_of
 
 _RANK_TOL = 1e-10
 
@@ -37,12 +40,16 @@ class TwoStageLeastSquares(CMREstimator):
         Most regressors or instruments accepted. Beyond it a fit takes minutes (on image data
         each pixel is a regressor: 4,098 of them on dsprites-pcl took about 10 minutes for
         5,000 rows) and ``fit`` raises a DMLCoreError that says what to use instead.
-    cov_type : {"unadjusted", "robust", "clustered"}, default "unadjusted"
+    cov_type : {"unadjusted", "robust", "clustered", "clustered-cr1"}, default "unadjusted"
         The standard errors: homoskedastic, heteroskedasticity-robust (HC0) or clustered by the
-        column ``cluster``; robust and clustered ones are ``linearmodels``' IV2SLS's with the same
-        ``cov_type`` (``debiased=False``).
+        column ``cluster``, CR0 or CR1 (:mod:`dmlcore.covariance`); robust and clustered ones are
+        ``linearmodels``' IV2SLS's with the same ``cov_type`` (``debiased=False``; CR1: ``True``).
     cluster : str, optional
-        The column whose values group the rows, with ``cov_type="clustered"`` only.
+        The column whose values group the rows (two, "a,b": two-way), with a clustered ``cov_type`` only.
+
+    The data's ``absorb`` and ``weights`` (:mod:`dmlcore.fixed_effects`) act on every number: the
+    rows are demeaned within the absorbed groups (no ``"const"`` then; ``offset_`` holds the fixed
+    effects' weighted mean, which ``predict`` adds) and weighted by the square root of the weights.
 
     Attributes
     ----------
@@ -66,11 +73,16 @@ class TwoStageLeastSquares(CMREstimator):
         What the user should know about the fit (dropped columns); empty otherwise.
     n_ : int
         Number of rows used.
+    kappa_ : float
+        The k-class kappa (1 for 2SLS; LIML's and Fuller's estimated one).
+    absorb_, weights_ : list of str, str or None
+        The absorbed columns and the weights column of the fit.
     fold_losses_ : list
         Always empty (no cross-fitting).
     """
 
-    capabilities = frozenset({"linear_functional", "anderson_rubin"})
+    capabilities = frozenset({"linear_functional", "anderson_rubin", "absorb_weights"})
+    kind, title = "2sls", "2SLS"
 
     def __init__(self, add_constant=True, drop_constant=True, max_columns=1000, cov_type="unadjusted",
                  cluster=None):
@@ -83,7 +95,9 @@ class TwoStageLeastSquares(CMREstimator):
     def _fit(self, data: CausalData, monitor) -> None:
         """Estimate the coefficients of f on ``data``; ``monitor`` is only checked for cancellation."""
         check_covariance(self.cov_type, self.cluster, data.table)
-        monitor.stage("2SLS")
+        self._check_settings(data)
+        transform = transform_of(data)
+        monitor.stage(self.title)
         all_inputs, all_cond = data.input_columns, data.conditioning_columns
         if self.add_constant and "const" in all_inputs + all_cond:
             raise DMLCoreError("A column is named 'const', which clashes with the intercept that "
@@ -101,11 +115,15 @@ class TwoStageLeastSquares(CMREstimator):
         if not inputs and not self.add_constant:
             raise DMLCoreError(f"Every input of f is all zeros ({', '.join(all_inputs)}); there is nothing "
                                f"to estimate. Choose other input columns.")
+        if not inputs and transform.codes:
+            raise DMLCoreError(f"{self.title} has no input of f left to estimate beside the absorbed fixed effects; "
+                               f"choose other input columns.")
         y = table[data.outcome].to_numpy(dtype=float)
         x = table[inputs].to_numpy(dtype=float)
         z = table[cond].to_numpy(dtype=float)
         x_names, z_names = list(inputs), list(cond)
-        if self.add_constant:
+        intercept = self.add_constant and not transform.codes      # absorbed fixed effects replace it
+        if intercept:
             x, z = _with_constant(x), _with_constant(z)
             x_names, z_names = ["const"] + x_names, ["const"] + z_names
         pixels = [c for c in data.image_columns if c in set(inputs) | set(cond)]
@@ -117,8 +135,14 @@ class TwoStageLeastSquares(CMREstimator):
                     f"{self.max_columns}, and a fit that takes minutes. "
                     + (_IMAGE_HINT if pixels else "Use fewer columns, a method with a learner "
                        "(DML-CMR), or TwoStageLeastSquares(max_columns=...) from Python."))
-        check_enough_rows(x, "regressors (inputs of f)", self.add_constant, pixels)
-        check_enough_rows(z, "instruments (conditioning columns)", self.add_constant, pixels)
+        check_enough_rows(x, "regressors (inputs of f)", self.add_constant, pixels, transform.df)
+        check_enough_rows(z, "instruments (conditioning columns)", self.add_constant, pixels, transform.df)
+        raw_x, raw_y = x, y
+        if transform.active:
+            y, x, z = transform.apply(y), transform.apply(x), transform.apply(z)
+            if transform.codes:
+                check_not_absorbed(raw_x, x, x_names, transform.absorb)
+                check_not_absorbed(table[cond].to_numpy(dtype=float), z, z_names, transform.absorb)
         hint = _IMAGE_HINT if pixels else None
         check_full_rank(x, x_names, "inputs of f (regressors)", hint=hint)
         check_full_rank(z, z_names, "conditioning columns (instruments)", hint=hint)
@@ -127,29 +151,39 @@ class TwoStageLeastSquares(CMREstimator):
         check_full_rank(x_hat, x_names, "first-stage projections of the inputs of f",
                         hint="The instruments do not move these inputs independently: the model is "
                              "not identified. Use stronger or more instruments.")
-        # (Xh'Xh)^-1 = R^-1 R^-T from Xh = QR: its diagonal is a sum of squares, never negative
-        q_hat, r = np.linalg.qr(x_hat)
-        beta = solve_triangular(r, q_hat.T @ y)
-        resid = y - x @ beta
         n = len(y)
-        r_inv = solve_triangular(r, np.eye(r.shape[0]))
-        with np.errstate(over="ignore", invalid="ignore"):
-            std_errors = np.sqrt(resid @ resid / n * np.sum(r_inv ** 2, axis=1))
-        if self.cov_type != "unadjusted":
-            std_errors = _linearmodels_errors(y, x, z, x_names, z_names, self.cov_type,
-                                              cluster_codes(data.table, self.cluster) if self.cluster else None)
+        clusters = cluster_codes(data.table, self.cluster) if self.cluster else None
+        if self.kind == "2sls" and self.cov_type == "unadjusted":
+            # (Xh'Xh)^-1 = R^-1 R^-T from Xh = QR: its diagonal is a sum of squares, never negative
+            q_hat, r = np.linalg.qr(x_hat)
+            beta = solve_triangular(r, q_hat.T @ y)
+            resid = y - x @ beta
+            r_inv = solve_triangular(r, np.eye(r.shape[0]))
+            with np.errstate(over="ignore", invalid="ignore"):
+                std_errors = np.sqrt(resid @ resid / n * np.sum(r_inv ** 2, axis=1))
+            self.kappa_ = 1.0
+        else:
+            beta, std_errors, self.kappa_ = linear_fit(self.kind, y, x, z, x_names, z_names, self.cov_type, clusters,
+                                                       transform.df, alpha=getattr(self, "alpha", 1.0))
         if not (np.all(np.isfinite(beta)) and np.all(np.isfinite(std_errors))):
-            raise DMLCoreError("2SLS could not compute finite coefficients and standard errors: the "
+            raise DMLCoreError(f"{self.title} could not compute finite coefficients and standard errors: the "
                                "regressors or instruments are nearly collinear. Drop near-duplicate "
                                "columns, or use a method with a learner (DML-CMR).")
         self.coef_ = pd.Series(beta, index=x_names, name="coef")
         self.std_errors_ = pd.Series(std_errors, index=x_names, name="std_error")
         self.cov_type_, self.cluster_ = self.cov_type, self.cluster
+        self.absorb_, self.weights_ = list(transform.absorb), transform.weights_column
+        # with absorbed fixed effects, f's level is their (weighted) mean: predict adds it
+        w = np.ones(n) if transform.weights is None else transform.weights
+        self.offset_ = float(np.average(raw_y - raw_x @ beta, weights=w)) if transform.codes else 0.0
         self.input_columns_ = list(all_inputs)
         self.dropped_columns_ = dropped
         self.notes_ = [_dropped_note(dropped)] if dropped else []
         self.n_ = n
         self.fold_losses_ = []
+
+    def _check_settings(self, data: CausalData) -> None:
+        """Raise for settings this method cannot honour (see subclasses)."""
 
     def predict(self, X) -> np.ndarray:
         """f at the rows of ``X`` (DataFrame with the input columns, or an array in their order)."""
@@ -158,7 +192,8 @@ class TwoStageLeastSquares(CMREstimator):
         frame = with_dummies(pd.DataFrame(x, columns=self.input_columns_), self.levels_, self.add_constant,
                              owner=type(self).__name__)
         kept = [c for c in frame.columns if c in self.coef_.index]
-        return frame[kept].to_numpy() @ self.coef_[kept].to_numpy() + self.coef_.get("const", 0.0)
+        return (frame[kept].to_numpy() @ self.coef_[kept].to_numpy() + self.coef_.get("const", 0.0)
+                + getattr(self, "offset_", 0.0))
 
     def effect_functional(self, plan) -> tuple[float, float]:
         """The treatment's coefficient (its dummy's, for a categorical 0/1 treatment) and standard
@@ -171,27 +206,74 @@ class TwoStageLeastSquares(CMREstimator):
         if name not in self.coef_.index and name in getattr(self, "levels_", {}):
             name, scale = f"{name}={values[-1]:g}", 1.0
         if name not in self.coef_.index:
-            raise DMLCoreError(f"2SLS has no coefficient for the treatment '{plan.treatment}' (it was left out "
+            raise DMLCoreError(f"{self.title} has no coefficient for the treatment '{plan.treatment}' (it was left out "
                                f"as constant), so it gives no effect.")
         return float(self.coef_[name]) * scale, float(self.std_errors_[name]) * abs(scale)
 
     def interval_how(self, z: float) -> str:
-        return f"2SLS: the coefficient -/+ {z:.2f} x its standard error ({covariance_words(self)})"
+        extra = "".join(f", {t}" for t in linear_options_words(self))
+        return f"{self.title}: the coefficient -/+ {z:.2f} x its standard error ({covariance_words(self)}{extra})"
 
 
-def _linearmodels_errors(y, x, z, x_names, z_names, cov_type, clusters) -> np.ndarray:
-    """linearmodels' IV2SLS standard errors (``cov_type``, ``debiased=False``) in the order of ``x_names``:
-    regressors that are also instruments are exogenous, the others endogenous."""
-    from linearmodels.iv import IV2SLS
+def linear_fit(kind, y, x, z, x_names, z_names, cov_type, clusters, extra_df=0, alpha=1.0):
+    """``(coefficients, standard errors, kappa)`` of linearmodels' IV2SLS, IVLIML or IVGMM (``kind`` "2sls",
+    "liml", "fuller" with Fuller's ``alpha``, "gmm") on the (already transformed) arrays, in the order of
+    ``x_names``: regressors that are also instruments are exogenous, the others endogenous. ``cov_type``
+    as :mod:`dmlcore.covariance` (CR1: ``debiased=True``); ``extra_df`` absorbed levels count in every
+    small-sample factor (Fuller's kappa, CR1), as they would with their dummies entered."""
+    from linearmodels.iv import IV2SLS, IVGMM, IVLIML
     exog = [j for j, c in enumerate(x_names) if c in z_names]
     endog = [j for j, c in enumerate(x_names) if c not in z_names]
     excluded = [j for j, c in enumerate(z_names) if c not in x_names]
     frame = lambda a, cols, names: pd.DataFrame(a[:, cols], columns=[names[j] for j in cols]) if cols else None  # noqa: E731
-    kwargs = {"clusters": clusters} if cov_type == "clustered" else {}
-    with np.errstate(all="ignore"):
-        fit = IV2SLS(pd.Series(y, name="y"), frame(x, exog, x_names), frame(x, endog, x_names),
-                     frame(z, excluded, z_names)).fit(cov_type=cov_type, debiased=False, **kwargs)
-    return fit.std_errors[x_names].to_numpy()
+    parts = (pd.Series(y, name="y"), frame(x, exog, x_names), frame(x, endog, x_names), frame(z, excluded, z_names))
+    clustered = is_clustered(cov_type)
+    lm_cov = "clustered" if clustered else cov_type
+    debiased = cov_type == "clustered-cr1"
+    kwargs = {"clusters": clusters} if clustered else {}
+    kappa = 1.0
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if kind == "gmm":
+            try:
+                fit = IVGMM(*parts, weight_type=lm_cov, **kwargs).fit(cov_type=lm_cov, debiased=debiased, **kwargs)
+            except ValueError as exc:       # a singular weight matrix (fewer clusters than moments)
+                raise DMLCoreError(f"Efficient GMM cannot weight the moments: {str(exc).splitlines()[0]}") from None
+            cov = fit.cov.loc[x_names, x_names].to_numpy()
+            if debiased and extra_df:     # IVGMM's (n-1)/(n-k) does not take extra_df: rescale it
+                n, k = len(y), len(x_names)
+                cov = cov * (n - k) / (n - k - extra_df)
+            return fit.params[x_names].to_numpy(), np.sqrt(np.diag(cov)), kappa
+        if kind == "2sls":
+            model = IV2SLS(*parts)
+        else:
+            kappa = float(IVLIML(*parts).fit(cov_type="unadjusted").kappa)
+            if kind == "fuller":       # Fuller (1977): kappa - alpha / (n - instruments), absorbed levels counted
+                kappa -= alpha / (len(y) - z.shape[1] - extra_df)
+            model = IVLIML(*parts, kappa=kappa)
+        fit = model.fit(cov_type=lm_cov, debiased=debiased, extra_df=extra_df, **kwargs)
+    return fit.params[x_names].to_numpy(), fit.std_errors[x_names].to_numpy(), kappa
+
+
+def check_not_absorbed(raw: np.ndarray, demeaned: np.ndarray, names: list[str], absorb: list[str]) -> None:
+    """Raise for a column the fixed effects absorb (constant within their groups)."""
+    scale = np.maximum(np.abs(raw).max(axis=0), 1e-300)
+    gone = np.abs(demeaned).max(axis=0) <= 1e-9 * scale
+    if gone.any():
+        name = names[int(np.flatnonzero(gone)[0])]
+        raise DMLCoreError(f"Column '{name}' is constant within the groups of {' and '.join(map(repr, absorb))} "
+                           f"(absorbed), so the fixed effects already hold it and its coefficient is not "
+                           f"identified. Leave it out of the roles or absorb fewer columns.")
+
+
+def linear_options_words(estimator) -> list[str]:
+    """The fit's absorbed fixed effects and weights in words (empty when there are none)."""
+    out = []
+    if getattr(estimator, "absorb_", None):
+        out.append("fixed effects of " + " and ".join(f"'{c}'" for c in estimator.absorb_) + " absorbed")
+    if getattr(estimator, "weights_", None):
+        out.append(f"weighted by '{estimator.weights_}'")
+    return out
 
 
 def dummy_columns(columns: list[str], levels: dict, drop_first: bool) -> list[str]:
@@ -241,12 +323,14 @@ def _dropped_note(dropped: list[str]) -> str:
             f"with the intercept, so its coefficient is not identified; f does not depend on it.")
 
 
-def check_enough_rows(a: np.ndarray, what: str, intercept: bool, pixels: list[str]) -> None:
-    """Raise unless ``a`` has more rows than columns (a least-squares fit needs them)."""
+def check_enough_rows(a: np.ndarray, what: str, intercept: bool, pixels: list[str], absorbed: int = 0) -> None:
+    """Raise unless ``a`` has more rows than columns and ``absorbed`` fixed-effect levels."""
     n, p = a.shape
-    if p < n:
+    if p + absorbed < n:
         return
     parts = (["the intercept"] if intercept else []) + [f"{p - intercept} column(s)"]
+    parts += [f"{absorbed} absorbed fixed-effect levels"] if absorbed else []
+    p += absorbed
     some = f", {len(pixels)} of them image pixels" if pixels else ""
     todo = (f"Simulate at least {p + 1} rows, or use DML-CMR or the naive plug-in with the "
             f"neural-network learner, which reads the image with a small network." if pixels else

@@ -1,0 +1,55 @@
+"""LIML, Fuller and efficient two-step GMM: the linear IV estimators beside 2SLS (``liml``, ``fuller``,
+``gmm-iv``), fitted by linearmodels' IVLIML and IVGMM on the same model, roles, fixed effects, weights
+and covariance choice as :class:`~dmlcore.estimators.tsls.TwoStageLeastSquares`.
+
+LIML is the k-class estimator with kappa the smallest root of the LIML eigenproblem; Fuller's
+estimator subtracts ``alpha / (n - L)`` from it (L instruments, the constant and absorbed levels
+counted; ``alpha=1`` has finite moments and is nearly unbiased, Fuller 1977); with one instrument per
+endogenous column all three equal 2SLS. The GMM estimator weights the moments by the inverse of their
+covariance estimated at 2SLS, under the covariance choice (homoskedastic: it is 2SLS; robust;
+clustered), and reports the covariance of that choice (linearmodels' IVGMM ``weight_type`` =
+``cov_type``).
+"""
+
+from __future__ import annotations
+
+from dmlcore.covariance import cluster_columns
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.tsls import TwoStageLeastSquares
+
+
+class LIML(TwoStageLeastSquares):
+    """Limited-information maximum likelihood (k-class, kappa estimated); parameters and attributes as
+    :class:`~dmlcore.estimators.tsls.TwoStageLeastSquares`, plus ``kappa_``."""
+
+    kind, title = "liml", "LIML"
+
+
+class Fuller(TwoStageLeastSquares):
+    """Fuller's modified LIML, kappa = LIML's - ``alpha`` / (n - L).
+
+    Parameters as :class:`~dmlcore.estimators.tsls.TwoStageLeastSquares`, and ``alpha`` (default 1).
+    """
+
+    kind, title = "fuller", "Fuller"
+
+    def __init__(self, add_constant=True, drop_constant=True, max_columns=1000, cov_type="unadjusted",
+                 cluster=None, alpha=1.0):
+        super().__init__(add_constant, drop_constant, max_columns, cov_type, cluster)
+        self.alpha = alpha
+
+    def _check_settings(self, data) -> None:
+        if not isinstance(self.alpha, (int, float)) or not self.alpha > 0:
+            raise DMLCoreError(f"Fuller's alpha must be a positive number (1 is the usual choice); got {self.alpha!r}.")
+
+
+class GMMIV(TwoStageLeastSquares):
+    """Efficient two-step GMM under the covariance choice; parameters and attributes as
+    :class:`~dmlcore.estimators.tsls.TwoStageLeastSquares`."""
+
+    kind, title = "gmm", "GMM"
+
+    def _check_settings(self, data) -> None:
+        if len(cluster_columns(self.cluster)) > 1:
+            raise DMLCoreError("Efficient GMM clusters by one column (linearmodels' IVGMM has no two-way weight "
+                               "matrix); cluster by one column, or use 2sls, liml or fuller for two-way clustering.")
