@@ -5,8 +5,7 @@
 
 A generated block is the text between ``<!-- BEGIN generated:ID -->`` and
 ``<!-- END generated:ID -->`` in README.md or a docs/**/*.md (a block may sit inside a sentence);
-ID names a renderer registered in bench/docgen/ (``--list`` prints them). The Card answer key's
-``<!-- card-numbers:begin -->`` / ``<!-- card-numbers:end -->`` is read the same way. Only saved rows
+ID names a renderer registered in bench/docgen/ (``--list`` prints them). Only saved rows
 are read (CSV, JSON, logs): no fit runs, and the check takes seconds. ``--check`` also fails when
 
 * a figure outside a generated block (in the docs, README.md or a string of dashboard/learn/*.py)
@@ -45,9 +44,7 @@ from bench.docgen.rows import RESULTS, Rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = re.compile(r"<!-- BEGIN generated:(?P<id>\S+) -->(?P<body>.*?)<!-- END generated:(?P=id) -->", re.S)
-# bench/card_exercise.py's own marker (docs/teaching.md's Card answer key): checked like a generated block.
-OWN_MARKER = re.compile(r"<!-- (?P<id>card-numbers):begin -->(?P<body>.*?)<!-- (?P=id):end -->", re.S)
-MARKERS = (MARKER, OWN_MARKER)
+MARKERS = (MARKER,)  # what bench/docgen/recorded.py blanks before recording the figures outside blocks
 IMAGE = re.compile(r"!\[[^\]]*\]\((?P<path>[^)\s]+\.png)\)")
 SCREENSHOTS = ("img/teaching/", "img/study/")  # pictures of the dashboard, not of rows
 
@@ -58,8 +55,8 @@ def doc_files(root: Path) -> list[Path]:
 
 
 def blocks(doc: str) -> list[re.Match]:
-    """Every generated block of ``doc`` (either marker), in order."""
-    return sorted((m for pattern in MARKERS for m in pattern.finditer(doc)), key=lambda m: m.start())
+    """Every generated block of ``doc``, in order."""
+    return list(MARKER.finditer(doc))
 
 
 @dataclass
@@ -92,12 +89,8 @@ def fill(doc: str, rendered: Rendered) -> str:
         if name not in rendered.text:
             return m[0]
         new = f"\n{rendered.text[name]}\n" if body.startswith("\n") else rendered.text[name]
-        if m.re is OWN_MARKER:
-            return f"<!-- {name}:begin -->{new}<!-- {name}:end -->"
         return f"<!-- BEGIN generated:{name} -->{new}<!-- END generated:{name} -->"
-    for pattern in MARKERS:
-        doc = pattern.sub(replace, doc)
-    return doc
+    return MARKER.sub(replace, doc)
 
 
 def block_ids(doc: str) -> list[str]:
@@ -116,8 +109,7 @@ def check_doc(path: Path, doc: str, rendered: Rendered) -> list[str]:
             problems.append(f"{path.name}: block {name}: {rendered.errors[name]}")
         elif m["body"].strip("\n") != rendered.text[name]:
             problems.append(f"{path.name}: block {name} differs from what the rows give")
-    bare = OWN_MARKER.sub("", MARKER.sub("", doc))
-    for stray in re.findall(r"<!-- (?:BEGIN|END) generated:\S+ -->|<!-- card-numbers:(?:begin|end) -->", bare):
+    for stray in re.findall(r"<!-- (?:BEGIN|END) generated:\S+ -->", MARKER.sub("", doc)):
         problems.append(f"{path.name}: unmatched marker {stray}")
     for m in IMAGE.finditer(doc):
         image = (path.parent / m["path"]).resolve()

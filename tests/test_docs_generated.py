@@ -135,15 +135,16 @@ def test_an_edited_hand_typed_table_cell_fails_the_check(copy, rows, rendered):
 
 
 def test_an_edited_card_block_fails_the_check(copy, rows, rendered):
-    """The Card answer key, which bench/card_exercise.py writes between its own markers, is a block."""
+    """The Card answer key (docs/teaching.md's block teaching:card, from bench/results/teaching/card.json):
+    a figure of its table edited fails the check, and --write puts it back."""
     page = copy / "docs" / "teaching.md"
     text = page.read_text()
-    card = next(m for m in docs.blocks(text) if m["id"] == "card-numbers")
+    card = next(m for m in docs.blocks(text) if m["id"] == "teaching:card")
     figure = re.search(r"\| (\d+\.\d+) \|", card["body"])
     start = card.start("body") + figure.start(1)
     page.write_text(text[:start] + ("8" if text[start] == "9" else "9") + text[start + 1:])
     problems = docs.check_all(copy, rows, rendered)
-    assert problems == ["teaching.md: block card-numbers differs from what the rows give"]
+    assert problems == ["teaching.md: block teaching:card differs from what the rows give"]
     assert docs.write_all(copy, rows, rendered, figures=False) == []
     assert page.read_text() == text
 
