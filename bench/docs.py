@@ -11,7 +11,8 @@ are read (CSV, JSON, logs): no fit runs, and the check takes seconds. ``--check`
 * a figure outside a generated block (in the docs, README.md or a string of dashboard/learn/*.py)
   differs from its record in bench/docgen/recorded/figures/ (bench/docgen/recorded.py);
 * an image under docs/img/ differs from its recorded hash, or its rows changed since it was drawn;
-* a doc shows an image that is missing, or a box plot of docs/img/ that no rows produce;
+* a doc shows an image that is missing, or a box plot of docs/img/ that no rows produce; an image under
+  docs/img/ is shown or linked by no doc;
 * a rows file in bench/results/ is read by no block and not archived with a reason (bench/docgen/archive.py);
 * a derived file (the Learn page's measured.csv) is stale.
 
@@ -46,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MARKER = re.compile(r"<!-- BEGIN generated:(?P<id>\S+) -->(?P<body>.*?)<!-- END generated:(?P=id) -->", re.S)
 MARKERS = (MARKER,)  # what bench/docgen/recorded.py blanks before recording the figures outside blocks
 IMAGE = re.compile(r"!\[[^\]]*\]\((?P<path>[^)\s]+\.png)\)")
+PNG_LINK = re.compile(r"\]\((?P<path>[^)\s]+\.png)\)")  # a picture shown, or linked to
 SCREENSHOTS = ("img/teaching/", "img/study/")  # pictures of the dashboard, not of rows
 
 
@@ -148,7 +150,15 @@ def check_all(root: Path, rows: Rows, rendered: Rendered) -> list[str]:
     problems += [f"block {name} is registered but shown in no doc" for name in sorted(set(BLOCKS) - used)]
     problems += recorded.check_literals(root, doc_files(root), MARKERS)
     problems += recorded.check_images(root, rows, FIGURES)
+    problems += unshown_images(root)
     return problems + unused_rows(rows)
+
+
+def unshown_images(root: Path) -> list[str]:
+    """PNGs under docs/img/ that no doc shows or links to."""
+    shown = {(path.parent / m["path"]).resolve() for path in doc_files(root) for m in PNG_LINK.finditer(path.read_text())}
+    return [f"docs/img/{image.relative_to(root / 'docs' / 'img').as_posix()} is shown or linked by no doc: show it "
+            "where it belongs, or delete it" for image in recorded.images(root) if image.resolve() not in shown]
 
 
 def unused_rows(rows: Rows) -> list[str]:

@@ -39,8 +39,6 @@ ARCHIVED: dict[str, str] = {
                                          "it as the history of the with-psutil numbers)",
     "peers-dfiv-norm-demand-iv.csv": "DFIV's normalisation trial, superseded by peers-dfiv-validation-*.csv",
     "peers-study-*.csv": "the peers' first study rows, superseded by authors/peers-*.csv (docs/peers.md)",
-    "class-load-*.json": "class runs behind docs/class.md; the three of 2026-11-27 are a block, the older ones "
-                         "are typed in class.md's history tables until they become blocks (bench/docgen/classload.py)",
     "teaching/*-rows.csv": "one row per simulated data set behind a teaching summary (compare-*.csv, wald.csv) "
                            "that docs/teaching.md's blocks read; `python -m bench.teaching` saves both",
     "teaching/demand-bands.csv": "the band on one data set per strength; docs/teaching.md quotes the 10-data-set "
