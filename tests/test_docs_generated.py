@@ -171,8 +171,21 @@ def test_an_edited_image_fails_the_check(copy, rows, rendered):
     shutil.copy(copy / "docs" / "img" / "demand-iv-gb.png", copy / "docs" / "img" / "extra.png")
     problems = docs.check_all(copy, rows, rendered)
     assert sorted(p.split(" ")[0] for p in problems) == [
-        "docs/img/demand-iv-gb.png", "docs/img/extra.png", "docs/img/teaching/11b_card.png"], problems
+        "docs/img/demand-iv-gb.png", "docs/img/extra.png", "docs/img/extra.png", "docs/img/teaching/11b_card.png"], problems
     assert "differs from its recorded hash" in problems[0]
+    assert "docs/img/extra.png is shown or linked by no doc: show it where it belongs, or delete it" in problems
+
+
+def test_a_screenshot_no_doc_shows_fails_the_check(copy, rows, rendered):
+    """Every file in docs/img/ is shown or linked by a doc: a screenshot whose only mention is removed is named."""
+    page = copy / "docs" / "teaching.md"
+    text = page.read_text()
+    shown = "![Learn, Confounding: OLS and 2SLS over 200 data sets at each ρ](img/teaching/03_confounding.png)"
+    assert text.count(shown) == 1
+    page.write_text(text.replace(shown, ""))
+    problems = docs.check_all(copy, rows, rendered)
+    assert "docs/img/teaching/03_confounding.png is shown or linked by no doc: show it where it belongs, or delete it" \
+        in problems
 
 
 def test_a_box_plot_drawn_from_older_rows_fails_the_check(copy, rows, rendered):
