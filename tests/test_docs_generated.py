@@ -234,3 +234,13 @@ def test_a_rows_file_no_block_reads_fails_the_check(tmp_path):
 def test_every_rows_file_is_read_or_archived(rows, rendered):
     """On the real rows: every file in bench/results is read by a block or archived with a reason."""
     assert docs.unused_rows(rows) == []
+
+
+def test_a_new_screenshot_recorded_without_redrawing_passes(copy, rows, rendered):
+    """`--write --no-figures` records a new screenshot (no rows behind it) so that the check passes."""
+    shutil.copy(copy / "docs" / "img" / "teaching" / "01_home.png", copy / "docs" / "img" / "teaching" / "99_new.png")
+    page = copy / "docs" / "teaching.md"
+    page.write_text(page.read_text() + "\n![A new screenshot](img/teaching/99_new.png)\n")
+    assert recorded.write_images(copy, rows, docs.FIGURES, redrawn=False)
+    recorded.write_literals(copy, docs.doc_files(copy), docs.MARKERS)
+    assert docs.check_all(copy, rows, rendered) == []
