@@ -5,14 +5,14 @@
 
 A generated block is the text between ``<!-- BEGIN generated:ID -->`` and
 ``<!-- END generated:ID -->`` in README.md or a docs/**/*.md (a block may sit inside a sentence);
-ID names a renderer registered in bench/docgen/ (``--list`` prints them). The Card answer key's
-``<!-- card-numbers:begin -->`` / ``<!-- card-numbers:end -->`` is read the same way. Only saved rows
+ID names a renderer registered in bench/docgen/ (``--list`` prints them). Only saved rows
 are read (CSV, JSON, logs): no fit runs, and the check takes seconds. ``--check`` also fails when
 
 * a figure outside a generated block (in the docs, README.md or a string of dashboard/learn/*.py)
   differs from its record in bench/docgen/recorded/figures/ (bench/docgen/recorded.py);
 * an image under docs/img/ differs from its recorded hash, or its rows changed since it was drawn;
-* a doc shows an image that is missing, or a box plot of docs/img/ that no rows produce;
+* a doc shows an image that is missing, or a box plot of docs/img/ that no rows produce; an image under
+  docs/img/ is shown or linked by no doc;
 * a rows file in bench/results/ is read by no block and not archived with a reason (bench/docgen/archive.py);
 * a derived file (the Learn page's measured.csv) is stale.
 
@@ -45,10 +45,9 @@ from bench.docgen.rows import RESULTS, Rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = re.compile(r"<!-- BEGIN generated:(?P<id>\S+) -->(?P<body>.*?)<!-- END generated:(?P=id) -->", re.S)
-# bench/card_exercise.py's own marker (docs/teaching.md's Card answer key): checked like a generated block.
-OWN_MARKER = re.compile(r"<!-- (?P<id>card-numbers):begin -->(?P<body>.*?)<!-- (?P=id):end -->", re.S)
-MARKERS = (MARKER, OWN_MARKER)
+MARKERS = (MARKER,)  # what bench/docgen/recorded.py blanks before recording the figures outside blocks
 IMAGE = re.compile(r"!\[[^\]]*\]\((?P<path>[^)\s]+\.png)\)")
+PNG_LINK = re.compile(r"\]\((?P<path>[^)\s]+\.png)\)")  # a picture shown, or linked to
 SCREENSHOTS = ("img/teaching/", "img/study/")  # pictures of the dashboard, not of rows
 
 
@@ -58,8 +57,8 @@ def doc_files(root: Path) -> list[Path]:
 
 
 def blocks(doc: str) -> list[re.Match]:
-    """Every generated block of ``doc`` (either marker), in order."""
-    return sorted((m for pattern in MARKERS for m in pattern.finditer(doc)), key=lambda m: m.start())
+    """Every generated block of ``doc``, in order."""
+    return list(MARKER.finditer(doc))
 
 
 @dataclass
@@ -92,12 +91,8 @@ def fill(doc: str, rendered: Rendered) -> str:
         if name not in rendered.text:
             return m[0]
         new = f"\n{rendered.text[name]}\n" if body.startswith("\n") else rendered.text[name]
-        if m.re is OWN_MARKER:
-            return f"<!-- {name}:begin -->{new}<!-- {name}:end -->"
         return f"<!-- BEGIN generated:{name} -->{new}<!-- END generated:{name} -->"
-    for pattern in MARKERS:
-        doc = pattern.sub(replace, doc)
-    return doc
+    return MARKER.sub(replace, doc)
 
 
 def block_ids(doc: str) -> list[str]:
@@ -116,8 +111,7 @@ def check_doc(path: Path, doc: str, rendered: Rendered) -> list[str]:
             problems.append(f"{path.name}: block {name}: {rendered.errors[name]}")
         elif m["body"].strip("\n") != rendered.text[name]:
             problems.append(f"{path.name}: block {name} differs from what the rows give")
-    bare = OWN_MARKER.sub("", MARKER.sub("", doc))
-    for stray in re.findall(r"<!-- (?:BEGIN|END) generated:\S+ -->|<!-- card-numbers:(?:begin|end) -->", bare):
+    for stray in re.findall(r"<!-- (?:BEGIN|END) generated:\S+ -->", MARKER.sub("", doc)):
         problems.append(f"{path.name}: unmatched marker {stray}")
     for m in IMAGE.finditer(doc):
         image = (path.parent / m["path"]).resolve()
@@ -156,7 +150,15 @@ def check_all(root: Path, rows: Rows, rendered: Rendered) -> list[str]:
     problems += [f"block {name} is registered but shown in no doc" for name in sorted(set(BLOCKS) - used)]
     problems += recorded.check_literals(root, doc_files(root), MARKERS)
     problems += recorded.check_images(root, rows, FIGURES)
+    problems += unshown_images(root)
     return problems + unused_rows(rows)
+
+
+def unshown_images(root: Path) -> list[str]:
+    """PNGs under docs/img/ that no doc shows or links to."""
+    shown = {(path.parent / m["path"]).resolve() for path in doc_files(root) for m in PNG_LINK.finditer(path.read_text())}
+    return [f"docs/img/{image.relative_to(root / 'docs' / 'img').as_posix()} is shown or linked by no doc: show it "
+            "where it belongs, or delete it" for image in recorded.images(root) if image.resolve() not in shown]
 
 
 def unused_rows(rows: Rows) -> list[str]:

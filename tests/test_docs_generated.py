@@ -135,15 +135,16 @@ def test_an_edited_hand_typed_table_cell_fails_the_check(copy, rows, rendered):
 
 
 def test_an_edited_card_block_fails_the_check(copy, rows, rendered):
-    """The Card answer key, which bench/card_exercise.py writes between its own markers, is a block."""
+    """The Card answer key (docs/teaching.md's block teaching:card, from bench/results/teaching/card.json):
+    a figure of its table edited fails the check, and --write puts it back."""
     page = copy / "docs" / "teaching.md"
     text = page.read_text()
-    card = next(m for m in docs.blocks(text) if m["id"] == "card-numbers")
+    card = next(m for m in docs.blocks(text) if m["id"] == "teaching:card")
     figure = re.search(r"\| (\d+\.\d+) \|", card["body"])
     start = card.start("body") + figure.start(1)
     page.write_text(text[:start] + ("8" if text[start] == "9" else "9") + text[start + 1:])
     problems = docs.check_all(copy, rows, rendered)
-    assert problems == ["teaching.md: block card-numbers differs from what the rows give"]
+    assert problems == ["teaching.md: block teaching:card differs from what the rows give"]
     assert docs.write_all(copy, rows, rendered, figures=False) == []
     assert page.read_text() == text
 
@@ -170,8 +171,21 @@ def test_an_edited_image_fails_the_check(copy, rows, rendered):
     shutil.copy(copy / "docs" / "img" / "demand-iv-gb.png", copy / "docs" / "img" / "extra.png")
     problems = docs.check_all(copy, rows, rendered)
     assert sorted(p.split(" ")[0] for p in problems) == [
-        "docs/img/demand-iv-gb.png", "docs/img/extra.png", "docs/img/teaching/11b_card.png"], problems
+        "docs/img/demand-iv-gb.png", "docs/img/extra.png", "docs/img/extra.png", "docs/img/teaching/11b_card.png"], problems
     assert "differs from its recorded hash" in problems[0]
+    assert "docs/img/extra.png is shown or linked by no doc: show it where it belongs, or delete it" in problems
+
+
+def test_a_screenshot_no_doc_shows_fails_the_check(copy, rows, rendered):
+    """Every file in docs/img/ is shown or linked by a doc: a screenshot whose only mention is removed is named."""
+    page = copy / "docs" / "teaching.md"
+    text = page.read_text()
+    shown = "![Learn, Confounding: OLS and 2SLS over 200 data sets at each ρ](img/teaching/03_confounding.png)"
+    assert text.count(shown) == 1
+    page.write_text(text.replace(shown, ""))
+    problems = docs.check_all(copy, rows, rendered)
+    assert "docs/img/teaching/03_confounding.png is shown or linked by no doc: show it where it belongs, or delete it" \
+        in problems
 
 
 def test_a_box_plot_drawn_from_older_rows_fails_the_check(copy, rows, rendered):
@@ -220,3 +234,13 @@ def test_a_rows_file_no_block_reads_fails_the_check(tmp_path):
 def test_every_rows_file_is_read_or_archived(rows, rendered):
     """On the real rows: every file in bench/results is read by a block or archived with a reason."""
     assert docs.unused_rows(rows) == []
+
+
+def test_a_new_screenshot_recorded_without_redrawing_passes(copy, rows, rendered):
+    """`--write --no-figures` records a new screenshot (no rows behind it) so that the check passes."""
+    shutil.copy(copy / "docs" / "img" / "teaching" / "01_home.png", copy / "docs" / "img" / "teaching" / "99_new.png")
+    page = copy / "docs" / "teaching.md"
+    page.write_text(page.read_text() + "\n![A new screenshot](img/teaching/99_new.png)\n")
+    assert recorded.write_images(copy, rows, docs.FIGURES, redrawn=False)
+    recorded.write_literals(copy, docs.doc_files(copy), docs.MARKERS)
+    assert docs.check_all(copy, rows, rendered) == []

@@ -42,7 +42,7 @@ def test_markers_are_dropped_and_links_outside_docs_become_text():
     hooks = _hooks()
     source = ("- a\n  <!-- BEGIN generated:x -->0.5<!-- END generated:x --> of [rows](../bench/results/a.csv), "
               "[coverage](coverage.md#conclusions), [site](https://example.org), ![p](img/demand-iv-gb.png)\n"
-              "<!-- card-numbers:begin -->\n| a |\n<!-- card-numbers:end -->\n")
+              "<!-- BEGIN generated:y -->\n| a |\n<!-- END generated:y -->\n")
     text = hooks.on_page_markdown(source, _page("benchmarks.md"), {"docs_dir": str(ROOT / "docs")}, None)
     assert text == ("- a\n  0.5 of rows, [coverage](coverage.md#conclusions), [site](https://example.org), "
                     "![p](img/demand-iv-gb.png)\n\n| a |\n\n")

@@ -3,6 +3,7 @@ the proximal RHC steps, and the worksheets generated from docs/teaching.md."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -78,3 +79,15 @@ def test_worksheets_split_questions_from_answers_and_match_the_plan(tmp_path):
     # the committed worksheets are what the plan gives (they cannot drift from docs/teaching.md)
     for path in worksheets.write(ROOT / "docs" / "teaching.md", tmp_path):
         assert path.read_text() == (ROOT / "docs" / "worksheets" / path.name).read_text(), path.name
+
+
+def test_worksheets_keep_the_plans_generated_figures_and_the_printed_page_drops_the_markers():
+    """An expected answer's measured figure is a generated block in docs/teaching.md: the teacher's
+    worksheet carries the same block (so `bench/docs.py --check` checks it there), the PDF's HTML shows
+    the figure without the markers."""
+    plan = (ROOT / "docs" / "teaching.md").read_text()
+    teacher = (ROOT / "docs" / "worksheets" / "session-1-teacher.md").read_text()
+    block = re.search(r"<!-- BEGIN generated:teaching:card-f -->(?P<figure>[^<]+)<!-- END generated:teaching:card-f -->", plan)
+    assert block and block[0] in teacher
+    page = worksheets.to_html(teacher)
+    assert "generated:" not in page and "&lt;!--" not in page and f"F {block['figure']}" in page

@@ -43,6 +43,8 @@ def test_orthogonality_that_works_draws_the_shipped_histograms_and_the_control()
     table = next(d.value for d in at.dataframe if "mean error (estimate − truth)" in d.value)
     assert table.equals(shown) and sentence.replace("−", "-") in body
     assert table["95 % interval covers the truth"].iloc[0] < table["95 % interval covers the truth"].iloc[1]
+    # a coverage's Monte-Carlo uncertainty is written as its s.e., never as a bare ± (docs/making.md)
+    assert "±" not in sentence and sentence.count(" % (s.e. ") == 2
     slopes = pliv.second_order().params["slopes"]
     assert f"slope {slopes['orthogonal']:.2f}, measured" in body and "second order" in body
     assert "the slope is 1 by construction" in body
@@ -87,3 +89,21 @@ def test_card_tab_says_what_one_binary_instrument_identifies():
     assert "**not identified**" in body and "Blandhol" in body and "age − schooling − 6" in body
     assert "#### 5. What if growing up near a college" in body or "What if growing up near a college" in body
     assert "Stock & Yogo's 16.38" in body and "but below 104.7" not in body
+
+
+def test_the_timings_the_learn_page_quotes_come_from_the_saved_runs():
+    """The cross-fitting and orthogonal-score tabs quote how long the saved runs took from
+    bench/results/teaching/run.json (seconds / data sets), not from a literal in the page."""
+    import json
+
+    from dashboard.learn.crossfit import _timing as crossfit_timing
+    from dashboard.learn.score import _timing as score_timing
+    from dmlcore.teaching import nuisance
+
+    runs = json.loads(nuisance.RUN_JSON.read_text())
+    simple, overfit = runs["compare-simple"], runs["compare-overfit"]
+    draws = int(nuisance.saved_comparison("simple")["draws"].iloc[0])
+    text = crossfit_timing()
+    assert f"{simple['seconds'] / draws:.1f} s for the first setting" in text
+    assert f"{overfit['seconds'] / int(nuisance.saved_comparison('overfit')['draws'].iloc[0]):.1f} s for the second" in text
+    assert simple["machine"] in text and f"about {runs['orthogonality']['seconds']:.0f} s" in score_timing()

@@ -16,6 +16,8 @@ READ_BY: dict[str, str] = {
     "teaching/crossfit-swap.csv": "dmlcore.teaching.nuisance.SWAP_CSV (Learn -> Cross-fitting)",
     "teaching/demand-band-coverage.csv": "dmlcore.teaching.demand.BAND_COVERAGE_CSV (Learn -> Demand)",
     "teaching/measured.csv": "derived by bench/docs.py --write for the Learn page (checked as a derived file)",
+    "teaching/run.json": "dmlcore.teaching.nuisance.saved_run (Learn -> Orthogonal score, Cross-fitting: how long "
+                         "the saved runs took); also the date, machine and load of every teaching experiment",
 }
 
 # Kept for the record, not shown: raw logs, a study runner's side output, runs a later run superseded.
@@ -37,10 +39,10 @@ ARCHIVED: dict[str, str] = {
                                          "it as the history of the with-psutil numbers)",
     "peers-dfiv-norm-demand-iv.csv": "DFIV's normalisation trial, superseded by peers-dfiv-validation-*.csv",
     "peers-study-*.csv": "the peers' first study rows, superseded by authors/peers-*.csv (docs/peers.md)",
-    "class-load-*.json": "class runs behind docs/class.md; the three of 2026-11-27 are a block, the older ones "
-                         "are typed in class.md's history tables until they become blocks (bench/docgen/classload.py)",
-    "demo-debias-cost-2026-11-27.jsonl": "the demo's cost with and without debiasing, quoted in docs/class.md "
-                                         "(typed until it becomes a block)",
-    "teaching/*": "the experiments behind docs/teaching.md and the Learn page (`python -m bench.teaching`); "
-                  "typed in teaching.md until they become blocks (bench/docgen/teaching.py)",
+    "teaching/*-rows.csv": "one row per simulated data set behind a teaching summary (compare-*.csv, wald.csv) "
+                           "that docs/teaching.md's blocks read; `python -m bench.teaching` saves both",
+    "teaching/demand-bands.csv": "the band on one data set per strength; docs/teaching.md quotes the 10-data-set "
+                                 "coverage (demand-band-coverage.csv) instead",
+    "teaching/weak-1-instrument.csv": "the Weak IV tab's one-instrument setting, saved beside the four-instrument "
+                                      "rows that docs/teaching.md shows (block teaching:weak-4); not quoted",
 }

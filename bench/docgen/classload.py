@@ -95,3 +95,126 @@ def demo_debias(rows, file: str) -> str:
                  f"{', '.join(f'{v:.0f}' for v in total['off'])} | "
                  f"{', '.join(f'{a / b:.1f}' for a, b in zip(total['on'], total['off']))} |")
     return "\n".join(lines)
+
+
+def _load_of(data: dict) -> str:
+    return " / ".join(f"{v:.0f}" for v in data["summary"]["load_before"])
+
+
+def _switch_p90(data: dict) -> float:
+    return _quantile([w["seconds"] for w in data["switches"] if w.get("seconds") is not None], 0.9)
+
+
+@family(r"class-fix:(?P<files>\S+)")
+def class_fix(rows, files: str) -> str:
+    """The runs before and after the blank-page fix (2026-11-26 evening): one row per JSON summary, with how
+    many Results pages showed their 4 runs, never finished drawing (None) or went blank (0)."""
+    lines = ["| run | date | load (1/5/15 min) before it | Results pages showing their 4 runs | pages that never "
+             "finished drawing | pages that went blank | click to curves: first / median / last | last page "
+             "finished | page switches of a 21st session: median / 90th percentile / max, over 2 s | Kendall τ "
+             "click vs result order | CPU while busy: server / workers (cores) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for file in files.split(","):
+        data = rows.json(file)
+        s = data["summary"]
+        shown = s["runs_shown_per_session"]
+        r, done, p, cpu = s["results_seconds"], s["results_complete_seconds"], s["page_switch_seconds"], s["cpu_while_busy"]
+        lines.append(
+            f"| `{file}` | {s['date'][:16]} | {_load_of(data)} | {sum(v == 4 for v in shown)} of {len(shown)} | "
+            f"{sum(v is None for v in shown)} | {sum(v == 0 for v in shown)} | {r['first']:.0f} / {r['median']:.0f} / "
+            f"**{r['last']:.0f} s** | {done['last']:.0f} s | {p['median']:.2f} s / **{_switch_p90(data):.2f} s** / "
+            f"{p['last']:.1f} s, {p['over_2s']} of {p['n']} | {s['click_order_vs_results_order_kendall_tau']:.2f} | "
+            f"{cpu['server_cpu']:.2f} / {cpu['workers_cpu']:.2f} |")
+    return "\n".join(lines)
+
+
+@family(r"class-idle:(?P<files>\S+)")
+def class_idle(rows, files: str) -> str:
+    """The first class runs (2026-11-26 midday), one column per JSON summary (local workers, Ray)."""
+    runs = [(file, rows.json(file)) for file in files.split(",")]
+
+    def row(title: str, cell) -> str:
+        return f"| {title} | " + " | ".join(cell(d["summary"], d) for _, d in runs) + " |"
+
+    def store(s, d) -> str:
+        st = s["store"]
+        yes = "yes" if st["each_session_all_its_runs"] and st["owners_distinct"] else "no"
+        return f"{st['runs_stored']} = {len(d['sessions'])} × {st['runs_per_session']}, {yes}, {st['runs_of_no_session']}"
+
+    def estimate(s, d) -> str:
+        e = s["estimate_error"]["median"]
+        return f"{abs(e):.0f} s too {'long' if e < 0 else 'short'}"
+
+    lines = ["| | " + " | ".join(f"`{file}`" for file, _ in runs) + " |", "|---|" + "---|" * len(runs),
+             row("sessions that saw their results (curves)", lambda s, d: f"{s['results_seconds']['n']} of {len(d['sessions'])}"),
+             row("time from click to results: first / median / last", lambda s, d: (lambda r: f"{r['first']:.0f} s / "
+                 f"{r['median']:.0f} s / **{r['last']:.0f} s**")(s["results_seconds"])),
+             row("blank Results pages; \"fragment does not exist\" lines; tracebacks",
+                 lambda s, d: f"{s['blank_pages']}; {s['fragment_gone_lines']}; {s['tracebacks_in_log']}"),
+             row("page switches of the 21st session: median / max, over 2 s", lambda s, d: (lambda p: f"{p['median']:.2f} s / "
+                 f"{p['last']:.1f} s, {p['over_2s']} of {p['n']}")(s["page_switch_seconds"])),
+             row("CPU while fits ran (cores): server / fit workers", lambda s, d: f"{s['cpu_while_busy']['server_cpu']:.2f} / "
+                 f"{s['cpu_while_busy']['workers_cpu']:.2f}"),
+             row("peak memory: server / workers", lambda s, d: f"{s['peak_mib']['server']:,.0f} MiB / {s['peak_mib']['workers']:,.0f} MiB"),
+             row("Train page's first estimate of the wait vs the real one: median error", estimate),
+             row("run store: runs, each under its own session, runs of no session", store)]
+    return "\n".join(lines)
+
+
+@family(r"class-fig:(?P<file>[^:]+):(?P<path>[^:]+):(?P<spec>[^:]*)")
+def class_figure(rows, file: str, path: str, spec: str) -> str:
+    """One figure of a class run's JSON (``path`` dotted keys, list positions as numbers; ``p90switch``: the
+    90th percentile of the page switches; ``tau`` Kendall's τ), formatted with ``spec`` (a format spec)."""
+    data = rows.json(file)
+    if path == "p90switch":
+        value = _switch_p90(data)
+    else:
+        value = data
+        for key in path.split("."):
+            value = value[int(key)] if isinstance(value, list) else value[key]
+    return format(value, spec)
+
+
+def _path(data, path: str):
+    for key in path.split("."):
+        data = data[int(key)] if isinstance(data, list) else data[key]
+    return data
+
+
+@family(r"class-range:(?P<files>[^:]+):(?P<path>[^:]+):(?P<spec>[^:]*):(?P<scale>[^:]+)")
+def class_range(rows, files: str, path: str, spec: str, scale: str) -> str:
+    """The lowest and highest of one figure over several runs' JSON ("157–190"), each times ``scale``
+    (``p90switch``: the 90th percentile of the page switches)."""
+    values = [float(scale) * (_switch_p90(d) if path == "p90switch" else _path(d, path))
+              for d in (rows.json(f) for f in files.split(","))]
+    lo, hi = format(min(values), spec), format(max(values), spec)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+@family(r"class-cores:(?P<files>\S+)")
+def class_cores(rows, files: str) -> str:
+    """Server plus workers, cores while busy, lowest to highest over the runs ("0.85–0.94")."""
+    values = [sum(rows.json(f)["summary"]["cpu_while_busy"][k] for k in ("server_cpu", "workers_cpu"))
+              for f in files.split(",")]
+    return f"{min(values):.2f}–{max(values):.2f}"
+
+
+@family(r"demo-debias-fig:(?P<file>[^:]+):(?P<what>\S+)")
+def demo_debias_figure(rows, file: str, what: str) -> str:
+    """One figure of the demo's debiasing cost: ``load`` (1-minute load average, lowest–highest),
+    ``spread`` (the largest ratio of one command's slowest to fastest repeat), ``dml-off`` (DML-CMR off:
+    fastest to slowest repeat), ``ratio`` (the four fits on / off, lowest–highest)."""
+    d = rows.jsonl(file)
+    if what == "load":
+        loads = [x for pair in d["load_avg_1min"] for x in pair]
+        return f"{min(loads):.1f}–{max(loads):.1f}"
+    if what == "spread":
+        walls = d.groupby(["method", "debias"])["wall"]
+        return f"{(walls.max() / walls.min()).max():.1f}"
+    if what == "dml-off":
+        w = d[(d["method"] == "dml-cmr") & (d["debias"] == "off")]["wall"]
+        return f"{w.min():.0f} to {w.max():.0f} s"
+    if what == "ratio":
+        total = d.pivot_table(index="repeat", columns="debias", values="wall", aggfunc="sum")
+        r = total["on"] / total["off"]
+        return f"{r.min():.1f}–{r.max():.1f}"
+    raise ValueError(f"demo-debias-fig: unknown figure {what!r}; one of load, spread, dml-off, ratio")

@@ -15,11 +15,11 @@ def wild_bootstrap_size(rows) -> str:
     for g, part in frame.groupby("clusters"):
         reps = len(part)
         se = lambda p: (p * (1 - p) / reps) ** 0.5   # noqa: E731
-        cells = [f"{part[c].mean():.1%} (±{1.96 * se(part[c].mean()):.1%})"
+        cells = [f"{100 * part[c].mean():.1f} % (s.e. {100 * se(part[c].mean()):.1f} %)"
                  for c in ("reject_cr1_normal", "reject_cr1_t", "reject_wre")]
         lines.append(f"| {g} | {reps:,} | {part['rows'].min()}–{part['rows'].max()} | {cells[0]} | {cells[1]} | "
                      f"{cells[2]} ({', '.join(sorted(part['weights'].unique()))}, B = {part['draws'].iloc[0]}) |")
     lines.append("")
-    lines.append(f"Rejection rates of the true coefficient at the 5 % level (± 1.96 Monte Carlo standard errors); "
+    lines.append(f"Rejection rates of the true coefficient at the 5 % level (s.e.: the Monte-Carlo standard error); "
                  f"run {run['date'][:10]}, {run['machine']}, load average {run['load average']:.1f}.")
     return "\n".join(lines)

@@ -172,7 +172,10 @@ def write_images(root: Path, rows, figures, redrawn: bool) -> bool:
     base, lines = root / "docs" / "img", ["image\tsha256\trows_sha256"]
     for image in images(root):
         rel = image.relative_to(base).as_posix()
-        drawn_from = _rows_hash(rows, figures, image.name) if redrawn else old.get(rel, ("", "?"))[1]
+        if image.name not in figures:     # a screenshot: no rows behind it
+            drawn_from = "-"
+        else:
+            drawn_from = _rows_hash(rows, figures, image.name) if redrawn else old.get(rel, ("", "?"))[1]
         lines.append(f"{rel}\t{sha256(image.read_bytes())}\t{drawn_from}")
     return _write_text(record, "\n".join(lines) + "\n")
 

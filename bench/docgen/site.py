@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\((?P<target>[^)\s]+)\)")
 EXTERNAL = re.compile(r"[a-z][a-z0-9+.-]*:|#")
-MARKERS = re.compile(r"<!-- (?:BEGIN|END) generated:\S+ -->|<!-- card-numbers:(?:begin|end) -->")
+MARKERS = re.compile(r"<!-- (?:BEGIN|END) generated:\S+ -->")
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:

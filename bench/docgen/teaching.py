@@ -135,3 +135,229 @@ def pliv_table(rows) -> str:
                      f"{r['sd t']:.2f} | {_cov(r['coverage'], int(r['sims']))} |")
     lines.append(f"\n{int(t['sims'].iloc[0]):,} data sets of 1,000 rows; s.e. in percentage points.")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ figures inside docs/teaching.md's sentences
+# Each is an inline block ``teaching:NAME`` (a few words inside a sentence, an Ask's expected answer
+# included); the worksheets (dmlcore.teaching.worksheets) copy the blocks with the answers, so the same
+# renderers check them.
+
+def _by(frame, column: str):
+    return frame.set_index(column)
+
+
+def _mid(lo: float, hi: float, digits: int = 2, sep: str = " to ") -> str:
+    return f"{_f(lo, digits)}{sep}{_f(hi, digits)}"
+
+
+def _conf(rows):
+    t = rows.csv("teaching/confounding.csv")
+    return t[t["estimator"] == "OLS"], t[t["estimator"] == "2SLS"]
+
+
+def _excl(rows):
+    t = rows.csv("teaching/exclusion.csv")
+    return t[t["estimator"] == "OLS"], t[t["estimator"] == "2SLS"]
+
+
+def _weak_row(rows, which: str):
+    t = rows.csv("teaching/weak-4-instruments.csv")
+    if which == "first-above-10":
+        return t[t["median F"] >= 10].iloc[0]
+    return t.iloc[int(which)]
+
+
+def _weak_draws() -> int:
+    from dmlcore.teaching import iv
+    return inspect.signature(iv.weak_instruments).parameters["draws"].default
+
+
+def _prox(rows, name: str = "proximal.csv"):
+    return _by(rows.csv(f"teaching/{name}"), "estimator")
+
+
+def _orth(rows, perturbation: str, eps: float):
+    t = rows.csv("teaching/orthogonality.csv")
+    t = t[(t["perturbation"] == perturbation) & (t["eps"].round(6) == eps)]
+    return t.set_index("method")["change"]
+
+
+def _pliv(rows, score: str, crossfit: bool):
+    t = rows.csv("teaching/pliv-shipped.csv")
+    return t[(t["score"] == score) & (t["cross-fitting"] == crossfit)].iloc[0]
+
+
+def _pct(p: float) -> str:
+    return f"{100 * p:.1f} %"
+
+
+def _three(x: float) -> str:
+    """Three decimals below 1, three significant digits above (the Learn page's MSE style)."""
+    return f"{x:.3f}" if abs(x) < 1 else f"{x:.3g}"
+
+
+def _compare(rows, name: str):
+    return _by(rows.csv(f"teaching/{name}.csv"), "method")
+
+
+def _swap(rows, targets: str, draws: str) -> str:
+    t = rows.csv("teaching/crossfit-swap.csv")
+    return f"{t[(t['targets'] == targets) & (t['draws'] == draws)]['median'].iloc[0]:.3f}"
+
+
+def _demand(rows, name: str = "demand.csv"):
+    t = _by(rows.csv(f"teaching/{name}"), "fit")
+    return {"regression": t.iloc[0], "2sls": t.iloc[1], "dml-cmr": t.iloc[2]}
+
+
+def _bands(rows):
+    t = rows.csv("teaching/demand-band-coverage.csv")
+    fixed = t[t["ridge"] == t["ridge"].iloc[0]].reset_index(drop=True)
+    return fixed, t[t["ridge"] != fixed["ridge"].iloc[0]]
+
+
+def _flat_below(rows) -> str:
+    """The first-stage F below which the band stops widening (less than 10 % wider at the next strength)."""
+    fixed, _ = _bands(rows)
+    w, f = fixed["mean width"], fixed["median first-stage F"]
+    i = next(i for i in range(len(w) - 1) if w[i + 1] / w[i] < 1.1)
+    return f"{f[i]:.0f}"
+
+
+def _card(rows):
+    return rows.json("teaching/card.json")
+
+
+def _rhc(rows):
+    return rows.json("teaching/rhc-exercise.json")
+
+
+def _rhc_flexible(rows):
+    effects = rows.csv("rhc-effects.csv")
+    boot = rows.csv("rhc-effects-boot.csv")
+    return [*effects[effects["method"] != "2sls"].itertuples(), *boot[boot["bootstrap"].notna()].itertuples()]
+
+
+def _demo(rows, method: str) -> str:
+    return f"{_by(rows.csv('teaching/demo.csv'), 'method').loc[method, 'mse']:.3f}"
+
+
+VALUES = {
+    # session 1: IV and LATE (wald.csv, late.csv, late-selection.csv)
+    "wald-ratio": lambda r: _f(_by(r.csv("teaching/wald.csv"), "estimate").loc["Wald ratio", "slope"], 2),
+    "wald-2sls": lambda r: _f(_by(r.csv("teaching/wald.csv"), "estimate").loc["2SLS", "slope"], 2),
+    "wald-ols": lambda r: _f(_by(r.csv("teaching/wald.csv"), "estimate").loc["OLS", "slope"], 2),
+    "late-ate": lambda r: _f(r.csv("teaching/late-selection.csv")["ate"].iloc[0], 2),
+    "late-late": lambda r: _f(r.csv("teaching/late-selection.csv")["late"].iloc[0], 2),
+    "late-wald": lambda r: _f(_by(r.csv("teaching/late.csv"), "estimator").loc["Wald", "median"], 2),
+    "late-naive": lambda r: _f(_by(r.csv("teaching/late.csv"), "estimator").loc["treated minus untreated", "median"], 2),
+    "late-att": lambda r: _f(r.csv("teaching/late-selection.csv")["att"].iloc[0], 2),
+    "late-gap": lambda r: _f(r.csv("teaching/late-selection.csv")["baseline_gap"].iloc[0], 2),
+    # confounding.csv
+    "conf-ols": lambda r: (lambda o: f"{_f(o['median'].iloc[0], 2)} at ρ = {o['rho'].iloc[0]:g}, "
+                           + ", ".join(_f(v, 2) for v in o["median"].iloc[1:-1])
+                           + f", {_f(o['median'].iloc[-1], 2)} at ρ = {o['rho'].iloc[-1]:g}")(_conf(r)[0]),
+    "conf-2sls": lambda r: (lambda t: f"between {_f(t['median'].min(), 2)} and {_f(t['median'].max(), 2)}")(_conf(r)[1]),
+    "conf-sd-2sls": lambda r: _f(_conf(r)[1]["sd"].mean()),
+    "conf-sd-ols": lambda r: _f(_conf(r)[0]["sd"].mean()),
+    # weak-4-instruments.csv
+    "weak-f10": lambda r: f"{_weak_row(r, 'first-above-10')['median F']:.1f}",
+    "weak-f10-covers": lambda r: (lambda p: f"{_pct(p)} (s.e. {100 * _se(p, _weak_draws()):.1f} %)")(
+        _weak_row(r, "first-above-10")["2SLS interval coverage"]),
+    "weak-f-weakest": lambda r: f"{_weak_row(r, '0')['median F']:.1f}",
+    "weak-unbounded-weakest": lambda r: f"{100 * _weak_row(r, '0')['AR unbounded']:.0f} %",
+    "weak-f-second": lambda r: f"{_weak_row(r, '1')['median F']:.1f}",
+    # exclusion.csv
+    "excl-2sls": lambda r: (lambda t: ", ".join(_f(v, 2) for v in t["median"]) + " at δ = "
+                            + ", ".join(f"{d:g}" for d in t["direct effect"]))(_excl(r)[1]),
+    "excl-ols": lambda r: (lambda o: _mid(o["median"].iloc[0], o["median"].iloc[-1]))(_excl(r)[0]),
+    "excl-worse": lambda r: (lambda o, t: f"{min(d for d, a, b in zip(t['direct effect'], t['median'], o['median']) if abs(a + 1) > abs(b + 1)):g}")(*_excl(r)),
+    "excl-2sls-last": lambda r: _f(_excl(r)[1]["median"].iloc[-1], 2),
+    # forbidden.csv
+    **{f"forbidden-{m}-{k}": (lambda r, m=m, k=k: (lambda s: f"{s.loc[m, 'mse']:.3f}" if k == "mse" else f"{s.loc[m, 'slope ratio']:.2f}")(_by(r.csv("teaching/forbidden.csv"), "method")))
+       for m in ("regression", "forbidden", "two-stage") for k in ("mse", "slope")},
+    # Card (card.json, card-plausible.json)
+    "card-f": lambda r: f"{_card(r)['linear']['f_stat']:.1f}",
+    "card-2sls": lambda r: _f(_card(r)["linear"]["tsls"]["coef"]),
+    "card-2sls-2": lambda r: _f(_card(r)["linear"]["tsls"]["coef"], 2),
+    "card-ols": lambda r: _f(_card(r)["linear"]["ols"]["coef"]),
+    "card-2sls-ci": lambda r: (lambda t: f"[{_f(t['lower'])}, {_f(t['upper'])}]")(_card(r)["linear"]["tsls"]),
+    "card-ar": lambda r: (lambda a: f"[{_f(a['lower'])}, {_f(a['upper'])}]" if a["shape"] == "interval" else a["shape"])(_card(r)["linear"]["ar"]),
+    "card-plug-in": lambda r: _f(_card(r)["dml_cmr"]["plug_in"]["estimate"]),
+    "card-debiased": lambda r: _f(_card(r)["dml_cmr"]["coef"]),
+    "card-first-stage": lambda r: _f(r.json("teaching/card-plausible.json")["first_stage"], 2),
+    "card-reduced-form": lambda r: _f(r.json("teaching/card-plausible.json")["reduced_form"]),
+    "card-breakdown-union": lambda r: f"{r.json('teaching/card-plausible.json')['breakdown_union']:.4f}",
+    "card-breakdown-union-pct": lambda r: f"{100 * r.json('teaching/card-plausible.json')['breakdown_union']:.1f} %",
+    "card-breakdown-local": lambda r: f"{r.json('teaching/card-plausible.json')['breakdown_local']:.4f}",
+    # proximal.csv, proximal-kappa-0.2.csv
+    "prox-y-a": lambda r: _f(_prox(r).loc["Y on A", "median"], 2),
+    "prox-y-aw": lambda r: _f(_prox(r).loc["Y on A and W", "median"], 2),
+    "prox-2sls": lambda r: _f(_prox(r).loc["proximal 2SLS", "median"], 2),
+    "prox-2sls-iqr": lambda r: (lambda s: _mid(s["q25"], s["q75"]))(_prox(r).loc["proximal 2SLS"]),
+    "prox-noise": lambda r: _f(_prox(r).iloc[3]["median"], 2),
+    "prox-noise-iqr": lambda r: (lambda s: _mid(s["q25"], s["q75"]))(_prox(r).iloc[3]),
+    "prox-kappa": lambda r: _f(_prox(r, "proximal-kappa-0.2.csv").loc["proximal 2SLS", "median"], 2),
+    # RHC (rhc-exercise.json, rhc-effects*.csv)
+    "rhc-cd-f": lambda r: f"{_rhc(r)['strength']['cragg_donald_f']:.1f}",
+    "rhc-regression": lambda r: _f(_rhc(r)["regression"]["coef"], 2),
+    "rhc-proxies-as-covariates": lambda r: _f(_rhc(r)["regression_with_proxies"]["coef"], 2),
+    "rhc-p2sls": lambda r: _f(_rhc(r)["p2sls"]["coef"], 2),
+    "rhc-swapped": lambda r: (lambda e: f"{_f(e['coef'], 2)} [{_f(e['lower'], 2)}, {_f(e['upper'], 2)}]")(_rhc(r)["p2sls_swapped"]),
+    "rhc-flexible-range": lambda r: (lambda v: _mid(max(v), min(v)))([e.estimate for e in _rhc_flexible(r)]),
+    "rhc-flexible-heldout": lambda r: (lambda v: _mid(min(v), max(v), 3, "–"))([e.heldout for e in _rhc_flexible(r)]),
+    "rhc-2sls-heldout": lambda r: _f(_by(r.csv("rhc-effects.csv"), "method").loc["2sls", "heldout"]),
+    # session 3: orthogonality.csv, pliv-*.csv
+    "orth-s-0.1": lambda r: f"{_orth(r, 's', 0.1)['dml-cmr']:.2f}",
+    "orth-s-0.2": lambda r: f"{_orth(r, 's', 0.2)['dml-cmr']:.2f}",
+    "orth-shift": lambda r: " / ".join(f"{_orth(r, 'shift', 0.1)[m]:.2f}" for m in ("naive", "ce-dml-cmr", "dml-cmr")),
+    "orth-widen": lambda r: " / ".join(f"{_orth(r, 'widen', 0.1)[m]:.2f}" for m in ("naive", "ce-dml-cmr", "dml-cmr")),
+    "pliv-slope-orthogonal": lambda r: f"{_by(r.csv('teaching/pliv-second-order.csv'), 'score').loc['orthogonal', 'slope'].iloc[0]:.2f}",
+    "pliv-slope-naive": lambda r: f"{_by(r.csv('teaching/pliv-second-order.csv'), 'score').loc['naive', 'slope'].iloc[0]:.2f}",
+    "pliv-naive-t": lambda r: _f(_pliv(r, "naive", True)["mean t"], 2),
+    "pliv-naive-t-abs": lambda r: f"{abs(_pliv(r, 'naive', True)['mean t']):.1f}",
+    "pliv-naive-covers": lambda r: _pct(_pliv(r, "naive", True)["coverage"]),
+    "pliv-naive-sd": lambda r: f"{_pliv(r, 'naive', True)['sd t']:.2f}",
+    "pliv-orth-sd": lambda r: f"{_pliv(r, 'orthogonal', True)['sd t']:.2f}",
+    "pliv-orth-covers": lambda r: _pct(_pliv(r, "orthogonal", True)["coverage"]),
+    "pliv-orth-t": lambda r: _f(_pliv(r, "orthogonal", True)["mean t"], 2),
+    "pliv-orth-se": lambda r: (lambda p: f"{100 * _se(p['coverage'], int(p['sims'])):.1f}")(_pliv(r, "orthogonal", True)),
+    "pliv-orth-se-live": lambda r: f"{100 * _se(_pliv(r, 'orthogonal', True)['coverage'], 100):.1f}",
+    "pliv-orth-covers-no-crossfit": lambda r: _pct(_pliv(r, "orthogonal", False)["coverage"]),
+    # compare-*.csv, crossfit-swap.csv
+    **{f"{name}-{m}": (lambda r, name=name, m=m: _three(_compare(r, name).loc[m, "median"]))
+       for name in ("compare-simple", "compare-overfit") for m in ("naive", "ce-dml-cmr", "dml-cmr")},
+    **{f"{name}-wins": (lambda r, name=name: (lambda s: f"{s.loc['dml-cmr', 'lowest MSE on']} of {s.loc['dml-cmr', 'draws']}")(_compare(r, name)))
+       for name in ("compare-simple", "compare-overfit")},
+    "swap-both-crossfitted": lambda r: _swap(r, "cross-fitted", "cross-fitted"),
+    "swap-in-sample-s": lambda r: _swap(r, "in-sample", "cross-fitted"),
+    "swap-in-sample-draws": lambda r: _swap(r, "cross-fitted", "in-sample"),
+    "swap-both-in-sample": lambda r: _swap(r, "in-sample", "in-sample"),
+    # demand.csv, demand-rho-0.csv, demand-band-coverage.csv
+    "demand-truth": lambda r: _f(_demand(r)["dml-cmr"]["true slope"], 1),
+    "demand-regression": lambda r: f"{_demand(r)['regression']['slope']:+.1f}".replace("-", "−"),
+    "demand-regression-rho-0": lambda r: _f(_demand(r, "demand-rho-0.csv")["regression"]["slope"], 1),
+    "demand-2sls": lambda r: _f(_demand(r)["2sls"]["slope"], 1),
+    "demand-dml-cmr": lambda r: _f(_demand(r)["dml-cmr"]["slope"], 1),
+    "demand-mse": lambda r: (lambda d: f"regression {d['regression']['mse']:.3f}, 2SLS {d['2sls']['mse']:.3f}, "
+                             f"DML-CMR {d['dml-cmr']['mse']:.3f}")(_demand(r)),
+    "demand-rmse-tickets": lambda r: f"{math.sqrt(_demand(r)['dml-cmr']['mse']) * _y_std():.0f}",
+    "band-coverage-range": lambda r: (lambda f: f"{_pct(f['mean coverage'].min())} to {_pct(f['mean coverage'].max())}")(_bands(r)[0]),
+    "band-f-range": lambda r: (lambda f: f"F {f['median first-stage F'].max():,.0f} down to F {f['median first-stage F'].min():.1f}")(_bands(r)[0]),
+    "band-width-range": lambda r: (lambda f: f"{f['mean width'].iloc[0]:,.0f} to {f['mean width'].iloc[-1]:,.0f}")(_bands(r)[0]),
+    "band-flat-below": _flat_below,
+    "band-small-penalty": lambda r: (lambda f, s: f"{s['mean width'].iloc[0] / f['mean width'].iloc[-1]:.0f} times wider at F "
+                                     f"{s['median first-stage F'].iloc[0]:.1f} ({s['mean width'].iloc[0]:,.0f})")(*_bands(r)),
+    "band-weakest-covers": lambda r: (lambda f: f"{_pct(f['mean coverage'].iloc[-1])} at F = {f['median first-stage F'].iloc[-1]:.1f}")(_bands(r)[0]),
+    # demo.csv
+    **{f"demo-{m}": (lambda r, m=m: _demo(r, m)) for m in ("dml-cmr", "naive", "2sls", "regression")},
+}
+
+
+def _y_std() -> float:
+    from dmlcore.data.simulate import Y_STD
+    return Y_STD
+
+
+for _name, _render in VALUES.items():
+    block(f"teaching:{_name}")(_render)

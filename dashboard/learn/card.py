@@ -127,13 +127,14 @@ def card_tab():
         "age − schooling − 6 (the *Data* page says so), so comparing men with the same experience and one more "
         "year of school compares men one year older; Card instrumented experience with age for this reason, "
         "which the exercise above does not (*not simulated here*).")
-    answer("For whom is 0.13 the return to schooling?",
+    ret = f"{s['tsls']['coef']:.2f}"
+    answer(f"For whom is {ret} the return to schooling?",
            "At best for the compliers: men who got more schooling because a college was near and would have got "
            "less otherwise (plausibly men for whom cost or distance was the obstacle), averaged with weights over "
            "the years of school the instrument moved. Not the return for the average man (the ATE), nor for those "
            "who went to college anyway. With the covariates entered linearly even that reading needs more: "
            "unless the specification is saturated in the covariates, the weights can reach men the instrument did "
-           "not move and can be negative, so 0.13 is a weighted average of effects whose weights the analyst does "
+           f"not move and can be negative, so {ret} is a weighted average of effects whose weights the analyst does "
            "not fully control. A policy that builds "
            "colleges acts on men like the compliers, which is why this number can still matter.")
     plausible_section(t)

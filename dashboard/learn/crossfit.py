@@ -53,8 +53,9 @@ def crossfit_tab():
                        format_func=lambda key: nuisance.SETTINGS[key].title)
     draws = c2.select_slider("Data sets", [5, 10, 20, 50], value=20, key="learn_cmp_draws", persist_state="session")
     swap_note()
-    st.caption("About 0.6 s per data set for the first setting and 2.5 s for the second, measured on 2 cores "
-               "with other work running.")
+    timing = _timing()
+    if timing:
+        st.caption(timing)
     exp = slow(f"compare-{setting}-{draws}", "Run the comparison",
                lambda cb: nuisance.compare_methods(setting, draws=int(draws), callback=cb))
     if exp is not None:
@@ -117,3 +118,16 @@ def swap_note():
         + ("The draws do more harm than ŝ, and the two together far more than either."
            if mse['cross-fitted', 'in-sample'] > mse['in-sample', 'cross-fitted'] else
            "Here ŝ does more harm than the draws, and the two together more than either."))
+
+
+def _timing() -> str | None:
+    """Seconds per data set of the two settings in the saved runs (``python -m bench.teaching``:
+    bench/results/teaching/run.json and compare-*.csv)."""
+    runs = {key: (nuisance.saved_run(f"compare-{key}"), nuisance.saved_comparison(key)) for key in nuisance.SETTINGS}
+    if not all(run and table is not None for run, table in runs.values()):
+        return None
+    shown = " and ".join(f"{run['seconds'] / table['draws'].iloc[0]:.1f} s for the {which} setting"
+                         for which, (run, table) in zip(("first", "second"), runs.values()))
+    run = next(iter(runs.values()))[0]
+    return (f"About {shown} per data set, measured on {run['machine']} with other work running (load average "
+            f"{run['load average']:.0f}, {run['date'][:10]}).")

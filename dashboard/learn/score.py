@@ -45,7 +45,7 @@ def score_tab():
         "the tool does). Then one nuisance is made wrong by a known ε and the second stage is refitted, in closed "
         "form (f a degree-5 polynomial), so that only the nuisance changes: ŝ plus ε·sd(Y)·Δ(c) with Δ the "
         "standardized instrument; the price draws shifted by ε·sd(price); or spread (1 + ε) times wider. "
-        "5 data sets of 1,000 rows; about 6 s on 2 cores with other work running.")
+        "5 data sets of 1,000 rows" + _timing() + ".")
     exp = slow("orthogonality", "Run the perturbation experiment", lambda cb: nuisance.orthogonality(callback=cb))
     if exp is None:
         return
@@ -86,3 +86,12 @@ def score_tab():
         st.markdown("**What this teaches**: the curves above differ in order between methods or errors; read "
                     "each panel's slope near ε = 0.")
     st.caption(f"Computed in {exp.seconds:.0f} s; shared with everyone using this server until it restarts.")
+
+
+def _timing() -> str:
+    """How long the saved run took (bench/results/teaching/run.json), or nothing when it is not there."""
+    run = nuisance.saved_run("orthogonality")
+    if not run:
+        return ""
+    return (f"; about {run['seconds']:.0f} s on {run['machine']} with other work running (load average "
+            f"{run['load average']:.0f}, {run['date'][:10]})")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+import json
 from pathlib import Path
 
 import numpy as np
@@ -239,3 +240,20 @@ SWAP_CSV = Path(__file__).resolve().parents[2] / "bench" / "results" / "teaching
 def measured_swap() -> pd.DataFrame | None:
     """:func:`swap_nuisances` as ``python -m bench.teaching`` wrote it (None when the file is not here)."""
     return pd.read_csv(SWAP_CSV) if SWAP_CSV.exists() else None
+
+
+RUN_JSON = SWAP_CSV.parent / "run.json"
+
+
+def saved_run(name: str) -> dict | None:
+    """How the saved run of experiment ``name`` went (``python -m bench.teaching``'s run.json: its
+    seconds, date, machine and load average), or None when it is not there."""
+    if not RUN_JSON.exists():
+        return None
+    return json.loads(RUN_JSON.read_text()).get(name)
+
+
+def saved_comparison(setting: str) -> pd.DataFrame | None:
+    """The saved comparison of the three methods in ``setting`` (bench/results/teaching/compare-SETTING.csv)."""
+    path = SWAP_CSV.parent / f"compare-{setting}.csv"
+    return pd.read_csv(path) if path.exists() else None

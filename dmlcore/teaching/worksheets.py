@@ -6,7 +6,9 @@ the expected answers, both read from docs/teaching.md (one source).
 In the plan, a session is a ``# Session N · title`` heading, a step a ``## ... · title`` heading under
 it, a question a paragraph that starts with ``*Ask:*`` (or ``*Ask (context):*``) and its answer the
 paragraph after it that starts with ``*Expected answer:*``. Writes ``session-N-student.md`` and
-``session-N-teacher.md`` (and, with ``--pdf``, the same as PDF, printed by headless Chromium).
+``session-N-teacher.md`` (and, with ``--pdf``, the same as PDF, printed by headless Chromium). A
+measured figure in a question or an answer stands in the plan in a generated block (bench/docs.py); the
+worksheets copy the block with its markers, so the docs check renders and checks it there too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from pathlib import Path
 
 ASK = re.compile(r"^\*Ask(?: \((?P<context>[^)]*)\))?:\*\s*")
 ANSWER = re.compile(r"^\*Expected answer:\*\s*")
+# the docs' generated-block markers (bench/docs.py), copied with the answers: kept in the Markdown (so that
+# `python bench/docs.py --check` checks the figures between them), dropped from the printed page
+GENERATED = re.compile(r"<!-- (?:BEGIN|END) generated:\S+ -->")
 CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 
 
@@ -114,7 +119,7 @@ def render(session: Session, *, answers: bool) -> str:
 def to_html(markdown: str) -> str:
     """The little Markdown :func:`render` writes (headings, paragraphs, bold, italics, quotes) as HTML."""
     def inline(text: str) -> str:
-        text = html.escape(text, quote=False).replace("&amp;nbsp;", "&nbsp;")
+        text = html.escape(GENERATED.sub("", text), quote=False).replace("&amp;nbsp;", "&nbsp;")
         text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
         text = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<em>\1</em>", text)
         return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
