@@ -47,10 +47,6 @@ class TwoStageLeastSquares(CMREstimator):
     cluster : str, optional
         The column whose values group the rows (two, "a,b": two-way), with a clustered ``cov_type`` only.
 
-    The data's ``absorb`` and ``weights`` (:mod:`dmlcore.fixed_effects`) act on every number: the
-    rows are demeaned within the absorbed groups (no ``"const"`` then; ``offset_`` holds the fixed
-    effects' weighted mean, which ``predict`` adds) and weighted by the square root of the weights.
-
     Attributes
     ----------
     coef_ : pandas.Series
@@ -79,6 +75,12 @@ class TwoStageLeastSquares(CMREstimator):
         The absorbed columns and the weights column of the fit.
     fold_losses_ : list
         Always empty (no cross-fitting).
+
+    Notes
+    -----
+    The data's ``absorb`` and ``weights`` (:mod:`dmlcore.fixed_effects`) act on every number: the
+    rows are demeaned within the absorbed groups (no ``"const"`` then; ``offset_`` holds the fixed
+    effects' weighted mean, which ``predict`` adds) and weighted by the square root of the weights.
     """
 
     capabilities = frozenset({"linear_functional", "anderson_rubin", "absorb_weights"})
