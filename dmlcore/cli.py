@@ -3,7 +3,7 @@ study) and ``list`` (the data sets and methods, from their registries).
 
 Bad input exits with status 2 and one line naming the problem; no traceback reaches the user. An option
 given on the command line that the data set or method does not use is refused, all such options named in
-one line (:func:`refuse_unused`): an option is a data set's when its name is in the data registry's
+one line (:func:`refuse_unused_options`): an option is a data set's when its name is in the data registry's
 ``DATASET_OPTIONS``, a method's when it is in some registry entry's ``settings``, and your own file's when
 it is in ``OWN_DATA_OPTIONS``; declaring a new option there is all it takes to have it listed and checked.
 """
@@ -125,10 +125,10 @@ def refuse_unused_options(args, methods: list[str]) -> None:
         if own:
             problems.append(f"{', '.join(own)} appl{'ies' if len(own) == 1 else 'y'} to your own file only "
                             f"(--csv FILE), not to --dataset {dataset}; leave {'it' if len(own) == 1 else 'them'} out.")
+    data = [DATA_ALIASES.get(d, d) for d in given if DATA_ALIASES.get(d, d) in data_names]
     try:
         if dataset is None or dataset in dataset_names():   # else load_dataset refuses it, listing the data sets
-                refuse_unused(dataset, [DATA_ALIASES.get(d, d) for d in given if DATA_ALIASES.get(d, d) in data_names],
-                          methods, [d for d in given if d in settings], spell)
+            refuse_unused(dataset, data, methods, [d for d in given if d in settings], spell)
     except DMLCoreError as err:
         problems.append(str(err))
     if problems:

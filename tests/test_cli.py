@@ -461,3 +461,9 @@ def test_setup_installs_the_console_script():
                for line in setup.splitlines())
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["dmlcore"] == "dmlcore.cli:main"
+
+
+def test_study_refuses_own_data_options_without_csv(capsys):
+    code, out, err = run_main(capsys, "study", "--dataset", "card", "--categorical", "x", "--dropna",
+                              "--outcome", "y")
+    assert_one_line_error(code, err, "--outcome, --categorical, --dropna apply to your own file only")

@@ -156,6 +156,11 @@ def add_study_parser(sub) -> None:
 def study_spec(args) -> StudySpec:
     if args.csv:
         return _table_spec(args)
+    own = [f"--{o.replace('_', '-')}" for o in OWN_DATA_OPTIONS[1:]
+           if getattr(args, o, None) not in (None, False) and not (o == "problem" and args.problem == "iv")]
+    if own:
+        raise DMLCoreError(f"{', '.join(own)} appl{'ies' if len(own) == 1 else 'y'} to your own file only (--csv FILE); "
+                           f"leave {'it' if len(own) == 1 else 'them'} out.")
     if args.spec:
         given = [f"--{name.replace('_', '-')}" for name in GRID_FLAGS if getattr(args, name) is not None]
         if given:
