@@ -223,7 +223,7 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
     return frame
 
 
-def text_width(values, header: str = "", px_per_char: float = 7.6, padding: int = 30) -> int:
+def text_width(values, header: str = "", px_per_char: float = 6.8, padding: int = 26) -> int:
     """Pixels a text column of a table needs to show its longest value (or its header) whole: the grid's
     automatic width stops at 500 px and cuts longer text."""
     longest = max([len(str(header)), *(len(str(v)) for v in values)])

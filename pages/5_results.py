@@ -92,7 +92,7 @@ def curves_section(chosen):
     fig = plots.curve_figure(named, methods=methods, x_title=x_title, y_title=y_title, lines_in_view=True)
     st.plotly_chart(fig, key="res_curves")         # the page's whole width: the legend is under the curves
     if real:
-        left, right = st.columns([3, 2], gap="large")
+        left, right = st.columns(2, gap="medium")
         with left:
             dataset = chosen[0].record.get("dataset")
             info = REAL_DATASETS.get(dataset)
@@ -131,9 +131,9 @@ def side_by_side_2sls(chosen, reference):
     else:
         config = record.get("config") or {}
         cov = COV_TITLES.get(config.get("cov_type") or "unadjusted", config.get("cov_type"))
-        cov += f" by {config['cluster']}" if config.get("cluster") else ", as fitted"
+        cov += f" by {config['cluster']}, as fitted" if config.get("cluster") else ", as fitted"
         coefficients, errors = record["coefficients"], record.get("std_errors", {})
-    st.markdown(f"**2SLS, side by side:** linear coefficients ± standard errors ({cov})")
+    st.markdown(f"**2SLS, side by side:** linear coefficients ± standard errors, {cov}")
     st.dataframe(pd.DataFrame({"coefficient": coefficients, "std. error": errors}), key="res_2sls")
 
 
@@ -160,8 +160,8 @@ def effects_section(chosen, reference):
     linear = (data, inference) if isinstance(inference, dict) else None
     table = results.effects_table(chosen, reference, linear)
     widths = {col: results.text_width(table[col], col) for col in table.columns if col != "effect"}
-    if sum(widths.values()) > 800:
-        st.caption("The table is wider than the page: scroll it sideways for every column.")
+    if sum(widths.values()) > 500:
+        st.caption("Scroll the table sideways when its right-hand columns are out of view.")
     with st.container(key="res_effects_box"):       # every text whole; the grid scrolls sideways
         st.dataframe(table, key="res_effects", hide_index=True,
                      column_config={"effect": st.column_config.NumberColumn(format="%.4g"),
@@ -192,14 +192,14 @@ def linear_iv_data(chosen, reference):
 def covariance_choice(data):
     """The "Standard errors" choice (and the cluster column): (choice, linear_iv_inference's output under it,
     or the error that kept it from being computed, or None while no cluster column is chosen)."""
-    c1, c2, c3 = st.columns([1, 1, 2], vertical_alignment="bottom")
+    c1, c2 = st.columns(2)
     cov = c1.selectbox("Standard errors", COV_TYPES, key="res_cov", format_func=COV_TITLES.get,
                        help="Homoskedastic assumes the same error variance in every row; robust allows it to vary; "
                             "clustered also allows errors to be correlated within groups of rows (a region, a "
                             "school). The same choice as `--cov` on the command line.")
-    c3.caption("Sets 2SLS's interval and Anderson-Rubin set in the table below and the Linear IV inference "
-               "under it; the other methods' intervals do not depend on it. Stored runs without their data "
-               "keep the errors they were fitted with.")
+    st.caption("Sets 2SLS's interval and Anderson-Rubin set in the table below, its coefficients' standard "
+               "errors side by side above and the Linear IV inference further down; the other methods' intervals "
+               "do not depend on it. Stored runs without their data keep the errors they were fitted with.")
     if cov == "clustered":
         cluster = c2.selectbox("Cluster by", [str(c) for c in data.table.columns], index=None, key="res_cluster",
                                placeholder="Choose a column", help="The column whose values group the rows.")

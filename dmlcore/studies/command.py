@@ -109,7 +109,7 @@ def _drop_missing(table, used: list[str], name: str, dropna: bool):
     rows = int(missing.any(axis=1).sum())
     where = ", ".join(f"{c} ({n})" for c, n in counts.items())
     if not dropna:
-        raise DMLCoreError(f"{name} has missing values in {len(counts)} used column(s): {where}; {rows} of "
+        raise DMLCoreError(f"{name} has missing (NaN) values in {len(counts)} used column(s): {where}; {rows} of "
                            f"{len(table)} rows miss one. Pass --dropna to drop those rows, or fill them in.")
     print(f"note: --dropna dropped {rows} of {len(table)} rows with a missing value in {where}", file=sys.stderr)
     return table.loc[~missing.any(axis=1)].reset_index(drop=True)
