@@ -47,7 +47,7 @@ def _tables(page) -> dict:
     row = dict(zip(header, next(r for r in rows if r and r[0] == "#1 2SLS")))
     main = page.locator("[data-testid=stMain]").inner_text()
     wald = re.search(r"Wald \[(-?[\d.e+-]+), (-?[\d.e+-]+)\]", main)
-    side = re.search(r"2SLS, side by side: linear coefficients ± standard errors \((.*)\)$", main, re.M)
+    side = re.search(r"2SLS, side by side: linear coefficients ± standard errors, (.*)$", main, re.M)
     return {"interval": row["95% interval"], "kind": row["kind"], "wald": f"{wald[1]} to {wald[2]}" if wald else None,
             "side": side[1] if side else None}
 
