@@ -244,9 +244,11 @@ def _records(items, reference, linear: tuple | None = None):
 def under_covariance(record: dict, inference: dict | None) -> dict:
     """``record`` with the interval of its coefficient (and its kind) and its Anderson-Rubin set as the
     covariance choice of ``inference`` (:func:`linear_iv_inference` on the record's own data) gives them,
-    when the run is 2SLS; otherwise, or without ``inference``, ``record`` itself."""
+    when the run's headline is 2SLS's coefficient (another linear IV estimator keeps its own interval);
+    otherwise, or without ``inference``, ``record`` itself."""
     effect = record.get("effect") or {}
-    if inference is None or not keeps_coefficient(record.get("method")) or effect.get("estimate") is None:
+    if (inference is None or not keeps_coefficient(record.get("method")) or effect.get("estimate") is None
+            or not (effect.get("interval") or "").startswith("2SLS")):
         return record
     wald = inference["wald"]
     chosen = {key: wald[key] for key in ("ci_lower", "ci_upper", "interval")}
