@@ -177,7 +177,7 @@ def for_display(table: pd.DataFrame, items: list[ResultItem]) -> pd.DataFrame:
     return out
 
 
-def effects_table(items: list[ResultItem], reference: Run | None = None) -> pd.DataFrame:
+def effects_table(items: list[ResultItem], reference: Run | None = None, linear: tuple | None = None) -> pd.DataFrame:
     """One row per run with an effect: the headline estimate (debiased for every method that fits
     a nonlinear f, unless the run had it switched off or it could not be computed: then the plug-in,
     its kind saying so), its interval or "weakly identified" in words, its kind in a few words
@@ -185,11 +185,15 @@ def effects_table(items: list[ResultItem], reference: Run | None = None) -> pd.D
     debiased headline, the measured coverage of that kind of interval on the simulated designs
     (:func:`dmlcore.effect_coverage.coverage_note`), the bootstrap's percentile interval and the
     Anderson-Rubin set where the run has them, or why there is no effect. 2SLS gets a second row
-    for the debiased average derivative; the 2SLS reference fit comes last when given."""
+    for the debiased average derivative; the 2SLS reference fit comes last when given.
+
+    ``linear`` is the page's covariance choice: (data, :func:`linear_iv_inference` on it); the 2SLS runs
+    fitted on that data show the interval, its kind and the Anderson-Rubin set under that choice
+    (:func:`under_covariance`), the others as they were fitted."""
     from dmlcore.ivinference import set_text
     measured = measured_coverage()
     rows = []
-    for title, record in _records(items, reference):
+    for title, record in _records(items, reference, linear):
         effect = record["effect"]
         level = effect.get("level") or 0.95
         debiased = effect.get("debiased")
@@ -219,12 +223,40 @@ def effects_table(items: list[ResultItem], reference: Run | None = None) -> pd.D
     return frame
 
 
-def _records(items, reference):
-    """(title, record) of every run with an effect, the 2SLS reference last."""
-    entries = [(item.title, item.record) for item in items]
+def text_width(values, header: str = "", px_per_char: float = 6.8, padding: int = 26) -> int:
+    """Pixels a text column of a table needs to show its longest value (or its header) whole: the grid's
+    automatic width stops at 500 px and cuts longer text."""
+    longest = max([len(str(header)), *(len(str(v)) for v in values)])
+    return int(longest * px_per_char) + padding
+
+
+def _records(items, reference, linear: tuple | None = None):
+    """(title, record) of every run with an effect, the 2SLS reference last; a 2SLS run on the data of
+    ``linear`` (data, inference) under that covariance choice."""
+    entries = [(item.title, item.record, item.run.data if item.run is not None else None) for item in items]
     if reference is not None:
-        entries.append(("2SLS (reference)", reference.record))
-    return [(title, record) for title, record in entries if record.get("effect")]
+        entries.append(("2SLS (reference)", reference.record, reference.data))
+    data, inference = linear if linear is not None else (None, None)
+    return [(title, under_covariance(record, inference) if data is not None and fitted_on is data else record)
+            for title, record, fitted_on in entries if record.get("effect")]
+
+
+def under_covariance(record: dict, inference: dict | None) -> dict:
+    """``record`` with the interval of its coefficient (and its kind) and its Anderson-Rubin set as the
+    covariance choice of ``inference`` (:func:`linear_iv_inference` on the record's own data) gives them,
+    when the run's headline is 2SLS's coefficient (another linear IV estimator keeps its own interval);
+    otherwise, or without ``inference``, ``record`` itself."""
+    effect = record.get("effect") or {}
+    if (inference is None or not keeps_coefficient(record.get("method")) or effect.get("estimate") is None
+            or not (effect.get("interval") or "").startswith("2SLS")):
+        return record
+    wald = inference["wald"]
+    chosen = {key: wald[key] for key in ("ci_lower", "ci_upper", "interval")}
+    intervals = [{**entry, **chosen} if entry["interval"] == effect.get("interval") else entry
+                 for entry in effect.get("intervals") or [] if not entry["interval"].startswith("Anderson-Rubin")]
+    if inference.get("ar"):
+        intervals.append(inference["ar"])
+    return {**record, "effect": {**effect, **chosen, "intervals": intervals}}
 
 
 def plug_in_headline(record: dict) -> bool:
@@ -259,11 +291,13 @@ def interval_kind(how: str | None) -> str:
     return "delta method" if how.startswith("delta") else how.split(":")[0]
 
 
-def interval_descriptions(items: list[ResultItem], reference: Run | None = None) -> dict[str, str]:
-    """{short kind: full description} of every interval kind in the effects table, the Anderson-Rubin
-    sets' words and why a run has no debiased effect included (one line per reason, naming its runs)."""
+def interval_descriptions(items: list[ResultItem], reference: Run | None = None,
+                          linear: tuple | None = None) -> dict[str, str]:
+    """{short kind: full description} of every interval kind in the effects table (under the covariance
+    choice ``linear``, as :func:`effects_table`), the Anderson-Rubin sets' words and why a run has no
+    debiased effect included (one line per reason, naming its runs)."""
     out, reasons = {}, {}
-    for title, record in _records(items, reference):
+    for title, record in _records(items, reference, linear):
         effect = record["effect"]
         if effect.get("estimate") is None:
             continue
@@ -334,8 +368,9 @@ def download_name(item: ResultItem) -> str:
 
 
 def linear_iv_inference(data, cov_type: str, cluster: str | None) -> dict:
-    """2SLS's Wald interval and Anderson-Rubin set of the effect, and the first stage, under the covariance
-    choice: {"wald": effect closed form, "ar": the AR entry, "first": first_stage_inference}; raises
+    """2SLS's Wald interval and Anderson-Rubin set of the effect, its coefficients with their standard errors,
+    and the first stage, under the covariance choice: {"wald": effect closed form, "ar": the AR entry,
+    "coefficients": {column: (coefficient, standard error)}, "first": first_stage_inference}; raises
     DMLCoreError for a bad choice (a cluster column with one level, ...)."""
     from dmlcore.effects import anderson_rubin_entry, closed_form, contrast
     from dmlcore.estimators.tsls import TwoStageLeastSquares
@@ -343,6 +378,7 @@ def linear_iv_inference(data, cov_type: str, cluster: str | None) -> dict:
     estimator = TwoStageLeastSquares(cov_type=cov_type, cluster=cluster).fit(data)
     plan = contrast(data)
     return {"wald": closed_form(estimator, plan), "ar": anderson_rubin_entry(estimator, data, plan),
+            "coefficients": {str(k): (float(v), float(estimator.std_errors_[k])) for k, v in estimator.coef_.items()},
             "first": first_stage_inference(data, cov_type, cluster)}
 
 

@@ -1,6 +1,11 @@
-"""Command line: ``python -m dmlcore fit ...``, ``study ...`` and ``bench ...`` (a one-CSV study).
+"""Command line: ``dmlcore`` (= ``python -m dmlcore``) ``fit ...``, ``study ...``, ``bench ...`` (a one-CSV
+study) and ``list`` (the data sets and methods, from their registries).
 
-Bad input exits with status 2 and one line naming the problem; no traceback reaches the user.
+Bad input exits with status 2 and one line naming the problem; no traceback reaches the user. An option
+given on the command line that the data set or method does not use is refused, all such options named in
+one line (:func:`refuse_unused_options`): an option is a data set's when its name is in the data registry's
+``DATASET_OPTIONS``, a method's when it is in some registry entry's ``settings``, and your own file's when
+it is in ``OWN_DATA_OPTIONS``; declaring a new option there is all it takes to have it listed and checked.
 """
 
 from __future__ import annotations
@@ -9,13 +14,16 @@ import argparse
 import csv
 import json
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 
 from dmlcore.data.ihdp import IHDP_DESIGNS
-from dmlcore.data.registry import dataset_options, load_dataset, real_dataset_names
+from dmlcore.data.datasets import REAL_DATASETS
+from dmlcore.data.registry import (DATASET_OPTIONS, SIMULATED, dataset_names, dataset_options, load_dataset,
+                                   real_dataset_names)
 from dmlcore.device import resolve_device
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
@@ -26,18 +34,25 @@ from dmlcore.process import set_threads
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners import LEARNERS, NUISANCE_CHOICES
 from dmlcore.runs import METHODS, fit_run
-from dmlcore.studies.command import (add_covariance_options, add_debias_option, add_executor_options,
-                                    add_own_data_options, add_study_parser, exit_status, own_data, run_cli_study,
-                                    study_command)
-from dmlcore.studies.spec import spec_from_dict
+from dmlcore.studies.command import (OWN_DATA_OPTIONS, add_covariance_options, add_debias_option,
+                                    add_executor_options, add_own_data_options, add_study_parser, exit_status,
+                                    own_data, run_cli_study, study_command)
+from dmlcore.studies.spec import FIT_SETTINGS, refuse_unused, spec_from_dict
 
 
 def _columns(text: str | None) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()] if text else []
 
 
+def cli_datasets() -> list[str]:
+    """The data sets ``--dataset`` names: the registry's, less ``table`` (a study's kept copy of a file)."""
+    return [name for name in dataset_names() if name != "table"]
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", default="demand-iv", help="built-in data set (default demand-iv)")
+    p.add_argument("--dataset", default="demand-iv", metavar="NAME",
+                   help=f"built-in data set: {', '.join(cli_datasets())} (default demand-iv; `list datasets` "
+                        f"gives each one's problem, rows, roles, source and options)")
     p.add_argument("--iv-strength", type=float, default=1.0, help="instrument strength of demand-iv")
     p.add_argument("--rho", type=float, default=0.9, help="confounding correlation of demand-iv")
     p.add_argument("--ood-test", action="store_true", help="demand-iv fresh test draws with time in [1, 11]")
@@ -55,7 +70,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sampler", choices=NUISANCE_CHOICES,
                    help="the distribution model of the treatment given C (DML family) instead of --learner's; "
                         "auto: nn or gb by cross-fitted energy score")
-    p.add_argument("--folds", type=int, default=10, help="K for DML-CMR cross-fitting")
+    p.add_argument("--folds", type=int, default=FIT_SETTINGS["folds"], help="K for DML-CMR cross-fitting")
     p.add_argument("--epochs", type=int, help="maximum epochs (boosting stages) per model")
     p.add_argument("--n-draws", type=int, default=8, help="draws per row to estimate E[f(X)|c]")
     p.add_argument("--f-model", choices=tuple(SECOND_STAGES),
@@ -75,11 +90,76 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
+    def given(self, argv: list[str]) -> list[str]:
+        """The options (not positionals) written in ``argv``, argparse's names in their order, even one equal
+        to its default."""
+        saved = {action: action.default for action in self._actions if action.option_strings}
+        for action in saved:
+            action.default = argparse.SUPPRESS
+        try:
+            return list(vars(self.parse_args(argv)))
+        finally:
+            for action, default in saved.items():
+                action.default = default
+
+
+DATA_ALIASES = {"sizes": "n"}   # bench's grid of N is the data sets' option n
+
+
+def refuse_unused_options(args, methods: list[str]) -> None:
+    """Refuse, in one line naming them all, the options given (``args.given``) that the data set (or your
+    own file) or every one of ``methods`` does not use: their registries say which (dmlcore.studies.spec.
+    refuse_unused, the check a study makes); the own-data options apply with ``--csv`` only."""
+    given = getattr(args, "given", [])
+    data_names = {option for options in DATASET_OPTIONS.values() for option in options}
+    settings = {setting for entry in METHODS.values() for setting in entry.settings}
+    flags = {option: _flag(dest) for dest, option in DATA_ALIASES.items() if hasattr(args, dest)}
+    flags.update({DATA_ALIASES.get(d, d): _flag(d) for d in given})
+    spell = lambda name: flags.get(name, _flag(name))  # noqa: E731
+    problems = []
+    if getattr(args, "csv", None):
+        dataset = None
+        if "dataset" in given:
+            problems.append("--dataset does not apply with --csv (your own file); give one of the two.")
+    else:
+        dataset = args.dataset
+        own = [spell(d) for d in given if d in OWN_DATA_OPTIONS]
+        if own:
+            problems.append(f"{', '.join(own)} appl{'ies' if len(own) == 1 else 'y'} to your own file only "
+                            f"(--csv FILE), not to --dataset {dataset}; leave {'it' if len(own) == 1 else 'them'} out.")
+    data = [DATA_ALIASES.get(d, d) for d in given if DATA_ALIASES.get(d, d) in data_names]
+    try:
+        if dataset is None or dataset in dataset_names():   # else load_dataset refuses it, listing the data sets
+            refuse_unused(dataset, data, methods, [d for d in given if d in settings], spell)
+    except DMLCoreError as err:
+        problems.append(str(err))
+    if problems:
+        raise DMLCoreError(" ".join(problems))
+
+
+EXAMPLES = """examples (`{prog} COMMAND --help` gives every option of a command):
+  {prog} list                          the data sets and methods, with what each takes
+  {prog} fit --dataset card --method 2sls --cov robust
+  {prog} fit --dataset card --method dml-cmr --learner gb
+  {prog} fit --csv FILE --outcome Y --treatment D --instrument Z --covariates X1,X2 \\
+      --method 2sls --cov clustered --cluster G --dropna
+  {prog} bench --dataset demand-iv --sizes 1000,2000 --methods dml-cmr,naive --reps 10"""
+
+
+def _prog() -> str:
+    """How the user called us: the ``dmlcore`` console script, else ``python -m dmlcore``."""
+    return "dmlcore" if Path(sys.argv[0]).name == "dmlcore" else "python -m dmlcore"
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m dmlcore",
-                                     description="DML-CMR for IV regression and proximal causal learning.")
+    prog = _prog()
+    parser = _Parser(prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
+                     description="DML-CMR for IV regression and proximal causal learning.",
+                     epilog=EXAMPLES.format(prog=prog))
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    shown = sub.add_parser("list", help="the data sets (problem, rows, roles, source, options) and methods "
+                                        "(problems, settings)")
+    shown.add_argument("what", nargs="?", choices=("datasets", "methods"), help="one of the two (default both)")
 
     fit = sub.add_parser("fit", help="fit one estimator and report its metrics")
     _add_common(fit)
@@ -107,19 +187,22 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="repeat fits over sizes, seeds and methods")
     _add_common(bench)
     bench.add_argument("--sizes", default="1000,2000,5000", help="comma-separated N")
-    bench.add_argument("--methods", default="dml-cmr,ce-dml-cmr,naive")
+    bench.add_argument("--methods", default="dml-cmr,ce-dml-cmr,naive",
+                       help=f"comma-separated, from {', '.join(METHODS)} (default dml-cmr,ce-dml-cmr,naive)")
     bench.add_argument("--reps", type=int, default=10, help="repetitions (seeds 0..reps-1)")
     bench.add_argument("--seed-offset", type=int, default=0, help="first seed")
     bench.add_argument("--out", default="results.csv", help="CSV of every fit (appended as it runs)")
     add_debias_option(bench)
     add_executor_options(bench)
     add_study_parser(sub)
+    parser.commands = sub.choices
     return parser
 
 
 def _fit(args) -> int:
     check_table(args)
     check_wild_bootstrap(args)
+    refuse_unused_options(args, [args.method])
     if args.formula:
         data, truth = formula_data(args, real_dataset_names()), None
         dataset = Path(args.csv).name if args.csv else args.dataset
@@ -157,9 +240,7 @@ def _fit(args) -> int:
     if args.predictions:
         run.predictions().to_csv(args.predictions, index=False)
     mse = "n/a (no ground truth)" if rec["mse"] is None else f"{rec['mse']:.4f}"
-    extra = ""
-    if rec.get("coefficients"):
-        extra = " coefficients " + ", ".join(f"{k}={v:.4g}" for k, v in list(rec["coefficients"].items())[:4])
+    extra = _coefficients_text(rec)
     if rec["band_width"] is not None:
         covered = "n/a" if rec["band_coverage"] is None else f"{rec['band_coverage']:.3f}"
         extra += f" band_coverage={covered} band_width={rec['band_width']:.4g}"
@@ -170,7 +251,8 @@ def _fit(args) -> int:
         held = rec["heldout"]
         extra += (f" heldout=n/a ({held['error']})" if "error" in held else
                   f" heldout={held['relative']:.4g} (projected residual / Var(Y))")
-    print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}, folds={rec['folds']}, "
+    folds = "" if rec["folds"] is None else f", folds={rec['folds']}"
+    print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}{folds}, "
           f"seed={rec['seed']}): mse={mse} seconds={rec['seconds']:.1f}{extra}")
     if (rec.get("clr") or {}).get("pieces") is not None:
         print(f"conditional likelihood-ratio {rec['clr']['level']:.0%} set {set_text(rec['clr']['pieces'])} "
@@ -186,6 +268,22 @@ def _fit(args) -> int:
     return 0
 
 
+def _coefficients_text(rec: dict, most: int = 4) -> str:
+    """A linear method's coefficients for the one-line summary, the treatment's first, each with its
+    standard error under the covariance choice: `` coefficients (s.e. robust): educ=0.1323 (0.04923), ...``."""
+    coefficients, errors = rec.get("coefficients") or {}, rec.get("std_errors") or {}
+    if not coefficients:
+        return ""
+    first = [c for c in (rec.get("roles") or {}).get("treatment", []) if c in coefficients]
+    names = [*first, *(c for c in coefficients if c not in first)][:most]
+    config = rec.get("config") or {}
+    cov = config.get("cov_type") or "unadjusted"
+    cov += f" by {config['cluster']}" if config.get("cluster") else ""
+    shown = ", ".join(f"{c}={coefficients[c]:.4g}" + (f" ({errors[c]:.4g})" if c in errors else "") for c in names)
+    more = f", ... ({len(coefficients) - most} more in --json)" if len(coefficients) > most else ""
+    return f" coefficients (s.e. {cov}): {shown}{more}" if errors else f" coefficients {shown}{more}"
+
+
 def _effect_text(effect: dict) -> str:
     """The effect for the one-line summary: estimate [interval] (how), or why there is none; the
     plug-in beside a debiased headline, the debiased average derivative beside 2SLS's slope."""
@@ -195,9 +293,10 @@ def _effect_text(effect: dict) -> str:
     interval, debiased = effect.get("interval") or "", effect.get("debiased")
     headline = bool(debiased) and effect["estimate"] == debiased["estimate"]
     if effect.get("ci_lower") is not None:
+        kind = interval.split("(")[-1].split(",")[0] if "(" in interval else ""   # linear IV: its covariance
+        linear = next((name for name in ("2SLS", "LIML", "Fuller", "GMM") if interval.startswith(f"{name}:")), None)
         how = ("debiased" if headline else "bootstrap" if effect.get("bootstrap") else
-               f"{interval.split(':')[0]} s.e." if interval.split(":")[0] in ("2SLS", "LIML", "Fuller", "GMM")
-               else "delta method")
+               f"{linear} s.e., {kind}" if linear and kind else f"{linear} s.e." if linear else "delta method")
         text += f" [{effect['ci_lower']:.4g}, {effect['ci_upper']:.4g}] ({effect['level']:.0%}, {how})"
     elif interval.startswith("weakly identified"):
         text += f" (weakly identified, strength {debiased['strength']:.3g}: no confident interval)"
@@ -215,6 +314,77 @@ def _effect_text(effect: dict) -> str:
     if effect.get("debiased_error"):
         text += f" ({effect['debiased_error']})"
     return text
+
+
+def _list(args) -> int:
+    """``list [datasets|methods]``: every built-in data set and method, read from their registries."""
+    parts = [] if args.what == "methods" else [_datasets_text()]
+    parts += [] if args.what == "datasets" else [_methods_text()]
+    print("\n\n".join(parts))
+    return 0
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _names(columns: list[str], most: int = 6) -> str:
+    return ", ".join(columns[:most]) + (f" and {len(columns) - most} more" if len(columns) > most else "")
+
+
+def _wrapped(text: str) -> str:
+    return textwrap.fill(text, 100, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False)
+
+
+def _datasets_text() -> str:
+    """Each data set's problem, rows, roles, source and the options it takes; a simulation is drawn
+    small to read its roles (a few seconds in all)."""
+    lines = ["Data sets (fit --dataset NAME; options a data set does not take are refused):"]
+    for name in cli_datasets():
+        options = dataset_options(name)
+        if name in REAL_DATASETS:
+            info = REAL_DATASETS[name]
+            problem, rows, roles, categorical = info.problem, f"{info.rows:,} rows", info.roles, []
+            source = info.description.split("Source: ", 1)[-1]
+            what = f"real data, no ground truth; shipped with {info.package}"
+            title = info.title
+        elif name == "replicate":
+            problem, rows, roles, categorical = "iv", "the folder's rows", {}, []
+            source, what, title = "your replicate folder (train.csv, val.csv)", "simulated, with ground truth", ""
+        else:
+            data = load_dataset(name, n=100, seed=0).data
+            problem, roles, categorical = data.problem, data.roles(), data.categorical
+            rows = f"--n rows (default {options['n']:,})" if "n" in options else f"{len(data.table):,} rows"
+            source, what, title = SIMULATED[name], "simulated, with ground truth", ""
+        lines += ["", f"{name}  {problem.upper()}  {rows}  {what}"]
+        if title:
+            lines.append(_wrapped(title))
+        roles_text = "; ".join(f"{role.replace('_', ' ')} {_names([cols] if isinstance(cols, str) else list(cols))}"
+                               for role, cols in roles.items())
+        if categorical:
+            roles_text += f"; categorical {_names(categorical)}"
+        lines.append(_wrapped(f"roles: {roles_text or 'read from the folder'}"))
+        lines.append(_wrapped(f"source: {source}"))
+        lines.append(_wrapped(f"options: {', '.join(_flag(o) for o in options) or 'none'}"))
+    lines += ["", _wrapped("Your own file instead: fit --csv FILE --outcome COL --treatment COL --instrument "
+                           "COL[,COL] (or --problem pcl with --treatment-proxy and --outcome-proxy), --covariates, "
+                           "--categorical, --dropna.").strip()]
+    return "\n".join(lines)
+
+
+def _methods_text() -> str:
+    """Each method's name, title, problems, the fit settings it reads and what it is."""
+    lines = ["Methods (fit --method NAME, bench --methods A,B; settings a method does not read are refused):"]
+    for name, entry in METHODS.items():
+        order = [*FIT_SETTINGS, *sorted(entry.settings)]
+        settings = ", ".join(_flag(s) for s in sorted(entry.settings, key=order.index)) or "none"
+        lines += ["", f"{name}  {entry.title}  problems: {', '.join(p.upper() for p in entry.problems)}",
+                  _wrapped(entry.help), _wrapped(f"settings: {settings}")]
+    lines += ["", _wrapped("Every fit also takes --seed, --json, --predictions; --bootstrap, --heldout-folds, "
+                           "--effect-folds and --no-debias set the effect's interval and the held-out residual; "
+                           "--cov and --cluster the standard errors of 2SLS and the first-stage diagnostics of IV "
+                           "and PCL data.").strip()]
+    return "\n".join(lines)
 
 
 def _csv_header(path: Path) -> list[str]:
@@ -239,6 +409,7 @@ def _bench(args) -> int:
         raise DMLCoreError(f"bench scores methods against a known truth, and {args.dataset} is a real data set "
                            f"without one; use `python -m dmlcore study --dataset {args.dataset} --methods ...` "
                            f"for each method's effect and held-out residual.")
+    refuse_unused_options(args, methods)
     data = {"n": sizes, "rho": args.rho, "iv_strength": args.iv_strength, "ood_test": args.ood_test,
             "noise_scale": args.noise_scale, "design": args.design, "data_dir": args.data_dir}
     spec = spec_from_dict({"dataset": args.dataset, "methods": methods,
@@ -297,15 +468,17 @@ def summarize(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
-    if args.threads is not None:
+    args.given = parser.commands[args.command].given(argv[argv.index(args.command) + 1:])
+    if getattr(args, "threads", None) is not None:
         if args.threads < 1:
             print(f"error: --threads must be at least 1; got {args.threads}.", file=sys.stderr)
             return 2
         set_threads(args.threads)
     try:
         resolve_device(getattr(args, "device", "auto"))  # before any data is made
-        return {"fit": _fit, "bench": _bench, "study": study_command}[args.command](args)
+        return {"fit": _fit, "bench": _bench, "study": study_command, "list": _list}[args.command](args)
     except (DMLCoreError, FitDiverged) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

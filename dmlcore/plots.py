@@ -104,9 +104,13 @@ def curve_figure(curves: Sequence[tuple[str, pd.DataFrame]], *, x_title: str = "
         y_range = _focus_range(reference, values + band_values) if clip_to_truth else None
         if y_range is not None:
             fig.update_yaxes(range=y_range, row=r, col=c)
-    fig.update_layout(**_LAYOUT, title=title, height=250 * rows + 90 if rows > 1 else 430)
-    fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1.0, xanchor="left", x=1.01),
-                      margin=dict(l=60, r=10, t=60 if title is None else 80, b=50))
+    # the legend below the x axes' titles (60 px down), its entries in rows, so that long run names
+    # never narrow the curves; the bottom margin grows to hold it
+    height, top = (250 * rows + 150 if rows > 1 else 480), 60 if title is None else 80
+    fig.update_layout(**_LAYOUT, title=title, height=height)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-62 / (height - top - 50), xanchor="left",
+                                  x=0.0, traceorder="normal"),
+                      margin=dict(l=60, r=10, t=top, b=50))
     for c in range(1, cols + 1):
         fig.update_xaxes(title_text=x_title, row=rows, col=c)
     for r in range(1, rows + 1):

@@ -1,9 +1,11 @@
 """One fit from a configuration to a run record: shared by the CLI, the benchmarks and the dashboard.
 
 A run record is a JSON-ready dict with the fields of the CLI contract: ``method``, ``dataset``,
-``n``, ``seed``, ``folds``, ``learner``, ``mse`` (None without ground truth), ``seconds`` (wall
-time of the fit), ``fold_losses`` (one entry per fold), ``coefficients`` and ``std_errors``
-(linear methods), plus ``metrics``, ``config``, ``roles`` and ``second_stage_history``; and
+``n``, ``seed``, ``folds`` (the folds the fit used: K when it cross-fits, 1 when its nuisances saw
+every row; None for a method without nuisances), ``learner``, ``mse`` (None without ground truth),
+``seconds`` (wall time of the fit), ``fold_losses`` (one entry per fold), ``coefficients`` and
+``std_errors`` (linear methods), plus ``metrics``, ``config``, ``roles``, ``categorical`` (the columns
+read as category codes) and ``second_stage_history``; and
 ``bands`` (see :func:`band_summary`) with the headline ``band_coverage`` and ``band_width``
 (None when the estimator gives no band). :meth:`Run.curve` adds the band a curve can show
 (:func:`curve_band`). ``effect`` is the treatment's average effect or derivative with its
@@ -168,7 +170,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         "dataset": dataset or data.name,
         "n": int(len(data.table)),
         "seed": int(seed),
-        "folds": record_folds(method, folds),
+        "folds": len(fitted.folds_) if hasattr(fitted, "folds_") else record_folds(method, folds),
         "learner": record_learner(method, learner),
         "mse": metrics.get("mse"),
         "metrics": metrics,
@@ -177,6 +179,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         "second_stage_history": getattr(estimator, "second_stage_history_", {}),
         "problem": data.problem,
         "roles": data.roles(),
+        "categorical": list(data.categorical),
         "f_model": getattr(fitted, "f_model_name_", None),
         "reps_crossfit": int(reps_crossfit),
         "bands": bands,

@@ -90,27 +90,20 @@ def curves_section(chosen):
         return
     x_title, y_title = axis_titles(chosen[0], named[0][1])
     fig = plots.curve_figure(named, methods=methods, x_title=x_title, y_title=y_title, lines_in_view=True)
+    st.plotly_chart(fig, key="res_curves")         # the page's whole width: the legend is under the curves
     if real:
-        left, right = st.columns([3, 2], gap="large")
+        left, right = st.columns(2, gap="medium")
         with left:
-            st.plotly_chart(fig, key="res_curves")
-        with right:
             dataset = chosen[0].record.get("dataset")
             info = REAL_DATASETS.get(dataset)
             st.warning(info.caveat if info else OWN_DATA_UNKNOWN, icon=":material/help:")
-            coef_item = next((it for it in chosen if it.method == "2sls"), None)
-            record = coef_item.record if coef_item else (ref.record if ref is not None and not isinstance(ref, str) else None)
-            if record and record.get("coefficients"):
-                st.markdown("**2SLS, side by side:** linear coefficients ± standard errors")
-                table = pd.DataFrame({"coefficient": record["coefficients"],
-                                      "std. error": record.get("std_errors", {})})
-                st.dataframe(table, key="res_2sls")
             st.caption("The curves average f over the data's other inputs (the average structural "
                        "function). Where they bend away from the 2SLS line, a linear model may be too "
                        "simple, or the flexible fit may be overfitting: with the truth unknown, only "
                        "theory and robustness checks can tell.")
+        with right:
+            side_by_side_2sls(chosen, ref if ref is not None and not isinstance(ref, str) else None)
     else:
-        st.plotly_chart(fig, key="res_curves")
         scored = chosen[0].record.get("truth")
         caption = "Dashed black: the true causal function."
         if chosen[0].record.get("dataset") in ("demand-iv", "digits-iv"):
@@ -120,6 +113,28 @@ def curves_section(chosen):
         st.caption(caption)
     bands_caption(chosen)
     effects_section(chosen, ref if ref is not None and not isinstance(ref, str) else None)
+
+
+def side_by_side_2sls(chosen, reference):
+    """2SLS's coefficients with their standard errors: under the page's covariance choice (below, with the
+    effect) where it applies, else as the run was fitted; the table's title says which."""
+    coef_item = next((it for it in chosen if it.method == "2sls"), None)
+    record = coef_item.record if coef_item else (reference.record if reference is not None else None)
+    if not record or not record.get("coefficients"):
+        return
+    data = linear_iv_data(chosen, reference)
+    inference = chosen_inference(data) if data is not None else None
+    if isinstance(inference, dict):
+        cov = COV_TITLES[inference["cov_type"]] + (f" by {inference['cluster']}" if inference["cluster"] else "")
+        coefficients = {k: v[0] for k, v in inference["coefficients"].items()}
+        errors = {k: v[1] for k, v in inference["coefficients"].items()}
+    else:
+        config = record.get("config") or {}
+        cov = COV_TITLES.get(config.get("cov_type") or "unadjusted", config.get("cov_type"))
+        cov += f" by {config['cluster']}, as fitted" if config.get("cluster") else ", as fitted"
+        coefficients, errors = record["coefficients"], record.get("std_errors", {})
+    st.markdown(f"**2SLS, side by side:** linear coefficients ± standard errors, {cov}")
+    st.dataframe(pd.DataFrame({"coefficient": coefficients, "std. error": errors}), key="res_2sls")
 
 
 def bands_caption(chosen):
@@ -135,15 +150,23 @@ def bands_caption(chosen):
 
 def effects_section(chosen, reference):
     """Each run's effect of the treatment with its interval, its kind and measured coverage, the
-    plug-in beside it, and a bootstrap for those without an interval."""
-    table = results.effects_table(chosen, reference)
-    if table.empty:
+    plug-in beside it, and a bootstrap for those without an interval. On IV data the covariance choice
+    above the table sets 2SLS's interval and Anderson-Rubin set there and the Linear IV box below."""
+    if results.effects_table(chosen, reference).empty:
         return
     st.markdown(f"**Effect of the treatment**: {results.estimand(chosen) or 'not available'}")
-    st.dataframe(table, key="res_effects", hide_index=True,
-                 column_config={"effect": st.column_config.NumberColumn(format="%.4g"),
-                                "measured coverage": st.column_config.TextColumn(width="large")})
-    how = results.interval_descriptions(chosen, reference)
+    data = linear_iv_data(chosen, reference)
+    cov, inference = covariance_choice(data) if data is not None else (None, None)
+    linear = (data, inference) if isinstance(inference, dict) else None
+    table = results.effects_table(chosen, reference, linear)
+    widths = {col: results.text_width(table[col], col) for col in table.columns if col != "effect"}
+    if sum(widths.values()) > 500:
+        st.caption("Scroll the table sideways when its right-hand columns are out of view.")
+    with st.container(key="res_effects_box"):       # every text whole; the grid scrolls sideways
+        st.dataframe(table, key="res_effects", hide_index=True,
+                     column_config={"effect": st.column_config.NumberColumn(format="%.4g"),
+                                    **{col: st.column_config.TextColumn(width=width) for col, width in widths.items()}})
+    how = results.interval_descriptions(chosen, reference, linear)
     if how:
         st.markdown("\n".join(f"- **{kind}**: {text}" for kind, text in how.items()))
     for item in chosen:
@@ -152,41 +175,65 @@ def effects_section(chosen, reference):
             st.warning(f"{item.title}: {warning}.", icon=":material/warning:")
     st.caption(EFFECTS_NOTE)
     bootstrap_form(results.bootstrap_candidates(chosen))
-    linear_iv_section(chosen, reference)
+    if isinstance(inference, dict):
+        linear_iv_section(data, cov, inference)
 
 
-def linear_iv_section(chosen, reference):
-    """2SLS under a covariance choice: the Wald interval beside the Anderson-Rubin set, and the first stage."""
+def linear_iv_data(chosen, reference):
+    """The data of the first live run (else the 2SLS reference's) when linear IV inference applies to it:
+    IV with one tabular treatment; else None."""
     data = next((it.run.data for it in chosen if it.run is not None and it.run.data is not None), None)
     data = data if data is not None else (reference.data if reference is not None else None)
     if data is None or data.problem != "iv" or len(data.treatment) != 1 or data.image_columns:
-        return
-    st.markdown("**Linear IV inference** — 2SLS on these roles under a covariance choice, its first stage, and "
-                "the Anderson-Rubin set, which stays valid however weak the instruments are")
+        return None
+    return data
+
+
+def covariance_choice(data):
+    """The "Standard errors" choice (and the cluster column): (choice, linear_iv_inference's output under it,
+    or the error that kept it from being computed, or None while no cluster column is chosen)."""
     c1, c2 = st.columns(2)
     cov = c1.selectbox("Standard errors", COV_TYPES, key="res_cov", format_func=COV_TITLES.get,
                        help="Homoskedastic assumes the same error variance in every row; robust allows it to vary; "
                             "clustered also allows errors to be correlated within groups of rows (a region, a "
                             "school). The same choice as `--cov` on the command line.")
-    cluster = None
+    st.caption("Sets 2SLS's interval and Anderson-Rubin set in the table below, its coefficients' standard "
+               "errors side by side above and the Linear IV inference further down; the other methods' intervals "
+               "do not depend on it. Stored runs without their data keep the errors they were fitted with.")
     if cov == "clustered":
         cluster = c2.selectbox("Cluster by", [str(c) for c in data.table.columns], index=None, key="res_cluster",
                                placeholder="Choose a column", help="The column whose values group the rows.")
         if cluster is None:
             c2.caption("Choose the column whose values group the rows.")
-            return
+    out = chosen_inference(data)
+    if isinstance(out, str):
+        (c2 if cov == "clustered" else c1).error(out, icon=":material/error:")
+    return cov, out
+
+
+def chosen_inference(data):
+    """linear_iv_inference on ``data`` under the page's covariance choice (its widgets' state, so that the
+    sections above the choice follow it too), once per data, roles and choice; the error text when it
+    cannot be computed; None while "clustered" waits for its column."""
+    cov = ss.get("res_cov") or "unadjusted"
+    cluster = ss.get("res_cluster") if cov == "clustered" else None
+    if cov == "clustered" and cluster is None:
+        return None
     cache = ss.setdefault("linear_iv_cache", {})
     key = (id(data.table), data.describe_roles(), cov, cluster)
     if key not in cache:
         try:
             with st.spinner("2SLS, its first stage and the Anderson-Rubin set..."):
-                cache[key] = results.linear_iv_inference(data, cov, cluster)
+                cache[key] = {**results.linear_iv_inference(data, cov, cluster), "cov_type": cov, "cluster": cluster}
         except DMLCoreError as err:
             cache[key] = str(err)
-    out = cache[key]
-    if isinstance(out, str):
-        (c2 if cov == "clustered" else c1).error(out, icon=":material/error:")
-        return
+    return cache[key]
+
+
+def linear_iv_section(data, cov, out):
+    """2SLS under the covariance choice: the Wald interval beside the Anderson-Rubin set, and the first stage."""
+    st.markdown("**Linear IV inference** — 2SLS on these roles under the covariance choice above, its first "
+                "stage, and the Anderson-Rubin set, which stays valid however weak the instruments are")
     wald, ar, first = out["wald"], out["ar"], out["first"]
     rows = [(f"Wald: 2SLS ± 1.96 s.e.", [[wald["ci_lower"], wald["ci_upper"]]])]
     if ar and ar.get("set") is not None:

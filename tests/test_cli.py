@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dmlcore.cli import main, summarize
+from dmlcore.cli import build_parser, cli_datasets, main, summarize
+from dmlcore.data.registry import DATASET_OPTIONS, dataset_options
 from dmlcore.data.simulate import simulate_demand_iv
+from dmlcore.estimators import METHODS
+from dmlcore.runs import fit_run
+from dmlcore.studies.command import OWN_DATA_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--n", "200", "--epochs", "2", "--n-draws", "4"]
@@ -210,7 +215,7 @@ def test_threads_option_sets_torch_threads(capsys):
 
     before = torch.get_num_threads()
     try:
-        code, _, _ = run_main(capsys, "fit", *TINY, "--method", "2sls", "--threads", "2")
+        code, _, _ = run_main(capsys, "fit", "--n", "200", "--method", "2sls", "--threads", "2")
         assert code == 0
         assert torch.get_num_threads() == 2
     finally:
@@ -235,3 +240,230 @@ def test_bench_on_data_without_ground_truth(capsys, tmp_path):
     assert "unexpected" not in err
     assert code == 2 and "real data set" in err and "study --dataset mroz" in err
     assert not (tmp_path / "b.csv").exists()
+
+
+# ------------------------------------------------------------------ options a data set or method does not use
+# a value for every option the registries declare (a new declaration without one here fails loudly)
+EXAMPLE = {"n": "200", "rho": "0.5", "iv_strength": "0.5", "noise_scale": "raw", "ood_test": None,
+           "design": "text", "data_dir": "somewhere", "learner": "gb", "folds": "3", "epochs": "2",
+           "n_draws": "4", "f_model": "linear", "reps_crossfit": "2", "device": "cpu", "outcome_learner": "gb",
+           "sampler": "gb", "problem": "pcl", "categorical": "x", "dropna": None, "outcome": "y", "treatment": "a",
+           "instrument": "z", "treatment_proxy": "p", "outcome_proxy": "w", "covariates": "x", "inputs": "a",
+           "conditioning": "z"}
+
+
+def flag(name, value="default"):
+    value = EXAMPLE[name] if value == "default" else value
+    return [f"--{name.replace('_', '-')}"] + ([] if value is None else [value])
+
+
+def fit_options(kind):
+    """The options of `fit` that the registries declare as data set options or method settings."""
+    dests = {a.dest for a in build_parser().commands["fit"]._actions}
+    declared = ({o for opts in DATASET_OPTIONS.values() for o in opts} if kind == "data" else
+                {s for m in METHODS.values() for s in m.settings})
+    return sorted(dests & declared)
+
+
+def test_example_card_with_n_and_rho_is_refused_naming_both(capsys):
+    code, out, err = run_main(capsys, "fit", "--dataset", "card", "--n", "100", "--rho", "0.1")
+    assert_one_line_error(code, err, "--n", "--rho", "card is a real data set")
+    assert out == ""
+
+
+@pytest.mark.parametrize("dataset", cli_datasets())
+def test_every_data_option_a_data_set_does_not_take_is_refused(capsys, dataset):
+    """Each data set, with every fit option it does not take at once (even at its default value): exit 2
+    naming them all, before any data is made."""
+    unused = [o for o in fit_options("data") if o not in dataset_options(dataset)]
+    argv = ["fit", "--dataset", dataset, "--method", "2sls"]
+    for option in unused:
+        argv += flag(option)
+    code, out, err = run_main(capsys, *argv)
+    assert_one_line_error(code, err, *(f"--{o.replace('_', '-')}" for o in unused))
+    named = re.search(r"(?:options? |\()((?:--[\w-]+(?:, )?)+) (?:for|given)", err)[1]
+    assert named.split(", ") == [f"--{o.replace('_', '-')}" for o in unused]     # those it takes are not named
+
+
+def test_an_option_at_its_default_value_is_still_refused(capsys):
+    code, out, err = run_main(capsys, "fit", "--dataset", "demand-pcl", "--rho", "0.9", "--method", "2sls")
+    assert_one_line_error(code, err, "Unknown option --rho for demand-pcl", "it takes --n")
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_setting_a_method_does_not_read_is_refused(capsys, method):
+    unused = [s for s in fit_options("settings") if s not in METHODS[method].settings]
+    if not unused:
+        pytest.skip(f"{method} reads every setting")
+    argv = ["fit", "--n", "200", "--method", method]
+    for setting in unused:
+        argv += flag(setting)
+    code, out, err = run_main(capsys, *argv)
+    assert_one_line_error(code, err, f"{method} does not use", *(f"--{s.replace('_', '-')}" for s in unused))
+
+
+def test_naive_refuses_folds_and_records_the_one_fold_it_uses(capsys, tmp_path):
+    code, out, err = run_main(capsys, "fit", *TINY, "--method", "naive", "--learner", "linear", "--folds", "5")
+    assert_one_line_error(code, err, "naive does not use --folds")
+    path = tmp_path / "run.json"
+    code, out, err = run_main(capsys, "fit", *TINY, "--method", "naive", "--learner", "linear", "--json", str(path))
+    rec = json.loads(path.read_text())
+    assert code == 0 and rec["folds"] == 1 == len(rec["fold_losses"]) and "folds=1" in out
+
+
+def test_a_method_without_folds_records_none_and_prints_none(capsys, tmp_path):
+    path = tmp_path / "run.json"
+    code, out, err = run_main(capsys, "fit", "--n", "200", "--method", "2sls", "--json", str(path))
+    assert code == 0 and json.loads(path.read_text())["folds"] is None and "folds" not in out
+
+
+@pytest.mark.parametrize("own", [o for o in OWN_DATA_OPTIONS if o != "csv"])
+def test_own_data_options_without_csv_are_refused(capsys, own):
+    code, out, err = run_main(capsys, "fit", "--dataset", "card", "--method", "2sls", *flag(own))
+    assert_one_line_error(code, err, f"--{own.replace('_', '-')}", "--csv FILE")
+
+
+def test_csv_refuses_dataset_and_simulator_options(capsys, tmp_path):
+    path = tmp_path / "mine.csv"
+    simulate_demand_iv(100, seed=1).data.table.to_csv(path, index=False)
+    code, out, err = run_main(capsys, "fit", "--csv", str(path), "--outcome", "sales", "--treatment", "price",
+                              "--instrument", "fuel_price", "--dataset", "card", "--n", "100", "--iv-strength", "2")
+    assert_one_line_error(code, err, "--dataset does not apply with --csv", "--n", "--iv-strength")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--dataset", "demand-pcl", "--rho", "0.5"], ["Unknown option --rho for demand-pcl", "it takes --sizes"]),
+    (["--dataset", "ihdp-like"], ["Unknown option --sizes for ihdp-like"]),
+    (["--methods", "2sls", "--learner", "gb", "--epochs", "3"], ["2sls does not use --learner, --epochs"]),
+    (["--methods", "2sls,naive", "--folds", "3"], ["None of 2sls, naive uses --folds"]),
+])
+def test_bench_refuses_what_its_data_set_and_methods_do_not_use(capsys, tmp_path, argv, words):
+    code, out, err = run_main(capsys, "bench", "--sizes", "200", "--reps", "1", *argv, "--out", str(tmp_path / "b.csv"))
+    assert_one_line_error(code, err, *words)
+    assert not (tmp_path / "b.csv").exists()
+
+
+# ------------------------------------------------------------------ list and --help
+def test_list_reads_every_data_set_and_method_from_the_registries(capsys):
+    code, out, err = run_main(capsys, "list")
+    assert code == 0, err
+    datasets, methods = out.split("\nMethods (")
+    blocks = {b.split()[0]: b for b in datasets.split("\n\n")[1:] if b.strip() and not b.startswith("Your own")}
+    assert list(blocks) == cli_datasets()
+    assert "card  IV  3,010 rows  real data" in blocks["card"] and "instrument nearc4" in blocks["card"]
+    assert "options: none" in blocks["card"] and "Card (1995)" in blocks["card"]
+    assert blocks["rhc"].startswith("rhc  PCL  5,735 rows") and "outcome proxy ph1, hema1" in blocks["rhc"]
+    assert "--n rows (default 5,000)" in blocks["demand-iv"] and "categorical customer_type" in blocks["demand-iv"]
+    assert "options: --n, --rho, --iv-strength, --noise-scale, --ood-test" in blocks["demand-iv"]
+    entries = {b.split()[0]: " ".join(b.split()) for b in methods.split("\n\n")[1:] if not b.startswith("Every")}
+    assert list(entries) == list(METHODS)
+    for name, entry in METHODS.items():
+        assert f"problems: {', '.join(p.upper() for p in entry.problems)}" in entries[name]
+        for setting in ("folds", "learner", "outcome_learner"):
+            assert (f"--{setting.replace('_', '-')}" in entries[name].split("settings:")[1]) == (
+                setting in entry.settings), (name, setting)
+    code, only, err = run_main(capsys, "list", "methods")
+    assert code == 0 and only.startswith("Methods (") and "card" not in only
+
+
+def test_help_lists_the_choices(capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name in cli_datasets():
+        assert f"{name}," in text or f"{name} (default" in text
+    assert "{" + ",".join(METHODS) + "}" in text
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    assert ", ".join(METHODS) in " ".join(capsys.readouterr().out.split())
+
+
+# ------------------------------------------------------------------ own data: --categorical, --dropna
+def _own_csv(tmp_path, table=None):
+    table = simulate_demand_iv(300, seed=1).data.table if table is None else table
+    path = tmp_path / "mine.csv"
+    table.to_csv(path, index=False)
+    return path, ["fit", "--csv", str(path), "--outcome", "sales", "--treatment", "price", "--instrument",
+                  "fuel_price", "--covariates", "time,customer_type"]
+
+
+def test_categorical_is_used_and_recorded(capsys, tmp_path):
+    path, argv = _own_csv(tmp_path)
+    runs = {}
+    for extra in ([], ["--categorical", "customer_type"]):
+        out_json = tmp_path / f"run{len(extra)}.json"
+        code, out, err = run_main(capsys, *argv, "--method", "2sls", "--heldout-folds", "0", *extra,
+                                  "--json", str(out_json))
+        assert code == 0, err
+        runs[len(extra)] = json.loads(out_json.read_text())
+    assert runs[0]["categorical"] == [] and runs[2]["categorical"] == ["customer_type"]
+    # 2SLS reads the codes as dummies: one coefficient per level but the first, none for the code itself
+    assert "customer_type" in runs[0]["coefficients"] and "customer_type" not in runs[2]["coefficients"]
+    assert len(runs[2]["coefficients"]) == len(runs[0]["coefficients"]) + 5
+    # the dashboard's runs go through fit_run too: its choice is recorded the same way
+    sim = simulate_demand_iv(200, seed=0)
+    assert fit_run(sim.data, "2sls", truth=sim.truth).record["categorical"] == ["customer_type"]
+    code, out, err = run_main(capsys, *argv, "--categorical", "nope")
+    assert_one_line_error(code, err, "'nope' has no role")
+
+
+def test_missing_values_are_refused_naming_every_column_or_dropped(capsys, tmp_path):
+    table = simulate_demand_iv(300, seed=1).data.table
+    table.loc[[0, 1, 2], "time"] = np.nan
+    table.loc[[2, 5], "fuel_price"] = np.nan
+    table["unused"] = np.nan                        # not a role: its gaps do not matter
+    path, argv = _own_csv(tmp_path, table)
+    code, out, err = run_main(capsys, *argv, "--method", "2sls")
+    assert_one_line_error(code, err, "fuel_price (2)", "time (3)", "4 of 300 rows", "--dropna")
+    assert "unused" not in err
+    out_json = tmp_path / "run.json"
+    code, out, err = run_main(capsys, *argv, "--method", "2sls", "--heldout-folds", "0", "--dropna",
+                              "--json", str(out_json))
+    assert code == 0, err
+    assert "--dropna dropped 4 of 300 rows" in err
+    assert json.loads(out_json.read_text())["n"] == 296 and "n=296" in out
+
+
+def test_dropna_keeps_the_rows_the_cluster_column_needs(capsys, tmp_path):
+    table = simulate_demand_iv(300, seed=1).data.table.assign(group=lambda t: np.arange(len(t)) % 30)
+    table["group"] = table["group"].astype(float)
+    table.loc[[7, 8], "group"] = np.nan
+    path, argv = _own_csv(tmp_path, table)
+    code, out, err = run_main(capsys, *argv, "--method", "2sls", "--heldout-folds", "0", "--cov", "clustered",
+                              "--cluster", "group", "--dropna")
+    assert code == 0, err
+    assert "dropped 2 of 300 rows" in err and "group (2)" in err
+
+
+# ------------------------------------------------------------------ the summary line
+def test_2sls_summary_has_standard_errors_and_the_interval(capsys, tmp_path):
+    path, argv = _own_csv(tmp_path)
+    out_json = tmp_path / "run.json"
+    code, out, err = run_main(capsys, *argv, "--method", "2sls", "--cov", "robust", "--heldout-folds", "0",
+                              "--json", str(out_json))
+    assert code == 0, err
+    rec = json.loads(out_json.read_text())
+    coef, se, effect = rec["coefficients"]["price"], rec["std_errors"]["price"], rec["effect"]
+    assert f"coefficients (s.e. robust): price={coef:.4g} ({se:.4g})" in out
+    assert f"effect={effect['estimate']:.4g} [{effect['ci_lower']:.4g}, {effect['ci_upper']:.4g}]" in out
+    assert "2SLS s.e., heteroskedasticity-robust" in out
+    assert effect["ci_upper"] - effect["ci_lower"] == pytest.approx(2 * 1.959964 * se, rel=1e-4)
+
+
+# ------------------------------------------------------------------ the console script
+def test_setup_installs_the_console_script():
+    """scripts/setup.sh installs the checkout itself (so .venv/bin/dmlcore exists), and the script
+    pyproject declares calls the CLI's main."""
+    import tomllib
+
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert any(line.split()[:2] == ["pip", "install"] and line.split("#")[0].rstrip().endswith("-e .")
+               for line in setup.splitlines())
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["dmlcore"] == "dmlcore.cli:main"
+
+
+def test_study_refuses_own_data_options_without_csv(capsys):
+    code, out, err = run_main(capsys, "study", "--dataset", "card", "--categorical", "x", "--dropna",
+                              "--outcome", "y")
+    assert_one_line_error(code, err, "--outcome, --categorical, --dropna apply to your own file only")

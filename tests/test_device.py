@@ -195,7 +195,7 @@ def test_cli_refuses_a_gpu_that_is_not_there(capsys, two_gpus):
 
 def test_cli_fit_on_the_cpu_records_the_device(capsys, tmp_path, no_cuda):
     out = tmp_path / "run.json"
-    code = main(["fit", "--n", "200", "--epochs", "2", "--n-draws", "4", "--folds", "2", "--method", "naive",
+    code = main(["fit", "--n", "200", "--epochs", "2", "--n-draws", "4", "--method", "naive",
                  "--device", "cpu", "--json", str(out)])
     assert code == 0, capsys.readouterr().err
     record = json.loads(out.read_text())

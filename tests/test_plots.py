@@ -121,3 +121,15 @@ def test_a_loss_history_of_one_point_is_drawn_as_a_marker():
                              "g": {0: {"epoch": [0, 1], "train": [0.5, 0.4], "val": [None, None]}}})
     assert [t.mode for t in fig.data if t.xaxis == "x"] == ["markers", "markers"]   # train and validation
     assert [t.mode for t in fig.data if t.xaxis == "x2"] == ["lines"]
+
+
+def test_curve_figure_legend_below_leaves_the_curves_the_full_width():
+    """Long run names go in a legend under the panels (its entries in rows), never beside them: the
+    x axes span the figure's whole plotting width, one panel or several."""
+    long = "#12 DML-CMR · gb · a data set with a long name n=2000 seed 0: 95 % confidence band"
+    for groups in (("all",), tuple(f"type {i}" for i in range(7))):
+        fig = plots.curve_figure([(long, _curve(1.0, groups)), (long + " 2", _curve(2.0, groups))])
+        legend = fig.layout.legend
+        assert legend.orientation == "h" and legend.yanchor == "top" and legend.y < 0
+        ends = [axis["domain"] for name, axis in fig.layout.to_plotly_json().items() if name.startswith("xaxis")]
+        assert min(d[0] for d in ends) == 0 and max(d[1] for d in ends) == 1

@@ -61,23 +61,59 @@ ROLE_FLAGS = ("outcome", "treatment", "instrument", "treatment-proxy", "outcome-
 
 
 def add_own_data_options(parser: argparse.ArgumentParser) -> None:
-    """``--csv FILE`` with ``--problem`` and the role options (comma-separated column names)."""
+    """``--csv FILE`` with ``--problem``, the role options (comma-separated column names), ``--categorical``
+    and ``--dropna``; every one is in OWN_DATA_OPTIONS (they apply with ``--csv`` only)."""
     own = parser.add_argument_group("own data")
     own.add_argument("--csv", help="a CSV or Parquet file of your own")
     own.add_argument("--problem", choices=("iv", "pcl", "cmr"), default="iv")
     for role in ROLE_FLAGS:
         own.add_argument(f"--{role}", help="column name(s), comma-separated")
+    own.add_argument("--categorical", metavar="COL[,COL]",
+                     help="columns whose numbers are codes of categories (2 to 50 levels): networks and linear "
+                          "models see one 0/1 column per level, 2SLS dummies (recorded in the run's categorical)")
+    own.add_argument("--dropna", action="store_true",
+                     help="drop the rows with a missing value in a column the fit uses (its roles and --cluster), "
+                          "saying how many; without it such rows are refused")
+
+
+# the options of add_own_data_options (argparse's names): they apply to --csv only
+OWN_DATA_OPTIONS = ("csv", "problem", *(r.replace("-", "_") for r in ROLE_FLAGS), "categorical", "dropna")
+# options that name further columns a fit reads besides the roles (kept and checked by --dropna)
+COLUMN_OPTIONS = ("cluster",)
 
 
 def own_data(args) -> CausalData:
-    """The CausalData of ``--csv FILE`` with the roles of the role options."""
+    """The CausalData of ``--csv FILE`` with the roles of the role options and ``--categorical``; with
+    ``--dropna``, rows missing a value in a used column are dropped (a note on stderr says how many),
+    without it they are refused in one line naming every such column."""
     table = load_table(args.csv)
     columns = lambda text: [c.strip() for c in text.split(",") if c.strip()] if text else []  # noqa: E731
     roles = {r: columns(getattr(args, r)) for r in ("treatment", "instrument", "treatment_proxy", "outcome_proxy",
                                                     "covariates", "inputs", "conditioning")}
     if not args.outcome:
         raise DMLCoreError("--outcome is required with --csv.")
-    return CausalData(table, args.problem, args.outcome, name=Path(args.csv).name, **roles)
+    used = [args.outcome, *(c for cols in roles.values() for c in cols),
+            *(getattr(args, o) for o in COLUMN_OPTIONS if getattr(args, o, None))]
+    table = _drop_missing(table, [c for c in dict.fromkeys(used) if c in table.columns], Path(args.csv).name,
+                          getattr(args, "dropna", False))
+    return CausalData(table, args.problem, args.outcome, name=Path(args.csv).name,
+                      categorical=columns(getattr(args, "categorical", None)), **roles)
+
+
+def _drop_missing(table, used: list[str], name: str, dropna: bool):
+    """``table`` without the rows missing a value in ``used`` when ``dropna`` (saying how many on
+    stderr); else refuse such rows, naming every column that has them."""
+    missing = table[used].isna()
+    counts = {c: int(n) for c, n in missing.sum().items() if n}
+    if not counts:
+        return table
+    rows = int(missing.any(axis=1).sum())
+    where = ", ".join(f"{c} ({n})" for c, n in counts.items())
+    if not dropna:
+        raise DMLCoreError(f"{name} has missing (NaN) values in {len(counts)} used column(s): {where}; {rows} of "
+                           f"{len(table)} rows miss one. Pass --dropna to drop those rows, or fill them in.")
+    print(f"note: --dropna dropped {rows} of {len(table)} rows with a missing value in {where}", file=sys.stderr)
+    return table.loc[~missing.any(axis=1)].reset_index(drop=True)
 
 
 def add_study_parser(sub) -> None:
@@ -121,6 +157,11 @@ def add_study_parser(sub) -> None:
 def study_spec(args) -> StudySpec:
     if args.csv:
         return _table_spec(args)
+    own = [f"--{o.replace('_', '-')}" for o in OWN_DATA_OPTIONS[1:]
+           if getattr(args, o, None) not in (None, False) and not (o == "problem" and args.problem == "iv")]
+    if own:
+        raise DMLCoreError(f"{', '.join(own)} appl{'ies' if len(own) == 1 else 'y'} to your own file only (--csv FILE); "
+                           f"leave {'it' if len(own) == 1 else 'them'} out.")
     if args.spec:
         given = [f"--{name.replace('_', '-')}" for name in GRID_FLAGS if getattr(args, name) is not None]
         if given:

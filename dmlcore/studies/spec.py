@@ -85,6 +85,45 @@ def settings_used(method: str) -> frozenset[str]:
     return METHODS[method].settings
 
 
+def refuse_unused(dataset: str | None, data=(), methods=(), settings=(), spell=None) -> None:
+    """Refuse, in one line naming every one, the ``data`` options that ``dataset`` does not take (its
+    registry entry, :data:`~dmlcore.data.registry.DATASET_OPTIONS`; a real data set, or None: the user's
+    own file, takes none) and the fit ``settings`` that none of ``methods`` reads (their registry entries'
+    ``settings``). ``spell`` writes an option as the user gave it, a command-line flag; by default a key of a
+    study file ('rho' where it is refused, rho where it is listed)."""
+    named, listed = (repr, str) if spell is None else (spell, spell)
+    problems = []
+    options = dataset_options(dataset) if dataset is not None else {}
+    unused = [name for name in dict.fromkeys(data) if name not in options]
+    if unused:
+        names = ", ".join(named(name) for name in unused)
+        if dataset is None:
+            problems.append(f"Your own file's rows are fixed, so it takes no simulator option ({names} given); "
+                            f"leave {'it' if len(unused) == 1 else 'them'} out.")
+        elif dataset in real_dataset_names():
+            problems.append(f"{dataset} is a real data set: its rows are fixed, so it takes no simulator option "
+                            f"({names} given); leave {'it' if len(unused) == 1 else 'them'} out (seeds change only "
+                            f"the methods' randomness).")
+        else:
+            takes = ", ".join(listed(o) for o in options) if options else "no options"
+            problems.append(f"Unknown option{'s' if len(unused) > 1 else ''} {names} for {dataset}; it takes "
+                            f"{takes}.")
+    methods = list(dict.fromkeys(methods))
+    unread = [name for name in dict.fromkeys(settings) if not any(name in settings_used(m) for m in methods)]
+    if unread:
+        names = ", ".join(named(name) for name in unread)
+        if len(methods) == 1:
+            order = [*FIT_SETTINGS, *sorted(settings_used(methods[0]))]
+            reads = ", ".join(listed(s) for s in sorted(settings_used(methods[0]), key=order.index))
+            problems.append(f"{methods[0]} does not use {names} (it reads {reads or 'none of the fit settings'}); "
+                            f"leave {'it' if len(unread) == 1 else 'them'} out.")
+        else:
+            problems.append(f"None of {', '.join(methods)} uses {names}; leave {'it' if len(unread) == 1 else 'them'} "
+                            f"out.")
+    if problems:
+        raise DMLCoreError(" ".join(problems))
+
+
 @dataclass(frozen=True)
 class Grid:
     """One data set's grid: option -> values, methods, setting -> values, seeds."""
@@ -275,13 +314,7 @@ def _grid(block: dict) -> Grid:
     given = block.get("data") or {}
     if not isinstance(given, dict):
         raise DMLCoreError(f"data must be a table of {dataset}'s options; got {given!r}.")
-    for name in given:
-        if dataset in real_dataset_names():
-            raise DMLCoreError(f"{dataset} is a real data set: its rows are fixed, so it takes no simulator "
-                               f"option ({name!r} given); leave it out (seeds change only the methods' randomness).")
-        if name not in options:
-            takes = ", ".join(options) if options else "no options"
-            raise DMLCoreError(f"Unknown option {name!r} for {dataset}; it takes {takes}.")
+    refuse_unused(dataset, given)
     data = {name: tuple(dict.fromkeys(_coerce(name, v, default) for v in _values(name, given.get(name, default))))
             for name, default in options.items()}
     for name, values in data.items():

@@ -1,0 +1,75 @@
+"""The Results page's effect table under the page's covariance choice (dashboard.results), without a browser:
+the choice sets 2SLS's interval, its kind and its Anderson-Rubin set, every other run stays as fitted."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard.results import ResultItem, effects_table, interval_descriptions, linear_iv_inference
+from dmlcore.data.roles import CausalData
+from dmlcore.runs import Run, fit_run
+
+
+@pytest.fixture(scope="module")
+def clustered_iv():
+    """IV data whose errors share a shock within 40 groups and grow with the instrument's size, so the three
+    covariance choices give three different standard errors."""
+    rng = np.random.default_rng(3)
+    n, groups = 1200, 40
+    g = rng.integers(0, groups, n)
+    shock = rng.normal(size=groups)[g]
+    z = rng.normal(size=n) + 0.5 * rng.normal(size=groups)[g]
+    u = rng.normal(size=n)
+    a = z + u
+    y = 1.5 * a + 2 * u + (1 + np.abs(z)) * rng.normal(size=n) + 2 * shock
+    table = pd.DataFrame({"y": y, "a": a, "z": z, "x": rng.normal(size=n), "g": g.astype(float)})
+    return CausalData(table, "iv", "y", treatment="a", instrument="z", covariates="x")
+
+
+@pytest.fixture(scope="module")
+def runs(clustered_iv):
+    fit = dict(heldout_folds=0, debias=False)
+    return {"tsls": fit_run(clustered_iv, "2sls", **fit),
+            "sieve": fit_run(clustered_iv, "sieve-2sls", **fit)}
+
+
+def _items(runs, stored_copy=False):
+    items = [ResultItem("1", "2SLS run", runs["tsls"].record, run=runs["tsls"]),
+             ResultItem("2", "sieve run", runs["sieve"].record, run=runs["sieve"])]
+    if stored_copy:      # a stored 2SLS run: its record only, no data to recompute it on
+        items.append(ResultItem("3", "stored 2SLS", runs["tsls"].record))
+    return items
+
+
+@pytest.mark.parametrize("cov, cluster, words", [("robust", None, "heteroskedasticity-robust"),
+                                                 ("clustered", "g", "clustered by 'g'")])
+def test_the_covariance_choice_sets_2sls_interval_kind_and_anderson_rubin(clustered_iv, runs, cov, cluster, words):
+    fitted = effects_table(_items(runs, stored_copy=True)).set_index("run")
+    inference = linear_iv_inference(clustered_iv, cov, cluster)
+    chosen = effects_table(_items(runs, stored_copy=True), linear=(clustered_iv, inference)).set_index("run")
+    wald = inference["wald"]
+    row = chosen.loc["2SLS run"]
+    assert row["effect"] == pytest.approx(wald["estimate"])          # the coefficient does not move
+    assert row["95% interval"] == f"{wald['ci_lower']:.4g} to {wald['ci_upper']:.4g}"
+    assert row["95% interval"] != fitted.loc["2SLS run", "95% interval"]
+    assert row["kind"] == f"2SLS s.e. ({words})" and fitted.loc["2SLS run", "kind"] == "2SLS s.e. (homoskedastic)"
+    assert row["Anderson-Rubin set"] != fitted.loc["2SLS run", "Anderson-Rubin set"]
+    # the linear IV box shows the same interval the table does: one computation
+    assert inference["wald"]["interval"].startswith("2SLS") and words in inference["wald"]["interval"]
+    # the runs the choice does not concern stay as fitted: another method, a stored run without its data
+    for run in ("sieve run", "stored 2SLS"):
+        assert chosen.loc[run].equals(fitted.loc[run])
+    # and the descriptions under the table say the chosen kind in full
+    how = interval_descriptions(_items(runs), linear=(clustered_iv, inference))
+    assert any(words in text for kind, text in how.items() if kind.startswith("2SLS s.e."))
+
+
+def test_a_reference_2sls_follows_the_choice_too(clustered_iv, runs):
+    inference = linear_iv_inference(clustered_iv, "robust", None)
+    items = [ResultItem("2", "sieve run", runs["sieve"].record, run=runs["sieve"])]
+    reference: Run = runs["tsls"]
+    table = effects_table(items, reference, linear=(clustered_iv, inference)).set_index("run")
+    assert table.loc["2SLS (reference)", "kind"] == "2SLS s.e. (heteroskedasticity-robust)"
+    other = CausalData(clustered_iv.table.copy(), "iv", "y", treatment="a", instrument="z", covariates="x")
+    unchanged = effects_table(items, reference, linear=(other, inference)).set_index("run")   # other data
+    assert unchanged.loc["2SLS (reference)", "kind"] == "2SLS s.e. (homoskedastic)"
