@@ -263,7 +263,7 @@ def _fit(args) -> int:
             f"[{wild['interval'][0]:.4g}, {wild['interval'][1]:.4g}]"
         print(f"wild cluster bootstrap ({wild['draws']} draws, {wild['weights']}, {wild['n_clusters']} clusters): "
               f"p-value of a zero effect {wild['pvalue']:.4g}, 95% interval {shown}")
-    if args.table:
+    if args.table_path:
         print(table_from_args(args, data))
     return 0
 

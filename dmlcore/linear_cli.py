@@ -29,7 +29,7 @@ def add_linear_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--formula", metavar="'y ~ 1 + x + [d ~ z]'",
                        help="the IV model as a formula (linearmodels' convention) on --csv or a real --dataset, "
                             "instead of the role options")
-    group.add_argument("--table", metavar="PATH.md|PATH.tex",
+    group.add_argument("--table", dest="table_path", metavar="PATH.md|PATH.tex",
                        help="write a regression table (OLS, first stage, linear IV; diagnostics rows) as Markdown "
                             "(.md) or LaTeX (.tex), under --cov / --cluster")
     group.add_argument("--wild-bootstrap", type=int, metavar="B",
@@ -78,8 +78,8 @@ def with_linear_options(args, data: CausalData) -> CausalData:
 
 def check_table(args) -> None:
     """Refuse a bad ``--table`` before any fit."""
-    if args.table:
-        table_format(args.table)
+    if args.table_path:
+        table_format(args.table_path)
         unknown = [m for m in _columns(args.table_methods) if m not in TABLE_METHODS]
         if unknown or not _columns(args.table_methods):
             raise DMLCoreError(f"--table-methods takes {', '.join(TABLE_METHODS)}; got "
@@ -119,5 +119,5 @@ def clr_record(args, data: CausalData) -> dict:
 def table_from_args(args, data: CausalData) -> str:
     """Write the regression table of ``--table``; returns the line to print."""
     table = regression_table(data, _columns(args.table_methods), cov_type=args.cov, cluster=args.cluster)
-    kind = write_table(table, args.table)
-    return f"regression table ({kind}) written to {args.table}"
+    kind = write_table(table, args.table_path)
+    return f"regression table ({kind}) written to {args.table_path}"

@@ -435,6 +435,18 @@ def test_dropna_keeps_the_rows_the_cluster_column_needs(capsys, tmp_path):
     assert "dropped 2 of 300 rows" in err and "group (2)" in err
 
 
+@pytest.mark.parametrize("option", ["--weights", "--absorb"])
+def test_dropna_keeps_the_rows_the_weights_and_fixed_effects_need(capsys, tmp_path, option):
+    table = simulate_demand_iv(300, seed=1).data.table.assign(extra=lambda t: 1.0 + np.arange(len(t)) % 5)
+    table.loc[[3, 4, 5], "extra"] = np.nan
+    path, argv = _own_csv(tmp_path, table)
+    code, out, err = run_main(capsys, *argv, "--method", "2sls", "--heldout-folds", "0", option, "extra")
+    assert code == 2 and "extra (3)" in err and "--dropna" in err
+    code, out, err = run_main(capsys, *argv, "--method", "2sls", "--heldout-folds", "0", option, "extra", "--dropna")
+    assert code == 0, err
+    assert "dropped 3 of 300 rows" in err
+
+
 # ------------------------------------------------------------------ the summary line
 def test_2sls_summary_has_standard_errors_and_the_interval(capsys, tmp_path):
     path, argv = _own_csv(tmp_path)

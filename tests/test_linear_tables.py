@@ -96,7 +96,7 @@ def test_cli_fit_with_absorb_weights_cluster_and_a_table(tmp_path, capsys):
                  "--table", str(out), "--table-methods", "ols,2sls,fuller", "--json", str(tmp_path / "r.json")])
     text = capsys.readouterr()
     assert code == 0, text.err
-    assert "fuller on card" in text.out and "(95%, Fuller s.e.)" in text.out
+    assert "fuller on card" in text.out and "(95%, Fuller s.e., clustered" in text.out
     assert r"\toprule" in out.read_text() and "Fuller" in out.read_text()
     import json
     record = json.loads((tmp_path / "r.json").read_text())
@@ -122,9 +122,9 @@ def test_cli_clusters_by_a_column_without_a_role_and_bootstraps(tmp_path, capsys
     (["--method", "dml-cmr", "--absorb", "region66"], "applies to the linear IV methods"),
     (["--method", "2sls", "--table", "t.docx"], r"Markdown \(.md\) or LaTeX \(.tex\)"),
     (["--method", "2sls", "--table-methods", "ols"], "give --table PATH too"),
-    (["--method", "2sls", "--formula", "lwage ~ 1 + [educ ~ nearc4]", "--outcome", "lwage"], "not both"),
+    (["--method", "2sls", "--formula", "lwage ~ 1 + [educ ~ nearc4]", "--outcome", "lwage"], "own file only"),
     (["--method", "2sls", "--weights", "IQ"], "weights must be positive"),
-    (["--method", "2sls", "--formula", "lwage ~ 1 + [educ ~ nearc4]", "--problem", "pcl"], "writes an IV model"),
+    (["--method", "2sls", "--formula", "lwage ~ 1 + [educ ~ nearc4]", "--problem", "pcl"], "own file only"),
     (["--method", "liml", "--cov", "clustered", "--cluster", "region66", "--wild-bootstrap", "199"],
      "--method 2sls"),
     (["--method", "2sls", "--wild-bootstrap", "199"], "--cov clustered"),
@@ -133,6 +133,15 @@ def test_cli_refuses_bad_linear_options_in_one_line(argv, match, capsys):
     assert main(["fit", "--dataset", "card", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and pytest.importorskip("re").search(match, err), err
+
+
+@pytest.mark.parametrize("extra,match", [(["--outcome", "lwage"], "not both"), (["--problem", "pcl"], "writes an IV model")])
+def test_a_formula_on_an_own_file_refuses_role_options(extra, match, capsys, tmp_path):
+    path = tmp_path / "card.csv"
+    load_real_dataset("card").table.to_csv(path, index=False)
+    assert main(["fit", "--csv", str(path), "--method", "2sls", "--formula", "lwage ~ 1 + [educ ~ nearc4]", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and match in err, err
 
 
 def test_formula_on_a_simulated_data_set_is_refused(capsys):

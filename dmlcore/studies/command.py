@@ -79,7 +79,7 @@ def add_own_data_options(parser: argparse.ArgumentParser) -> None:
 # the options of add_own_data_options (argparse's names): they apply to --csv only
 OWN_DATA_OPTIONS = ("csv", "problem", *(r.replace("-", "_") for r in ROLE_FLAGS), "categorical", "dropna")
 # options that name further columns a fit reads besides the roles (kept and checked by --dropna)
-COLUMN_OPTIONS = ("cluster",)
+COLUMN_OPTIONS = ("cluster", "absorb", "weights")
 
 
 def own_data(args) -> CausalData:
@@ -93,7 +93,7 @@ def own_data(args) -> CausalData:
     if not args.outcome:
         raise DMLCoreError("--outcome is required with --csv.")
     used = [args.outcome, *(c for cols in roles.values() for c in cols),
-            *(getattr(args, o) for o in COLUMN_OPTIONS if getattr(args, o, None))]
+            *(c for o in COLUMN_OPTIONS for c in columns(getattr(args, o, None)))]
     table = _drop_missing(table, [c for c in dict.fromkeys(used) if c in table.columns], Path(args.csv).name,
                           getattr(args, "dropna", False))
     return CausalData(table, args.problem, args.outcome, name=Path(args.csv).name,
