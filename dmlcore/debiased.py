@@ -47,6 +47,7 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.stats import norm
 
+from dmlcore.clusters import cluster_folds, describe, groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import supports
@@ -222,32 +223,43 @@ class CrossFitted:
 
 
 def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, seed: int = 0,
-                    folds: int = RIESZ_FOLDS, ladder=LADDER, crossfit: CrossFitted | None = None) -> dict:
+                    folds: int = RIESZ_FOLDS, ladder=LADDER, crossfit: CrossFitted | None = None,
+                    cluster: str | None = None) -> dict:
     """The debiased effect of a fitted ``estimator`` (anything with ``predict``) on ``data``.
 
     ``plan`` is :func:`dmlcore.effects.contrast` (data) with its ``rows``. With a complete
     ``crossfit``, f-hat at each row comes from the refit that never saw it (the default of
     ``fit_run``: a full-sample f-hat measured biased, docs/coverage.md); otherwise the
-    estimator's own. Returns the dict of :func:`debias` with ``f_hat`` saying which.
+    estimator's own. ``cluster`` names the column whose clusters the representer's folds keep
+    whole and whose sums of the score give the standard error. Returns the dict of :func:`debias`
+    with ``f_hat`` saying which.
     """
+    groups = groups_of(data.table, cluster)
     if crossfit is not None and crossfit.complete:
         out = debias(data, plan, crossfit.f_points, crossfit.f_rows, level=level, seed=seed, folds=folds,
-                     ladder=ladder)
+                     ladder=ladder, groups=groups)
         out["f_hat"] = f"cross-fitted: {crossfit.folds} refits, each row's f-hat from the refit without it"
     else:
         f_points = predict(estimator, plan.points[data.input_columns])
         f_rows = predict(estimator, data.table[data.input_columns])
-        out = debias(data, plan, f_points, f_rows, level=level, seed=seed, folds=folds, ladder=ladder)
+        out = debias(data, plan, f_points, f_rows, level=level, seed=seed, folds=folds, ladder=ladder,
+                     groups=groups)
         why = f" ({crossfit.error})" if crossfit is not None and crossfit.error else ""
         out["f_hat"] = f"the full-sample fit, not cross-fitted{why}"
     out["interval"] += f"; f-hat {out['f_hat']}"
+    if groups is not None:
+        out["clusters"] = {"column": cluster, "count": int(len(np.unique(groups)))}
+        out["interval"] += (f"; clustered: the folds keep each of the {describe(cluster, groups)} whole and the "
+                            f"standard error sums the score within clusters (CR1)")
     return out
 
 
 def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, level: float = 0.95,
-           seed: int = 0, folds: int = RIESZ_FOLDS, ladder=LADDER) -> dict:
+           seed: int = 0, folds: int = RIESZ_FOLDS, ladder=LADDER, groups: np.ndarray | None = None) -> dict:
     """The debiased effect from f-hat at the contrast's points (``f_points``) and at the data's
-    rows (``f_rows``): these may come from one fit or from cross-fitted ones.
+    rows (``f_rows``): these may come from one fit or from cross-fitted ones. With ``groups``
+    (the rows' cluster numbers) the representer's folds keep clusters whole and every standard
+    error (the effect's, Lepski's differences) comes from cluster sums (:mod:`dmlcore.clusters`).
 
     Returns {"estimate", "std_error", "ci_lower", "ci_upper", "uncorrected" (the mean of m(W; f-hat)
     for the f-hat corrected), "correction",
@@ -266,7 +278,8 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
     m_f = per_row(plan, n, f_points)
     used = np.isfinite(m_f)
     residual = y - np.asarray(f_rows, dtype=float)
-    fold_of = np.random.default_rng([seed, 43]).permutation(n) % folds
+    rng = np.random.default_rng([seed, 43])
+    fold_of = rng.permutation(n) % folds if groups is None else cluster_folds(groups, folds, rng)
     scale = treatment_scale(data, plan.treatment)
     results, seen = [], set()
     for rung in ladder:
@@ -291,13 +304,13 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
             continue
         psi = np.where(used, m_f, 0.0) * n / used.sum() + xi * residual
         results.append({**entry, "psi": psi, "estimate": float(psi.mean()),
-                        "std_error": float(psi.std(ddof=1) / np.sqrt(n)),
+                        "std_error": mean_se(psi, groups),
                         "strength": float(n / max(np.mean(xi ** 2) * scale, 1e-300))})
     fitted = [r for r in results if "psi" in r]
     if not fitted:
         why = "; ".join(f"{r['basis']}: {r['skipped']}" for r in results)
         raise DMLCoreError(f"no basis identifies it ({why})")
-    chosen = lepski(fitted, n)
+    chosen = lepski(fitted, n, groups)
     z = float(norm.ppf(0.5 + level / 2))
     plug = float(np.mean(m_f[used]))
     est, se = chosen["estimate"], chosen["std_error"]
@@ -329,12 +342,12 @@ def treatment_scale(data: CausalData, treatment: str) -> float:
     return float(np.var(residual)) / unit ** 2
 
 
-def lepski(fitted: list[dict], n: int) -> dict:
+def lepski(fitted: list[dict], n: int, groups: np.ndarray | None = None) -> dict:
     """The first rung whose estimate agrees with every richer one's within LEPSKI_Z standard
-    errors of their difference; the richest when none does."""
+    errors of their difference (from cluster sums with ``groups``); the richest when none does."""
     for j, rung in enumerate(fitted):
         if all(abs(rung["estimate"] - other["estimate"])
-               <= LEPSKI_Z * np.std(rung["psi"] - other["psi"], ddof=1) / np.sqrt(n) for other in fitted[j + 1:]):
+               <= LEPSKI_Z * mean_se(rung["psi"] - other["psi"], groups) for other in fitted[j + 1:]):
             return rung
     return fitted[-1]
 
@@ -350,7 +363,7 @@ def check_effect_folds(folds) -> int:
 
 
 def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float = 0.95,
-                 crossfit: CrossFitted | None = None, debias: bool = True) -> dict:
+                 crossfit: CrossFitted | None = None, debias: bool = True, cluster: str | None = None) -> dict:
     """``effect`` (the record of :func:`dmlcore.effects.effect_record`) with the debiased effect.
 
     The plug-in's numbers move to ``effect["plug_in"]``; ``effect["debiased"]`` is
@@ -360,7 +373,8 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     Weakly identified: the headline interval is None and ``interval`` says so in words. When the
     debiased effect cannot be computed, or is switched off (``debias=False``: :data:`SWITCHED_OFF`),
     ``debiased`` is None and ``debiased_error`` says why in one line.
-    ``crossfit`` holds the refits' f-hat (:class:`CrossFitted`).
+    ``crossfit`` holds the refits' f-hat (:class:`CrossFitted`); ``cluster`` the column whose
+    clusters the interval accounts for.
     """
     effect["plug_in"] = {k: effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "interval")}
     effect["debiased"], effect["weakly_identified"] = None, None
@@ -374,7 +388,7 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
         effect["debiased_error"] = SWITCHED_OFF
         return effect
     try:
-        result = debiased_effect(estimator, data, plan, level=level, crossfit=crossfit)
+        result = debiased_effect(estimator, data, plan, level=level, crossfit=crossfit, cluster=cluster)
     except DMLCoreError as exc:
         effect["debiased_error"] = f"no debiased effect: {exc}."
         return effect

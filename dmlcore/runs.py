@@ -35,6 +35,8 @@ from dmlcore.heldout import HELDOUT_FOLDS, check_folds, fold_refits, heldout_sco
 from dmlcore.learners import learner_name
 
 BAND_LEVEL = 0.95
+BANDS_NOT_CLUSTERED = ("not clustered: the band's variance takes rows as independent; read the effect's "
+                       "clustered interval, not this band, for the uncertainty")
 CURVE_POINTS = 60     # treatment values of a curve without a known truth
 STACK_ROWS = 2 ** 20  # rows stacked at once for the band of an averaged curve
 __all__ = ["METHODS", "METHOD_TITLES", "Run", "fit_run", "make_estimator", "band_summary", "curve_band"]
@@ -62,6 +64,8 @@ class Run:
         """
         if self._curve is None:
             self._curve = self._make_curve()
+            if (self.record.get("config") or {}).get("cov_type") == "clustered" and "band" in self._curve:
+                self._curve["band"] = self._curve["band"] + " (rows taken as independent: not clustered)"
         return self._curve.copy()
 
     def _make_curve(self) -> pd.DataFrame:
@@ -228,7 +232,11 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
                 crossfit.add(held, refit)
         except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: correct it as it is, say why
             crossfit.error = f"its refits failed: {exc}"
-    record["effect"] = effect_record(estimator, data, bootstrap=boot, crossfit=crossfit, debias=debias)
+    record["effect"] = effect_record(estimator, data, bootstrap=boot, crossfit=crossfit, debias=debias,
+                                     cluster=cluster if cov_type == "clustered" else None)
+    if cov_type == "clustered":
+        for band in bands.values():          # the spline sandwich takes rows as independent: say so
+            band["clusters"] = BANDS_NOT_CLUSTERED
     if truth is not None and record["effect"].get("estimand") is not None:
         score_effect(record["effect"], truth, contrast(data))
     record["config"].update(bootstrap=bootstrap, heldout_folds=heldout_folds, effect_folds=effect_folds,

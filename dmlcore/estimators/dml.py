@@ -24,6 +24,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from dmlcore.clusters import cluster_folds, groups_of
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
@@ -39,9 +40,14 @@ F_MODEL_FOR = {"nn": "nn", "rf": "boost", "gb": "boost", "linear": "linear"}
 DRAW_BANK = 4  # the bank holds DRAW_BANK * n_draws draws per row
 
 
-def make_folds(n: int, folds: int, seed: int) -> list[np.ndarray]:
-    """A random partition of range(n) into ``folds`` sorted index arrays of near-equal size."""
-    perm = np.random.default_rng([seed, 7]).permutation(n)
+def make_folds(n: int, folds: int, seed: int, groups: np.ndarray | None = None) -> list[np.ndarray]:
+    """A random partition of range(n) into ``folds`` sorted index arrays of near-equal size; with
+    ``groups`` (the rows' cluster numbers) every cluster's rows in one fold (:mod:`dmlcore.clusters`)."""
+    rng = np.random.default_rng([seed, 7])
+    if groups is not None:
+        fold_of = cluster_folds(groups, folds, rng)
+        return [np.flatnonzero(fold_of == k) for k in range(folds)]
+    perm = rng.permutation(n)
     return [np.sort(part) for part in np.array_split(perm, folds)]
 
 
@@ -85,6 +91,9 @@ class _TwoStageCMR(CMREstimator):
     device : str, default "auto"
         Where the torch models (nn nuisances, nn f) and their data live: "auto" (CUDA when torch
         sees one, else the CPU), "cpu", "cuda" or "cuda:N".
+    cluster : str, optional
+        A column of the table whose values group the rows (``cov_type="clustered"``): the K folds
+        keep each cluster whole (DML-CMR; the other two do not split rows).
 
     Attributes
     ----------
@@ -105,7 +114,7 @@ class _TwoStageCMR(CMREstimator):
     def __init__(self, learner="nn", folds: int = 10, *, outcome_learner=None,
                  sampler=None, f_model: str | None = None, n_draws: int = 8,
                  epochs: int | None = None, nuisance_params: dict | None = None,
-                 f_params: dict | None = None, seed: int = 0, device: str = "auto"):
+                 f_params: dict | None = None, seed: int = 0, device: str = "auto", cluster: str | None = None):
         self.learner = learner
         self.folds = folds
         self.outcome_learner = outcome_learner
@@ -117,6 +126,7 @@ class _TwoStageCMR(CMREstimator):
         self.f_params = f_params
         self.seed = seed
         self.device = device
+        self.cluster = cluster
 
     # ------------------------------------------------------------------ fit
     def _settings(self):
@@ -172,7 +182,8 @@ class _TwoStageCMR(CMREstimator):
         start = time.perf_counter()
         arr = data.cmr()
         n = arr.n
-        folds = make_folds(n, self.folds, self.seed) if self.cross_fit else [np.arange(n)]
+        groups = groups_of(data.table, self.cluster) if self.cross_fit else None
+        folds = make_folds(n, self.folds, self.seed, groups) if self.cross_fit else [np.arange(n)]
         train_sets = [np.setdiff1d(np.arange(n), rows) for rows in folds] if self.cross_fit else folds
         image_c = image_spec(data, arr.conditioning_names)
         image_f = image_spec(data, arr.input_names)
