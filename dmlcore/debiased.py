@@ -60,7 +60,9 @@ ROWS_PER_FUNCTION = 10   # training rows per function of q(C), at least
 LEPSKI_Z = 2.5           # about the two-sided Bonferroni 5 % point over four comparisons
 WEAK_STRENGTH = 10.0     # below: weakly identified (calibrated on the weak-instrument design)
 PENALTY = 1.0            # lambda * sqrt(n): the representer's spline terms smoothed less as n grows
-SINGULAR = 1e-9          # smallest eigenvalue of G'Q^-1G relative to its largest: not identified
+SINGULAR = 1e-9          # smallest eigenvalue of G'Q^-1G (columns scaled to unit diagonal) relative to its largest
+SINGULAR_TEXT = "the conditioning variables do not move every function of f's basis (G'Q^-1G is singular)"
+NULL_LOAD = 1e-6         # share of M (scaled) on G'Q^-1G's null directions above which the effect is not identified
 PREDICT_ROWS = 2 ** 16   # points predicted at once
 SWITCHED_OFF = (f"not computed: switched off for this run (it refits the method {EFFECT_FOLDS} times, or reuses the "
                 f"held-out residual's refits where there are any); fit with the debiased effect on to get it")
@@ -132,17 +134,25 @@ def riesz_gamma(qq: np.ndarray, qb: np.ndarray, m: np.ndarray, omega: np.ndarray
 
     ``omega`` is the P-spline penalty of b (second differences of the spline terms: linear
     functions are not penalised) and lambda = ``penalty`` * tr(G'Q^-1G) / tr(Omega); 0 is the
-    exact minimum-distance solution. A DMLCoreError when G'Q^-1G is singular (the functional is
-    not identified in these bases)."""
+    exact minimum-distance solution. The solve is on b's columns scaled to a unit diagonal of
+    G'Q^-1G and takes the smallest solution where functions of b coincide on these rows (say
+    dummies of rare categories in a fold); a DMLCoreError when M loads on the functions that the
+    conditioning variables do not move (G'Q^-1G singular in M's direction: not identified in
+    these bases)."""
     qinv_g = spd_solve(qq, qb)
     gram = qb.T @ qinv_g
-    eig = np.linalg.eigvalsh((gram + gram.T) / 2)
-    if not np.isfinite(eig).all() or eig[0] <= SINGULAR * max(eig[-1], 1e-300):
-        raise DMLCoreError("G'Q^-1G is singular: the conditioning variables do not move every function "
-                           "of f's basis")
+    d = np.sqrt(np.clip(np.diag(gram), 1e-300, None))       # the checks are blind to the columns' units
+    eig, vec = np.linalg.eigh((gram + gram.T) / 2 / np.outer(d, d))
+    if not np.isfinite(eig).all():
+        raise DMLCoreError(SINGULAR_TEXT)
+    null = eig <= SINGULAR * max(eig[-1], 1e-300)
+    target = m / d
+    if null.all() or np.linalg.norm(vec[:, null].T @ target) > NULL_LOAD * max(np.linalg.norm(target), 1e-300):
+        raise DMLCoreError(SINGULAR_TEXT)
     if omega is not None and penalty > 0 and np.trace(omega) > 0:
         gram = gram + penalty * np.trace(gram) / np.trace(omega) * omega
-    return qinv_g @ np.linalg.solve(gram, m)
+    scaled = (gram + gram.T) / 2 / np.outer(d, d)
+    return qinv_g @ (np.linalg.lstsq(scaled, target, rcond=SINGULAR)[0] / d)
 
 
 def smoothness(basis) -> np.ndarray:
@@ -308,8 +318,10 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
                         "strength": float(n / max(np.mean(xi ** 2) * scale, 1e-300))})
     fitted = [r for r in results if "psi" in r]
     if not fitted:
-        why = "; ".join(f"{r['basis']}: {r['skipped']}" for r in results)
-        raise DMLCoreError(f"no basis identifies it ({why})")
+        reasons = list(dict.fromkeys(r["skipped"] for r in results))
+        raise DMLCoreError(f"no basis identifies it: {len(results)} representer bases tried; {reasons[0]}"
+                           + (f" (and {len(reasons) - 1} other reason{'s' * (len(reasons) > 2)})"
+                              if len(reasons) > 1 else ""))
     chosen = lepski(fitted, n, groups)
     z = float(norm.ppf(0.5 + level / 2))
     plug = float(np.mean(m_f[used]))
