@@ -64,6 +64,10 @@ SINGULAR = 1e-9          # smallest eigenvalue of G'Q^-1G (columns scaled to uni
 SINGULAR_TEXT = "the conditioning variables do not move every function of f's basis (G'Q^-1G is singular)"
 NULL_LOAD = 1e-6         # share of M (scaled) on G'Q^-1G's null directions above which the effect is not identified
 PREDICT_ROWS = 2 ** 16   # points predicted at once
+SPREAD_SE = 2.0          # a specification spread wider than this many standard errors is reported as sensitive
+SPREAD_RULE = ("headline: the debiased effect of the fit as configured (its learners; with repeated cross-fitting, "
+               "the median f-hat), with the representer basis Lepski's rule picks; the spread lists the same effect "
+               "under the ladder's other bases and each cross-fit's own f-hat")
 SWITCHED_OFF = (f"not computed: switched off for this run (it refits the method {EFFECT_FOLDS} times, or reuses the "
                 f"held-out residual's refits where there are any); fit with the debiased effect on to get it")
 
@@ -234,7 +238,7 @@ class CrossFitted:
 
 def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, seed: int = 0,
                     folds: int = RIESZ_FOLDS, ladder=LADDER, crossfit: CrossFitted | None = None,
-                    cluster: str | None = None) -> dict:
+                    cluster: str | None = None, variants: dict | None = None) -> dict:
     """The debiased effect of a fitted ``estimator`` (anything with ``predict``) on ``data``.
 
     ``plan`` is :func:`dmlcore.effects.contrast` (data) with its ``rows``. With a complete
@@ -247,13 +251,13 @@ def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, s
     groups = groups_of(data.table, cluster)
     if crossfit is not None and crossfit.complete:
         out = debias(data, plan, crossfit.f_points, crossfit.f_rows, level=level, seed=seed, folds=folds,
-                     ladder=ladder, groups=groups)
+                     ladder=ladder, groups=groups, variants=variants)
         out["f_hat"] = f"cross-fitted: {crossfit.folds} refits, each row's f-hat from the refit without it"
     else:
         f_points = predict(estimator, plan.points[data.input_columns])
         f_rows = predict(estimator, data.table[data.input_columns])
         out = debias(data, plan, f_points, f_rows, level=level, seed=seed, folds=folds, ladder=ladder,
-                     groups=groups)
+                     groups=groups, variants=variants)
         why = f" ({crossfit.error})" if crossfit is not None and crossfit.error else ""
         out["f_hat"] = f"the full-sample fit, not cross-fitted{why}"
     out["interval"] += f"; f-hat {out['f_hat']}"
@@ -265,11 +269,14 @@ def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, s
 
 
 def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, level: float = 0.95,
-           seed: int = 0, folds: int = RIESZ_FOLDS, ladder=LADDER, groups: np.ndarray | None = None) -> dict:
+           seed: int = 0, folds: int = RIESZ_FOLDS, ladder=LADDER, groups: np.ndarray | None = None,
+           variants: dict | None = None) -> dict:
     """The debiased effect from f-hat at the contrast's points (``f_points``) and at the data's
     rows (``f_rows``): these may come from one fit or from cross-fitted ones. With ``groups``
     (the rows' cluster numbers) the representer's folds keep clusters whole and every standard
     error (the effect's, Lepski's differences) comes from cluster sums (:mod:`dmlcore.clusters`).
+    ``variants`` ({label: (f_points, f_rows)}, other fits of f such as the cross-fits of repeated
+    cross-fitting) are corrected with the chosen representer, for the specification spread.
 
     Returns {"estimate", "std_error", "ci_lower", "ci_upper", "uncorrected" (the mean of m(W; f-hat)
     for the f-hat corrected), "correction",
@@ -313,7 +320,7 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
             results.append({**entry, "skipped": str(exc)})
             continue
         psi = np.where(used, m_f, 0.0) * n / used.sum() + xi * residual
-        results.append({**entry, "psi": psi, "estimate": float(psi.mean()),
+        results.append({**entry, "psi": psi, "xi": xi, "estimate": float(psi.mean()),
                         "std_error": mean_se(psi, groups),
                         "strength": float(n / max(np.mean(xi ** 2) * scale, 1e-300))})
     fitted = [r for r in results if "psi" in r]
@@ -330,10 +337,23 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
     return {"estimate": est, "std_error": se, "ci_lower": est - z * se, "ci_upper": est + z * se,
             "uncorrected": plug, "correction": est - plug, "strength": chosen["strength"], "weakly_identified": weak,
             "basis": chosen["basis"], "folds": folds,
-            "rungs": [{k: v for k, v in r.items() if k != "psi"} for r in results],
+            "rungs": [{k: v for k, v in r.items() if k not in ("psi", "xi")} for r in results],
+            "variants": [_variant(label, f_p, f_r, plan, y, chosen["xi"], groups)
+                         for label, (f_p, f_r) in (variants or {}).items()],
             "interval": (f"debiased: plug-in + mean of xi-hat(C) (Y - f-hat(X)), xi-hat the Riesz representer by "
                          f"sieve minimum distance ({chosen['basis']}), cross-fitted over {folds} folds; "
                          f"estimate -/+ {z:.2f} x sd(score)/sqrt(n)")}
+
+
+def _variant(label: str, f_points, f_rows, plan, y: np.ndarray, xi: np.ndarray, groups) -> dict:
+    """Another fit of f (``f_points``, ``f_rows``) corrected with the representer ``xi``: {"what",
+    "plug_in", "estimate", "std_error"}."""
+    n = len(y)
+    m_f = per_row(plan, n, f_points)
+    used = np.isfinite(m_f)
+    psi = np.where(used, m_f, 0.0) * n / used.sum() + xi * (y - np.asarray(f_rows, dtype=float))
+    return {"what": label, "plug_in": float(np.mean(m_f[used])), "estimate": float(psi.mean()),
+            "std_error": mean_se(psi, groups)}
 
 
 def _rescaled(mb: np.ndarray, used: np.ndarray) -> np.ndarray:
@@ -400,12 +420,13 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
         effect["debiased_error"] = SWITCHED_OFF
         return effect
     try:
-        result = debiased_effect(estimator, data, plan, level=level, crossfit=crossfit, cluster=cluster)
+        result = debiased_effect(estimator, data, plan, level=level, crossfit=crossfit, cluster=cluster,
+                                 variants=crossfit_variants(estimator, data, plan))
     except DMLCoreError as exc:
         effect["debiased_error"] = f"no debiased effect: {exc}."
         return effect
     weak = result["weakly_identified"]
-    effect.update(debiased=result, weakly_identified=weak)
+    effect.update(debiased=result, weakly_identified=weak, spread=specification_spread(result))
     effect["intervals"].append({"interval": result["interval"], "ci_lower": result["ci_lower"],
                                 "ci_upper": result["ci_upper"], "estimate": result["estimate"],
                                 "estimand": plan.estimand, "source": "debiased", "weakly_identified": weak})
@@ -418,6 +439,37 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     if weak:
         effect.update(ci_lower=None, ci_upper=None, interval=f"weakly identified: {weak_text(result)}")
     return effect
+
+
+def crossfit_variants(estimator, data: CausalData, plan) -> dict:
+    """{label: (f-hat at the contrast's points, at the data's rows)} of each cross-fit of a
+    repeated cross-fitting (``reps_crossfit`` > 1; each its own full-sample fit); empty otherwise."""
+    if not supports(estimator, "predict_spread"):
+        return {}
+    return {f"cross-fit {r + 1} of {len(estimator.estimators_)} (seed {seed})":
+            (predict(est, plan.points[data.input_columns]), predict(est, data.table[data.input_columns]))
+            for r, (seed, est) in enumerate(zip(estimator.seeds_, estimator.estimators_))}
+
+
+def specification_spread(result: dict) -> dict:
+    """The effect under the specifications the fit computed besides its headline: every
+    representer basis of the ladder, and each cross-fit of a repeated cross-fitting (its own f-hat
+    corrected with the headline's representer). {"rule", "estimate", "std_error", "specifications":
+    [{"kind", "what", "estimate"}], "low", "high", "range_over_se", "sensitive", "text"};
+    ``sensitive`` when the range exceeds SPREAD_SE standard errors of the headline."""
+    specs = [{"kind": "representer basis", "what": r["basis"], "estimate": r["estimate"]}
+             for r in result["rungs"] if "estimate" in r]
+    specs += [{"kind": "cross-fit", "what": v["what"], "estimate": v["estimate"], "plug_in": v["plug_in"]}
+              for v in result.get("variants", [])]
+    values = np.array([result["estimate"]] + [s["estimate"] for s in specs], dtype=float)
+    low, high, se = float(values.min()), float(values.max()), float(result["std_error"])
+    ratio = (high - low) / se if se > 0 else float("inf")
+    sensitive = bool(ratio > SPREAD_SE)
+    text = (f"across {len(specs)} specifications (representer bases{', cross-fits' * bool(result.get('variants'))}) "
+            f"the effect ranges {low:.4g} to {high:.4g}, {ratio:.2g} standard errors"
+            + (f": more than {SPREAD_SE:g}, so the choice of specification matters here" if sensitive else ""))
+    return {"rule": SPREAD_RULE, "estimate": result["estimate"], "std_error": se, "specifications": specs,
+            "low": low, "high": high, "range_over_se": ratio, "sensitive": sensitive, "text": text}
 
 
 def weak_text(result: dict) -> str:

@@ -290,3 +290,32 @@ def test_the_measured_coverage_next_to_a_run_covers_the_designs_of_its_own_probl
     record = {"method": "2sls", "config": {}, "effect": {"estimate": 1.0}, "problem": "iv"}
     assert coverage_note(record, table) == "linear 0.95 · hetero-iv 0.76 (90+ seeds each)"
     assert coverage_note({**record, "problem": "pcl"}, table) == "demand-pcl 0.00 (90+ seeds each)"
+
+
+# ------------------------------------------------------------------ specification spread (issue 31)
+def test_spread_lists_the_bases_and_each_cross_fit_and_flags_a_wide_one():
+    loaded = load_dataset("linear-iv", n=800, seed=0)
+    record = fit_run(loaded.data, "dml-cmr", truth=loaded.truth, learner="linear", folds=3, reps_crossfit=3,
+                     effect_folds=0).record
+    spread, debiased = record["effect"]["spread"], record["effect"]["debiased"]
+    kinds = [s["kind"] for s in spread["specifications"]]
+    assert kinds.count("cross-fit") == 3 and kinds.count("representer basis") == sum(
+        "estimate" in r for r in debiased["rungs"])
+    values = [s["estimate"] for s in spread["specifications"]] + [debiased["estimate"]]
+    assert spread["low"] == min(values) and spread["high"] == max(values)
+    assert spread["range_over_se"] == pytest.approx((max(values) - min(values)) / debiased["std_error"])
+    assert spread["sensitive"] == (spread["range_over_se"] > debiased.SPREAD_SE)
+    assert "Lepski" in spread["rule"] and len(spread["text"]) <= 200
+    wide = debiased.specification_spread({**debiased, "std_error": 1e-6 * debiased["std_error"]})
+    assert wide["sensitive"] and "matters" in wide["text"]
+
+
+def test_learner_families_join_the_spread():
+    from dmlcore.spread import learner_spread, with_families
+    loaded = load_dataset("linear-iv", n=500, seed=1)
+    run = fit_run(loaded.data, "naive", learner="linear", heldout_folds=0, effect_folds=0)
+    families = learner_spread(loaded.data, "naive", {"effect_folds": 0}, (("linear", None), ("linear", "sieve")))
+    assert [f["what"] for f in families] == ["linear nuisances, own f", "linear nuisances, spline f"]
+    merged = with_families(run.record["effect"]["spread"], families)
+    assert merged["low"] <= min(f["estimate"] for f in families) and "2 learner families" in merged["text"]
+    assert learner_spread(loaded.data, "2sls", {}) == []
