@@ -297,16 +297,16 @@ def test_spread_lists_the_bases_and_each_cross_fit_and_flags_a_wide_one():
     loaded = load_dataset("linear-iv", n=800, seed=0)
     record = fit_run(loaded.data, "dml-cmr", truth=loaded.truth, learner="linear", folds=3, reps_crossfit=3,
                      effect_folds=0).record
-    spread, debiased = record["effect"]["spread"], record["effect"]["debiased"]
+    spread, result = record["effect"]["spread"], record["effect"]["debiased"]
     kinds = [s["kind"] for s in spread["specifications"]]
     assert kinds.count("cross-fit") == 3 and kinds.count("representer basis") == sum(
-        "estimate" in r for r in debiased["rungs"])
-    values = [s["estimate"] for s in spread["specifications"]] + [debiased["estimate"]]
+        "estimate" in r for r in result["rungs"])
+    values = [s["estimate"] for s in spread["specifications"]] + [result["estimate"]]
     assert spread["low"] == min(values) and spread["high"] == max(values)
-    assert spread["range_over_se"] == pytest.approx((max(values) - min(values)) / debiased["std_error"])
+    assert spread["range_over_se"] == pytest.approx((max(values) - min(values)) / result["std_error"])
     assert spread["sensitive"] == (spread["range_over_se"] > debiased.SPREAD_SE)
     assert "Lepski" in spread["rule"] and len(spread["text"]) <= 200
-    wide = debiased.specification_spread({**debiased, "std_error": 1e-6 * debiased["std_error"]})
+    wide = debiased.specification_spread({**result, "std_error": 1e-6 * result["std_error"]})
     assert wide["sensitive"] and "matters" in wide["text"]
 
 
