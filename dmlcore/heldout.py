@@ -87,16 +87,21 @@ def fold_refits(data: CausalData, method: str, fit_kwargs: dict, folds: int, *, 
     random folds (the held-out residual's split; with a ``cluster`` in ``fit_kwargs``, each
     cluster in one fold); ``callback`` gets the refits' events with ``progress`` over all folds,
     their stages named after ``label``."""
-    n = len(data.table)
-    rng = np.random.default_rng([seed, 29])
-    groups = groups_of(data.table, fit_kwargs.get("cluster"))
-    fold_of = rng.permutation(n) % folds if groups is None else cluster_folds(groups, folds, rng)
-    for k in range(folds):
-        held, train = np.flatnonzero(fold_of == k), np.flatnonzero(fold_of != k)
+    for k, (held, train) in enumerate(fold_split(data, folds, seed, fit_kwargs.get("cluster"))):
         report = None if callback is None else (lambda event, k=k: callback(_in_fold(event, k, folds, label)))
         estimator = make_estimator(method, seed=seed, **fit_kwargs)
         estimator.fit(data.subset(train), callback=report, should_stop=should_stop)
         yield k, held, estimator
+
+
+def fold_split(data: CausalData, folds: int, seed: int = 0, cluster: str | None = None) -> list[tuple]:
+    """(held-out rows, the other rows) of each of ``folds`` random folds: the held-out residual's
+    split, shared by the debiased effect's refits; each cluster of the column ``cluster`` whole."""
+    n = len(data.table)
+    rng = np.random.default_rng([seed, 29])
+    groups = groups_of(data.table, cluster)
+    fold_of = rng.permutation(n) % folds if groups is None else cluster_folds(groups, folds, rng)
+    return [(np.flatnonzero(fold_of == k), np.flatnonzero(fold_of != k)) for k in range(folds)]
 
 
 def projected_residual(estimator, data: CausalData, seed: int = 0) -> dict:

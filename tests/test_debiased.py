@@ -214,7 +214,7 @@ def test_the_regression_that_ignores_c_makes_no_refits_for_an_effect_it_never_co
     loaded = load_dataset("linear-iv", n=400, seed=1)
     calls = count_fits(monkeypatch, OutcomeRegression)
     record = fit_run(loaded.data, "regression", truth=loaded.truth, learner="linear").record
-    assert len(calls) == fits_in_run({}, True, "regression") == 1 < fits_in_run({}, True, "naive")
+    assert len(calls) == fits_in_run({}, True, "regression") == 1 < fits_in_run({}, True, "sieve-2sls")
     assert record["effect"]["debiased"] is None and "ignores C" in record["effect"]["debiased_error"]
 
 
@@ -230,7 +230,8 @@ def test_switched_off_makes_no_refits_and_says_why(monkeypatch, has_truth):
     fits_on = len(calls)
     off = fit_run(loaded.data, "naive", truth=truth, learner="linear", debias=False).record
     fits_off = len(calls) - fits_on
-    assert fits_on == fits_in_run({}, has_truth) == 3                  # the fit and 2 refits either way
+    assert fits_on == fits_in_run({}, has_truth, "naive") == (1 if has_truth else 3)   # f alone is refitted
+    assert fits_in_run({}, has_truth) == fits_in_run({}, has_truth, "sieve-2sls") == 3  # the fit and 2 refits
     assert fits_off == fits_in_run({"debias": False}, has_truth) == (1 if has_truth else 3)  # real data: held-out's
     assert on["effect"]["debiased"] is not None and on["config"]["debias"] is True
     effect = off["effect"]
@@ -319,3 +320,26 @@ def test_learner_families_join_the_spread():
     merged = with_families(run.record["effect"]["spread"], families)
     assert merged["low"] <= min(f["estimate"] for f in families) and "2 learner families" in merged["text"]
     assert learner_spread(loaded.data, "2sls", {}) == []
+
+
+# ------------------------------------------------------------------ cost (issue 31): f alone refitted
+def test_second_stage_refit_keeps_the_nuisances_and_fits_f_on_the_rows_given():
+    from dmlcore.estimators import make_estimator
+    loaded = load_dataset("linear-iv", n=600, seed=2)
+    est = make_estimator("dml-cmr", learner="gb", folds=3, epochs=30).fit(loaded.data)
+    frame = loaded.data.table[loaded.data.input_columns]
+    same = est.refit_second_stage(loaded.data, np.arange(600))
+    assert same.s_model_ is est.s_model_ and same.f_ is not est.f_
+    assert np.allclose(same.predict(frame), est.predict(frame))          # all rows: the same f
+    half = est.refit_second_stage(loaded.data, np.arange(300))
+    assert not np.allclose(half.predict(frame), est.predict(frame))
+    with pytest.raises(debiased.DMLCoreError, match="needs the 600 rows"):
+        est.refit_second_stage(loaded.data.subset(np.arange(100)), np.arange(50))
+
+
+def test_the_dml_family_cross_fits_f_alone_other_methods_refit_whole():
+    loaded = load_dataset("linear-iv", n=600, seed=2)
+    dml = fit_run(loaded.data, "dml-cmr", truth=loaded.truth, learner="gb", folds=3, epochs=30).record["effect"]
+    assert "2 refits of the second stage f, the nuisances kept" in dml["debiased"]["f_hat"]
+    tsls = fit_run(loaded.data, "sieve-2sls", truth=loaded.truth).record["effect"]
+    assert "2 refits of the method" in tsls["debiased"]["f_hat"]
