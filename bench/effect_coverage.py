@@ -34,7 +34,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlcore.effect_coverage import summarize
+from dmlcore.effect_coverage import record_columns, summarize
+from dmlcore.store import RunStore, default_store_path
 from dmlcore.studies import plan_study, run_study
 from dmlcore.studies.runner import _row, result_from_rows
 from dmlcore.studies.spec import parse_seeds
@@ -89,8 +90,18 @@ def labelled(fits: pd.DataFrame, group) -> pd.DataFrame:
     return fits.assign(design=fits.apply(label, axis=1, group=tuple(group))) if len(fits) else fits
 
 
+def with_records(fits: pd.DataFrame) -> pd.DataFrame:
+    """``fits`` with the columns read from each stored fit's run record
+    (:func:`dmlcore.effect_coverage.record_columns`: first-stage F, the representer bases' estimates,
+    the specification spread)."""
+    store = RunStore(default_store_path())
+    extra = [record_columns(store.fit_record(key) if isinstance(key, str) else None) for key in fits["key"]]
+    return pd.concat([fits.reset_index(drop=True), pd.DataFrame(extra)], axis=1)
+
+
 def write_rows(fits: pd.DataFrame, out_dir: Path) -> None:
-    """One CSV of per-fit rows per design (``fits-<design>.csv``)."""
+    """One CSV of per-fit rows per design (``fits-<design>.csv``), with the record columns."""
+    fits = with_records(fits)
     for design, part in fits.groupby("design"):
         part.to_csv(out_dir / f"fits-{design}.csv", index=False)
 

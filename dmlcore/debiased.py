@@ -58,7 +58,8 @@ EFFECT_FOLDS = 2         # refits of the method that cross-fit f-hat (the held-o
 MAX_LEVELS = 10          # a covariate with at most this many integer values gets level indicators
 ROWS_PER_FUNCTION = 10   # training rows per function of q(C), at least
 LEPSKI_Z = 2.5           # about the two-sided Bonferroni 5 % point over four comparisons
-WEAK_STRENGTH = 10.0     # below: weakly identified (calibrated on the weak-instrument design)
+WEAK_STRENGTH = 10.0     # representer strength below this: weakly identified (docs/coverage.md)
+WEAK_FIRST_STAGE_F = 0.0 # the linear first stage's F below this: weakly identified (docs/coverage.md)
 PENALTY = 1.0            # lambda * sqrt(n): the representer's spline terms smoothed less as n grows
 SINGULAR = 1e-9          # smallest eigenvalue of G'Q^-1G (columns scaled to unit diagonal) relative to its largest
 SINGULAR_TEXT = "the conditioning variables do not move every function of f's basis (G'Q^-1G is singular)"
@@ -179,6 +180,27 @@ def cross_fitted_xi(bx: np.ndarray, qc: np.ndarray, mb: np.ndarray, fold_of: np.
                             omega, penalty)
         xi[held] = qc[held] @ gamma
     return xi
+
+
+def cross_fitted_sieve(bx: np.ndarray, qc: np.ndarray, mb: np.ndarray, y: np.ndarray, fold_of: np.ndarray,
+                       omega: np.ndarray | None = None, penalty: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The sieve minimum-distance fit of f in b with the instruments q (Sieve 2SLS in the
+    representer's bases, penalised as :func:`riesz_gamma`), cross-fitted like xi-hat: (its f at
+    each row, its m(W_i; f) at each row), each from the fit without the row's fold. Corrected with
+    the same representer it is the check beside the debiased effect (``sieve_estimate``): an
+    estimate whose f-hat the representer's bases can represent."""
+    f_rows, m_rows = np.empty(len(bx)), np.empty(len(bx))
+    for k in np.unique(fold_of):
+        train, held = fold_of != k, fold_of == k
+        n = train.sum()
+        qq, qb = qc[train].T @ qc[train] / n, qc[train].T @ bx[train] / n
+        qinv_g = spd_solve(qq, qb)
+        gram = qb.T @ qinv_g
+        if omega is not None and penalty > 0 and np.trace(omega) > 0:
+            gram = gram + penalty * np.trace(gram) / np.trace(omega) * omega
+        beta = np.linalg.lstsq((gram + gram.T) / 2, qinv_g.T @ (qc[train].T @ y[train] / n), rcond=SINGULAR)[0]
+        f_rows[held], m_rows[held] = bx[held] @ beta, mb[held] @ beta
+    return f_rows, m_rows
 
 
 # ------------------------------------------------------------------ the contrast per row
@@ -314,17 +336,20 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
         mb = per_row(plan, n, basis=b)
         mb[~used] = 0.0
         names_x, names_c = [c.name for c in b.columns], [c.name for c in q.columns]
+        bx = b(data.table[names_x].to_numpy(dtype=float))
+        qc = q(data.table[names_c].to_numpy(dtype=float))
         try:
-            xi = cross_fitted_xi(b(data.table[names_x].to_numpy(dtype=float)),
-                                 q(data.table[names_c].to_numpy(dtype=float)), _rescaled(mb, used), fold_of,
-                                 smoothness(b), PENALTY / np.sqrt(n))
+            xi = cross_fitted_xi(bx, qc, _rescaled(mb, used), fold_of, smoothness(b), PENALTY / np.sqrt(n))
         except DMLCoreError as exc:
             results.append({**entry, "skipped": str(exc)})
             continue
         psi = np.where(used, m_f, 0.0) * n / used.sum() + xi * residual
+        f_s, m_s = cross_fitted_sieve(bx, qc, _rescaled(mb, used), y, fold_of, smoothness(b), PENALTY / np.sqrt(n))
+        psi_s = m_s + xi * (y - f_s)
         results.append({**entry, "psi": psi, "xi": xi, "estimate": float(psi.mean()),
                         "std_error": mean_se(psi, groups),
-                        "strength": float(n / max(np.mean(xi ** 2) * scale, 1e-300))})
+                        "strength": float(n / max(np.mean(xi ** 2) * scale, 1e-300)),
+                        "sieve_estimate": float(psi_s.mean()), "sieve_std_error": mean_se(psi_s, groups)})
     fitted = [r for r in results if "psi" in r]
     if not fitted:
         reasons = list(dict.fromkeys(r["skipped"] for r in results))
@@ -337,6 +362,7 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
     est, se = chosen["estimate"], chosen["std_error"]
     weak = not (np.isfinite(se) and chosen["strength"] >= WEAK_STRENGTH)
     return {"estimate": est, "std_error": se, "ci_lower": est - z * se, "ci_upper": est + z * se,
+            "sieve_estimate": chosen["sieve_estimate"], "sieve_std_error": chosen["sieve_std_error"],
             "uncorrected": plug, "correction": est - plug, "strength": chosen["strength"], "weakly_identified": weak,
             "basis": chosen["basis"], "folds": folds,
             "rungs": [{k: v for k, v in r.items() if k not in ("psi", "xi")} for r in results],
@@ -397,7 +423,8 @@ def check_effect_folds(folds) -> int:
 
 
 def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float = 0.95,
-                 crossfit: CrossFitted | None = None, debias: bool = True, cluster: str | None = None) -> dict:
+                 crossfit: CrossFitted | None = None, debias: bool = True, cluster: str | None = None,
+                 first_stage_f: float | None = None) -> dict:
     """``effect`` (the record of :func:`dmlcore.effects.effect_record`) with the debiased effect.
 
     The plug-in's numbers move to ``effect["plug_in"]``; ``effect["debiased"]`` is
@@ -408,7 +435,8 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     debiased effect cannot be computed, or is switched off (``debias=False``: :data:`SWITCHED_OFF`),
     ``debiased`` is None and ``debiased_error`` says why in one line.
     ``crossfit`` holds the refits' f-hat (:class:`CrossFitted`); ``cluster`` the column whose
-    clusters the interval accounts for.
+    clusters the interval accounts for; ``first_stage_f`` the linear first stage's F of the run's
+    diagnostics, which the weak-identification flag reads (:func:`weak_reason`).
     """
     effect["plug_in"] = {k: effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "interval")}
     effect["debiased"], effect["weakly_identified"] = None, None
@@ -427,6 +455,8 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     except DMLCoreError as exc:
         effect["debiased_error"] = f"no debiased effect: {exc}."
         return effect
+    reason = weak_reason(result["strength"], result["std_error"], first_stage_f)
+    result.update(weakly_identified=reason is not None, weak_reason=reason, first_stage_f=first_stage_f)
     weak = result["weakly_identified"]
     effect.update(debiased=result, weakly_identified=weak, spread=specification_spread(result))
     effect["intervals"].append({"interval": result["interval"], "ci_lower": result["ci_lower"],
@@ -474,11 +504,27 @@ def specification_spread(result: dict) -> dict:
             "low": low, "high": high, "range_over_se": ratio, "sensitive": sensitive, "text": text}
 
 
+def weak_reason(strength: float, std_error: float, first_stage_f: float | None = None) -> str | None:
+    """Why the debiased effect counts as weakly identified, in one line, or None when it does not:
+    a standard error that is not finite, the representer's strength below WEAK_STRENGTH, or the
+    linear first stage's F (the run's diagnostics) below WEAK_FIRST_STAGE_F. Both thresholds
+    are calibrated on the coverage measured across instrument strengths (docs/coverage.md)."""
+    if not np.isfinite(std_error):
+        return "its standard error is not finite"
+    if not strength >= WEAK_STRENGTH:
+        return (f"the representer's strength {strength:.3g} is below {WEAK_STRENGTH:g}: the conditioning "
+                f"variables barely move f's inputs in the directions the effect needs")
+    if first_stage_f is not None and np.isfinite(first_stage_f) and first_stage_f < WEAK_FIRST_STAGE_F:
+        return (f"the linear first stage's F {first_stage_f:.3g} is below {WEAK_FIRST_STAGE_F:g}, where these "
+                f"intervals covered less than 90 % in simulations")
+    return None
+
+
 def weak_text(result: dict) -> str:
     """The weak-identification warning in words."""
-    return (f"the effect is weakly identified here (strength {result['strength']:.3g}, below {WEAK_STRENGTH:g}: "
-            f"the instruments barely move the treatment in the directions f needs), so no confident interval is "
-            f"given; the debiased estimate {result['estimate']:.4g} has standard error {result['std_error']:.3g}")
+    reason = result.get("weak_reason") or weak_reason(result["strength"], result["std_error"])
+    return (f"the effect is weakly identified here ({reason}), so no confident interval is given; the debiased "
+            f"estimate {result['estimate']:.4g} has standard error {result['std_error']:.3g}")
 
 
 def tsls_estimand(plan, data: CausalData) -> str:

@@ -15,6 +15,7 @@ and ``coverage_strong`` is the coverage of the others).
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from dmlcore.data.registry import load_dataset
-from dmlcore.debiased import WEAK_STRENGTH
+from dmlcore.debiased import weak_reason
 
 SHIPPED = Path(__file__).resolve().parent / "data" / "files" / "effect-coverage.csv"
 DESIGN_TITLES = {"linear": "linear", "weak": "weak instrument", "demand-iv": "demand-iv (authors')",
@@ -32,6 +33,33 @@ DESIGN_TITLES = {"linear": "linear", "weak": "weak instrument", "demand-iv": "de
 KINDS = {"plug_in": "plug-in's own", "debiased": "debiased"}
 COLUMNS = ("design", "problem", "arm", "kind", "seeds", "coverage", "coverage_se", "width", "sd", "width_ratio", "bias",
            "weak_share", "coverage_strong")
+
+
+def record_columns(record: dict | None) -> dict:
+    """The columns a coverage row takes from its fit's run record beyond the study's own: the
+    linear first stage's F (``effect_first_stage_f``: the diagnostics' statistic, effective F
+    with a robust or clustered covariance), each representer basis's estimate and standard
+    error (``effect_rungs``, JSON [[estimate, se, strength], ...] in the ladder's order, identified
+    bases only), the index of the chosen one (``effect_rung``) and the specification spread in
+    standard errors (``effect_spread_se``)."""
+    effect = (record or {}).get("effect") or {}
+    debiased = effect.get("debiased") or {}
+    strength = ((record or {}).get("diagnostics") or {}).get("strength") or {}
+    rungs = [r for r in debiased.get("rungs") or [] if "estimate" in r]
+    chosen = next((i for i, r in enumerate(rungs) if r["basis"] == debiased.get("basis")), None)
+    return {"effect_first_stage_f": strength.get("f_stat"),
+            "effect_rungs": json.dumps([[r["estimate"], r["std_error"], r["strength"]] for r in rungs]) if rungs else None,
+            "effect_rung": chosen, "effect_spread_se": (effect.get("spread") or {}).get("range_over_se")}
+
+
+def weak_mask(rows: pd.DataFrame) -> pd.Series:
+    """Which fits the weak-identification flag (:func:`dmlcore.debiased.weak_reason`, today's
+    thresholds) catches, from their rows: the representer's strength, the debiased standard error
+    and, where the rows have it, the linear first stage's F."""
+    columns = [pd.to_numeric(rows.get(c, pd.Series(np.nan, index=rows.index)), errors="coerce")
+               for c in ("effect_strength", "effect_debiased_se", "effect_first_stage_f")]
+    return pd.Series([weak_reason(s, se, None if np.isnan(f) else f) is not None for s, se, f in zip(*columns)],
+                     index=rows.index)
 
 
 def arm_of(method: str, learner, f_model) -> str:
@@ -55,8 +83,7 @@ def summarize(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     out = []
     for (design, arm), group in done.groupby(["design", "arm"], sort=False):
         truth = pd.to_numeric(group["effect_truth"], errors="coerce")
-        strength = pd.to_numeric(group["effect_strength"], errors="coerce")
-        weak = ~(strength >= WEAK_STRENGTH)
+        weak = weak_mask(group)
         for kind, (estimate, lower, upper) in {
                 "plug_in": ("effect_plug_in", "effect_plug_in_ci_lower", "effect_plug_in_ci_upper"),
                 "debiased": ("effect_debiased", "effect_debiased_ci_lower", "effect_debiased_ci_upper")}.items():

@@ -177,7 +177,8 @@ def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: flo
 
 
 def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: dict | None = None,
-                  crossfit=None, debias: bool = True, cluster: str | None = None) -> dict:
+                  crossfit=None, debias: bool = True, cluster: str | None = None,
+                  first_stage_f: float | None = None) -> dict:
     """The run record's ``effect``: {estimand, estimate, ci_lower, ci_upper, level, interval}.
 
     The interval is the bootstrap's when ``bootstrap`` (from :func:`bootstrap_effect`) is
@@ -190,7 +191,8 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
 
     ``cluster`` (the column of ``cov_type="clustered"``): ``clusters`` says how each interval
     treats them (:func:`cluster_treatment`); the spline second stage's delta-method interval,
-    whose sandwich takes rows as independent, is refused in one line.
+    whose sandwich takes rows as independent, is refused in one line. ``first_stage_f`` (the
+    run's linear first-stage F) feeds the weak-identification flag.
     """
     try:
         plan = contrast(data)
@@ -219,7 +221,7 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     weak_robust = anderson_rubin_entry(estimator, data, plan, level)   # listed, never the headline
     if weak_robust is not None:
         out["intervals"].append(weak_robust)
-    out = add_debiased(out, estimator, data, plan, level, crossfit, debias, cluster)
+    out = add_debiased(out, estimator, data, plan, level, crossfit, debias, cluster, first_stage_f)
     if cluster:
         out["clusters"] = cluster_treatment(out, data, cluster)
     return out

@@ -238,7 +238,8 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: correct it as it is, say why
             crossfit.error = f"its refits failed: {exc}"
     record["effect"] = effect_record(estimator, data, bootstrap=boot, crossfit=crossfit, debias=debias,
-                                     cluster=cluster if cov_type == "clustered" else None)
+                                     cluster=cluster if cov_type == "clustered" else None,
+                                     first_stage_f=((record.get("diagnostics") or {}).get("strength") or {}).get("f_stat"))
     if cov_type == "clustered":
         for band in bands.values():          # the spline sandwich takes rows as independent: say so
             band["clusters"] = BANDS_NOT_CLUSTERED
