@@ -29,7 +29,11 @@ from dmlcore.debiased import weak_reason
 SHIPPED = Path(__file__).resolve().parent / "data" / "files" / "effect-coverage.csv"
 DESIGN_TITLES = {"linear": "linear", "weak": "weak instrument", "demand-iv": "demand-iv (authors')",
                  "demand-pcl": "demand-pcl (average slope)", "nonlinear-iv": "nonlinear first stage and f",
-                 "hetero-iv": "heteroscedastic noise"}
+                 "hetero-iv": "heteroscedastic noise", "weak-0.15": "instrument strength 0.15",
+                 "weak-0.2": "instrument strength 0.2", "weak-0.3": "instrument strength 0.3",
+                 "moderate-pcl": "moderate proxies (PCL)", "clustered-iv": "clustered IV, clusters respected",
+                 "clustered-iv-ignored": "clustered IV, clusters ignored"}
+F_CANDIDATES = (10.0, 16.4, 23.1, 30.0, 50.0, 104.7)   # Staiger-Stock, Stock-Yogo 10 %, Montiel Olea-Pflueger 10 %, ..., Lee et al. 2022
 KINDS = {"plug_in": "plug-in's own", "debiased": "debiased"}
 COLUMNS = ("design", "problem", "arm", "kind", "seeds", "coverage", "coverage_se", "width", "sd", "width_ratio", "bias",
            "weak_share", "coverage_strong")
@@ -41,13 +45,15 @@ def record_columns(record: dict | None) -> dict:
     with a robust or clustered covariance), each representer basis's estimate and standard
     error (``effect_rungs``, JSON [[estimate, se, strength], ...] in the ladder's order, identified
     bases only), the index of the chosen one (``effect_rung``) and the specification spread in
-    standard errors (``effect_spread_se``)."""
+    standard errors (``effect_spread_se``), and the sieve check in the representer's bases
+    (``effect_sieve_estimate``, ``effect_sieve_se``)."""
     effect = (record or {}).get("effect") or {}
     debiased = effect.get("debiased") or {}
     strength = ((record or {}).get("diagnostics") or {}).get("strength") or {}
     rungs = [r for r in debiased.get("rungs") or [] if "estimate" in r]
     chosen = next((i for i, r in enumerate(rungs) if r["basis"] == debiased.get("basis")), None)
     return {"effect_first_stage_f": strength.get("f_stat"),
+            "effect_sieve_estimate": debiased.get("sieve_estimate"), "effect_sieve_se": debiased.get("sieve_std_error"),
             "effect_rungs": json.dumps([[r["estimate"], r["std_error"], r["strength"]] for r in rungs]) if rungs else None,
             "effect_rung": chosen, "effect_spread_se": (effect.get("spread") or {}).get("range_over_se")}
 
@@ -175,3 +181,77 @@ def demand_contrast(table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, st
             f"the debiased effect is off by {debiased['bias']:+.2f} and covers in {debiased['coverage']:.0%} "
             f"(± {1.96 * debiased['coverage_se']:.0%}).")
     return shown, text
+
+
+# ------------------------------------------------------------------ the weak-identification flag (issue 31)
+def debiased_fits(rows: pd.DataFrame) -> pd.DataFrame:
+    """The fits with a debiased interval and a truth, with ``covered`` and the arm."""
+    done = rows[(rows["status"] == "done")].copy()
+    for c in ("effect_debiased", "effect_debiased_ci_lower", "effect_debiased_ci_upper", "effect_truth",
+              "effect_debiased_se", "effect_strength", "effect_first_stage_f"):
+        done[c] = pd.to_numeric(done.get(c, pd.Series(np.nan, index=done.index)), errors="coerce")
+    done = done[done["effect_debiased_ci_lower"].notna() & done["effect_truth"].notna()]
+    done["covered"] = ((done["effect_debiased_ci_lower"] <= done["effect_truth"])
+                       & (done["effect_truth"] <= done["effect_debiased_ci_upper"]))
+    done["arm"] = [arm_of(m, lr, fm) for m, lr, fm in zip(done["method"], done["learner"], done["f_model"])]
+    return done
+
+
+def coverage_by(rows: pd.DataFrame, column: str, edges) -> pd.DataFrame:
+    """Coverage of the debiased intervals (every arm) per design and bin of ``column``."""
+    fits = debiased_fits(rows)
+    fits["bin"] = pd.cut(fits[column], edges, right=False)
+    return (fits.groupby(["design", "bin"], observed=True)["covered"].agg(["mean", "size"])
+            .rename(columns={"mean": "coverage", "size": "fits"}).reset_index())
+
+
+def calibrate_first_stage_f(rows: pd.DataFrame, target: float = 0.90, candidates=F_CANDIDATES,
+                            min_fits: int = 20) -> tuple[float | None, pd.DataFrame]:
+    """The smallest first-stage F threshold among ``candidates`` at or above which the debiased
+    intervals (every arm) cover at least ``target`` on every design with at least ``min_fits`` such
+    fits, and the table behind it (design, threshold, fits at or above, their coverage, share
+    flagged). None when no candidate does it."""
+    fits = debiased_fits(rows)
+    fits = fits[fits["effect_first_stage_f"].notna()]
+    table, chosen = [], None
+    for threshold in candidates:
+        ok = True
+        for design, part in fits.groupby("design", sort=False):
+            silent = part[part["effect_first_stage_f"] >= threshold]
+            coverage = float(silent["covered"].mean()) if len(silent) else np.nan
+            table.append({"design": design, "threshold": threshold, "fits": int(len(silent)), "coverage": coverage,
+                          "flagged": float(1 - len(silent) / len(part))})
+            ok &= len(silent) < min_fits or coverage >= target
+        if ok and chosen is None:
+            chosen = threshold
+    return chosen, pd.DataFrame(table)
+
+
+def variance_rules(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """Coverage and width / needed of the debiased intervals per design and arm under three
+    standard errors, from the same fits: the score's (today's), the larger of it and the sieve
+    check's (``max``), and the score's with the representer bases' spread added
+    (sqrt(se^2 + mean_j (theta_j - theta)^2) over the identified bases: ``bases``)."""
+    z = float(norm.ppf(0.5 + level / 2))
+    fits = debiased_fits(rows)
+    for c in ("effect_sieve_se",):
+        fits[c] = pd.to_numeric(fits.get(c, pd.Series(np.nan, index=fits.index)), errors="coerce")
+    spread = []
+    for est, rungs in zip(fits["effect_debiased"], fits.get("effect_rungs", pd.Series(None, index=fits.index))):
+        values = [r[0] for r in json.loads(rungs)] if isinstance(rungs, str) else []
+        spread.append(float(np.mean((np.array(values) - est) ** 2)) if values else np.nan)
+    se = fits["effect_debiased_se"]
+    rules = {"score": se, "max": np.maximum(se, fits["effect_sieve_se"]), "bases": np.sqrt(se ** 2 + np.array(spread))}
+    out = []
+    for (design, arm), part in fits.groupby(["design", "arm"], sort=False):
+        err = part["effect_debiased"] - part["effect_truth"]
+        sd = float(part["effect_debiased"].std(ddof=1))
+        for rule, values in rules.items():
+            s = values.loc[part.index]
+            has = s.notna()
+            if not has.any():
+                continue
+            out.append({"design": design, "arm": arm, "rule": rule, "fits": int(has.sum()),
+                        "coverage": float((err[has].abs() <= z * s[has]).mean()),
+                        "width_ratio": float(s[has].mean() / sd) if sd > 0 else np.nan, "bias": float(err.mean())})
+    return pd.DataFrame(out)

@@ -343,3 +343,30 @@ def test_the_dml_family_cross_fits_f_alone_other_methods_refit_whole():
     assert "2 refits of the second stage f, the nuisances kept" in dml["debiased"]["f_hat"]
     tsls = fit_run(loaded.data, "sieve-2sls", truth=loaded.truth).record["effect"]
     assert "2 refits of the method" in tsls["debiased"]["f_hat"]
+
+
+# ------------------------------------------------------------------ identification check (issue 31: RHC)
+def test_coinciding_functions_of_b_are_solved_not_refused_and_units_do_not_matter():
+    rng = np.random.default_rng(0)
+    n = 2000
+    c = np.column_stack([np.ones(n), rng.normal(size=n), rng.normal(size=n)])
+    x1 = c[:, 1] + rng.normal(size=n)
+    b = np.column_stack([np.ones(n), x1, 1e4 * c[:, 2]])             # a column in other units
+    qq, qb = c.T @ c / n, c.T @ b / n
+    m = np.array([0.0, 1.0, 0.0])
+    gamma = riesz_gamma(qq, qb, m)
+    assert np.allclose(qb.T @ gamma, m)                                 # the representer matches M
+    twice = np.column_stack([b, b[:, 2]])                               # two functions that coincide
+    gamma2 = riesz_gamma(qq, c.T @ twice / n, np.r_[m, 0.0])
+    assert np.allclose(c @ gamma2, c @ gamma)
+    unmoved = np.column_stack([b, rng.normal(size=n)])                  # four functions, three of C: one unmoved
+    with pytest.raises(debiased.DMLCoreError, match="do not move every function"):
+        riesz_gamma(qq, c.T @ unmoved / n, np.r_[m, 1.0])              # ... on which the effect loads
+
+
+def test_weak_reasons_are_one_line():
+    assert debiased.weak_reason(500.0, 0.1) is None
+    for reason in (debiased.weak_reason(3.0, 0.1), debiased.weak_reason(500.0, float("nan")),
+                   debiased.weak_reason(500.0, 0.1, 0.5 * debiased.WEAK_FIRST_STAGE_F) if debiased.WEAK_FIRST_STAGE_F
+                   else "x"):
+        assert reason and "\n" not in reason and len(reason) <= 200

@@ -84,3 +84,15 @@ def test_command_line(capsys):
     assert "2sls on rhc (n=5735" in out and "(95%, 2SLS s.e.)" in out
     estimate, lower, upper = map(float, re.search(r"effect=(\S+) \[(\S+), (\S+)\]", out).groups())
     assert lower < estimate < upper < 0
+
+
+def test_every_effect_on_rhc_has_an_interval_or_one_short_line(rhc):
+    """Issue 31: the debiased effect no longer fails on RHC's many category dummies (every rung was
+    refused as singular), and a missing interval is said in one line of at most 200 characters."""
+    effect = fit_run(rhc, "2sls", dataset="rhc", heldout_folds=0).record["effect"]
+    debiased = effect["debiased"]
+    assert debiased is not None and debiased["ci_lower"] < debiased["estimate"] < debiased["ci_upper"] < 0
+    regression = fit_run(rhc, "regression", dataset="rhc", learner="linear", heldout_folds=0).record["effect"]
+    assert regression["ci_lower"] is None
+    for line in (regression["interval"], regression["debiased_error"]):
+        assert "\n" not in line and len(line) <= 200

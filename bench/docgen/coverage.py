@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from dmlcore.effect_coverage import demand_contrast, markdown, summarize
+from dmlcore.effect_coverage import (DESIGN_TITLES, calibrate_first_stage_f, coverage_by, demand_contrast, markdown,
+                                    summarize, variance_rules)
 
 from .registry import block, derived_file, family
 from .tables import title
@@ -288,3 +289,108 @@ def shipped_bands(rows) -> str:
 def teaching_demand_debiased(rows) -> str:
     """The Learn tab's plug-in vs debiased sentence for the ticket-demand f (docs/teaching.md)."""
     return demand_contrast(summarize(debiased_rows(rows)))[1]
+
+
+# ------------------------------------------------------------------ issue 31: moderate identification, clusters
+def rows31(rows) -> pd.DataFrame:
+    """The per-fit rows of the issue-31 coverage run (bench/effect_coverage.py --out-dir coverage-31)."""
+    names = sorted(p.name for p in (rows.folder / "coverage-31").glob("fits-*.csv"))
+    if not names:
+        raise ValueError("no rows in coverage-31/fits-*.csv")
+    return pd.concat([rows.csv(f"coverage-31/{name}") for name in names], ignore_index=True)
+
+
+@block("effect-coverage:moderate")
+def moderate_table(rows) -> str:
+    """The coverage table of the issue-31 designs, with today's weak-identification flag."""
+    return markdown(summarize(rows31(rows)))
+
+
+@block("effect-coverage:moderate-seeds")
+def moderate_seeds(rows) -> str:
+    done = rows31(rows)
+    per = done[done["status"] == "done"].groupby("design")["seed"].nunique()
+    return ", ".join(f"{design} {count}" for design, count in per.items())
+
+
+F_EDGES = (0, 10, 16.4, 30, 50, 104.7, np.inf)
+
+
+@block("effect-coverage:flag-f")
+def flag_by_f(rows) -> str:
+    """Coverage of the debiased intervals (every arm) by the linear first stage's F, per design."""
+    table = coverage_by(rows31(rows), "effect_first_stage_f", F_EDGES)
+    bins = list(dict.fromkeys(table["bin"]))
+    bins.sort(key=lambda b: b.left)
+    designs = list(dict.fromkeys(table["design"]))
+    head = "| first-stage F | " + " | ".join(DESIGN_TITLES.get(d, d) for d in designs) + " |"
+    lines = [head, "|---|" + "---|" * len(designs)]
+    cells = table.set_index(["bin", "design"])
+    for b in bins:
+        upper = "∞" if np.isinf(b.right) else f"{b.right:g}"
+        row = [f"{cells.loc[(b, d), 'coverage']:.2f} ({int(cells.loc[(b, d), 'fits'])})" if (b, d) in cells.index else ""
+               for d in designs]
+        lines.append(f"| {b.left:g} to {upper} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+@block("effect-coverage:flag-calibration")
+def flag_calibration(rows) -> str:
+    """The first-stage F threshold the rows support (dmlcore.effect_coverage.calibrate_first_stage_f), in words."""
+    chosen, table = calibrate_first_stage_f(rows31(rows))
+    if chosen is None:
+        worst = table[table["threshold"] == table["threshold"].max()].sort_values("coverage").iloc[0]
+        return (f"no candidate threshold up to F = {table['threshold'].max():g} gives 90 % coverage on every design: "
+                f"at that bar {DESIGN_TITLES.get(worst['design'], worst['design'])} still covers {worst['coverage']:.2f} "
+                f"({int(worst['fits'])} fits)")
+    at = table[table["threshold"] == chosen]
+    flagged = ", ".join(f"{DESIGN_TITLES.get(r.design, r.design)} {r.flagged:.0%}" for r in at.itertuples())
+    return (f"the smallest candidate bar at which every design's silent fits cover at least 90 % is F = {chosen:g}; "
+            f"it flags {flagged} of the fits")
+
+
+@block("effect-coverage:variance-rules")
+def variance_rule_table(rows) -> str:
+    """Coverage and width / needed of the debiased intervals under three standard errors, same fits."""
+    table = variance_rules(rows31(rows))
+    names = {"score": "score (today)", "max": "max(score, sieve check)", "bases": "score + bases' spread"}
+    lines = ["| design | method | fits | " + " | ".join(f"{v}: coverage / width ratio" for v in names.values()) + " |",
+             "|---|---|---|" + "---|" * len(names)]
+    for (design, arm), part in table.groupby(["design", "arm"], sort=False):
+        part = part.set_index("rule")
+        cells = [f"{part.loc[r, 'coverage']:.2f} / {part.loc[r, 'width_ratio']:.2f}" if r in part.index else ""
+                 for r in names]
+        lines.append(f"| {DESIGN_TITLES.get(design, design)} | {arm} | {int(part['fits'].max())} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+@block("effect-coverage:cost")
+def debias_cost(rows) -> str:
+    """What the debiased effect adds to a fit (bench/debias_cost.py), medians over seeds."""
+    frame = rows.jsonl("debias-cost-31.jsonl")
+    lines = ["| method | seeds | fit, s (median) | extra with f alone refitted | extra with whole refits | load average |",
+             "|---|---|---|---|---|---|"]
+    for method, part in frame.groupby("method", sort=False):
+        wide = part.pivot_table(index="seed", columns="mode", values="wall")
+        fit = part[part["mode"] == "off"].set_index("seed")["fit"]
+        extra = {mode: ((wide[mode] - wide["off"]) / fit).median() for mode in ("second-stage", "whole")}
+        lines.append(f"| {title(method)} | {len(wide)} | {fit.median():.1f} | {extra['second-stage']:.2f} fits | "
+                     f"{extra['whole']:.2f} fits | {part['load'].min():.1f}–{part['load'].max():.1f} |")
+    return "\n".join(lines)
+
+
+@family(r"rhc-every:(?P<file>[^:]+\.csv)")
+def rhc_every(rows, file: str) -> str:
+    """Every method on RHC: its effect with an interval, or the line saying why not (bench/rhc_effects.py --every-method)."""
+    frame = rows.csv(file)
+    lines = ["| method | ATE (days) | 95 % interval, or why none | plug-in | debiased [interval] | s |",
+             "|---|---|---|---|---|---|"]
+    for r in frame.itertuples():
+        shown = (f"{r.lower:.2f} to {r.upper:.2f}" if not pd.isna(r.lower) else f"none: {r.why}")
+        debiased = (f"{r.debiased:.2f} [{r.debiased_lower:.2f}, {r.debiased_upper:.2f}]" if not pd.isna(r.debiased)
+                    else str(r.debiased_error))
+        estimate = "" if pd.isna(r.estimate) else f"{r.estimate:.2f}"
+        plug = "" if pd.isna(r.plug_in) else f"{r.plug_in:.2f}"
+        line = f"| {title(r.method)} | {estimate} | {shown} | {plug} | {debiased} | {r.seconds:,.0f} |"
+        lines.append(line.replace("| -", "| −").replace(" -", " −").replace("[-", "[−"))
+    return "\n".join(lines)
