@@ -1,7 +1,9 @@
 """What the debiased effect adds to a fit's time: fit_run with the debiased effect off, on (the
 DML-CMR family refits the second stage f alone on each half), and on with whole refits of the
 method (the path before issue 31), one after another on the same data so that each seed's three
-runs see about the same machine load. One JSON row per seed and mode, with the load average.
+runs see about the same machine load. One JSON row per seed and mode, with the load average, the
+wall time and this process's CPU time (``cpu``: the fits run in this process, so it is what the
+fits cost whatever else the machine runs).
 
     nice -n 19 python -m bench.debias_cost --dataset linear-iv --n 1000 --seeds 0-4 \\
         --out bench/results/debias-cost-31.jsonl
@@ -32,11 +34,11 @@ def timed(data, truth, method: str, mode: str, seed: int, kwargs: dict) -> dict:
     """One fit_run in ``mode``: its wall time, the fit's own seconds and the debiased effect."""
     patch = (mock.patch.object(_TwoStageCMR, "refit_second_stage", new=property(_no_second_stage_refit))
              if mode == "whole" else mock.patch.dict({}))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with patch:
         record = fit_run(data, method, truth=truth, seed=seed, debias=mode != "off", **kwargs).record
     debiased = record["effect"].get("debiased") or {}
-    return {"mode": mode, "wall": time.perf_counter() - start, "fit": record["seconds"],
+    return {"mode": mode, "wall": time.perf_counter() - start, "cpu": time.process_time() - cpu, "fit": record["seconds"],
             "estimate": debiased.get("estimate"), "std_error": debiased.get("std_error"),
             "truth": record["effect"].get("truth"), "f_hat": debiased.get("f_hat")}
 

@@ -394,3 +394,25 @@ def rhc_every(rows, file: str) -> str:
         line = f"| {title(r.method)} | {estimate} | {shown} | {plug} | {debiased} | {r.seconds:,.0f} |"
         lines.append(line.replace("| -", "| −").replace(" -", " −").replace("[-", "[−"))
     return "\n".join(lines)
+
+
+@block("effect-coverage:moderate-bias")
+def moderate_bias(rows) -> str:
+    """Plug-in and debiased bias per method on moderate-pcl against the confounded regression's
+    (coverage-31/regression-moderate-pcl.csv) and the target of a quarter of it."""
+    regression = rows.csv("coverage-31/regression-moderate-pcl.csv")
+    reg = (regression["slope"] - regression["truth"]).groupby(regression["regression"]).mean()
+    base = float(reg["y on a, a^2, x"])
+    table = summarize(rows31(rows))
+    part = table[table["design"] == "moderate-pcl"].set_index(["arm", "kind"])
+    lines = ["| estimate | seeds | bias | bias / regression's | within a quarter |", "|---|---|---|---|---|"]
+    for name, value in reg.items():
+        lines.append(f"| least squares of {name.replace('y on ', 'y on (')}) | {len(regression) // len(reg)} | "
+                     f"{value:+.3f} | {value / base:.2f} | |")
+    for (arm, kind), r in part.iterrows():
+        lines.append(f"| {arm}, {KIND_NAMES[kind]} | {int(r['seeds'])} | {r['bias']:+.3f} | {r['bias'] / base:.2f} | "
+                     f"{'yes' if abs(r['bias']) <= base / 4 else 'no'} |")
+    return "\n".join(lines).replace("| -", "| −").replace("| +-", "| −")
+
+
+KIND_NAMES = {"plug_in": "plug-in", "debiased": "debiased"}
