@@ -33,9 +33,18 @@ the difference (sd_i(psi_i - psi'_i) / sqrt(n)) of every richer rung's.
 Weak identification: ``strength`` = n / (mean_i xi-hat(C_i)^2 Var(A | covariates) / D^2), D the
 distance of a binary treatment's two values (1 for a slope), Var(A | covariates) the variance of
 A's residual on the covariates. In the linear model with one instrument it is n times the first
-stage's partial R^2, close to the first-stage F; it falls as the representer explodes.
-Below WEAK_STRENGTH the effect is reported as weakly identified (calibrated in
-docs/coverage.md).
+stage's partial R^2, close to the first-stage F; it falls as the representer explodes. The
+effect is reported as weakly identified (:func:`weak_reason`, one line) below WEAK_STRENGTH, or
+when the run's linear first-stage F is below WEAK_FIRST_STAGE_F (calibrated on the coverage
+measured across instrument strengths, docs/coverage.md).
+
+Clusters (``cluster``): the representer's folds keep each cluster whole and every standard error
+comes from the clusters' sums of the score (:mod:`dmlcore.clusters`).
+
+Beside the headline: ``sieve_estimate`` / ``sieve_std_error``, the sieve minimum-distance fit of f
+in the chosen bases corrected with the same representer (a check whose f-hat the bases can
+represent), and the specification spread (:func:`specification_spread`: every basis, each
+cross-fit of a repeated cross-fitting).
 """
 
 from __future__ import annotations

@@ -31,6 +31,12 @@ Intervals (:func:`effect_record`, level ``LEVEL``):
   With cross-fitting, a resample's repeated rows can fall in a fold and in its complement, so
   the nuisances see some held-out rows: the coverage measured in docs/coverage.md includes it.
 
+Clusters (``cov_type="clustered"``, ``cluster``): 2SLS's interval and its Anderson-Rubin set use
+the clustered covariance, the bootstrap draws whole clusters, the debiased interval sums the score
+within clusters (:mod:`dmlcore.clusters`), and the spline second stage's delta-method interval,
+whose sandwich takes rows as independent, is refused in one line; ``effect["clusters"]`` says
+which interval does what (:func:`cluster_treatment`).
+
 How often each interval covers the truth was measured by simulation: docs/coverage.md.
 """
 
