@@ -39,6 +39,7 @@ def main() -> None:
     p.add_argument("--bootstrap", type=int, help="also fit the learner's own f with B bootstrap refits")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--out", default="bench/results/rhc-effects.csv")
+    p.add_argument("--methods", help="with --every-method: only these (comma-separated)")
     p.add_argument("--every-method", action="store_true",
                    help="every method for these data, each with its interval or the line saying why not")
     args = p.parse_args()
@@ -82,7 +83,7 @@ def every_method(data, args) -> None:
     """Every method that takes ``data`` (the registry's refusal is None), one row each (module notes)."""
     rows = []
     for method, entry in METHODS.items():
-        if entry.refusal(data) is not None:
+        if entry.refusal(data) is not None or (args.methods and method not in args.methods.split(",")):
             continue
         kwargs = {"learner": args.learner, "folds": args.folds} if entry.uses_learner else {}
         start = time.perf_counter()
@@ -107,10 +108,10 @@ def every_method(data, args) -> None:
         shown = (f"[{r['lower']:.2f}, {r['upper']:.2f}]" if r["lower"] is not None else f"no interval: {why}")
         print(f"{method:<11} {r['estimate'] if r['estimate'] is None else round(r['estimate'], 3)} {shown}  "
               f"{r['seconds']:.0f} s", flush=True)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(out, index=False)
-    print(f"rows written to {out}")
+        out = Path(args.out)                       # after every method: a stopped run keeps what it has
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows).to_csv(out, index=False)
+    print(f"rows written to {args.out}")
 
 
 if __name__ == "__main__":

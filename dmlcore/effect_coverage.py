@@ -205,14 +205,20 @@ def coverage_by(rows: pd.DataFrame, column: str, edges) -> pd.DataFrame:
             .rename(columns={"mean": "coverage", "size": "fits"}).reset_index())
 
 
+STRENGTH_SWEEP = ("weak", "weak-0.15", "weak-0.2", "weak-0.3", "linear", "clustered-iv")   # the F bar's designs
+
+
 def calibrate_first_stage_f(rows: pd.DataFrame, target: float = 0.90, candidates=F_CANDIDATES,
-                            min_fits: int = 20) -> tuple[float | None, pd.DataFrame]:
+                            min_fits: int = 20, designs=STRENGTH_SWEEP) -> tuple[float | None, pd.DataFrame]:
     """The smallest first-stage F threshold among ``candidates`` at or above which the debiased
-    intervals (every arm) cover at least ``target`` on every design with at least ``min_fits`` such
-    fits, and the table behind it (design, threshold, fits at or above, their coverage, share
-    flagged). None when no candidate does it."""
+    intervals (every arm) cover at least ``target`` on every design of ``designs`` (the linear
+    design at instrument strengths 0.1 to 1, and clustered) with at least ``min_fits`` such fits,
+    and the table behind it (design, threshold, fits at or above, their coverage, share flagged).
+    None when no candidate does it. Designs whose intervals miss for other reasons than the
+    instrument's strength (moderate proxies, clusters ignored) are not calibrated on; the table of
+    coverage by F shows them."""
     fits = debiased_fits(rows)
-    fits = fits[fits["effect_first_stage_f"].notna()]
+    fits = fits[fits["effect_first_stage_f"].notna() & fits["design"].isin(designs)]
     table, chosen = [], None
     for threshold in candidates:
         ok = True
@@ -228,30 +234,32 @@ def calibrate_first_stage_f(rows: pd.DataFrame, target: float = 0.90, candidates
 
 
 def variance_rules(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
-    """Coverage and width / needed of the debiased intervals per design and arm under three
-    standard errors, from the same fits: the score's (today's), the larger of it and the sieve
-    check's (``max``), and the score's with the representer bases' spread added
-    (sqrt(se^2 + mean_j (theta_j - theta)^2) over the identified bases: ``bases``)."""
+    """Coverage, width / needed and bias of the debiased effect per design and arm under four
+    rules, from the same fits: the score's standard error (today's), the larger of it and the
+    sieve check's (``max``), the score's with the representer bases' spread added
+    (sqrt(se^2 + mean_j (theta_j - theta)^2) over the identified bases: ``bases``), and the sieve
+    check itself (its estimate and standard error: ``sieve``)."""
     z = float(norm.ppf(0.5 + level / 2))
     fits = debiased_fits(rows)
-    for c in ("effect_sieve_se",):
+    for c in ("effect_sieve_se", "effect_sieve_estimate"):
         fits[c] = pd.to_numeric(fits.get(c, pd.Series(np.nan, index=fits.index)), errors="coerce")
     spread = []
     for est, rungs in zip(fits["effect_debiased"], fits.get("effect_rungs", pd.Series(None, index=fits.index))):
         values = [r[0] for r in json.loads(rungs)] if isinstance(rungs, str) else []
         spread.append(float(np.mean((np.array(values) - est) ** 2)) if values else np.nan)
-    se = fits["effect_debiased_se"]
-    rules = {"score": se, "max": np.maximum(se, fits["effect_sieve_se"]), "bases": np.sqrt(se ** 2 + np.array(spread))}
+    se, est = fits["effect_debiased_se"], fits["effect_debiased"]
+    rules = {"score": (est, se), "max": (est, np.maximum(se, fits["effect_sieve_se"])),
+             "bases": (est, np.sqrt(se ** 2 + np.array(spread))),
+             "sieve": (fits["effect_sieve_estimate"], fits["effect_sieve_se"])}
     out = []
     for (design, arm), part in fits.groupby(["design", "arm"], sort=False):
-        err = part["effect_debiased"] - part["effect_truth"]
-        sd = float(part["effect_debiased"].std(ddof=1))
-        for rule, values in rules.items():
-            s = values.loc[part.index]
-            has = s.notna()
-            if not has.any():
+        for rule, (values, errors) in rules.items():
+            e, s = values.loc[part.index], errors.loc[part.index]
+            has = s.notna() & e.notna()
+            if has.sum() < 2:
                 continue
+            err, sd = (e - part["effect_truth"])[has], float(e[has].std(ddof=1))
             out.append({"design": design, "arm": arm, "rule": rule, "fits": int(has.sum()),
-                        "coverage": float((err[has].abs() <= z * s[has]).mean()),
+                        "coverage": float((err.abs() <= z * s[has]).mean()),
                         "width_ratio": float(s[has].mean() / sd) if sd > 0 else np.nan, "bias": float(err.mean())})
     return pd.DataFrame(out)

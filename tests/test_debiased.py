@@ -370,3 +370,17 @@ def test_weak_reasons_are_one_line():
                    debiased.weak_reason(500.0, 0.1, 0.5 * debiased.WEAK_FIRST_STAGE_F) if debiased.WEAK_FIRST_STAGE_F
                    else "x"):
         assert reason and "\n" not in reason and len(reason) <= 200
+
+
+def test_the_flag_catches_a_moderately_weak_instrument_the_representer_strength_misses():
+    """linear-iv at instrument strength 0.1, seed 2: first-stage F 10.1 but representer strength 28 --
+    silent under the old rule (strength below 10 only), where such fits covered well under 90 %."""
+    loaded = load_dataset("linear-iv", n=1000, seed=2, iv_strength=0.1)
+    effect = fit_run(loaded.data, "2sls", truth=loaded.truth, heldout_folds=0).record["effect"]
+    result = effect["debiased"]
+    assert result["strength"] >= debiased.WEAK_STRENGTH                  # the representer alone is silent
+    assert result["first_stage_f"] < debiased.WEAK_FIRST_STAGE_F
+    assert effect["weakly_identified"] and "first stage's F" in result["weak_reason"]
+    assert effect["warning"].startswith("the effect is weakly identified here (the linear first stage's F")
+    strong = load_dataset("linear-iv", n=1000, seed=2)
+    assert not fit_run(strong.data, "2sls", truth=strong.truth, heldout_folds=0).record["effect"]["weakly_identified"]
