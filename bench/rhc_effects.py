@@ -9,7 +9,8 @@ stage and B bootstrap refits. Raw rows go to ``--out`` (CSV, appended).
     python -m bench.rhc_effects --learner gb --folds 5 --bootstrap 100 --jobs 2 \\
         --out bench/results/rhc-effects.csv
 
-``--every-method`` (issue 31) fits every method the registry offers for these proximal data (the
+``--first-stage FILE`` writes the proxies' linear first stage (its F, which the weak-identification
+flag reads) as JSON. ``--every-method`` (issue 31) fits every method the registry offers for these proximal data (the
 learners' own f too, no bootstrap) and records, beside each effect, its interval or the one line
 that says why there is none (``why``, with its length), and the debiased effect's interval:
 
@@ -20,6 +21,7 @@ that says why there is none (``why``, with its length), and the debiased effect'
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -27,6 +29,7 @@ import pandas as pd
 
 
 from dmlcore.data.registry import load_dataset
+from dmlcore.diagnostics import first_stage
 from dmlcore.estimators import METHODS
 from dmlcore.runs import fit_run
 
@@ -40,10 +43,16 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--out", default="bench/results/rhc-effects.csv")
     p.add_argument("--methods", help="with --every-method: only these (comma-separated)")
+    p.add_argument("--first-stage", metavar="JSON",
+                   help="write the proxies' linear first stage (the F the weak-identification flag reads) to JSON")
     p.add_argument("--every-method", action="store_true",
                    help="every method for these data, each with its interval or the line saying why not")
     args = p.parse_args()
     data = load_dataset("rhc").data
+    if args.first_stage:
+        strength = first_stage(data, nonparametric=False, inference=False)["strength"]
+        Path(args.first_stage).write_text(json.dumps({k: strength[k] for k in ("f_stat", "statistic", "text")}, indent=1))
+        return
     if args.every_method:
         every_method(data, args)
         return

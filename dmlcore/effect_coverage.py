@@ -209,17 +209,18 @@ STRENGTH_SWEEP = ("weak", "weak-0.15", "weak-0.2", "weak-0.3", "linear", "cluste
 
 
 def calibrate_first_stage_f(rows: pd.DataFrame, target: float = 0.90, candidates=F_CANDIDATES,
-                            min_fits: int = 20, designs=STRENGTH_SWEEP) -> tuple[float | None, pd.DataFrame]:
-    """The smallest first-stage F threshold among ``candidates`` at or above which the debiased
-    intervals (every arm) cover at least ``target`` on every design of ``designs`` (the linear
-    design at instrument strengths 0.1 to 1, and clustered) with at least ``min_fits`` such fits,
-    and the table behind it (design, threshold, fits at or above, their coverage, share flagged).
-    None when no candidate does it. Designs whose intervals miss for other reasons than the
-    instrument's strength (moderate proxies, clusters ignored) are not calibrated on; the table of
-    coverage by F shows them."""
+                            min_fits: int = 20, designs=STRENGTH_SWEEP) -> tuple[float | None, float | None, pd.DataFrame]:
+    """The first-stage F bar the rows support, among ``candidates``: (the smallest bar at or above
+    which the debiased intervals (every arm) cover at least ``target`` on every design of
+    ``designs`` with at least ``min_fits`` such fits, the smallest at which the silent fits of
+    those designs pooled do, the table behind both: design, threshold, fits at or above, their
+    coverage, share flagged). A bar is None when no candidate meets it. ``designs``: the linear
+    design at instrument strengths 0.1 to 1, and clustered; designs whose intervals miss for other
+    reasons (moderate proxies, clusters ignored) are not calibrated on -- the coverage by F shows
+    them."""
     fits = debiased_fits(rows)
     fits = fits[fits["effect_first_stage_f"].notna() & fits["design"].isin(designs)]
-    table, chosen = [], None
+    table, per_design, pooled = [], None, None
     for threshold in candidates:
         ok = True
         for design, part in fits.groupby("design", sort=False):
@@ -228,9 +229,15 @@ def calibrate_first_stage_f(rows: pd.DataFrame, target: float = 0.90, candidates
             table.append({"design": design, "threshold": threshold, "fits": int(len(silent)), "coverage": coverage,
                           "flagged": float(1 - len(silent) / len(part))})
             ok &= len(silent) < min_fits or coverage >= target
-        if ok and chosen is None:
-            chosen = threshold
-    return chosen, pd.DataFrame(table)
+        silent = fits[fits["effect_first_stage_f"] >= threshold]
+        table.append({"design": "pooled", "threshold": threshold, "fits": int(len(silent)),
+                      "coverage": float(silent["covered"].mean()) if len(silent) else np.nan,
+                      "flagged": float(1 - len(silent) / len(fits)) if len(fits) else np.nan})
+        if ok and per_design is None:
+            per_design = threshold
+        if len(silent) >= min_fits and silent["covered"].mean() >= target and pooled is None:
+            pooled = threshold
+    return per_design, pooled, pd.DataFrame(table)
 
 
 def variance_rules(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
