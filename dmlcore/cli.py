@@ -175,7 +175,7 @@ def _effect_text(effect: dict) -> str:
                "2SLS s.e." if interval.startswith("2SLS") else "delta method")
         text += f" [{effect['ci_lower']:.4g}, {effect['ci_upper']:.4g}] ({effect['level']:.0%}, {how})"
     elif interval.startswith("weakly identified"):
-        text += f" (weakly identified, strength {debiased['strength']:.3g}: no confident interval)"
+        text += f" ({interval})"            # weakly identified (its one-line reason): no interval
     else:
         text += " (no interval: add --bootstrap B)"
     for entry in effect.get("intervals") or []:

@@ -479,7 +479,7 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     effect.update(estimate=result["estimate"], ci_lower=result["ci_lower"], ci_upper=result["ci_upper"],
                   interval=result["interval"])
     if weak:
-        effect.update(ci_lower=None, ci_upper=None, interval=f"weakly identified: {weak_text(result)}")
+        effect.update(ci_lower=None, ci_upper=None, interval=weak_text(result))
     return effect
 
 
@@ -517,24 +517,24 @@ def specification_spread(result: dict) -> dict:
 def weak_reason(strength: float, std_error: float, first_stage_f: float | None = None) -> str | None:
     """Why the debiased effect counts as weakly identified, in one line, or None when it does not:
     a standard error that is not finite, the representer's strength below WEAK_STRENGTH, or the
-    linear first stage's F (the run's diagnostics) below WEAK_FIRST_STAGE_F. Both thresholds
-    are calibrated on the coverage measured across instrument strengths (docs/coverage.md)."""
+    linear first stage's F (the run's diagnostics) below WEAK_FIRST_STAGE_F. Both bars come from
+    the coverage measured across instrument strengths (docs/coverage.md)."""
     if not np.isfinite(std_error):
         return "its standard error is not finite"
     if not strength >= WEAK_STRENGTH:
-        return (f"the representer's strength {strength:.3g} is below {WEAK_STRENGTH:g}: the conditioning "
-                f"variables barely move f's inputs in the directions the effect needs")
+        return (f"the representer's strength {strength:.3g} is below {WEAK_STRENGTH:g}: C barely moves f's inputs "
+                f"where the effect needs")
     if first_stage_f is not None and np.isfinite(first_stage_f) and first_stage_f < WEAK_FIRST_STAGE_F:
-        return (f"the linear first stage's F {first_stage_f:.3g} is below {WEAK_FIRST_STAGE_F:g}, where these "
-                f"intervals covered less than 90 % in simulations")
+        return (f"the linear first stage's F {first_stage_f:.3g} is below {WEAK_FIRST_STAGE_F:g}, where such "
+                f"intervals covered under 90 %")
     return None
 
 
 def weak_text(result: dict) -> str:
-    """The weak-identification warning in words."""
+    """The weak-identification warning in one line (at most about 200 characters)."""
     reason = result.get("weak_reason") or weak_reason(result["strength"], result["std_error"])
-    return (f"the effect is weakly identified here ({reason}), so no confident interval is given; the debiased "
-            f"estimate {result['estimate']:.4g} has standard error {result['std_error']:.3g}")
+    return (f"weakly identified ({reason}): debiased estimate {result['estimate']:.4g}, s.e. "
+            f"{result['std_error']:.3g}, no interval")
 
 
 def tsls_estimand(plan, data: CausalData) -> str:
