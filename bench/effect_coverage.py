@@ -11,12 +11,18 @@ printed. ``python bench/docs.py --write`` then renders the table of docs/coverag
 
 Designs (n rows each): ``linear`` (linear-iv), ``weak`` (linear-iv, iv_strength 0.1),
 ``demand-iv`` (the authors' design, standardized noise), ``demand-pcl`` (the proximal average
-slope), ``nonlinear-iv``, ``hetero-iv`` (dmlcore.data.designs). Methods: 2SLS, Sieve 2SLS,
+slope), ``nonlinear-iv``, ``hetero-iv``, and (issue 31) ``weak-0.15``, ``weak-0.2``, ``weak-0.3``
+(linear-iv between weak and strong), ``moderate-pcl`` (moderate proxies), ``clustered-iv`` (run
+with ``cov_type = "clustered"`` by its cluster column) and ``clustered-iv-ignored`` (the same data
+with the clusters ignored: 2SLS and DML-CMR only, a comparison) (dmlcore.data.designs). Methods: 2SLS, Sieve 2SLS,
 DML-CMR with ``--learner`` nuisances (its own f, and the spline f), the naive plug-in
 (``--learner``); every fit also gives the debiased effect (dmlcore.debiased).
 
     nice -n 10 python -m bench.effect_coverage --seeds 0-199 --batch 5 --n 1000 --folds 5 --jobs 2
     python -m bench.effect_coverage --from-store      # the rows of the fits stored so far (fits nothing)
+    nice -n 19 python -m bench.effect_coverage --designs moderate-pcl,clustered-iv,clustered-iv-ignored,\
+        weak-0.15,weak-0.2,weak-0.3 --n 1000 --seeds 0-199 --batch 5 --jobs 1 --out-dir bench/results/coverage-31
+    (moderate-pcl has n = 2000 whatever --n says)
     python bench/docs.py --write
 """
 
@@ -26,16 +32,27 @@ import argparse
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from dmlcore.effect_coverage import summarize
+from dmlcore.data.registry import load_dataset
+from dmlcore.effect_coverage import record_columns, summarize
+from dmlcore.effects import PCL_GRID, contrast
+from dmlcore.store import RunStore, default_store_path
 from dmlcore.studies import plan_study, run_study
 from dmlcore.studies.runner import _row, result_from_rows
 from dmlcore.studies.spec import parse_seeds
 
+WEAK_STRENGTHS = (0.15, 0.2, 0.3)   # linear-iv's instrument between weak (0.1) and strong (1): F about 22, 40, 90 at n = 1000
+
 DESIGNS = {"linear": ("linear-iv", {"iv_strength": 1.0}), "weak": ("linear-iv", {"iv_strength": 0.1}),
            "demand-iv": ("demand-iv", {"noise_scale": "standardized"}), "demand-pcl": ("demand-pcl", {}),
-           "nonlinear-iv": ("nonlinear-iv", {}), "hetero-iv": ("hetero-iv", {})}
+           "nonlinear-iv": ("nonlinear-iv", {}), "hetero-iv": ("hetero-iv", {}),
+           **{f"weak-{s:g}": ("linear-iv", {"iv_strength": s}) for s in WEAK_STRENGTHS},
+           "moderate-pcl": ("moderate-pcl", {"n": 2000}), "clustered-iv": ("clustered-iv", {}),
+           "clustered-iv-ignored": ("clustered-iv", {})}
+CLUSTERED = {"clustered-iv": {"cov_type": "clustered", "cluster": "cluster"}}   # grid settings per design
+FEW_METHODS = {"clustered-iv-ignored": ["2sls", "dml-cmr"]}   # the clusters ignored: a comparison only
 
 
 def spec(designs, seeds, n, learner, folds) -> dict:
@@ -44,24 +61,50 @@ def spec(designs, seeds, n, learner, folds) -> dict:
     grids = []
     for name in designs:
         dataset, options = DESIGNS[name]
-        data = {"n": n, **options}
-        grids.append({"dataset": dataset, "data": data, "methods": ["2sls", "sieve-2sls", "dml-cmr", "naive"],
-                      "learner": learner, "folds": folds})
-        grids.append({"dataset": dataset, "data": data, "methods": ["dml-cmr"], "learner": learner, "folds": folds,
-                      "f_model": "sieve"})
+        data, extra = {"n": n, **options}, CLUSTERED.get(name, {})
+        methods = FEW_METHODS.get(name, ["2sls", "sieve-2sls", "dml-cmr", "naive"])
+        grids.append({"dataset": dataset, "data": data, "methods": methods, "learner": learner, "folds": folds,
+                      **extra})
+        if name not in FEW_METHODS:
+            grids.append({"dataset": dataset, "data": data, "methods": ["dml-cmr"], "learner": learner,
+                          "folds": folds, "f_model": "sieve", **extra})
     return {"grid": grids, "seeds": list(seeds)}
 
 
-def label(row) -> str:
-    """The design's name in the tables, from a fits row."""
+def studies(designs) -> list[list[str]]:
+    """The designs split into studies in which no data set appears twice (the clusters ignored
+    and respected are two studies)."""
+    first = [d for d in designs if d not in FEW_METHODS]
+    return [group for group in (first, [d for d in designs if d in FEW_METHODS]) if group]
+
+
+def label(row, group=()) -> str:
+    """The design's name in the tables, from a fits row of the study of the designs ``group``."""
     if row["dataset"] == "linear-iv":
-        return "weak" if float(row.get("iv_strength", 1.0)) < 1.0 else "linear"
+        strength = float(row.get("iv_strength", 1.0))
+        return "linear" if strength >= 1.0 else "weak" if strength <= 0.1 else f"weak-{strength:g}"
+    if row["dataset"] == "clustered-iv" and "clustered-iv" not in group:
+        return "clustered-iv-ignored"
     return row["dataset"]
 
 
+def labelled(fits: pd.DataFrame, group) -> pd.DataFrame:
+    """The fits of the study of the designs ``group`` with their ``design`` column."""
+    return fits.assign(design=fits.apply(label, axis=1, group=tuple(group))) if len(fits) else fits
+
+
+def with_records(fits: pd.DataFrame) -> pd.DataFrame:
+    """``fits`` with the columns read from each stored fit's run record
+    (:func:`dmlcore.effect_coverage.record_columns`: first-stage F, the representer bases' estimates,
+    the specification spread)."""
+    store = RunStore(default_store_path())
+    extra = [record_columns(store.fit_record(key) if isinstance(key, str) else None) for key in fits["key"]]
+    return pd.concat([fits.reset_index(drop=True), pd.DataFrame(extra)], axis=1)
+
+
 def write_rows(fits: pd.DataFrame, out_dir: Path) -> None:
-    """One CSV of per-fit rows per design (``fits-<design>.csv``)."""
-    fits = fits.assign(design=fits.apply(label, axis=1))
+    """One CSV of per-fit rows per design (``fits-<design>.csv``), with the record columns."""
+    fits = with_records(fits)
     for design, part in fits.groupby("design"):
         part.to_csv(out_dir / f"fits-{design}.csv", index=False)
 
@@ -69,6 +112,24 @@ def write_rows(fits: pd.DataFrame, out_dir: Path) -> None:
 def summary(out_dir: Path) -> pd.DataFrame:
     """The summary of every row in ``out_dir``."""
     return summarize(pd.concat([pd.read_csv(p) for p in sorted(out_dir.glob("fits-*.csv"))], ignore_index=True))
+
+
+def regression_rows(seeds, n: int = 2000) -> pd.DataFrame:
+    """The confounded regressions' average slope on moderate-pcl, per seed: least squares of y on
+    (a, a^2, x) and on (a, a^2, w, x), the slope averaged over the effect's grid of a, against the
+    truth (what the issue's targets compare the plug-in bias with)."""
+    out = []
+    for seed in seeds:
+        loaded = load_dataset("moderate-pcl", n=n, seed=seed)
+        table, plan = loaded.data.table, contrast(loaded.data)
+        truth = loaded.truth.effect(plan.points, plan.weights)
+        grid = np.quantile(table["a"], (np.arange(PCL_GRID) + 0.5) / PCL_GRID)
+        for name, extra in (("y on a, a^2, x", ["x"]), ("y on a, a^2, w, x", ["w", "x"])):
+            design = np.column_stack([np.ones(len(table)), table["a"], table["a"] ** 2, table[extra]])
+            coef = np.linalg.lstsq(design, table["y"], rcond=None)[0]
+            out.append({"seed": seed, "regression": name, "slope": float(np.mean(coef[1] + 2 * coef[2] * grid)),
+                        "truth": truth})
+    return pd.DataFrame(out)
 
 
 def main() -> None:
@@ -81,16 +142,25 @@ def main() -> None:
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--out-dir", default="bench/results/coverage")
+    p.add_argument("--regression", action="store_true",
+                   help="write the confounded regressions' slopes on moderate-pcl (regression-moderate-pcl.csv), fit nothing else")
     p.add_argument("--from-store", action="store_true",
                    help="write the rows of the fits already stored (a run still going, or stopped), fit nothing")
     args = p.parse_args()
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     designs = [d for d in args.designs.split(",") if d]
+    if args.regression:
+        regression_rows(parse_seeds(args.seeds)).to_csv(out_dir / "regression-moderate-pcl.csv", index=False)
+        return
     if args.from_store:
-        plan = plan_study(spec(designs, parse_seeds(args.seeds), args.n, args.learner, args.folds))
-        rows = [_row(c, k, plan.stored[k], reused=True) for c, k in zip(plan.configs, plan.keys) if k in plan.stored]
-        write_rows(result_from_rows(rows).fits, out_dir)
+        fits = []
+        for group in studies(designs):
+            plan = plan_study(spec(group, parse_seeds(args.seeds), args.n, args.learner, args.folds))
+            rows = [_row(c, k, plan.stored[k], reused=True) for c, k in zip(plan.configs, plan.keys)
+                    if k in plan.stored]
+            fits.append(labelled(result_from_rows(rows).fits, group))
+        write_rows(pd.concat(fits, ignore_index=True), out_dir)
     else:
         unknown = [d for d in designs if d not in DESIGNS]
         if unknown:
@@ -99,10 +169,11 @@ def main() -> None:
         frames = []
         for i in range(0, len(seeds), args.batch):
             start = time.perf_counter()
-            result = run_study(spec(designs, seeds[i:i + args.batch], args.n, args.learner, args.folds),
-                               executor="local", jobs=args.jobs)
-            frames.append(result.fits)
-            write_rows(pd.concat(frames, ignore_index=True), out_dir)
+            for group in studies(designs):       # one study cannot hold one data set under two covariances
+                result = run_study(spec(group, seeds[i:i + args.batch], args.n, args.learner, args.folds),
+                                   executor="local", jobs=args.jobs)
+                frames.append(labelled(result.fits, group))
+                write_rows(pd.concat(frames, ignore_index=True), out_dir)
             print(f"seeds {seeds[i]}-{seeds[min(i + args.batch, len(seeds)) - 1]}: {result.message}, "
                   f"{time.perf_counter() - start:.0f} s", flush=True)
     with pd.option_context("display.width", 200, "display.max_rows", 200, "display.float_format", "{:.3f}".format):

@@ -8,11 +8,20 @@ stage and B bootstrap refits. Raw rows go to ``--out`` (CSV, appended).
 
     python -m bench.rhc_effects --learner gb --folds 5 --bootstrap 100 --jobs 2 \\
         --out bench/results/rhc-effects.csv
+
+``--first-stage FILE`` writes the proxies' linear first stage (its F, which the weak-identification
+flag reads) as JSON. ``--every-method`` (issue 31) fits every method the registry offers for these proximal data (the
+learners' own f too, no bootstrap) and records, beside each effect, its interval or the one line
+that says why there is none (``why``, with its length), and the debiased effect's interval:
+
+    nice -n 19 python -m bench.rhc_effects --every-method --learner gb --folds 5 \\
+        --out bench/results/rhc-effects-31.csv
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -20,6 +29,8 @@ import pandas as pd
 
 
 from dmlcore.data.registry import load_dataset
+from dmlcore.diagnostics import first_stage
+from dmlcore.estimators import METHODS
 from dmlcore.runs import fit_run
 
 
@@ -31,8 +42,20 @@ def main() -> None:
     p.add_argument("--bootstrap", type=int, help="also fit the learner's own f with B bootstrap refits")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--out", default="bench/results/rhc-effects.csv")
+    p.add_argument("--methods", help="with --every-method: only these (comma-separated)")
+    p.add_argument("--first-stage", metavar="JSON",
+                   help="write the proxies' linear first stage (the F the weak-identification flag reads) to JSON")
+    p.add_argument("--every-method", action="store_true",
+                   help="every method for these data, each with its interval or the line saying why not")
     args = p.parse_args()
     data = load_dataset("rhc").data
+    if args.first_stage:
+        strength = first_stage(data, nonparametric=False, inference=False)["strength"]
+        Path(args.first_stage).write_text(json.dumps({k: strength[k] for k in ("f_stat", "statistic", "text")}, indent=1))
+        return
+    if args.every_method:
+        every_method(data, args)
+        return
     family = {"learner": args.learner, "folds": args.folds}
     fits = [("2sls", {}), ("sieve-2sls", {})]
     fits += [(m, {**family, "f_model": "sieve"}) for m in ("dml-cmr", "ce-dml-cmr", "naive")]
@@ -56,6 +79,48 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(out, mode="a", header=not out.exists(), index=False)
     print(f"raw rows appended to {out}")
+
+
+def why_not(effect: dict) -> str | None:
+    """The line a record gives for a missing headline interval (None when it has one)."""
+    if effect.get("ci_lower") is not None:
+        return None
+    return effect.get("error") or effect.get("interval") or "no interval and no reason given"
+
+
+def every_method(data, args) -> None:
+    """Every method that takes ``data`` (the registry's refusal is None), one row each (module notes)."""
+    rows = []
+    for method, entry in METHODS.items():
+        if entry.refusal(data) is not None or (args.methods and method not in args.methods.split(",")):
+            continue
+        kwargs = {"learner": args.learner, "folds": args.folds} if entry.uses_learner else {}
+        start = time.perf_counter()
+        try:
+            record = fit_run(data, method, dataset="rhc", seed=args.seed, heldout_folds=0, **kwargs).record
+        except Exception as exc:   # a method that fails is a row with its one line, not the end of the table
+            rows.append({"method": method, "why": f"fit failed: {exc}".split("\n")[0],
+                         "seconds": time.perf_counter() - start})
+            continue
+        effect = record["effect"]
+        debiased = effect.get("debiased") or {}
+        why = why_not(effect)
+        rows.append({"method": method, "learner": record["learner"], "f_model": record.get("f_model"),
+                     "estimate": effect["estimate"], "lower": effect["ci_lower"], "upper": effect["ci_upper"],
+                     "interval": (effect.get("interval") or "")[:120], "why": why, "why_chars": len(why) if why else None,
+                     "plug_in": (effect.get("plug_in") or {}).get("estimate"),
+                     "debiased": debiased.get("estimate"), "debiased_lower": debiased.get("ci_lower"),
+                     "debiased_upper": debiased.get("ci_upper"), "debiased_error": effect.get("debiased_error"),
+                     "weak": effect.get("weakly_identified"), "seconds": time.perf_counter() - start,
+                     "seed": args.seed})
+        r = rows[-1]
+        shown = (f"[{r['lower']:.2f}, {r['upper']:.2f}]" if r["lower"] is not None else f"no interval: {why}")
+        print(f"{method:<11} {r['estimate'] if r['estimate'] is None else round(r['estimate'], 3)} {shown}  "
+              f"{r['seconds']:.0f} s", flush=True)
+        out = Path(args.out)                       # after every method: a stopped run keeps what it has
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows).to_csv(out, index=False)
+    print(f"rows written to {args.out}")
 
 
 if __name__ == "__main__":

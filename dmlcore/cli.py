@@ -299,7 +299,7 @@ def _effect_text(effect: dict) -> str:
                f"{linear} s.e., {kind}" if linear and kind else f"{linear} s.e." if linear else "delta method")
         text += f" [{effect['ci_lower']:.4g}, {effect['ci_upper']:.4g}] ({effect['level']:.0%}, {how})"
     elif interval.startswith("weakly identified"):
-        text += f" (weakly identified, strength {debiased['strength']:.3g}: no confident interval)"
+        text += f" ({interval})"            # weakly identified (its one-line reason): no interval
     else:
         text += " (no interval: add --bootstrap B)"
     for entry in effect.get("intervals") or []:

@@ -33,9 +33,18 @@ the difference (sd_i(psi_i - psi'_i) / sqrt(n)) of every richer rung's.
 Weak identification: ``strength`` = n / (mean_i xi-hat(C_i)^2 Var(A | covariates) / D^2), D the
 distance of a binary treatment's two values (1 for a slope), Var(A | covariates) the variance of
 A's residual on the covariates. In the linear model with one instrument it is n times the first
-stage's partial R^2, close to the first-stage F; it falls as the representer explodes.
-Below WEAK_STRENGTH the effect is reported as weakly identified (calibrated in
-docs/coverage.md).
+stage's partial R^2, close to the first-stage F; it falls as the representer explodes. The
+effect is reported as weakly identified (:func:`weak_reason`, one line) below WEAK_STRENGTH, or
+when the run's linear first-stage F is below WEAK_FIRST_STAGE_F (calibrated on the coverage
+measured across instrument strengths, docs/coverage.md).
+
+Clusters (``cluster``): the representer's folds keep each cluster whole and every standard error
+comes from the clusters' sums of the score (:mod:`dmlcore.clusters`).
+
+Beside the headline: ``sieve_estimate`` / ``sieve_std_error``, the sieve minimum-distance fit of f
+in the chosen bases corrected with the same representer (a check whose f-hat the bases can
+represent), and the specification spread (:func:`specification_spread`: every basis, each
+cross-fit of a repeated cross-fitting).
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.stats import norm
 
+from dmlcore.clusters import cluster_folds, describe, groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import supports
@@ -57,10 +67,18 @@ EFFECT_FOLDS = 2         # refits of the method that cross-fit f-hat (the held-o
 MAX_LEVELS = 10          # a covariate with at most this many integer values gets level indicators
 ROWS_PER_FUNCTION = 10   # training rows per function of q(C), at least
 LEPSKI_Z = 2.5           # about the two-sided Bonferroni 5 % point over four comparisons
-WEAK_STRENGTH = 10.0     # below: weakly identified (calibrated on the weak-instrument design)
+WEAK_STRENGTH = 10.0     # representer strength below this: weakly identified (docs/coverage.md)
+WEAK_FIRST_STAGE_F = 16.4  # the linear first stage's F below this: weakly identified; the smallest bar at which the
+                           # silent fits of the strength sweep, pooled, covered 90 % (docs/coverage.md; per design: missed)
 PENALTY = 1.0            # lambda * sqrt(n): the representer's spline terms smoothed less as n grows
-SINGULAR = 1e-9          # smallest eigenvalue of G'Q^-1G relative to its largest: not identified
+SINGULAR = 1e-9          # smallest eigenvalue of G'Q^-1G (columns scaled to unit diagonal) relative to its largest
+SINGULAR_TEXT = "the conditioning variables do not move every function of f's basis (G'Q^-1G is singular)"
+NULL_LOAD = 1e-6         # share of M (scaled) on G'Q^-1G's null directions above which the effect is not identified
 PREDICT_ROWS = 2 ** 16   # points predicted at once
+SPREAD_SE = 2.0          # a specification spread wider than this many standard errors is reported as sensitive
+SPREAD_RULE = ("headline: the debiased effect of the fit as configured (its learners; with repeated cross-fitting, "
+               "the median f-hat), with the representer basis Lepski's rule picks; the spread lists the same effect "
+               "under the ladder's other bases and each cross-fit's own f-hat")
 SWITCHED_OFF = (f"not computed: switched off for this run (it refits the method {EFFECT_FOLDS} times, or reuses the "
                 f"held-out residual's refits where there are any); fit with the debiased effect on to get it")
 
@@ -131,17 +149,25 @@ def riesz_gamma(qq: np.ndarray, qb: np.ndarray, m: np.ndarray, omega: np.ndarray
 
     ``omega`` is the P-spline penalty of b (second differences of the spline terms: linear
     functions are not penalised) and lambda = ``penalty`` * tr(G'Q^-1G) / tr(Omega); 0 is the
-    exact minimum-distance solution. A DMLCoreError when G'Q^-1G is singular (the functional is
-    not identified in these bases)."""
+    exact minimum-distance solution. The solve is on b's columns scaled to a unit diagonal of
+    G'Q^-1G and takes the smallest solution where functions of b coincide on these rows (say
+    dummies of rare categories in a fold); a DMLCoreError when M loads on the functions that the
+    conditioning variables do not move (G'Q^-1G singular in M's direction: not identified in
+    these bases)."""
     qinv_g = spd_solve(qq, qb)
     gram = qb.T @ qinv_g
-    eig = np.linalg.eigvalsh((gram + gram.T) / 2)
-    if not np.isfinite(eig).all() or eig[0] <= SINGULAR * max(eig[-1], 1e-300):
-        raise DMLCoreError("G'Q^-1G is singular: the conditioning variables do not move every function "
-                           "of f's basis")
+    d = np.sqrt(np.clip(np.diag(gram), 1e-300, None))       # the checks are blind to the columns' units
+    eig, vec = np.linalg.eigh((gram + gram.T) / 2 / np.outer(d, d))
+    if not np.isfinite(eig).all():
+        raise DMLCoreError(SINGULAR_TEXT)
+    null = eig <= SINGULAR * max(eig[-1], 1e-300)
+    target = m / d
+    if null.all() or np.linalg.norm(vec[:, null].T @ target) > NULL_LOAD * max(np.linalg.norm(target), 1e-300):
+        raise DMLCoreError(SINGULAR_TEXT)
     if omega is not None and penalty > 0 and np.trace(omega) > 0:
         gram = gram + penalty * np.trace(gram) / np.trace(omega) * omega
-    return qinv_g @ np.linalg.solve(gram, m)
+    scaled = (gram + gram.T) / 2 / np.outer(d, d)
+    return qinv_g @ (np.linalg.lstsq(scaled, target, rcond=SINGULAR)[0] / d)
 
 
 def smoothness(basis) -> np.ndarray:
@@ -164,6 +190,27 @@ def cross_fitted_xi(bx: np.ndarray, qc: np.ndarray, mb: np.ndarray, fold_of: np.
                             omega, penalty)
         xi[held] = qc[held] @ gamma
     return xi
+
+
+def cross_fitted_sieve(bx: np.ndarray, qc: np.ndarray, mb: np.ndarray, y: np.ndarray, fold_of: np.ndarray,
+                       omega: np.ndarray | None = None, penalty: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The sieve minimum-distance fit of f in b with the instruments q (Sieve 2SLS in the
+    representer's bases, penalised as :func:`riesz_gamma`), cross-fitted like xi-hat: (its f at
+    each row, its m(W_i; f) at each row), each from the fit without the row's fold. Corrected with
+    the same representer it is the check beside the debiased effect (``sieve_estimate``): an
+    estimate whose f-hat the representer's bases can represent."""
+    f_rows, m_rows = np.empty(len(bx)), np.empty(len(bx))
+    for k in np.unique(fold_of):
+        train, held = fold_of != k, fold_of == k
+        n = train.sum()
+        qq, qb = qc[train].T @ qc[train] / n, qc[train].T @ bx[train] / n
+        qinv_g = spd_solve(qq, qb)
+        gram = qb.T @ qinv_g
+        if omega is not None and penalty > 0 and np.trace(omega) > 0:
+            gram = gram + penalty * np.trace(gram) / np.trace(omega) * omega
+        beta = np.linalg.lstsq((gram + gram.T) / 2, qinv_g.T @ (qc[train].T @ y[train] / n), rcond=SINGULAR)[0]
+        f_rows[held], m_rows[held] = bx[held] @ beta, mb[held] @ beta
+    return f_rows, m_rows
 
 
 # ------------------------------------------------------------------ the contrast per row
@@ -198,7 +245,8 @@ class CrossFitted:
     """f-hat at every data row and contrast point from a refit that never saw the row.
 
     ``add(held, estimator)`` takes one fold's held-out rows and the method refitted without
-    them (:func:`dmlcore.heldout.fold_refits`); ``complete`` once every row is covered. ``error``
+    them (:func:`dmlcore.heldout.fold_refits`, or the DML-CMR family's second stage alone:
+    ``refit_second_stage``, said by ``how``); ``complete`` once every row is covered. ``error``
     says why the refits failed, when they did; ``wanted`` is the number of refits asked for.
     """
 
@@ -206,7 +254,7 @@ class CrossFitted:
         self.data, self.plan, self.wanted = data, plan, wanted
         self.f_rows = np.full(len(data.table), np.nan)
         self.f_points = np.full(len(plan.weights), np.nan)
-        self.folds, self.error = 0, None
+        self.folds, self.error, self.how = 0, None, "refits of the method"
 
     def add(self, held, estimator) -> None:
         mask = np.zeros(len(self.f_rows), dtype=bool)
@@ -222,32 +270,47 @@ class CrossFitted:
 
 
 def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, seed: int = 0,
-                    folds: int = RIESZ_FOLDS, ladder=LADDER, crossfit: CrossFitted | None = None) -> dict:
+                    folds: int = RIESZ_FOLDS, ladder=LADDER, crossfit: CrossFitted | None = None,
+                    cluster: str | None = None, variants: dict | None = None) -> dict:
     """The debiased effect of a fitted ``estimator`` (anything with ``predict``) on ``data``.
 
     ``plan`` is :func:`dmlcore.effects.contrast` (data) with its ``rows``. With a complete
     ``crossfit``, f-hat at each row comes from the refit that never saw it (the default of
     ``fit_run``: a full-sample f-hat measured biased, docs/coverage.md); otherwise the
-    estimator's own. Returns the dict of :func:`debias` with ``f_hat`` saying which.
+    estimator's own. ``cluster`` names the column whose clusters the representer's folds keep
+    whole and whose sums of the score give the standard error. Returns the dict of :func:`debias`
+    with ``f_hat`` saying which.
     """
+    groups = groups_of(data.table, cluster)
     if crossfit is not None and crossfit.complete:
         out = debias(data, plan, crossfit.f_points, crossfit.f_rows, level=level, seed=seed, folds=folds,
-                     ladder=ladder)
-        out["f_hat"] = f"cross-fitted: {crossfit.folds} refits, each row's f-hat from the refit without it"
+                     ladder=ladder, groups=groups, variants=variants)
+        out["f_hat"] = (f"cross-fitted: {crossfit.folds} {crossfit.how}, each row's f-hat from the refit "
+                        f"without it")
     else:
         f_points = predict(estimator, plan.points[data.input_columns])
         f_rows = predict(estimator, data.table[data.input_columns])
-        out = debias(data, plan, f_points, f_rows, level=level, seed=seed, folds=folds, ladder=ladder)
+        out = debias(data, plan, f_points, f_rows, level=level, seed=seed, folds=folds, ladder=ladder,
+                     groups=groups, variants=variants)
         why = f" ({crossfit.error})" if crossfit is not None and crossfit.error else ""
         out["f_hat"] = f"the full-sample fit, not cross-fitted{why}"
     out["interval"] += f"; f-hat {out['f_hat']}"
+    if groups is not None:
+        out["clusters"] = {"column": cluster, "count": int(len(np.unique(groups)))}
+        out["interval"] += (f"; clustered: the folds keep each of the {describe(cluster, groups)} whole and the "
+                            f"standard error sums the score within clusters (CR1)")
     return out
 
 
 def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, level: float = 0.95,
-           seed: int = 0, folds: int = RIESZ_FOLDS, ladder=LADDER) -> dict:
+           seed: int = 0, folds: int = RIESZ_FOLDS, ladder=LADDER, groups: np.ndarray | None = None,
+           variants: dict | None = None) -> dict:
     """The debiased effect from f-hat at the contrast's points (``f_points``) and at the data's
-    rows (``f_rows``): these may come from one fit or from cross-fitted ones.
+    rows (``f_rows``): these may come from one fit or from cross-fitted ones. With ``groups``
+    (the rows' cluster numbers) the representer's folds keep clusters whole and every standard
+    error (the effect's, Lepski's differences) comes from cluster sums (:mod:`dmlcore.clusters`).
+    ``variants`` ({label: (f_points, f_rows)}, other fits of f such as the cross-fits of repeated
+    cross-fitting) are corrected with the chosen representer, for the specification spread.
 
     Returns {"estimate", "std_error", "ci_lower", "ci_upper", "uncorrected" (the mean of m(W; f-hat)
     for the f-hat corrected), "correction",
@@ -266,7 +329,8 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
     m_f = per_row(plan, n, f_points)
     used = np.isfinite(m_f)
     residual = y - np.asarray(f_rows, dtype=float)
-    fold_of = np.random.default_rng([seed, 43]).permutation(n) % folds
+    rng = np.random.default_rng([seed, 43])
+    fold_of = rng.permutation(n) % folds if groups is None else cluster_folds(groups, folds, rng)
     scale = treatment_scale(data, plan.treatment)
     results, seen = [], set()
     for rung in ladder:
@@ -282,33 +346,52 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
         mb = per_row(plan, n, basis=b)
         mb[~used] = 0.0
         names_x, names_c = [c.name for c in b.columns], [c.name for c in q.columns]
+        bx = b(data.table[names_x].to_numpy(dtype=float))
+        qc = q(data.table[names_c].to_numpy(dtype=float))
         try:
-            xi = cross_fitted_xi(b(data.table[names_x].to_numpy(dtype=float)),
-                                 q(data.table[names_c].to_numpy(dtype=float)), _rescaled(mb, used), fold_of,
-                                 smoothness(b), PENALTY / np.sqrt(n))
+            xi = cross_fitted_xi(bx, qc, _rescaled(mb, used), fold_of, smoothness(b), PENALTY / np.sqrt(n))
         except DMLCoreError as exc:
             results.append({**entry, "skipped": str(exc)})
             continue
         psi = np.where(used, m_f, 0.0) * n / used.sum() + xi * residual
-        results.append({**entry, "psi": psi, "estimate": float(psi.mean()),
-                        "std_error": float(psi.std(ddof=1) / np.sqrt(n)),
-                        "strength": float(n / max(np.mean(xi ** 2) * scale, 1e-300))})
+        f_s, m_s = cross_fitted_sieve(bx, qc, _rescaled(mb, used), y, fold_of, smoothness(b), PENALTY / np.sqrt(n))
+        psi_s = m_s + xi * (y - f_s)
+        results.append({**entry, "psi": psi, "xi": xi, "estimate": float(psi.mean()),
+                        "std_error": mean_se(psi, groups),
+                        "strength": float(n / max(np.mean(xi ** 2) * scale, 1e-300)),
+                        "sieve_estimate": float(psi_s.mean()), "sieve_std_error": mean_se(psi_s, groups)})
     fitted = [r for r in results if "psi" in r]
     if not fitted:
-        why = "; ".join(f"{r['basis']}: {r['skipped']}" for r in results)
-        raise DMLCoreError(f"no basis identifies it ({why})")
-    chosen = lepski(fitted, n)
+        reasons = list(dict.fromkeys(r["skipped"] for r in results))
+        raise DMLCoreError(f"no basis identifies it: {len(results)} representer bases tried; {reasons[0]}"
+                           + (f" (and {len(reasons) - 1} other reason{'s' * (len(reasons) > 2)})"
+                              if len(reasons) > 1 else ""))
+    chosen = lepski(fitted, n, groups)
     z = float(norm.ppf(0.5 + level / 2))
     plug = float(np.mean(m_f[used]))
     est, se = chosen["estimate"], chosen["std_error"]
     weak = not (np.isfinite(se) and chosen["strength"] >= WEAK_STRENGTH)
     return {"estimate": est, "std_error": se, "ci_lower": est - z * se, "ci_upper": est + z * se,
+            "sieve_estimate": chosen["sieve_estimate"], "sieve_std_error": chosen["sieve_std_error"],
             "uncorrected": plug, "correction": est - plug, "strength": chosen["strength"], "weakly_identified": weak,
             "basis": chosen["basis"], "folds": folds,
-            "rungs": [{k: v for k, v in r.items() if k != "psi"} for r in results],
+            "rungs": [{k: v for k, v in r.items() if k not in ("psi", "xi")} for r in results],
+            "variants": [_variant(label, f_p, f_r, plan, y, chosen["xi"], groups)
+                         for label, (f_p, f_r) in (variants or {}).items()],
             "interval": (f"debiased: plug-in + mean of xi-hat(C) (Y - f-hat(X)), xi-hat the Riesz representer by "
                          f"sieve minimum distance ({chosen['basis']}), cross-fitted over {folds} folds; "
                          f"estimate -/+ {z:.2f} x sd(score)/sqrt(n)")}
+
+
+def _variant(label: str, f_points, f_rows, plan, y: np.ndarray, xi: np.ndarray, groups) -> dict:
+    """Another fit of f (``f_points``, ``f_rows``) corrected with the representer ``xi``: {"what",
+    "plug_in", "estimate", "std_error"}."""
+    n = len(y)
+    m_f = per_row(plan, n, f_points)
+    used = np.isfinite(m_f)
+    psi = np.where(used, m_f, 0.0) * n / used.sum() + xi * (y - np.asarray(f_rows, dtype=float))
+    return {"what": label, "plug_in": float(np.mean(m_f[used])), "estimate": float(psi.mean()),
+            "std_error": mean_se(psi, groups)}
 
 
 def _rescaled(mb: np.ndarray, used: np.ndarray) -> np.ndarray:
@@ -329,12 +412,12 @@ def treatment_scale(data: CausalData, treatment: str) -> float:
     return float(np.var(residual)) / unit ** 2
 
 
-def lepski(fitted: list[dict], n: int) -> dict:
+def lepski(fitted: list[dict], n: int, groups: np.ndarray | None = None) -> dict:
     """The first rung whose estimate agrees with every richer one's within LEPSKI_Z standard
-    errors of their difference; the richest when none does."""
+    errors of their difference (from cluster sums with ``groups``); the richest when none does."""
     for j, rung in enumerate(fitted):
         if all(abs(rung["estimate"] - other["estimate"])
-               <= LEPSKI_Z * np.std(rung["psi"] - other["psi"], ddof=1) / np.sqrt(n) for other in fitted[j + 1:]):
+               <= LEPSKI_Z * mean_se(rung["psi"] - other["psi"], groups) for other in fitted[j + 1:]):
             return rung
     return fitted[-1]
 
@@ -350,7 +433,8 @@ def check_effect_folds(folds) -> int:
 
 
 def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float = 0.95,
-                 crossfit: CrossFitted | None = None, debias: bool = True) -> dict:
+                 crossfit: CrossFitted | None = None, debias: bool = True, cluster: str | None = None,
+                 first_stage_f: float | None = None) -> dict:
     """``effect`` (the record of :func:`dmlcore.effects.effect_record`) with the debiased effect.
 
     The plug-in's numbers move to ``effect["plug_in"]``; ``effect["debiased"]`` is
@@ -360,7 +444,9 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     Weakly identified: the headline interval is None and ``interval`` says so in words. When the
     debiased effect cannot be computed, or is switched off (``debias=False``: :data:`SWITCHED_OFF`),
     ``debiased`` is None and ``debiased_error`` says why in one line.
-    ``crossfit`` holds the refits' f-hat (:class:`CrossFitted`).
+    ``crossfit`` holds the refits' f-hat (:class:`CrossFitted`); ``cluster`` the column whose
+    clusters the interval accounts for; ``first_stage_f`` the linear first stage's F of the run's
+    diagnostics, which the weak-identification flag reads (:func:`weak_reason`).
     """
     effect["plug_in"] = {k: effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "interval")}
     effect["debiased"], effect["weakly_identified"] = None, None
@@ -374,12 +460,15 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
         effect["debiased_error"] = SWITCHED_OFF
         return effect
     try:
-        result = debiased_effect(estimator, data, plan, level=level, crossfit=crossfit)
+        result = debiased_effect(estimator, data, plan, level=level, crossfit=crossfit, cluster=cluster,
+                                 variants=crossfit_variants(estimator, data, plan))
     except DMLCoreError as exc:
         effect["debiased_error"] = f"no debiased effect: {exc}."
         return effect
+    reason = weak_reason(result["strength"], result["std_error"], first_stage_f)
+    result.update(weakly_identified=reason is not None, weak_reason=reason, first_stage_f=first_stage_f)
     weak = result["weakly_identified"]
-    effect.update(debiased=result, weakly_identified=weak)
+    effect.update(debiased=result, weakly_identified=weak, spread=specification_spread(result))
     effect["intervals"].append({"interval": result["interval"], "ci_lower": result["ci_lower"],
                                 "ci_upper": result["ci_upper"], "estimate": result["estimate"],
                                 "estimand": plan.estimand, "source": "debiased", "weakly_identified": weak})
@@ -390,15 +479,62 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     effect.update(estimate=result["estimate"], ci_lower=result["ci_lower"], ci_upper=result["ci_upper"],
                   interval=result["interval"])
     if weak:
-        effect.update(ci_lower=None, ci_upper=None, interval=f"weakly identified: {weak_text(result)}")
+        effect.update(ci_lower=None, ci_upper=None, interval=weak_text(result))
     return effect
 
 
+def crossfit_variants(estimator, data: CausalData, plan) -> dict:
+    """{label: (f-hat at the contrast's points, at the data's rows)} of each cross-fit of a
+    repeated cross-fitting (``reps_crossfit`` > 1; each its own full-sample fit); empty otherwise."""
+    if not supports(estimator, "predict_spread"):
+        return {}
+    return {f"cross-fit {r + 1} of {len(estimator.estimators_)} (seed {seed})":
+            (predict(est, plan.points[data.input_columns]), predict(est, data.table[data.input_columns]))
+            for r, (seed, est) in enumerate(zip(estimator.seeds_, estimator.estimators_))}
+
+
+def specification_spread(result: dict) -> dict:
+    """The effect under the specifications the fit computed besides its headline: every
+    representer basis of the ladder, and each cross-fit of a repeated cross-fitting (its own f-hat
+    corrected with the headline's representer). {"rule", "estimate", "std_error", "specifications":
+    [{"kind", "what", "estimate"}], "low", "high", "range_over_se", "sensitive", "text"};
+    ``sensitive`` when the range exceeds SPREAD_SE standard errors of the headline."""
+    specs = [{"kind": "representer basis", "what": r["basis"], "estimate": r["estimate"]}
+             for r in result["rungs"] if "estimate" in r]
+    specs += [{"kind": "cross-fit", "what": v["what"], "estimate": v["estimate"], "plug_in": v["plug_in"]}
+              for v in result.get("variants", [])]
+    values = np.array([result["estimate"]] + [s["estimate"] for s in specs], dtype=float)
+    low, high, se = float(values.min()), float(values.max()), float(result["std_error"])
+    ratio = (high - low) / se if se > 0 else float("inf")
+    sensitive = bool(ratio > SPREAD_SE)
+    text = (f"across {len(specs)} specifications (representer bases{', cross-fits' * bool(result.get('variants'))}) "
+            f"the effect ranges {low:.4g} to {high:.4g}, {ratio:.2g} standard errors"
+            + (f": more than {SPREAD_SE:g}, so the choice of specification matters here" if sensitive else ""))
+    return {"rule": SPREAD_RULE, "estimate": result["estimate"], "std_error": se, "specifications": specs,
+            "low": low, "high": high, "range_over_se": ratio, "sensitive": sensitive, "text": text}
+
+
+def weak_reason(strength: float, std_error: float, first_stage_f: float | None = None) -> str | None:
+    """Why the debiased effect counts as weakly identified, in one line, or None when it does not:
+    a standard error that is not finite, the representer's strength below WEAK_STRENGTH, or the
+    linear first stage's F (the run's diagnostics) below WEAK_FIRST_STAGE_F. Both bars come from
+    the coverage measured across instrument strengths (docs/coverage.md)."""
+    if not np.isfinite(std_error):
+        return "its standard error is not finite"
+    if not strength >= WEAK_STRENGTH:
+        return (f"the representer's strength {strength:.3g} is below {WEAK_STRENGTH:g}: C barely moves f's inputs "
+                f"where the effect needs")
+    if first_stage_f is not None and np.isfinite(first_stage_f) and first_stage_f < WEAK_FIRST_STAGE_F:
+        return (f"the linear first stage's F {first_stage_f:.3g} is below {WEAK_FIRST_STAGE_F:g}, where such "
+                f"intervals covered under 90 %")
+    return None
+
+
 def weak_text(result: dict) -> str:
-    """The weak-identification warning in words."""
-    return (f"the effect is weakly identified here (strength {result['strength']:.3g}, below {WEAK_STRENGTH:g}: "
-            f"the instruments barely move the treatment in the directions f needs), so no confident interval is "
-            f"given; the debiased estimate {result['estimate']:.4g} has standard error {result['std_error']:.3g}")
+    """The weak-identification warning in one line (at most about 200 characters)."""
+    reason = result.get("weak_reason") or weak_reason(result["strength"], result["std_error"])
+    return (f"weakly identified ({reason}): debiased estimate {result['estimate']:.4g}, s.e. "
+            f"{result['std_error']:.3g}, no interval")
 
 
 def tsls_estimand(plan, data: CausalData) -> str:

@@ -15,6 +15,7 @@ and ``coverage_strong`` is the coverage of the others).
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from pathlib import Path
 
@@ -23,15 +24,48 @@ import pandas as pd
 from scipy.stats import norm
 
 from dmlcore.data.registry import load_dataset
-from dmlcore.debiased import WEAK_STRENGTH
+from dmlcore.debiased import weak_reason
 
 SHIPPED = Path(__file__).resolve().parent / "data" / "files" / "effect-coverage.csv"
 DESIGN_TITLES = {"linear": "linear", "weak": "weak instrument", "demand-iv": "demand-iv (authors')",
                  "demand-pcl": "demand-pcl (average slope)", "nonlinear-iv": "nonlinear first stage and f",
-                 "hetero-iv": "heteroscedastic noise"}
+                 "hetero-iv": "heteroscedastic noise", "weak-0.15": "instrument strength 0.15",
+                 "weak-0.2": "instrument strength 0.2", "weak-0.3": "instrument strength 0.3",
+                 "moderate-pcl": "moderate proxies (PCL)", "clustered-iv": "clustered IV, clusters respected",
+                 "clustered-iv-ignored": "clustered IV, clusters ignored"}
+F_CANDIDATES = (10.0, 16.4, 23.1, 30.0, 50.0, 104.7)   # Staiger-Stock, Stock-Yogo 10 %, Montiel Olea-Pflueger 10 %, ..., Lee et al. 2022
 KINDS = {"plug_in": "plug-in's own", "debiased": "debiased"}
 COLUMNS = ("design", "problem", "arm", "kind", "seeds", "coverage", "coverage_se", "width", "sd", "width_ratio", "bias",
            "weak_share", "coverage_strong")
+
+
+def record_columns(record: dict | None) -> dict:
+    """The columns a coverage row takes from its fit's run record beyond the study's own: the
+    linear first stage's F (``effect_first_stage_f``: the diagnostics' statistic, effective F
+    with a robust or clustered covariance), each representer basis's estimate and standard
+    error (``effect_rungs``, JSON [[estimate, se, strength], ...] in the ladder's order, identified
+    bases only), the index of the chosen one (``effect_rung``) and the specification spread in
+    standard errors (``effect_spread_se``), and the sieve check in the representer's bases
+    (``effect_sieve_estimate``, ``effect_sieve_se``)."""
+    effect = (record or {}).get("effect") or {}
+    debiased = effect.get("debiased") or {}
+    strength = ((record or {}).get("diagnostics") or {}).get("strength") or {}
+    rungs = [r for r in debiased.get("rungs") or [] if "estimate" in r]
+    chosen = next((i for i, r in enumerate(rungs) if r["basis"] == debiased.get("basis")), None)
+    return {"effect_first_stage_f": strength.get("f_stat"),
+            "effect_sieve_estimate": debiased.get("sieve_estimate"), "effect_sieve_se": debiased.get("sieve_std_error"),
+            "effect_rungs": json.dumps([[r["estimate"], r["std_error"], r["strength"]] for r in rungs]) if rungs else None,
+            "effect_rung": chosen, "effect_spread_se": (effect.get("spread") or {}).get("range_over_se")}
+
+
+def weak_mask(rows: pd.DataFrame) -> pd.Series:
+    """Which fits the weak-identification flag (:func:`dmlcore.debiased.weak_reason`, today's
+    thresholds) catches, from their rows: the representer's strength, the debiased standard error
+    and, where the rows have it, the linear first stage's F."""
+    columns = [pd.to_numeric(rows.get(c, pd.Series(np.nan, index=rows.index)), errors="coerce")
+               for c in ("effect_strength", "effect_debiased_se", "effect_first_stage_f")]
+    return pd.Series([weak_reason(s, se, None if np.isnan(f) else f) is not None for s, se, f in zip(*columns)],
+                     index=rows.index)
 
 
 def arm_of(method: str, learner, f_model) -> str:
@@ -55,8 +89,7 @@ def summarize(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     out = []
     for (design, arm), group in done.groupby(["design", "arm"], sort=False):
         truth = pd.to_numeric(group["effect_truth"], errors="coerce")
-        strength = pd.to_numeric(group["effect_strength"], errors="coerce")
-        weak = ~(strength >= WEAK_STRENGTH)
+        weak = weak_mask(group)
         for kind, (estimate, lower, upper) in {
                 "plug_in": ("effect_plug_in", "effect_plug_in_ci_lower", "effect_plug_in_ci_upper"),
                 "debiased": ("effect_debiased", "effect_debiased_ci_lower", "effect_debiased_ci_upper")}.items():
@@ -152,3 +185,92 @@ def demand_contrast(table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, st
             f"and its interval covers the true slope in {_share(plug)} of {int(plug['seeds'])} data sets; "
             f"the debiased effect is off by {debiased['bias']:+.2f} and covers in {_share(debiased)}.")
     return shown, text
+
+
+# ------------------------------------------------------------------ the weak-identification flag (issue 31)
+def debiased_fits(rows: pd.DataFrame) -> pd.DataFrame:
+    """The fits with a debiased interval and a truth, with ``covered`` and the arm."""
+    done = rows[(rows["status"] == "done")].copy()
+    for c in ("effect_debiased", "effect_debiased_ci_lower", "effect_debiased_ci_upper", "effect_truth",
+              "effect_debiased_se", "effect_strength", "effect_first_stage_f"):
+        done[c] = pd.to_numeric(done.get(c, pd.Series(np.nan, index=done.index)), errors="coerce")
+    done = done[done["effect_debiased_ci_lower"].notna() & done["effect_truth"].notna()]
+    done["covered"] = ((done["effect_debiased_ci_lower"] <= done["effect_truth"])
+                       & (done["effect_truth"] <= done["effect_debiased_ci_upper"]))
+    done["arm"] = [arm_of(m, lr, fm) for m, lr, fm in zip(done["method"], done["learner"], done["f_model"])]
+    return done
+
+
+def coverage_by(rows: pd.DataFrame, column: str, edges) -> pd.DataFrame:
+    """Coverage of the debiased intervals (every arm) per design and bin of ``column``."""
+    fits = debiased_fits(rows)
+    fits["bin"] = pd.cut(fits[column], edges, right=False)
+    return (fits.groupby(["design", "bin"], observed=True)["covered"].agg(["mean", "size"])
+            .rename(columns={"mean": "coverage", "size": "fits"}).reset_index())
+
+
+STRENGTH_SWEEP = ("weak", "weak-0.15", "weak-0.2", "weak-0.3", "linear", "clustered-iv")   # the F bar's designs
+
+
+def calibrate_first_stage_f(rows: pd.DataFrame, target: float = 0.90, candidates=F_CANDIDATES,
+                            min_fits: int = 20, designs=STRENGTH_SWEEP) -> tuple[float | None, float | None, pd.DataFrame]:
+    """The first-stage F bar the rows support, among ``candidates``: (the smallest bar at or above
+    which the debiased intervals (every arm) cover at least ``target`` on every design of
+    ``designs`` with at least ``min_fits`` such fits, the smallest at which the silent fits of
+    those designs pooled do, the table behind both: design, threshold, fits at or above, their
+    coverage, share flagged). A bar is None when no candidate meets it. ``designs``: the linear
+    design at instrument strengths 0.1 to 1, and clustered; designs whose intervals miss for other
+    reasons (moderate proxies, clusters ignored) are not calibrated on -- the coverage by F shows
+    them."""
+    fits = debiased_fits(rows)
+    fits = fits[fits["effect_first_stage_f"].notna() & fits["design"].isin(designs)]
+    table, per_design, pooled = [], None, None
+    for threshold in candidates:
+        ok = True
+        for design, part in fits.groupby("design", sort=False):
+            silent = part[part["effect_first_stage_f"] >= threshold]
+            coverage = float(silent["covered"].mean()) if len(silent) else np.nan
+            table.append({"design": design, "threshold": threshold, "fits": int(len(silent)), "coverage": coverage,
+                          "flagged": float(1 - len(silent) / len(part))})
+            ok &= len(silent) < min_fits or coverage >= target
+        silent = fits[fits["effect_first_stage_f"] >= threshold]
+        table.append({"design": "pooled", "threshold": threshold, "fits": int(len(silent)),
+                      "coverage": float(silent["covered"].mean()) if len(silent) else np.nan,
+                      "flagged": float(1 - len(silent) / len(fits)) if len(fits) else np.nan})
+        if ok and per_design is None:
+            per_design = threshold
+        if len(silent) >= min_fits and silent["covered"].mean() >= target and pooled is None:
+            pooled = threshold
+    return per_design, pooled, pd.DataFrame(table)
+
+
+def variance_rules(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """Coverage, width / needed and bias of the debiased effect per design and arm under four
+    rules, from the same fits: the score's standard error (today's), the larger of it and the
+    sieve check's (``max``), the score's with the representer bases' spread added
+    (sqrt(se^2 + mean_j (theta_j - theta)^2) over the identified bases: ``bases``), and the sieve
+    check itself (its estimate and standard error: ``sieve``)."""
+    z = float(norm.ppf(0.5 + level / 2))
+    fits = debiased_fits(rows)
+    for c in ("effect_sieve_se", "effect_sieve_estimate"):
+        fits[c] = pd.to_numeric(fits.get(c, pd.Series(np.nan, index=fits.index)), errors="coerce")
+    spread = []
+    for est, rungs in zip(fits["effect_debiased"], fits.get("effect_rungs", pd.Series(None, index=fits.index))):
+        values = [r[0] for r in json.loads(rungs)] if isinstance(rungs, str) else []
+        spread.append(float(np.mean((np.array(values) - est) ** 2)) if values else np.nan)
+    se, est = fits["effect_debiased_se"], fits["effect_debiased"]
+    rules = {"score": (est, se), "max": (est, np.maximum(se, fits["effect_sieve_se"])),
+             "bases": (est, np.sqrt(se ** 2 + np.array(spread))),
+             "sieve": (fits["effect_sieve_estimate"], fits["effect_sieve_se"])}
+    out = []
+    for (design, arm), part in fits.groupby(["design", "arm"], sort=False):
+        for rule, (values, errors) in rules.items():
+            e, s = values.loc[part.index], errors.loc[part.index]
+            has = s.notna() & e.notna()
+            if has.sum() < 2:
+                continue
+            err, sd = (e - part["effect_truth"])[has], float(e[has].std(ddof=1))
+            out.append({"design": design, "arm": arm, "rule": rule, "fits": int(has.sum()),
+                        "coverage": float((err.abs() <= z * s[has]).mean()),
+                        "width_ratio": float(s[has].mean() / sd) if sd > 0 else np.nan, "bias": float(err.mean())})
+    return pd.DataFrame(out)

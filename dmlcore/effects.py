@@ -31,6 +31,12 @@ Intervals (:func:`effect_record`, level ``LEVEL``):
   With cross-fitting, a resample's repeated rows can fall in a fold and in its complement, so
   the nuisances see some held-out rows: the coverage measured in docs/coverage.md includes it.
 
+Clusters (``cov_type="clustered"``, ``cluster``): 2SLS's interval and its Anderson-Rubin set use
+the clustered covariance, the bootstrap draws whole clusters, the debiased interval sums the score
+within clusters (:mod:`dmlcore.clusters`), and the spline second stage's delta-method interval,
+whose sandwich takes rows as independent, is refused in one line; ``effect["clusters"]`` says
+which interval does what (:func:`cluster_treatment`).
+
 How often each interval covers the truth was measured by simulation: docs/coverage.md.
 """
 
@@ -42,6 +48,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from dmlcore.clusters import describe, groups_of, resample_clusters
 from dmlcore.covariance import covariance_words
 from dmlcore.data.roles import CausalData
 from dmlcore.debiased import add_debiased
@@ -58,6 +65,8 @@ STEP = 0.05                 # half-step of the central differences, in standard 
 MIN_BOOTSTRAP, MAX_BOOTSTRAP = 2, 5000
 MIN_SUCCESS = 0.8           # share of bootstrap refits that must succeed
 STACK_VALUES = 2 ** 23      # values of the points predicted at once
+CLOSED_FORM_REFUSED = ("delta method on the spline second stage: not given with clustered errors (its sandwich "
+                       "takes rows as independent); the debiased interval is clustered")
 
 
 @dataclass
@@ -174,7 +183,8 @@ def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: flo
 
 
 def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: dict | None = None,
-                  crossfit=None, debias: bool = True) -> dict:
+                  crossfit=None, debias: bool = True, cluster: str | None = None,
+                  first_stage_f: float | None = None) -> dict:
     """The run record's ``effect``: {estimand, estimate, ci_lower, ci_upper, level, interval}.
 
     The interval is the bootstrap's when ``bootstrap`` (from :func:`bootstrap_effect`) is
@@ -184,6 +194,11 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     effect (:func:`dmlcore.debiased.add_debiased`, f-hat from ``crossfit`` when given) becomes
     the headline and these numbers move to ``plug_in``; with ``debias=False`` it is not computed
     and these numbers stay the headline.
+
+    ``cluster`` (the column of ``cov_type="clustered"``): ``clusters`` says how each interval
+    treats them (:func:`cluster_treatment`); the spline second stage's delta-method interval,
+    whose sandwich takes rows as independent, is refused in one line. ``first_stage_f`` (the
+    run's linear first-stage F) feeds the weak-identification flag.
     """
     try:
         plan = contrast(data)
@@ -194,7 +209,10 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     estimate = exact["estimate"] if exact else plug_in(estimator, plan)
     out = {"estimand": plan.estimand, "treatment": plan.treatment, "estimate": estimate, "ci_lower": None,
            "ci_upper": None, "level": level, "interval": None, "intervals": []}
-    if exact:
+    if exact and cluster and getattr(estimator, "cov_type_", None) != "clustered":   # 2SLS's own is clustered
+        out["intervals"].append({"interval": CLOSED_FORM_REFUSED, "ci_lower": None, "ci_upper": None,
+                                 "refused": True})
+    elif exact:
         out["intervals"].append({k: exact[k] for k in ("interval", "ci_lower", "ci_upper")})
     if bootstrap:
         z = float(norm.ppf(0.5 + level / 2))
@@ -209,7 +227,28 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     weak_robust = anderson_rubin_entry(estimator, data, plan, level)   # listed, never the headline
     if weak_robust is not None:
         out["intervals"].append(weak_robust)
-    return add_debiased(out, estimator, data, plan, level, crossfit, debias)
+    out = add_debiased(out, estimator, data, plan, level, crossfit, debias, cluster, first_stage_f)
+    if cluster:
+        out["clusters"] = cluster_treatment(out, data, cluster)
+    return out
+
+
+def cluster_treatment(effect: dict, data: CausalData, cluster: str) -> dict:
+    """How each interval of ``effect`` treats the clusters of the column ``cluster``: {"column",
+    "count", "intervals": [{"interval" (its first words), "treatment": "clustered" | "refused"}],
+    "text"} -- the line a page shows beside the effect."""
+    groups = groups_of(data.table, cluster)
+    entries = []
+    for entry in effect.get("intervals", []):
+        head = str(entry.get("interval") or "").split(":")[0]
+        entries.append({"interval": head, "treatment": "refused" if entry.get("refused") else "clustered"})
+    if effect.get("debiased") is None and effect.get("debiased_error"):
+        entries.append({"interval": "debiased", "treatment": "not computed"})
+    text = (f"clustered by '{cluster}' ({len(np.unique(groups)):,} clusters): every interval shown sums the score "
+            f"within clusters or resamples whole clusters, and every fold keeps a cluster whole")
+    if any(e["treatment"] == "refused" for e in entries):
+        text += "; the spline second stage's delta-method interval is refused (rows taken as independent)"
+    return {"column": cluster, "count": int(len(np.unique(groups))), "intervals": entries, "text": text}
 
 
 # ----------------------------------------------------------------- bootstrap
@@ -230,11 +269,14 @@ def bootstrap_effect(data: CausalData, method: str, fit_kwargs: dict, refits: in
     of the refits' effects, their (1 -/+ level)/2 quantiles and the interval in words.
 
     ``callback`` gets a stage event as each refit ends; ``should_stop()`` cancels between refits.
-    At least MIN_SUCCESS of the refits must succeed.
+    At least MIN_SUCCESS of the refits must succeed. With a ``cluster`` in ``fit_kwargs`` each
+    resample draws whole clusters (as many as the data has), not rows.
     """
     refits = check_bootstrap(refits)
     contrast(data)                      # no refit when there is no effect to summarise
-    items = [{"data": data, "method": method, "kwargs": fit_kwargs, "seed": seed, "index": b}
+    cluster = fit_kwargs.get("cluster")
+    groups = groups_of(data.table, cluster)
+    items = [{"data": data, "method": method, "kwargs": fit_kwargs, "seed": seed, "index": b, "groups": groups}
              for b in range(refits)]
     pool = get_executor(executor, jobs, address)
     estimates, errors = [], []
@@ -256,14 +298,18 @@ def bootstrap_effect(data: CausalData, method: str, fit_kwargs: dict, refits: in
     z = float(norm.ppf(0.5 + level / 2))
     return {"refits": refits, "failed": len(errors), "sd": float(values.std(ddof=1)),
             "percentile": [float(q) for q in np.quantile(values, [0.5 - level / 2, 0.5 + level / 2])],
-            "interval": f"bootstrap over rows, {refits} refits: estimate -/+ {z:.2f} x the refits' standard deviation"}
+            "clustered": groups is not None,
+            "interval": (f"bootstrap over {'rows' if groups is None else describe(cluster, groups)}, {refits} refits: "
+                         f"estimate -/+ {z:.2f} x the refits' standard deviation")}
 
 
 def _refit_effect(item: dict) -> float:
     """One bootstrap refit: the method's effect on a resample of the rows (picklable)."""
     data = item["data"]
     n = len(data.table)
-    rows = np.random.default_rng([item["seed"], 31, item["index"]]).integers(0, n, size=n)
+    rng = np.random.default_rng([item["seed"], 31, item["index"]])
+    groups = item.get("groups")
+    rows = rng.integers(0, n, size=n) if groups is None else resample_clusters(groups, rng)
     sample = data.subset(rows)
     estimator = make_estimator(item["method"], seed=item["seed"], **item["kwargs"])
     estimator.fit(sample)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dmlcore.clusters import cluster_folds, groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import make_estimator
@@ -55,7 +56,8 @@ def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = 
     given, gets each fold's held-out rows and the refit that never saw them (the debiased effect
     reuses them). Returns {"score", "relative", "std_error", "relative_std_error", "folds":
     [{"fold", "rows", "score"}], "k", "what"}: ``relative`` and its standard error are divided
-    by Var(Y); the standard error is that of the mean over rows of r_i * g(c_i).
+    by Var(Y); the standard error is that of the mean over rows of r_i * g(c_i) (from cluster sums
+    with a ``cluster`` in ``fit_kwargs``).
     """
     folds = check_folds(folds)
     _check_tabular(data, "The held-out residual")
@@ -71,7 +73,8 @@ def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = 
             on_fold(held, estimator)
         products[held] = _residual_products(estimator, data.subset(held), seed)
         entries.append({"fold": k, "rows": int(len(held)), "score": float(products[held].mean())})
-    score, se, var = float(products.mean()), float(products.std(ddof=1) / np.sqrt(n)), float(np.var(y))
+    groups = groups_of(data.table, fit_kwargs.get("cluster"))      # its standard error from cluster sums
+    score, se, var = float(products.mean()), mean_se(products, groups), float(np.var(y))
     return {"score": score, "relative": score / var, "std_error": se, "relative_std_error": se / var,
             "folds": entries, "k": folds,
             "what": (f"held-out projected residual: mean of r x E-hat[r | C] over rows the fit never saw "
@@ -81,16 +84,24 @@ def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = 
 def fold_refits(data: CausalData, method: str, fit_kwargs: dict, folds: int, *, seed: int = 0, callback=None,
                 should_stop=None, label: str = "held-out residual"):
     """Yield (k, held-out rows, the method refitted on the other rows) for each of ``folds``
-    random folds (the held-out residual's split); ``callback`` gets the refits' events with
-    ``progress`` over all folds, their stages named after ``label``."""
-    n = len(data.table)
-    fold_of = np.random.default_rng([seed, 29]).permutation(n) % folds
-    for k in range(folds):
-        held, train = np.flatnonzero(fold_of == k), np.flatnonzero(fold_of != k)
+    random folds (the held-out residual's split; with a ``cluster`` in ``fit_kwargs``, each
+    cluster in one fold); ``callback`` gets the refits' events with ``progress`` over all folds,
+    their stages named after ``label``."""
+    for k, (held, train) in enumerate(fold_split(data, folds, seed, fit_kwargs.get("cluster"))):
         report = None if callback is None else (lambda event, k=k: callback(_in_fold(event, k, folds, label)))
         estimator = make_estimator(method, seed=seed, **fit_kwargs)
         estimator.fit(data.subset(train), callback=report, should_stop=should_stop)
         yield k, held, estimator
+
+
+def fold_split(data: CausalData, folds: int, seed: int = 0, cluster: str | None = None) -> list[tuple]:
+    """(held-out rows, the other rows) of each of ``folds`` random folds: the held-out residual's
+    split, shared by the debiased effect's refits; each cluster of the column ``cluster`` whole."""
+    n = len(data.table)
+    rng = np.random.default_rng([seed, 29])
+    groups = groups_of(data.table, cluster)
+    fold_of = rng.permutation(n) % folds if groups is None else cluster_folds(groups, folds, rng)
+    return [(np.flatnonzero(fold_of == k), np.flatnonzero(fold_of != k)) for k in range(folds)]
 
 
 def projected_residual(estimator, data: CausalData, seed: int = 0) -> dict:

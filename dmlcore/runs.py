@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from dmlcore.covariance import check_covariance
+from dmlcore.covariance import check_covariance, cluster_columns, is_clustered
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, bridge_curve
 from dmlcore.debiased import EFFECT_FOLDS, CrossFitted, check_effect_folds, score_effect
@@ -33,10 +33,12 @@ from dmlcore.diagnostics import first_stage
 from dmlcore.effects import bootstrap_effect, check_bootstrap, contrast, effect_record
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import METHOD_TITLES, METHODS, make_estimator, record_folds, record_learner, supports
-from dmlcore.heldout import HELDOUT_FOLDS, check_folds, fold_refits, heldout_score
+from dmlcore.heldout import HELDOUT_FOLDS, check_folds, fold_refits, fold_split, heldout_score
 from dmlcore.learners import learner_name
 
 BAND_LEVEL = 0.95
+BANDS_NOT_CLUSTERED = ("not clustered: the band's variance takes rows as independent; read the effect's "
+                       "clustered interval, not this band, for the uncertainty")
 CURVE_POINTS = 60     # treatment values of a curve without a known truth
 STACK_ROWS = 2 ** 20  # rows stacked at once for the band of an averaged curve
 __all__ = ["METHODS", "METHOD_TITLES", "Run", "fit_run", "make_estimator", "band_summary", "curve_band"]
@@ -64,6 +66,8 @@ class Run:
         """
         if self._curve is None:
             self._curve = self._make_curve()
+            if is_clustered((self.record.get("config") or {}).get("cov_type") or "") and "band" in self._curve:
+                self._curve["band"] = self._curve["band"] + " (rows taken as independent: not clustered)"
         return self._curve.copy()
 
     def _make_curve(self) -> pd.DataFrame:
@@ -140,6 +144,8 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     if score_folds:
         check_folds(score_folds)
     linear_only = data.linear_options()        # absorbed fixed effects / weights: the linear IV methods only
+    if is_clustered(cov_type) and len(cluster_columns(cluster)) == 2:
+        linear_only["cluster"] = _two_way(method, cluster)
     if linear_only:
         score_folds = _linear_only_folds(linear_only, heldout_folds, effect_folds)
     if not isinstance(debias, bool):
@@ -229,17 +235,27 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     if own_refits:
         _stage(callback, f"debiased effect: {own_refits} refits on part of the rows", done)
         try:
-            for _, held, refit in fold_refits(data, method, fit_kwargs, own_refits, seed=seed,
-                                              callback=_refit_events(callback, done, own_refits * share),
-                                              should_stop=should_stop, label="debiased effect's cross-fit"):
-                crossfit.add(held, refit)
+            if hasattr(estimator, "refit_second_stage"):     # the DML-CMR family: f alone, nuisances kept
+                for held, train in fold_split(data, own_refits, seed, fit_kwargs.get("cluster")):
+                    crossfit.add(held, estimator.refit_second_stage(data, train, should_stop=should_stop))
+                crossfit.how = "refits of the second stage f, the nuisances kept"
+            else:
+                for _, held, refit in fold_refits(data, method, fit_kwargs, own_refits, seed=seed,
+                                                  callback=_refit_events(callback, done, own_refits * share),
+                                                  should_stop=should_stop, label="debiased effect's cross-fit"):
+                    crossfit.add(held, refit)
         except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: correct it as it is, say why
             crossfit.error = f"its refits failed: {exc}"
+    first_stage_f = ((record.get("diagnostics") or {}).get("strength") or {}).get("f_stat")
     record["effect"] = effect_record(estimator, data, bootstrap=boot, crossfit=crossfit,
-                                     debias=debias and not linear_only)
+                                     debias=debias and not linear_only,
+                                     cluster=cluster if is_clustered(cov_type) else None, first_stage_f=first_stage_f)
     if linear_only:
         record["effect"]["debiased_error"] = LINEAR_ONLY_DEBIASED
     record.update(absorb=list(data.absorb), weights=data.weights)
+    if is_clustered(cov_type):
+        for band in bands.values():          # the spline sandwich takes rows as independent: say so
+            band["clusters"] = BANDS_NOT_CLUSTERED
     if truth is not None and record["effect"].get("estimand") is not None:
         score_effect(record["effect"], truth, contrast(data))
     record["config"].update(bootstrap=bootstrap, heldout_folds=heldout_folds, effect_folds=effect_folds,
@@ -248,8 +264,18 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     return Run(record, estimator, data, truth)
 
 
-LINEAR_ONLY_DEBIASED = ("not computed: the debiased effect and the held-out residual take no absorbed fixed effects "
-                        "or weights; the linear IV coefficient is the effect")
+LINEAR_ONLY_DEBIASED = ("not computed: the debiased effect and the held-out residual take no absorbed fixed effects, "
+                        "weights or two-way clusters; the linear IV coefficient is the effect")
+
+
+def _two_way(method: str, cluster: str) -> str:
+    """``cluster`` ("a,b") for a linear IV method; refuse two-way clustering for the others, whose folds,
+    debiased effect and bootstrap keep whole the clusters of one column only."""
+    if "absorb_weights" not in METHODS[method].cls.capabilities:
+        takers = ", ".join(name for name, m in METHODS.items() if "absorb_weights" in m.cls.capabilities)
+        raise DMLCoreError(f"Two-way clustering (cluster={cluster!r}) is for the linear IV methods ({takers}); "
+                           f"{method} clusters by one column: give one.")
+    return cluster
 
 
 def _linear_only_folds(options: dict, heldout_folds, effect_folds) -> int:
@@ -273,13 +299,16 @@ def _debiased(method: str | None, debias: bool) -> bool:
 def fits_in_run(fit_kwargs: dict, has_truth: bool, method: str | None = None) -> int:
     """How many fits a ``fit_run`` of ``method`` with these keywords makes: the fit, its bootstrap
     refits, the held-out residual's refits (2 by default without a truth) and the debiased effect's
-    (shared with the held-out residual's; else 2 by default; none with ``debias=False`` or for a
-    method that ignores C) -- what its cost scales with."""
+    (shared with the held-out residual's; else 2 by default; none with ``debias=False``, for a
+    method that ignores C, or for the DML-CMR family without repeated cross-fitting, whose own
+    refits are of the second stage f alone, a fraction of a fit) -- what its cost scales with."""
     folds = fit_kwargs.get("heldout_folds")
     folds = (0 if has_truth else HELDOUT_FOLDS) if folds is None else folds
     effect = fit_kwargs.get("effect_folds")
     effect = (folds or EFFECT_FOLDS) if effect is None else effect
     own = int(effect) if effect != folds and _debiased(method, fit_kwargs.get("debias", True)) else 0
+    if method in METHODS and METHODS[method].second_stage and (fit_kwargs.get("reps_crossfit") or 1) == 1:
+        own = 0                                    # refit_second_stage: f alone, not a fit
     return 1 + int(fit_kwargs.get("bootstrap") or 0) + int(folds) + own
 
 

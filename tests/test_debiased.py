@@ -214,7 +214,7 @@ def test_the_regression_that_ignores_c_makes_no_refits_for_an_effect_it_never_co
     loaded = load_dataset("linear-iv", n=400, seed=1)
     calls = count_fits(monkeypatch, OutcomeRegression)
     record = fit_run(loaded.data, "regression", truth=loaded.truth, learner="linear").record
-    assert len(calls) == fits_in_run({}, True, "regression") == 1 < fits_in_run({}, True, "naive")
+    assert len(calls) == fits_in_run({}, True, "regression") == 1 < fits_in_run({}, True, "sieve-2sls")
     assert record["effect"]["debiased"] is None and "ignores C" in record["effect"]["debiased_error"]
 
 
@@ -230,7 +230,8 @@ def test_switched_off_makes_no_refits_and_says_why(monkeypatch, has_truth):
     fits_on = len(calls)
     off = fit_run(loaded.data, "naive", truth=truth, learner="linear", debias=False).record
     fits_off = len(calls) - fits_on
-    assert fits_on == fits_in_run({}, has_truth) == 3                  # the fit and 2 refits either way
+    assert fits_on == fits_in_run({}, has_truth, "naive") == (1 if has_truth else 3)   # f alone is refitted
+    assert fits_in_run({}, has_truth) == fits_in_run({}, has_truth, "sieve-2sls") == 3  # the fit and 2 refits
     assert fits_off == fits_in_run({"debias": False}, has_truth) == (1 if has_truth else 3)  # real data: held-out's
     assert on["effect"]["debiased"] is not None and on["config"]["debias"] is True
     effect = off["effect"]
@@ -290,3 +291,96 @@ def test_the_measured_coverage_next_to_a_run_covers_the_designs_of_its_own_probl
     record = {"method": "2sls", "config": {}, "effect": {"estimate": 1.0}, "problem": "iv"}
     assert coverage_note(record, table) == "linear 0.95 · hetero-iv 0.76 (90+ seeds each)"
     assert coverage_note({**record, "problem": "pcl"}, table) == "demand-pcl 0.00 (90+ seeds each)"
+
+
+# ------------------------------------------------------------------ specification spread (issue 31)
+def test_spread_lists_the_bases_and_each_cross_fit_and_flags_a_wide_one():
+    loaded = load_dataset("linear-iv", n=800, seed=0)
+    record = fit_run(loaded.data, "dml-cmr", truth=loaded.truth, learner="linear", folds=3, reps_crossfit=3,
+                     effect_folds=0).record
+    spread, result = record["effect"]["spread"], record["effect"]["debiased"]
+    kinds = [s["kind"] for s in spread["specifications"]]
+    assert kinds.count("cross-fit") == 3 and kinds.count("representer basis") == sum(
+        "estimate" in r for r in result["rungs"])
+    values = [s["estimate"] for s in spread["specifications"]] + [result["estimate"]]
+    assert spread["low"] == min(values) and spread["high"] == max(values)
+    assert spread["range_over_se"] == pytest.approx((max(values) - min(values)) / result["std_error"])
+    assert spread["sensitive"] == (spread["range_over_se"] > debiased.SPREAD_SE)
+    assert "Lepski" in spread["rule"] and len(spread["text"]) <= 200
+    wide = debiased.specification_spread({**result, "std_error": 1e-6 * result["std_error"]})
+    assert wide["sensitive"] and "matters" in wide["text"]
+
+
+def test_learner_families_join_the_spread():
+    from dmlcore.spread import learner_spread, with_families
+    loaded = load_dataset("linear-iv", n=500, seed=1)
+    run = fit_run(loaded.data, "naive", learner="linear", heldout_folds=0, effect_folds=0)
+    families = learner_spread(loaded.data, "naive", {"effect_folds": 0}, (("linear", None), ("linear", "sieve")))
+    assert [f["what"] for f in families] == ["linear nuisances, own f", "linear nuisances, spline f"]
+    merged = with_families(run.record["effect"]["spread"], families)
+    assert merged["low"] <= min(f["estimate"] for f in families) and "2 learner families" in merged["text"]
+    assert learner_spread(loaded.data, "2sls", {}) == []
+
+
+# ------------------------------------------------------------------ cost (issue 31): f alone refitted
+def test_second_stage_refit_keeps_the_nuisances_and_fits_f_on_the_rows_given():
+    from dmlcore.estimators import make_estimator
+    loaded = load_dataset("linear-iv", n=600, seed=2)
+    est = make_estimator("dml-cmr", learner="gb", folds=3, epochs=30).fit(loaded.data)
+    frame = loaded.data.table[loaded.data.input_columns]
+    same = est.refit_second_stage(loaded.data, np.arange(600))
+    assert same.s_model_ is est.s_model_ and same.f_ is not est.f_
+    assert np.allclose(same.predict(frame), est.predict(frame))          # all rows: the same f
+    half = est.refit_second_stage(loaded.data, np.arange(300))
+    assert not np.allclose(half.predict(frame), est.predict(frame))
+    with pytest.raises(debiased.DMLCoreError, match="needs the 600 rows"):
+        est.refit_second_stage(loaded.data.subset(np.arange(100)), np.arange(50))
+
+
+def test_the_dml_family_cross_fits_f_alone_other_methods_refit_whole():
+    loaded = load_dataset("linear-iv", n=600, seed=2)
+    dml = fit_run(loaded.data, "dml-cmr", truth=loaded.truth, learner="gb", folds=3, epochs=30).record["effect"]
+    assert "2 refits of the second stage f, the nuisances kept" in dml["debiased"]["f_hat"]
+    tsls = fit_run(loaded.data, "sieve-2sls", truth=loaded.truth).record["effect"]
+    assert "2 refits of the method" in tsls["debiased"]["f_hat"]
+
+
+# ------------------------------------------------------------------ identification check (issue 31: RHC)
+def test_coinciding_functions_of_b_are_solved_not_refused_and_units_do_not_matter():
+    rng = np.random.default_rng(0)
+    n = 2000
+    c = np.column_stack([np.ones(n), rng.normal(size=n), rng.normal(size=n)])
+    x1 = c[:, 1] + rng.normal(size=n)
+    b = np.column_stack([np.ones(n), x1, 1e4 * c[:, 2]])             # a column in other units
+    qq, qb = c.T @ c / n, c.T @ b / n
+    m = np.array([0.0, 1.0, 0.0])
+    gamma = riesz_gamma(qq, qb, m)
+    assert np.allclose(qb.T @ gamma, m)                                 # the representer matches M
+    twice = np.column_stack([b, b[:, 2]])                               # two functions that coincide
+    gamma2 = riesz_gamma(qq, c.T @ twice / n, np.r_[m, 0.0])
+    assert np.allclose(c @ gamma2, c @ gamma)
+    unmoved = np.column_stack([b, rng.normal(size=n)])                  # four functions, three of C: one unmoved
+    with pytest.raises(debiased.DMLCoreError, match="do not move every function"):
+        riesz_gamma(qq, c.T @ unmoved / n, np.r_[m, 1.0])              # ... on which the effect loads
+
+
+def test_weak_reasons_are_one_line():
+    assert debiased.weak_reason(500.0, 0.1) is None
+    for reason in (debiased.weak_reason(3.0, 0.1), debiased.weak_reason(500.0, float("nan")),
+                   debiased.weak_reason(500.0, 0.1, 0.5 * debiased.WEAK_FIRST_STAGE_F) if debiased.WEAK_FIRST_STAGE_F
+                   else "x"):
+        assert reason and "\n" not in reason and len(reason) <= 200
+
+
+def test_the_flag_catches_a_moderately_weak_instrument_the_representer_strength_misses():
+    """linear-iv at instrument strength 0.1, seed 2: first-stage F 10.1 but representer strength 28 --
+    silent under the old rule (strength below 10 only), where such fits covered well under 90 %."""
+    loaded = load_dataset("linear-iv", n=1000, seed=2, iv_strength=0.1)
+    effect = fit_run(loaded.data, "2sls", truth=loaded.truth, heldout_folds=0).record["effect"]
+    result = effect["debiased"]
+    assert result["strength"] >= debiased.WEAK_STRENGTH                  # the representer alone is silent
+    assert result["first_stage_f"] < debiased.WEAK_FIRST_STAGE_F
+    assert effect["weakly_identified"] and "first stage's F" in result["weak_reason"]
+    assert effect["warning"].startswith("weakly identified (the linear first stage's F") and len(effect["warning"]) <= 200
+    strong = load_dataset("linear-iv", n=1000, seed=2)
+    assert not fit_run(strong.data, "2sls", truth=strong.truth, heldout_folds=0).record["effect"]["weakly_identified"]

@@ -213,10 +213,15 @@ def test_spline_f_gives_bands_and_an_interval_on_card():
     data = load_real_dataset("card")
     run = fit_run(data, "dml-cmr", learner="linear", folds=2, f_model="sieve", heldout_folds=0)
     effect = run.record["effect"]
-    assert effect["ci_lower"] < effect["estimate"] < effect["ci_upper"]
+    plug = effect["plug_in"]                                   # the spline f's delta-method interval
+    assert plug["ci_lower"] < plug["estimate"] < plug["ci_upper"]
+    # Card's one binary instrument: first-stage F 13.3, below the flag's bar (issue 31), so the
+    # debiased headline gives no interval and says why in one line
+    assert effect["weakly_identified"] and effect["ci_lower"] is None
+    assert "first stage's F 13.3" in effect["debiased"]["weak_reason"]
     assert run.record["bands"]["confidence"]["mean_width"] > 0
     assert any("additive basis" in note for note in run.record["notes"])
     curve = run.curve()
     assert (curve["lower"] < curve["upper"]).all()
-    sieve = fit_run(data, "sieve-2sls", heldout_folds=0).record["effect"]
+    sieve = fit_run(data, "sieve-2sls", heldout_folds=0).record["effect"]["debiased"]
     assert sieve["ci_lower"] < 0.13 < sieve["ci_upper"]         # covers the 2SLS estimate on Card

@@ -70,8 +70,12 @@ def test_2sls_effect_is_linear_proximal_2sls(rhc):
 def test_spline_f_gives_bands_and_an_interval(rhc):
     run = fit_run(rhc, "dml-cmr", learner="linear", folds=2, f_model="sieve", dataset="rhc", heldout_folds=0)
     effect = run.record["effect"]
-    assert effect["ci_lower"] < effect["estimate"] < effect["ci_upper"] < 0      # shorter survival with RHC
-    assert effect["interval"].startswith("delta method")
+    plug = effect["plug_in"]                             # the spline f's delta-method interval
+    assert plug["ci_lower"] < plug["estimate"] < plug["ci_upper"] < 0         # shorter survival with RHC
+    assert plug["interval"].startswith("delta method")
+    # the debiased headline (issue 31: no longer refused on RHC) is flagged: the proxies' F is 3.1
+    assert effect["weakly_identified"] and effect["ci_lower"] is None
+    assert "first stage's F 3.14" in effect["debiased"]["weak_reason"] and len(effect["interval"]) <= 200
     assert run.record["bands"]["confidence"]["n_points"] == 5735
     curve = run.curve()                                  # E[Y | do(swang1)] at the two values, with a band
     assert list(curve["x"]) == [0.0, 1.0] and (curve["lower"] < curve["estimate"]).all()
@@ -84,3 +88,15 @@ def test_command_line(capsys):
     assert "2sls on rhc (n=5735" in out and "(95%, 2SLS s.e.)" in out
     estimate, lower, upper = map(float, re.search(r"effect=(\S+) \[(\S+), (\S+)\]", out).groups())
     assert lower < estimate < upper < 0
+
+
+def test_every_effect_on_rhc_has_an_interval_or_one_short_line(rhc):
+    """Issue 31: the debiased effect no longer fails on RHC's many category dummies (every rung was
+    refused as singular), and a missing interval is said in one line of at most 200 characters."""
+    effect = fit_run(rhc, "2sls", dataset="rhc", heldout_folds=0).record["effect"]
+    debiased = effect["debiased"]
+    assert debiased is not None and debiased["ci_lower"] < debiased["estimate"] < debiased["ci_upper"] < 0
+    regression = fit_run(rhc, "regression", dataset="rhc", learner="linear", heldout_folds=0).record["effect"]
+    assert regression["ci_lower"] is None
+    for line in (regression["interval"], regression["debiased_error"]):
+        assert "\n" not in line and len(line) <= 200

@@ -9,7 +9,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from dmlcore.effect_coverage import demand_contrast, markdown, summarize
+from dmlcore.effect_coverage import (DESIGN_TITLES, arm_of, calibrate_first_stage_f, coverage_by, demand_contrast,
+                                    markdown, summarize, variance_rules)
+
+from dmlcore.debiased import WEAK_FIRST_STAGE_F
 
 from .registry import block, derived_file, family
 from .tables import title
@@ -398,3 +401,176 @@ def rhc_2sls(rows) -> str:
     """Our linear proximal 2SLS on RHC: estimate (s.e.), the s.e. from its 95 % interval."""
     r = _rhc(rows, "rhc-effects.csv").set_index("method").loc["2sls"]
     return f"{r['estimate']:.2f} (s.e. {(r['upper'] - r['lower']) / (2 * 1.959964):.2f})".replace("-", "−")
+
+
+# ------------------------------------------------------------------ issue 31: moderate identification, clusters
+def rows31(rows) -> pd.DataFrame:
+    """The per-fit rows of the issue-31 coverage run (bench/effect_coverage.py --out-dir coverage-31)."""
+    names = sorted(p.name for p in (rows.folder / "coverage-31").glob("fits-*.csv"))
+    if not names:
+        raise ValueError("no rows in coverage-31/fits-*.csv")
+    return pd.concat([rows.csv(f"coverage-31/{name}") for name in names], ignore_index=True)
+
+
+@block("effect-coverage:moderate")
+def moderate_table(rows) -> str:
+    """The coverage table of the issue-31 designs, with today's weak-identification flag."""
+    return markdown(summarize(rows31(rows)))
+
+
+@block("effect-coverage:moderate-seeds")
+def moderate_seeds(rows) -> str:
+    done = rows31(rows)
+    per = done[done["status"] == "done"].groupby("design")["seed"].nunique()
+    return ", ".join(f"{design} {count}" for design, count in per.items())
+
+
+F_EDGES = (0, 10, 16.4, 30, 50, 104.7, np.inf)
+
+
+@block("effect-coverage:flag-f")
+def flag_by_f(rows) -> str:
+    """Coverage of the debiased intervals (every arm) by the linear first stage's F, per design."""
+    table = coverage_by(rows31(rows), "effect_first_stage_f", F_EDGES)
+    bins = list(dict.fromkeys(table["bin"]))
+    bins.sort(key=lambda b: b.left)
+    designs = list(dict.fromkeys(table["design"]))
+    head = "| first-stage F | " + " | ".join(DESIGN_TITLES.get(d, d) for d in designs) + " |"
+    lines = [head, "|---|" + "---|" * len(designs)]
+    cells = table.set_index(["bin", "design"])
+    for b in bins:
+        upper = "∞" if np.isinf(b.right) else f"{b.right:g}"
+        row = [f"{cells.loc[(b, d), 'coverage']:.2f} ({int(cells.loc[(b, d), 'fits'])})" if (b, d) in cells.index else ""
+               for d in designs]
+        lines.append(f"| {b.left:g} to {upper} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+@block("effect-coverage:flag-calibration")
+def flag_calibration(rows) -> str:
+    """The first-stage F bars the rows support (dmlcore.effect_coverage.calibrate_first_stage_f), in words."""
+    per_design, pooled, table = calibrate_first_stage_f(rows31(rows))
+    table = table[table["design"] != "pooled"]
+    if per_design is not None:
+        text = f"every design of the sweep covers at least 90 % where the flag is silent from F = {per_design:g} on"
+    else:
+        short = table[(table["fits"] >= 20) & (table["coverage"] < 0.90)].sort_values(["design", "threshold"])
+        worst = "; ".join(f"{DESIGN_TITLES.get(d, d)} {', '.join(f'{r.coverage:.2f} at {r.threshold:g}' for r in g.itertuples())}"
+                          for d, g in short.groupby("design", sort=False))
+        text = (f"no candidate bar gives 90 % on every design of the sweep where the flag is silent (coverage of the "
+                f"silent fits, at the bars with at least 20 of them: {worst})")
+    if pooled is not None:
+        text += f"; pooled over the sweep, the silent fits cover at least 90 % from F = {pooled:g} on"
+    return text + f"; the code's bar, WEAK_FIRST_STAGE_F, is {WEAK_FIRST_STAGE_F:g}"
+
+
+@block("effect-coverage:variance-rules")
+def variance_rule_table(rows) -> str:
+    """Coverage and width / needed of the debiased intervals under three standard errors, same fits."""
+    table = variance_rules(rows31(rows))
+    names = {"score": "score (today)", "max": "max(score, sieve check)", "bases": "score + bases' spread",
+             "sieve": "the sieve check itself"}
+    lines = ["| design | method | fits | " + " | ".join(f"{v}: coverage / width ratio / bias" for v in names.values())
+             + " |",
+             "|---|---|---|" + "---|" * len(names)]
+    for (design, arm), part in table.groupby(["design", "arm"], sort=False):
+        part = part.set_index("rule")
+        cells = [f"{part.loc[r, 'coverage']:.2f} / {part.loc[r, 'width_ratio']:.2f} / {part.loc[r, 'bias']:+.3f}"
+                 if r in part.index else ""
+                 for r in names]
+        lines.append(f"| {DESIGN_TITLES.get(design, design)} | {arm} | {int(part['fits'].max())} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+@block("effect-coverage:cost")
+def debias_cost(rows) -> str:
+    """What the debiased effect adds to a run (bench/debias_cost.py), medians over seeds: the
+    process's CPU seconds, so that other jobs on the machine do not enter; a fit = the run with the
+    debiased effect off."""
+    frame = rows.jsonl("debias-cost-31.jsonl")
+    lines = ["| method | seeds | run without it, CPU s (median) | extra with f alone refitted | extra with whole refits "
+             "| load average |", "|---|---|---|---|---|---|"]
+    for method, part in frame.groupby("method", sort=False):
+        wide = part.pivot_table(index="seed", columns="mode", values="cpu")
+        extra = {mode: ((wide[mode] - wide["off"]) / wide["off"]).median() for mode in ("second-stage", "whole")}
+        lines.append(f"| {title(method)} | {len(wide)} | {wide['off'].median():.1f} | {extra['second-stage']:.2f} fits | "
+                     f"{extra['whole']:.2f} fits | {part['load'].min():.1f}–{part['load'].max():.1f} |")
+    return "\n".join(lines)
+
+
+def _days(value) -> str:
+    """A number of days with a true minus sign; blank when missing."""
+    return "" if pd.isna(value) else f"{value:.2f}".replace("-", "−")
+
+
+@family(r"rhc-every:(?P<file>[^:]+\.csv)")
+def rhc_every(rows, file: str) -> str:
+    """Every method on RHC: its effect with an interval, or the line saying why not (bench/rhc_effects.py --every-method)."""
+    frame = rows.csv(file)
+    lines = ["| method | ATE (days) | 95 % interval, or why none | plug-in | debiased [interval] | s |",
+             "|---|---|---|---|---|---|"]
+    for r in frame.itertuples():
+        shown = f"{_days(r.lower)} to {_days(r.upper)}" if not pd.isna(r.lower) else str(r.why)
+        debiased = (f"{_days(r.debiased)} [{_days(r.debiased_lower)}, {_days(r.debiased_upper)}]"
+                    if not pd.isna(r.debiased) else str(r.debiased_error))
+        lines.append(f"| {title(r.method)} | {_days(r.estimate)} | {shown} | {_days(r.plug_in)} | {debiased} | "
+                     f"{r.seconds:,.0f} |")
+    return "\n".join(lines)
+
+
+@block("effect-coverage:moderate-misses")
+def moderate_misses(rows) -> str:
+    """The issue-31 targets against the rows: each design and method whose debiased interval, where
+    the flag is silent, covers outside 0.90-0.97 or has width / needed outside 0.9-1.3."""
+    table = summarize(rows31(rows))
+    part = table[(table["kind"] == "debiased") & table["arm"].str.startswith(("dml-cmr", "naive"))]
+    misses, met = [], []
+    for r in part.itertuples():
+        name = f"{DESIGN_TITLES.get(r.design, r.design)}, {r.arm}"
+        coverage = r.coverage_strong
+        if np.isnan(coverage):
+            misses.append(f"{name}: every fit flagged ({r.seeds} fits)")
+        elif not (0.90 <= coverage <= 0.97 and 0.9 <= r.width_ratio <= 1.3):
+            misses.append(f"{name}: coverage when not flagged {coverage:.2f}, width / needed {r.width_ratio:.2f} "
+                          f"({r.seeds} fits, {r.weak_share:.0%} flagged)")
+        else:
+            met.append(name)
+    text = "Met (coverage 0.90–0.97 where not flagged, width / needed 0.9–1.3): " + ("; ".join(met) or "none") + "."
+    return text + "\n\nMissed:\n\n" + "\n".join(f"- {m}" for m in misses) if misses else text
+
+
+@block("rhc-every:flag")
+def rhc_flag(rows) -> str:
+    """What today's weak-identification flag says of RHC's debiased effects, from the proxies' F."""
+    stage = rows.json("rhc-first-stage-31.json")
+    bar = WEAK_FIRST_STAGE_F
+    verdict = ("below it, so today every debiased effect on RHC is reported weakly identified: its estimate and "
+               "standard error are shown, its interval is not, and the reason is the one line of the flag"
+               if stage["f_stat"] < bar else "above it, so the flag is silent on RHC")
+    return (f"the proxies' {stage['statistic']} is {stage['f_stat']:.1f}, against the flag's "
+            f"bar of {bar:g}: {verdict}")
+
+
+@block("effect-coverage:moderate-bias")
+def moderate_bias(rows) -> str:
+    """Plug-in and debiased bias per method on moderate-pcl (every fit, with or without an interval)
+    against the confounded regression's (coverage-31/regression-moderate-pcl.csv) and the target
+    of a quarter of it."""
+    regression = rows.csv("coverage-31/regression-moderate-pcl.csv")
+    reg = (regression["slope"] - regression["truth"]).groupby(regression["regression"]).mean()
+    base = float(reg["y on a, a^2, x"])
+    fits = rows31(rows)
+    fits = fits[(fits["design"] == "moderate-pcl") & (fits["status"] == "done")]
+    arms = pd.Series([arm_of(m, lr, fm) for m, lr, fm in zip(fits["method"], fits["learner"], fits["f_model"])],
+                     index=fits.index)
+    lines = ["| estimate | seeds | bias | bias / regression's | within a quarter |", "|---|---|---|---|---|"]
+    for name, value in reg.items():
+        lines.append(f"| least squares of {name.replace('y on ', 'y on (')}) | {len(regression) // len(reg)} | "
+                     f"{value:+.3f} | {value / base:.2f} | |")
+    for arm, part in fits.groupby(arms, sort=False):
+        for kind, column in (("plug-in", "effect_plug_in"), ("debiased", "effect_debiased")):
+            err = (pd.to_numeric(part[column], errors="coerce") - part["effect_truth"]).dropna()
+            if len(err):
+                lines.append(f"| {arm}, {kind} | {len(err)} | {err.mean():+.3f} | {err.mean() / base:.2f} | "
+                             f"{'yes' if abs(err.mean()) <= base / 4 else 'no'} |")
+    return "\n".join(lines).replace("| -", "| −")

@@ -86,10 +86,10 @@ class Method:
 
 
 def _second_stage(method: Method, *, learner, folds, seed, epochs, n_draws, nuisance_params, f_params,
-                  f_model, reps_crossfit, device, outcome_learner, sampler, **_):
+                  f_model, reps_crossfit, device, outcome_learner, sampler, cluster=None, **_):
     est = method.cls(learner, folds, n_draws=n_draws, epochs=epochs, seed=seed, nuisance_params=nuisance_params,
                      f_params=f_params, f_model=f_model, device=device, outcome_learner=outcome_learner,
-                     sampler=sampler)
+                     sampler=sampler, cluster=cluster)
     return est if reps_crossfit == 1 else RepeatedCrossFit(est, reps_crossfit)
 
 
@@ -221,7 +221,8 @@ def make_estimator(method: str, *, learner="nn", folds: int = 10, seed: int = 0,
     every method, so a CUDA device torch cannot see is refused here. For the peer methods (KIV,
     DFIV, DeepGMM, KPV, PMMR, NMMR: dmlcore.estimators.peers) ``f_params`` holds the method's own
     settings, e.g. {"n_features": 500}. ``cov_type`` and ``cluster`` are the standard errors of 2SLS
-    (:class:`~dmlcore.estimators.tsls.TwoStageLeastSquares`); the other methods' fits do not use them.
+    (:class:`~dmlcore.estimators.tsls.TwoStageLeastSquares`); ``cluster`` also keeps each cluster in one
+    of DML-CMR's K folds; the other methods' fits do not use them.
     """
     resolve_device(device)
     entry = get_method(method)
