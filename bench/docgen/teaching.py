@@ -228,6 +228,17 @@ def _card(rows):
     return rows.json("teaching/card.json")
 
 
+def _card_flag(card: dict) -> str:
+    """Whether the weakly-identified flag fired on Card's DML-CMR fit, in words, with its F bar."""
+    from dmlcore.debiased import WEAK_FIRST_STAGE_F
+
+    f = card["linear"]["f_stat"]
+    side = "below" if f < WEAK_FIRST_STAGE_F else "above"
+    fired = ("so it fires: the debiased effect is printed without an interval, and the Anderson–Rubin set is the "
+             "interval to read" if card["dml_cmr"]["weak"] else "and it does not fire")
+    return f"(F {f:.1f}, {side} the flag's bar of {WEAK_FIRST_STAGE_F:g}), {fired}"
+
+
 def _rhc(rows):
     return rows.json("teaching/rhc-exercise.json")
 
@@ -285,6 +296,7 @@ VALUES = {
     "card-ar": lambda r: (lambda a: f"[{_f(a['lower'])}, {_f(a['upper'])}]" if a["shape"] == "interval" else a["shape"])(_card(r)["linear"]["ar"]),
     "card-plug-in": lambda r: _f(_card(r)["dml_cmr"]["plug_in"]["estimate"]),
     "card-debiased": lambda r: _f(_card(r)["dml_cmr"]["coef"]),
+    "card-flag": lambda r: _card_flag(_card(r)),
     "card-first-stage": lambda r: _f(r.json("teaching/card-plausible.json")["first_stage"], 2),
     "card-reduced-form": lambda r: _f(r.json("teaching/card-plausible.json")["reduced_form"]),
     "card-breakdown-union": lambda r: f"{r.json('teaching/card-plausible.json')['breakdown_union']:.4f}",

@@ -4,6 +4,7 @@ import streamlit as st
 
 from dashboard import ui
 from dashboard.learn.common import slow, strength_metric
+from dmlcore.debiased import WEAK_FIRST_STAGE_F
 from dmlcore.teaching import card, plausible
 
 
@@ -88,9 +89,15 @@ def card_tab():
         "- the **debiased** effect adds a correction, the mean of a weight ξ̂(C) times the residual Y − f̂(X), with "
         "ξ̂ linear in schooling: the one direction this instrument identifies. So it estimates the same linear "
         "slope as 2SLS, and it is the average derivative of f only if the return to schooling is linear.\n\n"
-        "The tool's *weakly identified* flag judges that linear weight, which nearc4 does identify (F "
-        f"{s['f_stat']:.1f}), so it does not fire here; no flag can say that the curvature of f is not "
-        "identified. The slowest step of this tab; its result is shared with everyone on this server.")
+        "The tool's *weakly identified* flag judges that linear weight. One of its rules fires when the linear "
+        f"first stage's F is below {WEAK_FIRST_STAGE_F:g}: the smallest bar at which the debiased intervals of "
+        "the fits it leaves silent covered 90 % on the coverage study's weak-instrument designs "
+        f"(docs/coverage.md). Here F is {s['f_stat']:.1f}, "
+        + ("below the bar: the flag fires and the debiased effect is printed without an interval; read the "
+           "Anderson–Rubin set instead. " if s["f_stat"] < WEAK_FIRST_STAGE_F else
+           "above the bar; the flag's other rule, the representer's strength, is in the result below. ")
+        + "No flag can say that the curvature of f is not identified. The slowest step of this tab; its "
+        "result is shared with everyone on this server.")
     dml = slow("card-dml-cmr", "Fit DML-CMR on Card's data", lambda cb: card.dml_cmr())
     if dml is not None:
         plug = dml["plug_in"]
@@ -112,6 +119,9 @@ def card_tab():
                + ("The honest summary: the data support a positive return (the AR set, 2SLS's and the debiased "
                   "interval exclude 0) but do not pin down its size, nor its shape." if dml["lower"] is not None
                   and min(ar["lower"], t["lower"], dml["lower"]) > 0 else
+                  "The honest summary: the data support a positive return (the AR set and 2SLS's interval "
+                  "exclude 0; the flagged debiased effect prints no interval) but do not pin down its size, nor "
+                  "its shape." if dml["lower"] is None and min(ar["lower"], t["lower"]) > 0 else
                   "The honest summary: the data do not pin down the size of the return, nor its shape, and not "
                   "every interval excludes 0."))
     st.markdown("#### 4. What 2SLS estimates here, and for whom")
