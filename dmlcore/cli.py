@@ -28,7 +28,7 @@ from dmlcore.device import resolve_device
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.ivinference import set_text
-from dmlcore.linear_cli import (add_linear_options, check_table, check_wild_bootstrap, clr_record, formula_data,
+from dmlcore.linear_cli import (add_linear_options, check_table, check_wild_bootstrap, formula_data,
                                 table_from_args, wild_bootstrap_record, with_linear_options)
 from dmlcore.process import set_threads
 from dmlcore.estimators.second_stage import SECOND_STAGES
@@ -225,7 +225,6 @@ def _fit(args) -> int:
                   sampler=args.sampler)
     rec = run.record
     rec.update(wild_bootstrap_record(args, data))       # --wild-bootstrap B (dmlcore.linear_cli)
-    rec.update(clr_record(args, data))                  # the CLR set of the linear IV methods
     diagnostics = rec.get("diagnostics") or {}
     if diagnostics.get("error"):      # e.g. blank pixel covariates: the fit itself went fine
         print(f"warning: no first-stage diagnostics: {diagnostics['error']}", file=sys.stderr)
@@ -309,8 +308,9 @@ def _effect_text(effect: dict) -> str:
     if headline and plug.get("estimate") is not None:
         text += f" plug-in={plug['estimate']:.4g}"
     elif debiased:
-        text += (f" debiased average derivative={debiased['estimate']:.4g} "
-                 f"[{debiased['ci_lower']:.4g}, {debiased['ci_upper']:.4g}]")
+        text += f" debiased average derivative={debiased['estimate']:.4g} " + (
+            "(weakly identified: no interval)" if debiased.get("weakly_identified") else
+            f"[{debiased['ci_lower']:.4g}, {debiased['ci_upper']:.4g}]")
     if effect.get("debiased_error"):
         text += f" ({effect['debiased_error']})"
     return text

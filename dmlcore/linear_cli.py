@@ -12,7 +12,6 @@ from dmlcore.data.io import load_table
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS
-from dmlcore.ivinference import clr_set
 from dmlcore.wild_bootstrap import wild_cluster_bootstrap
 from dmlcore.regression_table import DEFAULT_METHODS, TABLE_METHODS, regression_table, table_format, write_table
 
@@ -102,18 +101,6 @@ def wild_bootstrap_record(args, data: CausalData) -> dict:
     if args.wild_bootstrap is None:
         return {}
     return {"wild_bootstrap": wild_cluster_bootstrap(data, args.cluster, draws=args.wild_bootstrap, seed=args.seed)}
-
-
-def clr_record(args, data: CausalData) -> dict:
-    """``{"clr": ...}``: the conditional likelihood-ratio set of a linear IV method's coefficient on IV data
-    with one treatment column (homoskedastic; :func:`dmlcore.ivinference.clr_set`), or {}."""
-    if "absorb_weights" not in METHODS[args.method].cls.capabilities or data.problem != "iv" \
-            or len(data.treatment) != 1 or data.image_columns:
-        return {}
-    try:
-        return {"clr": clr_set(data)}
-    except DMLCoreError as exc:
-        return {"clr": {"error": f"no CLR set: {exc}"}}
 
 
 def table_from_args(args, data: CausalData) -> str:

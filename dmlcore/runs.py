@@ -33,6 +33,7 @@ from dmlcore.diagnostics import first_stage
 from dmlcore.effects import bootstrap_effect, check_bootstrap, contrast, effect_record
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import METHOD_TITLES, METHODS, make_estimator, record_folds, record_learner, supports
+from dmlcore.ivinference import clr_set
 from dmlcore.heldout import HELDOUT_FOLDS, check_folds, fold_refits, fold_split, heldout_score
 from dmlcore.learners import learner_name
 
@@ -213,6 +214,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
             record[key] = {str(k): float(v) for k, v in pd.Series(value).items()}
     if data.problem in ("iv", "pcl"):
         record["diagnostics"] = _first_stage(data, cov_type, cluster)
+    record.update(_clr(method, data))
     done = share
     boot = None
     if bootstrap is not None:
@@ -266,6 +268,18 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
 
 LINEAR_ONLY_DEBIASED = ("not computed: the debiased effect and the held-out residual take no absorbed fixed effects, "
                         "weights or two-way clusters; the linear IV coefficient is the effect")
+
+
+def _clr(method: str, data: CausalData) -> dict:
+    """``{"clr": ...}``: the conditional likelihood-ratio set of a linear IV method's coefficient on IV data
+    with one treatment column (homoskedastic; :func:`dmlcore.ivinference.clr_set`), else {}."""
+    if "absorb_weights" not in METHODS[method].cls.capabilities or data.problem != "iv" \
+            or len(data.treatment) != 1 or data.image_columns:
+        return {}
+    try:
+        return {"clr": clr_set(data)}
+    except DMLCoreError as exc:
+        return {"clr": {"error": f"no CLR set: {exc}"}}
 
 
 def _two_way(method: str, cluster: str) -> str:

@@ -18,6 +18,7 @@ from dmlcore.data.roles import CausalData
 from dmlcore.debiased import SPREAD_SE
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import METHODS
+from dmlcore.runs import fit_run
 
 FAMILIES = (("gb", None), ("gb", "sieve"), ("rf", None), ("nn", None))   # (learner, f_model)
 
@@ -28,8 +29,6 @@ def learner_spread(data: CausalData, method: str, fit_kwargs: dict, families=FAM
     (the other settings from ``fit_kwargs``): [{"kind": "learner family", "what", "estimate",
     "std_error"} or {"kind", "what", "error"}]. A method without a learner choice has one family
     (itself): an empty list."""
-    from dmlcore.runs import fit_run      # runs builds records with this module's helpers' inputs
-
     if not METHODS[method].uses_learner:
         return []
     out = []

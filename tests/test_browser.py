@@ -192,6 +192,7 @@ def test_full_flow_in_chromium(page, server):
     nav(page, "Learn")
     page.get_by_text("The problem.").wait_for()
     shoot(page, "07_learn_iv")
+    page.get_by_text("3 · Nuisances and orthogonality").click()     # the lesson picker (docs/teaching.md's sessions)
     page.get_by_role("tab", name="Cross-fitting").click()
     page.get_by_text("Measured by this project").wait_for()
     idle(page)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from dmlcore.data.registry import load_dataset
-from dmlcore.diagnostics import first_stage
+from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, first_stage, strength_label
 from dmlcore.ivinference import anderson_rubin_set
 from dmlcore.runs import fit_run
 
@@ -71,7 +71,6 @@ def linear_steps(level: float = LEVEL) -> dict:
 
 def strength_sentence(f_stat: float) -> str:
     """What a first-stage F with one instrument buys, against the three bars, in one sentence."""
-    from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, strength_label
     sy = STOCK_YOGO_SIZE_10[1]
     side = lambda bar: "above" if f_stat >= bar else "below"  # noqa: E731
     return (f"{side(WEAK_F)} the rule of thumb {WEAK_F:g} (Staiger & Stock), {side(sy)} Stock & Yogo's {sy:g} "
