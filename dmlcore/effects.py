@@ -49,7 +49,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from dmlcore.clusters import describe, groups_of, resample_clusters
-from dmlcore.covariance import covariance_words
+from dmlcore.covariance import covariance_words, is_clustered
 from dmlcore.data.roles import CausalData
 from dmlcore.debiased import add_debiased
 from dmlcore.errors import DMLCoreError, FitCancelled
@@ -209,7 +209,7 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     estimate = exact["estimate"] if exact else plug_in(estimator, plan)
     out = {"estimand": plan.estimand, "treatment": plan.treatment, "estimate": estimate, "ci_lower": None,
            "ci_upper": None, "level": level, "interval": None, "intervals": []}
-    if exact and cluster and getattr(estimator, "cov_type_", None) != "clustered":   # 2SLS's own is clustered
+    if exact and cluster and not is_clustered(getattr(estimator, "cov_type_", None) or ""):   # linear IV's own is
         out["intervals"].append({"interval": CLOSED_FORM_REFUSED, "ci_lower": None, "ci_upper": None,
                                  "refused": True})
     elif exact:

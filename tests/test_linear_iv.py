@@ -227,7 +227,7 @@ def test_a_run_records_the_options_and_says_why_no_debiased_effect(table):
     run = fit_run(_data(table, absorb="g", weights="w"), "liml", cov_type="clustered-cr1", cluster="cl")
     rec = run.record
     assert rec["absorb"] == ["g"] and rec["weights"] == "w" and rec["heldout"] is None
-    assert "absorbed fixed effects or weights" in rec["effect"]["debiased_error"]
+    assert "absorbed fixed effects, weights or two-way clusters" in rec["effect"]["debiased_error"]
     assert rec["effect"]["interval"].startswith("LIML:") and "CR1" in rec["effect"]["interval"]
     assert "fixed effects of 'g' absorbed" in rec["effect"]["interval"]
     assert rec["coefficients"]["d"] == pytest.approx(run.estimator.coef_["d"])

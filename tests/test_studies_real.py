@@ -47,9 +47,11 @@ def test_real_data_rows_carry_the_effect_and_the_heldout_score(card_study):
         assert row["effect_estimand"] == effect["estimand"] and "educ" in row["effect_estimand"]
         assert row["heldout_relative"] == pytest.approx(direct["heldout"]["relative"])
         assert row["heldout_relative_se"] == pytest.approx(direct["heldout"]["relative_std_error"])
+    # Sieve 2SLS's effect is debiased; Card's first-stage F (13.3) is below the weak-identification bar,
+    # so the rows carry its estimate and the flag's reason, and no interval
     sieve = fits[fits["method"] == "sieve-2sls"]
-    assert (sieve["effect_ci_lower"] < sieve["effect_estimate"]).all()
-    assert (sieve["effect_estimate"] < sieve["effect_ci_upper"]).all()
+    assert sieve["effect_estimate"].notna().all() and sieve["effect_ci_lower"].isna().all()
+    assert sieve["effect_interval"].str.startswith("weakly identified").all()
     # the rows are the same at every seed: 2SLS's effect does not move, its held-out folds do
     tsls = fits[fits["method"] == "2sls"]
     assert tsls["effect_estimate"].nunique() == 1 and tsls["heldout_relative"].nunique() == 3
@@ -64,7 +66,7 @@ def test_real_data_summary_and_paired_use_effect_and_heldout(card_study):
         assert row["reps"] == 3 and pd.isna(row["median"]) and pd.isna(row["sd"])
         assert row["effect_median"] == pytest.approx(mine["effect_estimate"].median())
         assert row["effect_sd"] == pytest.approx(mine["effect_estimate"].astype(float).std(ddof=1), abs=1e-12)
-        assert row["effect_ci_lower_median"] == pytest.approx(mine["effect_ci_lower"].median())
+        assert row["effect_ci_lower_median"] == pytest.approx(mine["effect_ci_lower"].median(), nan_ok=True)
         assert row["heldout_relative_median"] == pytest.approx(mine["heldout_relative"].median())
         assert row["heldout_relative_q3"] == pytest.approx(np.quantile(mine["heldout_relative"].astype(float), 0.75))
     pair = result.paired.iloc[0]
