@@ -112,22 +112,7 @@ def simulate_design(name: str, n: int = 1000, seed: int = 0, iv_strength: float 
     if name == "linear-iv":
         params["iv_strength"] = iv_strength
     data = CausalData(table, "iv", "y", treatment="a", instrument="z", covariates=["x1", "x2"], name=name)
-    rows = table[["a", "x1", "x2"]]
-    scale = float(np.var(table["y"]))
-
-    def score(model):
-        est = np.asarray(model.predict(rows), dtype=float).ravel()
-        return {"mse": float(np.mean((est - f(rows).to_numpy()) ** 2)) / scale}
-
-    def curve(model):
-        frame = pd.DataFrame({"a": np.linspace(*np.quantile(table["a"], [0.02, 0.98]), 60), "x1": 0.0, "x2": 0.0})
-        return frame.assign(x=frame["a"], estimate=np.asarray(model.predict(frame[["a", "x1", "x2"]])).ravel(),
-                            truth=f(frame).to_numpy(), group="x1 = x2 = 0")
-
-    truth = GroundTruth("iv", score, curve, "MSE of f-hat vs f at the data's rows, divided by Var(Y)",
-                        Evaluation("the data's rows", f(rows).to_numpy(), points=rows),
-                        {"mse": "MSE of f-hat at the data's rows, divided by Var(Y)"}, lambda frame: f(frame).to_numpy())
-    return Simulation(data, truth, params)
+    return Simulation(data, _scored_iv(table, data, f), params)
 
 
 def _simple(n, seed, params):
