@@ -61,20 +61,28 @@ def cluster_codes(table: pd.DataFrame, cluster: str) -> np.ndarray:
     if len(names) == 2:
         return np.column_stack([cluster_codes(table, name) for name in names])
     cluster = names[0] if names else str(cluster)
-    if cluster not in table.columns:
-        raise DMLCoreError(f"Cluster column '{cluster}' is not in the table; choose one of its columns.")
-    column = table[cluster]
-    if column.isna().any():
-        raise DMLCoreError(f"Cluster column '{cluster}' has {int(column.isna().sum())} missing value(s); fill them "
+    return group_codes(table, cluster, "Cluster column",
+                       single="so clustering has nothing to group by; choose a column with several groups, or the "
+                              "robust covariance.",
+                       per_row=f"({len(table):,} clusters of one row): that is the robust covariance. Choose "
+                               f"'robust', or a column that groups rows.")
+
+
+def group_codes(table: pd.DataFrame, column: str, what: str, *, single: str, per_row: str) -> np.ndarray:
+    """The level codes 0..L-1 of ``column``, a column that groups rows (clusters, absorbed fixed effects);
+    raise, naming it as ``what``, when it is absent, misses values, has one level (``single`` says what to
+    do) or a level per row (``per_row``)."""
+    if column not in table.columns:
+        raise DMLCoreError(f"{what} '{column}' is not in the table; choose one of its columns.")
+    values = table[column]
+    if values.isna().any():
+        raise DMLCoreError(f"{what} '{column}' has {int(values.isna().sum())} missing value(s); fill them "
                            f"in or choose another column.")
-    codes, levels = pd.factorize(column, sort=True)
+    codes, levels = pd.factorize(values, sort=True)
     if len(levels) < 2:
-        raise DMLCoreError(f"Cluster column '{cluster}' has a single level, so clustering has nothing to group by; "
-                           f"choose a column with several groups, or the robust covariance.")
+        raise DMLCoreError(f"{what} '{column}' has a single level, {single}")
     if len(levels) == len(table):
-        raise DMLCoreError(f"Cluster column '{cluster}' has a different value in every row ({len(table):,} "
-                           f"clusters of one row): that is the robust covariance. Choose 'robust', or a column "
-                           f"that groups rows.")
+        raise DMLCoreError(f"{what} '{column}' has a different value in every row {per_row}")
     return codes
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from dmlcore.covariance import group_codes
 from dmlcore.errors import DMLCoreError
 
 MAX_ABSORB = 2
@@ -33,19 +34,10 @@ def check_absorb(table: pd.DataFrame, absorb: list[str]) -> list[np.ndarray]:
                            f"({', '.join(absorb)}). Enter further ones as categorical covariates.")
     codes = []
     for col in absorb:
-        if col not in table.columns:
-            raise DMLCoreError(f"Absorbed column '{col}' is not in the table; choose one of its columns.")
-        column = table[col]
-        if column.isna().any():
-            raise DMLCoreError(f"Absorbed column '{col}' has {int(column.isna().sum())} missing value(s); fill them "
-                               f"in or choose another column.")
-        level, levels = pd.factorize(column, sort=True)
-        if len(levels) < 2:
-            raise DMLCoreError(f"Absorbed column '{col}' has a single level: the constant already absorbs it. "
-                               f"Leave it out.")
-        if len(levels) == len(table):
-            raise DMLCoreError(f"Absorbed column '{col}' has a different value in every row: its fixed effects "
-                               f"would fit every row exactly. Choose a column that groups rows.")
+        level = group_codes(table, col, "Absorbed column",
+                            single="which the constant already absorbs. Leave it out.",
+                            per_row="(its fixed effects would fit every row exactly). Choose a column that "
+                                    "groups rows.")
         codes.append(level.astype(np.int64))
     return codes
 

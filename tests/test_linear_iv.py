@@ -346,3 +346,17 @@ def test_the_row_bootstrap_keeps_fixed_effects_and_weights(table):
     # the refits on resampled rows are weighted and absorbed: their spread is near the 2SLS standard error
     spread = (effect["ci_upper"] - effect["ci_lower"]) / (2 * 1.96)
     assert 0.4 < spread / run.estimator.std_errors_["d"] < 2.5
+
+
+@pytest.mark.parametrize("column,match", [
+    ("nowhere", "Absorbed column 'nowhere' is not in the table"),
+    ("one", "Absorbed column 'one' has a single level, which the constant already absorbs"),
+    ("row", "Absorbed column 'row' has a different value in every row"),
+    ("gap", "Absorbed column 'gap' has 1 missing value"),
+])
+def test_an_unusable_absorbed_column_is_refused_naming_it(column, match):
+    from dmlcore.fixed_effects import check_absorb
+
+    table = pd.DataFrame({"one": np.ones(6), "row": np.arange(6.0), "gap": [1.0, 1.0, np.nan, 2.0, 2.0, 2.0]})
+    with pytest.raises(DMLCoreError, match=match):
+        check_absorb(table, [column])
