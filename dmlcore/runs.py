@@ -237,7 +237,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     if own_refits:
         _stage(callback, f"debiased effect: {own_refits} refits on part of the rows", done)
         try:
-            if hasattr(estimator, "refit_second_stage"):     # the DML-CMR family: f alone, nuisances kept
+            if supports(estimator, "refit_second_stage"):     # the DML-CMR family: f alone, nuisances kept
                 for held, train in fold_split(data, own_refits, seed, fit_kwargs.get("cluster")):
                     crossfit.add(held, estimator.refit_second_stage(data, train, should_stop=should_stop))
                 crossfit.how = "refits of the second stage f, the nuisances kept"
@@ -321,8 +321,9 @@ def fits_in_run(fit_kwargs: dict, has_truth: bool, method: str | None = None) ->
     effect = fit_kwargs.get("effect_folds")
     effect = (folds or EFFECT_FOLDS) if effect is None else effect
     own = int(effect) if effect != folds and _debiased(method, fit_kwargs.get("debias", True)) else 0
-    if method in METHODS and METHODS[method].second_stage and (fit_kwargs.get("reps_crossfit") or 1) == 1:
-        own = 0                                    # refit_second_stage: f alone, not a fit
+    if (method in METHODS and "refit_second_stage" in METHODS[method].cls.capabilities
+            and (fit_kwargs.get("reps_crossfit") or 1) == 1):
+        own = 0                                    # refit_second_stage: f alone, not a fit (RepeatedCrossFit refits whole)
     return 1 + int(fit_kwargs.get("bootstrap") or 0) + int(folds) + own
 
 

@@ -110,7 +110,7 @@ class _TwoStageCMR(CMREstimator):
     cross_fit = True
     score = "orthogonal"
     method = "dml-cmr"
-    capabilities = frozenset({"predict_interval", "linear_functional"})   # with a sieve second stage
+    capabilities = frozenset({"predict_interval", "linear_functional", "refit_second_stage"})
     fitted_attribute = "f_"
 
     def __init__(self, learner="nn", folds: int = 10, *, outcome_learner=None,
@@ -321,7 +321,10 @@ class _TwoStageCMR(CMREstimator):
         return self.f_.has_bands
 
     def supports(self, capability: str) -> bool:
-        """Bands and the effect's closed-form interval come with a fitted sieve second stage only."""
+        """Bands and the effect's closed-form interval come with a fitted sieve second stage only; any
+        fitted second stage can be refitted."""
+        if capability == "refit_second_stage":
+            return super().supports(capability) and hasattr(self, "f_")
         return super().supports(capability) and hasattr(self, "f_") and self.f_.has_bands
 
     def effect_functional(self, plan) -> tuple[float, float]:
