@@ -451,7 +451,7 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     effect["plug_in"] = {k: effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "interval")}
     effect["debiased"], effect["weakly_identified"] = None, None
     if supports(estimator, "anderson_rubin") and data.problem == "iv":
-        effect["estimand"] = tsls_estimand(plan, data)     # proximal 2SLS keeps the contrast's estimand
+        effect["estimand"] = tsls_estimand(plan, data, getattr(estimator, "title", "2SLS"))  # proximal 2SLS: the contrast's
     if supports(estimator, "ignores_conditioning"):
         effect["debiased_error"] = ("not computed: this regression ignores C by design (it is the confounded "
                                     "baseline), and the correction would turn it into an IV estimate")
@@ -537,16 +537,19 @@ def weak_text(result: dict) -> str:
             f"{result['std_error']:.3g}, no interval")
 
 
-def tsls_estimand(plan, data: CausalData) -> str:
-    """What 2SLS's coefficient estimates, in words."""
+def tsls_estimand(plan, data: CausalData, title: str = "2SLS") -> str:
+    """What a linear IV coefficient (2SLS, or the k-class/GMM estimator ``title``) estimates, in words."""
     a = plan.treatment
     values = np.unique(data.table[a].to_numpy(dtype=float))
+    caveat = ("" if title == "2SLS" else
+              f"; with several instruments {title}'s weights need not all be positive when the effect differs "
+              f"between rows (Kolesár 2013), with one instrument it is 2SLS's coefficient")
     if len(values) == 2:
-        return (f"2SLS coefficient of {a} (times {values[-1] - values[0]:g}): a weighted average of the effect of "
+        return (f"{title} coefficient of {a} (times {values[-1] - values[0]:g}): a weighted average of the effect of "
                 f"{a} over the rows, weights set by the first stage; it equals the average effect only when the "
-                f"effect is the same for every row")
-    return (f"2SLS slope of {a}: a first-stage-weighted average of the derivative of f in {a}, per unit of {a}; "
-            f"it equals the average derivative only when f is linear in {a}")
+                f"effect is the same for every row{caveat}")
+    return (f"{title} slope of {a}: a first-stage-weighted average of the derivative of f in {a}, per unit of {a}; "
+            f"it equals the average derivative only when f is linear in {a}{caveat}")
 
 
 def score_effect(effect: dict, truth, plan) -> None:

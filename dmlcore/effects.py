@@ -171,7 +171,7 @@ def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: flo
         return None
     values = np.unique(plan.points[plan.treatment])
     scale = float(values[-1] - values[0]) if len(values) == 2 and plan.treatment not in data.categorical else 1.0
-    head = f"Anderson-Rubin set ({covariance_words(estimator).split(',')[0]}; robust to weak instruments)"
+    head = f"Anderson-Rubin set ({covariance_words(estimator).split(', as linearmodels')[0]}; robust to weak instruments)"
     try:
         ar = anderson_rubin_set(data, estimator.cov_type_, estimator.cluster_, level, scale)
     except DMLCoreError as err:

@@ -242,6 +242,13 @@ def test_switched_off_makes_no_refits_and_says_why(monkeypatch, has_truth):
     assert off["config"]["debias"] is False and (off["heldout"] is None) == has_truth
 
 
+@pytest.mark.parametrize("method,title", [("2sls", "2SLS"), ("liml", "LIML"), ("gmm-iv", "GMM")])
+def test_a_linear_iv_coefficient_is_named_for_its_own_estimator(method, title):
+    loaded = load_dataset("linear-iv", n=300, seed=0)
+    estimand = fit_run(loaded.data, method, debias=False).record["effect"]["estimand"]
+    assert estimand.startswith(f"{title} slope of ") and ("Kolesár" in estimand) == (title != "2SLS")
+
+
 def test_switched_off_keeps_the_plug_in_of_2sls_named_and_refuses_a_bad_value():
     loaded = load_dataset("linear-iv", n=300, seed=0)
     effect = fit_run(loaded.data, "2sls", truth=loaded.truth, debias=False).record["effect"]

@@ -230,6 +230,8 @@ def test_a_run_records_the_options_and_says_why_no_debiased_effect(table):
     assert "absorbed fixed effects, weights or two-way clusters" in rec["effect"]["debiased_error"]
     assert rec["effect"]["interval"].startswith("LIML:") and "CR1" in rec["effect"]["interval"]
     assert "fixed effects of 'g' absorbed" in rec["effect"]["interval"]
+    ar = next(i for i in rec["effect"]["intervals"] if i["interval"].startswith("Anderson-Rubin"))
+    assert ar["interval"].startswith("Anderson-Rubin set (clustered by 'cl', CR1; robust")   # the set's errors, named whole
     assert rec["coefficients"]["d"] == pytest.approx(run.estimator.coef_["d"])
     # a subset (bootstrap, refits) keeps the options
     assert dataclasses.asdict(run.data.subset(np.arange(300)))["absorb"] == ["g"]
