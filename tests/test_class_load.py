@@ -41,3 +41,25 @@ def test_workers_fill_is_fit_seconds_over_workers_times_span(home):
     assert fill["fits"] == 4 and fill["span_seconds"] == 40.0
     assert fill["share"] == pytest.approx(seconds / 80.0)
     assert class_load.workers_fill(home, workers=2, t0=0.0, done=[])["share"] is None
+
+
+def test_runs_shown_counts_the_runs_mse_boxes_not_the_strength_box():
+    # what the demo's Results page showed (2026-11-27): the 2SLS strength box's four, then one MSE box a run
+    labels = ["Partial R²", "First-stage F (unadjusted)", "Effective F", "Kleibergen-Paap rk F",
+              "#1 DML-CMR · gb", "#1 Naive plug-in · gb", "#1 2SLS", "#1 Regression (ignores C) · gb"]
+    assert class_load.count_runs(labels) == 4
+    assert class_load.count_runs(labels[:4]) == 0 and class_load.count_runs([" #12 2SLS"]) == 1
+
+
+def test_server_queued_is_the_first_queued_run_after_each_click(tmp_path):
+    from dmlcore.jobs.jobfile import JobFile
+    JobFile(tmp_path / "queue.sqlite3")
+    with sqlite3.connect(tmp_path / "queue.sqlite3") as conn:
+        conn.executemany("INSERT INTO jobs (id, owner, label, seq, created, status) VALUES (?, ?, ?, ?, ?, ?)",
+                         [("1", "a", "#1 2SLS", 1, 103.0, "done"), ("2", "a", "#1 DML-CMR", 2, 104.0, "done"),
+                          ("3", "b", "#1 2SLS", 3, 120.0, "done")])
+    sessions = [{"owner": "a", "clicked": 100.0}, {"owner": "b", "clicked": 110.0}, {"owner": "c", "clicked": 1.0}]
+    assert class_load.server_queued(tmp_path, sessions) == [3.0, 10.0] and "queued_after" not in sessions[2]
+    assert class_load.server_queued(tmp_path / "none", sessions) == []
+    sessions[0].update(complete_after=30.0, server_done_after=12.0)
+    assert class_load.browser_lag(sessions) == [18.0]
