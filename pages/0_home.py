@@ -52,7 +52,7 @@ if st.button("Run the demo", key="demo_run", type="primary", icon=":material/pla
     for problem in problems:
         st.error(problem)
     if ids:
-        st.session_state["demo_goto_results"] = True
+        st.session_state["demo_goto_results"] = batch   # Train moves to Results when it ends
         st.switch_page(ui.TRAIN)
 
 st.subheader("Step by step")

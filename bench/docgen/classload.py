@@ -218,3 +218,104 @@ def demo_debias_figure(rows, file: str, what: str) -> str:
         r = total["on"] / total["off"]
         return f"{r.min():.1f}–{r.max():.1f}"
     raise ValueError(f"demo-debias-fig: unknown figure {what!r}; one of load, spread, dml-off, ratio")
+
+
+TARGETS = {"browsers": 20, "last_seconds": 120.0, "switch_p90": 2.0}   # issue 33's class targets
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "not met"
+
+
+def _seconds(q: dict, key: str) -> str:
+    return f"{q[key]:.0f} s" if q and q.get("n") else "not recorded"
+
+
+def _late_looks(sessions: list) -> list[float]:
+    """Per session: seconds from the server's storing its last run until the server moved it to Results (its
+    Train page's look): the click's arrival (browser click + ``queued_after``) + the page's own 'Demo
+    finished' figure − ``server_done_after``. Empty for rows without these figures."""
+    keys = ("page_says_seconds", "queued_after", "server_done_after")
+    return [r["queued_after"] + r["page_says_seconds"] - r["server_done_after"] for r in sessions
+            if all(r.get(k) is not None for k in keys)]
+
+
+def _args(summary: dict) -> str:
+    """The benchmark's options as typed (the command without the interpreter and the script's path)."""
+    command = summary["command"]
+    return command.split("class_load.py ", 1)[1] if "class_load.py " in command else command.split(" ", 1)[-1]
+
+
+@family(r"class-verdict:(?P<file>[^:]+)")
+def class_verdict(rows, file: str) -> str:
+    """What the newest class run (``bash bench/perf/class_run.sh``) shows, in sentences generated from its
+    row: a small check or the class measurement, the load, each target met or not."""
+    data = rows.json(file)
+    s, n = data["summary"], len(data["sessions"])
+    load = s["load_before"][0]
+    shown = [v for v in s["runs_shown_per_session"] if v is not None]
+    own = s["store"]["runs_per_session"]
+    complete, done = s["results_complete_seconds"], s.get("server_done_seconds") or {}
+    says, lag, queued = s.get("page_says_seconds") or {}, s.get("browser_lag_seconds") or {}, s.get("server_queued_seconds") or {}
+    p90 = _switch_p90(data)
+    machine = ("a quiet machine" if load < 1.0 else
+               f"the machine shared with other developers' jobs, load average {load:.0f} on 2 cores when it started")
+    full = n >= TARGETS["browsers"] and load < 1.0
+    kind = ("the class measurement" if full else
+            f"a small check of the command and the flow, not the class measurement ({n} browsers on {machine})"
+            if n < TARGETS["browsers"] else f"not the class measurement: {n} browsers on {machine}")
+    all_shown = complete.get("n", 0) == n and all(v == own for v in shown)
+    parts = [f"**The newest class run**: `{file}` ({s['date'][:16]} UTC, `python -m bench.perf.class_load {_args(s)}`), "
+             f"{kind}. Results pages showing their own runs: {complete.get('n', 0)} of {n}"
+             + (f", each its {own} runs (one MSE box a run)" if all_shown else
+                f" (runs shown per page: {', '.join('–' if v is None else str(v) for v in s['runs_shown_per_session'])}"
+                + (f"; {s['stayed_on_train']} left on Train" if "stayed_on_train" in s else "") + ")")
+             + f"; the store held {s['store']['runs_stored']} runs, "
+             + ("each session's under its owner" if s["store"]["each_session_all_its_runs"] else "not every session's")
+             + f"; {s['blank_pages']} blank pages, {s['tracebacks_in_log']} tracebacks."]
+    if done.get("n"):
+        server = [f"stored the last session's runs {_seconds(done, 'last')} after its click (median {_seconds(done, 'median')})"]
+        if queued.get("n"):
+            server.insert(0, f"queued each click's runs within {_seconds(queued, 'last')} of the click")
+        looks = _late_looks(data["sessions"])
+        if says.get("n"):
+            server.append(f"moved each student to Results within {_seconds(says, 'last')} of the click's arrival (the "
+                          "page's own 'Demo finished' figure, the server's clock)"
+                          + (f", {min(looks):.0f}–{max(looks):.0f} s after their runs were stored (at the Train page's "
+                             "next refresh)" if looks else ""))
+        said = server[0] if len(server) == 1 else ", ".join(server[:-1]) + " and " + server[-1]
+        parts.append("The server " + said + "; the benchmark's browser had drawn "
+                     f"the last Results page {_seconds(complete, 'last')} after its click"
+                     + (f", {_seconds(lag, 'median')} at the median after the server had stored the runs" if lag.get("n") else "")
+                     + f" (the students' {n} tabs share one browser process and the machine's 2 cores: "
+                     f"{s['cpu_while_busy'].get('browsers_cpu') or 0:.2f} of a core for all browsers).")
+    if full:
+        last = complete["last"] if complete.get("n") else float("inf")
+        parts.append(f"Targets: {n} of {n} showing their runs: {_met(all_shown)}; the last result within "
+                     f"{TARGETS['last_seconds']:.0f} s: {_met(all_shown and last <= TARGETS['last_seconds'])} ("
+                     + (_seconds(complete, 'last') if all_shown else
+                        f"not every page showed its runs; the last that did: {_seconds(complete, 'last')}")
+                     + f"); page switches of a 21st session within {TARGETS['switch_p90']:.0f} s "
+                     f"at the 90th percentile: {_met(p90 <= TARGETS['switch_p90'])} ({p90:.2f} s).")
+    else:
+        parts.append(f"Page switches of the extra session: 90th percentile {p90:.2f} s. The class targets ("
+                     f"{TARGETS['browsers']} browsers, the last result within {TARGETS['last_seconds']:.0f} s, switches "
+                     f"within {TARGETS['switch_p90']:.0f} s at the 90th percentile) are judged only on a "
+                     f"{TARGETS['browsers']}-browser run on a quiet machine; this run does not judge them.")
+    return " ".join(parts)
+
+
+@family(r"class-look:(?P<file>[^:]+)")
+def class_look(rows, file: str) -> str:
+    """How long after the server had stored a session's runs the Train page's look moved it to Results, lowest
+    to highest over the sessions ("1–13")."""
+    looks = _late_looks(rows.json(file)["sessions"])
+    return f"{min(looks):.0f}–{max(looks):.0f}"
+
+
+@family(r"class-look-over:(?P<file>[^:]+):(?P<seconds>[0-9.]+)")
+def class_look_over(rows, file: str, seconds: str) -> str:
+    """How many sessions' Train page looked more than ``seconds`` after their runs were stored ("1 of 6")."""
+    data = rows.json(file)
+    looks = _late_looks(data["sessions"])
+    return f"{sum(v > float(seconds) for v in looks)} of {len(data['sessions'])}"

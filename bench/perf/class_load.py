@@ -211,6 +211,20 @@ async def owner_of(context) -> str | None:
     return next((c["value"] for c in await context.cookies() if c["name"] == "dmlcore_owner"), None)
 
 
+RUN_LABEL = re.compile(r"^#\d+ ")   # a run's label ('#1 DML-CMR · gb'), as its MSE box on Results is titled
+
+
+async def runs_shown(page) -> int:
+    """How many runs the Results page scores: its MSE boxes, one a run, titled with the run's label. (Counting
+    every box, as before 2026-11-27 afternoon, also counted the 2SLS strength box's four (F, partial R²): 8 for
+    4 runs in bench/results/class-load-20-local-2026-11-27-1323-class.json.)"""
+    return count_runs(await page.locator("[data-testid=stMetricLabel]").all_inner_texts())
+
+
+def count_runs(metric_labels: list[str]) -> int:
+    return sum(bool(RUN_LABEL.match(label.strip())) for label in metric_labels)
+
+
 async def first_estimate(page, clicked: float) -> float | None:
     """The Train page's first estimate of when the session's batch is done (seconds after the click)."""
     text = await page.locator("[data-testid=stMain]").inner_text()
@@ -273,14 +287,16 @@ async def student(i: int, browser, base: str, start: dict, gap: float, out: list
             await idle(page)
             row["complete_after"] = time.time() - row["clicked"]
             table = page.locator(".st-key-res_metrics")
-            row["runs_shown"] = await page.locator("[data-testid=stMetric]").count()
+            row["runs_shown"] = await runs_shown(page)
             text = await page.locator("[data-testid=stMain]").inner_text()
+            said = re.search(r"Demo finished: ([\d.]+) s", text)
+            row["page_says_seconds"] = float(said[1]) if said else None
             row["batches_shown"] = sorted(set(re.findall(r"#(\d+) ", text)))
             row["table_shown"] = await table.count() > 0
             row["results_text"] = " ".join(text.split())[:600]
             await page.wait_for_timeout(5000)
             await idle(page)
-            row["runs_shown_later"] = await page.locator("[data-testid=stMetric]").count()
+            row["runs_shown_later"] = await runs_shown(page)
             row["main_chars_later"] = len(await page.locator("[data-testid=stMain]").inner_text())
         row["exception"] = await page.locator("[data-testid=stException]").count() > 0
         row["owner"] = await owner_of(context)
@@ -425,6 +441,32 @@ def server_done(home: Path, sessions: list) -> list[float]:
     return out
 
 
+def server_queued(home: Path, sessions: list) -> list[float]:
+    """For each session that clicked: seconds from its click (the browser's) until the server had queued
+    its runs (the queue's ``created``): how long the click took to reach the server through a busy browser
+    and server; also put on the rows. Empty when the queue's file is not there."""
+    import sqlite3
+    from contextlib import closing
+    path = home / "queue.sqlite3"
+    if not path.exists():
+        return []
+    with closing(sqlite3.connect(path)) as conn:
+        queued = dict(conn.execute("SELECT owner, MIN(created) FROM jobs GROUP BY owner").fetchall())
+    out = []
+    for row in sessions:
+        if row.get("clicked") and row.get("owner") in queued:
+            row["queued_after"] = queued[row["owner"]] - row["clicked"]
+            out.append(row["queued_after"])
+    return out
+
+
+def browser_lag(sessions: list) -> list[float]:
+    """For each session whose Results page showed its runs: seconds from the server's storing its last run
+    until the page had drawn them (the Train page's refresh, the switch and the drawing, in the browser)."""
+    return [s["complete_after"] - s["server_done_after"] for s in sessions
+            if s.get("complete_after") is not None and s.get("server_done_after") is not None]
+
+
 def autogroups() -> dict:
     try:
         enabled = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
@@ -481,6 +523,10 @@ def main() -> None:
         "results_seconds": quantiles(done),
         "results_complete_seconds": quantiles([s["complete_after"] for s in sessions if s.get("complete_after")]),
         "server_done_seconds": quantiles(server_done(home, sessions)),
+        "server_queued_seconds": quantiles(server_queued(home, sessions)),
+        "browser_lag_seconds": quantiles(browser_lag(sessions)),
+        "page_says_seconds": quantiles([s["page_says_seconds"] for s in sessions if s.get("page_says_seconds")]),
+        "stayed_on_train": sum(s["results_after"] is None and "/train" in (s.get("url") or "") for s in sessions),
         "estimate_error": quantiles([s["results_after"] - s["eta_first"] for s in sessions
                                      if s["results_after"] is not None and s["eta_first"] is not None]),
         "sessions_without_results": len(sessions) - len(done),

@@ -91,8 +91,8 @@ def card_tab():
         "slope as 2SLS, and it is the average derivative of f only if the return to schooling is linear.\n\n"
         "The tool's *weakly identified* flag judges that linear weight. One of its rules fires when the linear "
         f"first stage's F is below {WEAK_FIRST_STAGE_F:g}: the smallest bar at which the debiased intervals of "
-        "the fits it leaves silent covered 90 % on the coverage study's weak-instrument designs "
-        f"(docs/coverage.md). Here F is {s['f_stat']:.1f}, "
+        "the fits it leaves silent covered at least 90 % pooled over the coverage study's sweep of instrument "
+        "strengths, though not on each of its designs: no bar does that (docs/coverage.md). Here F is {s['f_stat']:.1f}, "
         + ("below the bar: the flag fires and the debiased effect is printed without an interval; read the "
            "Anderson–Rubin set instead. " if s["f_stat"] < WEAK_FIRST_STAGE_F else
            "above the bar; the flag's other rule, the representer's strength, is in the result below. ")

@@ -48,7 +48,8 @@ def weak_tab():
         f"draws at F {num(weakest['median F'], 1)} and {cover(s['2SLS interval coverage'].iloc[-1], draws)} at F "
         f"{num(s['median F'].iloc[-1], 1)}; the **Anderson-Rubin** set in "
         + (f"{cover(s['AR coverage'].min(), draws)}" if pct(s['AR coverage'].min()) == pct(s['AR coverage'].max())
-           else f"{pct(s['AR coverage'].min())} to {pct(s['AR coverage'].max())}")
+           else f"{pct(s['AR coverage'].min())} to {pct(s['AR coverage'].max())} (Monte-Carlo s.e. at most "
+                f"{100 * max(mc_se(p, draws) for p in s['AR coverage']):.1f} %)")
         + " at every strength. That it is the same at every strength is **by construction, not a finding**: at "
         "the true effect, sales minus β × price does not involve the instrument's coefficient, and the experiment "
         "reuses the same random numbers at every strength, so the same draws are covered whatever the strength. "
