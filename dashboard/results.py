@@ -16,6 +16,7 @@ import streamlit as st
 
 from dashboard import state
 from dmlcore.effect_coverage import coverage_note, measured_coverage
+from dmlcore.effect_notes import clusters_note, notes
 from dmlcore.errors import DMLCoreError
 from dmlcore.runs import METHOD_TITLES, METHODS, Run
 from dmlcore.store import StoredRun, safe_filename
@@ -202,6 +203,7 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
         kind = interval_kind(effect.get("interval")) if effect.get("estimate") is not None else effect.get("error")
         row = {"run": title, "effect": effect.get("estimate"), f"{level:.0%} interval": _interval_text(effect),
                "kind": f"plug-in, {kind}" if plug_in_headline(record) else kind,
+               **(_notes(effect) if headline or not debiased else _coefficient_notes(effect)),
                "plug-in": _with_interval(plug) if headline and plug.get("estimate") is not None else None,
                "measured coverage": coverage_note(record, measured)}
         percentile = (effect.get("bootstrap") or {}).get("percentile")
@@ -212,7 +214,8 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
         if debiased and not headline:      # 2SLS: its coefficient, then the debiased average derivative
             rows.append({"run": f"{title}: debiased average derivative", "effect": debiased["estimate"],
                          f"{level:.0%} interval": _interval_text(debiased, debiased["weakly_identified"]),
-                         "kind": "debiased", "measured coverage": coverage_note(
+                         "kind": "debiased", **_notes({**effect, "clusters": _debiased_clusters(effect)}),
+                         "measured coverage": coverage_note(
                              {**record, "effect": {**effect, "estimate": debiased["estimate"]}}, measured)})
     frame = pd.DataFrame(rows)
     if not len(frame):
@@ -221,6 +224,27 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
     text = [c for c in frame.columns if c != "effect"]
     frame[text] = frame[text].fillna("—")
     return frame
+
+
+def _notes(effect: dict) -> dict:
+    """The effect's weak-identification flag, specification spread and cluster treatment, as columns."""
+    out = notes(effect)
+    return {"weak identification": out["identification"], "spread": out["spread"], "clusters": out["clusters"]}
+
+
+def _coefficient_notes(effect: dict) -> dict:
+    """The notes of 2SLS's coefficient row: its identification is the first stage's (its Anderson-Rubin set
+    holds however weak), its one specification is linear; its clusters follow its own interval."""
+    f = (effect.get("debiased") or {}).get("first_stage_f")
+    return {"weak identification": (f"first-stage F {f:.3g}; " if f is not None else "")
+            + "the Anderson-Rubin set holds however weak",
+            "spread": "one specification (linear)", "clusters": clusters_note(effect)}
+
+
+def _debiased_clusters(effect: dict) -> dict | None:
+    """The clusters of a 2SLS run's debiased average derivative as it was fitted ({"column", "count"}), which
+    the page's covariance choice does not change."""
+    return (effect.get("debiased") or {}).get("clusters")
 
 
 def text_width(values, header: str = "", px_per_char: float = 6.8, padding: int = 26) -> int:
@@ -250,8 +274,11 @@ def under_covariance(record: dict, inference: dict | None) -> dict:
     if (inference is None or not keeps_coefficient(record.get("method")) or effect.get("estimate") is None
             or not (effect.get("interval") or "").startswith("2SLS")):
         return record
-    wald = inference["wald"]
+    wald, first = inference["wald"], inference.get("first") or {}
     chosen = {key: wald[key] for key in ("ci_lower", "ci_upper", "interval")}
+    chosen["clusters"] = ({"column": first["cluster"], "count": first["n_clusters"],
+                           "intervals": [{"interval": "2SLS", "treatment": "clustered"}]}
+                          if first.get("n_clusters") is not None else None)
     intervals = [{**entry, **chosen} if entry["interval"] == effect.get("interval") else entry
                  for entry in effect.get("intervals") or [] if not entry["interval"].startswith("Anderson-Rubin")]
     if inference.get("ar"):
@@ -287,7 +314,7 @@ def interval_kind(how: str | None) -> str:
     if how.startswith("bootstrap"):
         return "bootstrap" + (f" (B = {how.split(',')[1].split()[0]})" if "," in how else "")
     if how.startswith("2SLS"):
-        return "2SLS s.e." + (f" ({how.split('(')[-1].split(',')[0]})" if "(" in how else "")
+        return "2SLS s.e." + (f" ({how.split('(')[-1].split(', as ')[0].rstrip(')')})" if "(" in how else "")
     return "delta method" if how.startswith("delta") else how.split(":")[0]
 
 

@@ -384,3 +384,30 @@ def test_the_flag_catches_a_moderately_weak_instrument_the_representer_strength_
     assert effect["warning"].startswith("weakly identified (the linear first stage's F") and len(effect["warning"]) <= 200
     strong = load_dataset("linear-iv", n=1000, seed=2)
     assert not fit_run(strong.data, "2sls", truth=strong.truth, heldout_folds=0).record["effect"]["weakly_identified"]
+
+
+def noisy_proxies(noise, n=1000, seed=0) -> CausalData:
+    """Proximal data whose proxies are copies of the confounder u with noise of sd ``noise``: 0.5 strong,
+    3 weak (proxies' first-stage F about 3)."""
+    r = np.random.default_rng(seed)
+    u = r.normal(size=n)
+    z, w = u + noise * r.normal(size=n), u + noise * r.normal(size=n)
+    a = u + r.normal(size=n)
+    y = 2 * a + 3 * u + 0.3 * r.normal(size=n)
+    return CausalData(pd.DataFrame(dict(y=y, a=a, z=z, w=w)), "pcl", "y", treatment="a", treatment_proxy="z",
+                      outcome_proxy="w")
+
+
+@pytest.mark.parametrize("method", ["dml-cmr", "naive", "2sls"])
+def test_the_flag_catches_weak_proxies_in_every_method(method):
+    """Proximal learning: the flag reads the proxies' first stage (outcome proxy on treatment proxy), fires
+    on weak proxies with that reason and no interval, and stays silent on strong ones."""
+    kwargs = dict(learner="linear", folds=5) if method != "2sls" else {}
+    weak = fit_run(noisy_proxies(3.0), method, heldout_folds=0, **kwargs).record["effect"]
+    assert weak["debiased"]["first_stage_f"] < debiased.WEAK_FIRST_STAGE_F
+    assert weak["weakly_identified"] and "first stage's F" in weak["debiased"]["weak_reason"]
+    assert weak["warning"].startswith("weakly identified") and len(weak["warning"]) <= 200
+    if method != "2sls":                                       # its headline: no interval, the reason instead
+        assert weak["ci_lower"] is None and weak["interval"].startswith("weakly identified")
+    strong = fit_run(noisy_proxies(0.5), method, heldout_folds=0, **kwargs).record["effect"]
+    assert strong["debiased"]["first_stage_f"] > debiased.WEAK_FIRST_STAGE_F and not strong["weakly_identified"]

@@ -1,0 +1,57 @@
+"""Three short notes that go beside an effect wherever one is shown (the Results page's effect
+table and its download, the CLI's summary line): whether the weak-identification flag fired and
+why, the specification spread, and how the intervals treat clusters. They read a run record's
+``effect`` (:func:`dmlcore.effects.effect_record`); nothing is computed here.
+"""
+
+from __future__ import annotations
+
+from dmlcore.debiased import WEAK_FIRST_STAGE_F, WEAK_STRENGTH
+
+NOT_CLUSTERED = "not clustered: rows taken as independent"
+
+
+def identification_note(effect: dict) -> str:
+    """The flag of the debiased effect in a few words: "weakly identified: <reason>", or "not
+    flagged" with the two numbers it was checked on, or why it was not checked."""
+    debiased = effect.get("debiased")
+    if not debiased:
+        return "not checked: no debiased effect"
+    if debiased.get("weakly_identified"):
+        return f"weakly identified: {debiased.get('weak_reason') or 'see the warning'}"
+    checks = [f"representer strength {debiased['strength']:.3g} ≥ {WEAK_STRENGTH:g}"]
+    if debiased.get("first_stage_f") is not None:
+        checks.insert(0, f"first-stage F {debiased['first_stage_f']:.3g} ≥ {WEAK_FIRST_STAGE_F:g}")
+    return "not flagged (" + ", ".join(checks) + ")"
+
+
+def spread_note(effect: dict) -> str:
+    """The specification spread (``effect["spread"]``) in a few words: "low to high over k
+    specifications, r s.e.", "; sensitive" when it exceeds the bar; or that there is none."""
+    spread = effect.get("spread")
+    if not spread:
+        return "none: no debiased effect"
+    text = (f"{spread['low']:.4g} to {spread['high']:.4g} over {len(spread['specifications'])} specifications, "
+            f"{spread['range_over_se']:.2g} s.e.")
+    return text + ("; sensitive: the choice of specification matters" if spread.get("sensitive") else "")
+
+
+def clusters_note(effect: dict) -> str:
+    """How the effect's intervals treat clusters (``effect["clusters"]``) in a few words, or
+    :data:`NOT_CLUSTERED`."""
+    clusters = effect.get("clusters")
+    if not clusters:
+        return NOT_CLUSTERED
+    columns = [c.strip() for c in str(clusters["column"]).split(",")]
+    by = " and ".join(f"'{c}'" for c in columns)
+    text = f"clustered by {by} ({clusters['count']:,} clusters{' in the smaller' if len(columns) == 2 else ''})"
+    refused = [e["interval"] for e in clusters.get("intervals", []) if e["treatment"] == "refused"]
+    if refused:
+        text += "; refused: " + ", ".join(refused)
+    return text
+
+
+def notes(effect: dict) -> dict[str, str]:
+    """{"identification", "spread", "clusters"}: the three notes of ``effect``."""
+    return {"identification": identification_note(effect), "spread": spread_note(effect),
+            "clusters": clusters_note(effect)}
