@@ -293,6 +293,23 @@ def test_the_measured_coverage_next_to_a_run_covers_the_designs_of_its_own_probl
     assert coverage_note({**record, "problem": "pcl"}, table) == "demand-pcl 0.00 (90+ seeds each)"
 
 
+def test_the_shipped_coverage_of_each_arm_was_measured_with_the_procedure_it_runs_today():
+    """The DML-CMR family's debiased effect refits f alone: its shipped coverage comes from rows measured
+    that way, and the note beside a run says so with the number of seeds; 2SLS's says whole refits."""
+    from dmlcore.effect_coverage import PROCEDURES, coverage_note, measured_coverage, refits_f_alone
+    table = measured_coverage()
+    debiased_rows = table[table["kind"] == "debiased"]
+    for arm, part in debiased_rows.groupby("arm"):
+        assert set(part["procedure"]) == {PROCEDURES[refits_f_alone(arm.split()[0])]}, arm
+    assert table.loc[table["kind"] == "plug_in", "procedure"].isna().all()
+    record = {"method": "dml-cmr", "config": {"learner": "gb"}, "problem": "iv",
+              "effect": {"estimate": 1.0, "debiased": {"estimate": 1.0}}}
+    seeds = int(debiased_rows[debiased_rows["arm"] == "dml-cmr gb own f"].query("problem == 'iv'")["seeds"].min())
+    assert coverage_note(record, table).endswith(f"({seeds}+ seeds each; {PROCEDURES[True]})")
+    tsls = {"method": "2sls", "config": {}, "problem": "iv", "effect": {"estimate": 1.0, "debiased": {"estimate": 1.0}}}
+    assert coverage_note(tsls, table).endswith(f"(200+ seeds each; {PROCEDURES[False]})")
+
+
 # ------------------------------------------------------------------ specification spread (issue 31)
 def test_spread_lists_the_bases_and_each_cross_fit_and_flags_a_wide_one():
     loaded = load_dataset("linear-iv", n=800, seed=0)
