@@ -185,7 +185,8 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
     (:func:`interval_kind`; :func:`interval_descriptions` says each in full), the plug-in beside a
     debiased headline, the measured coverage of that kind of interval on the simulated designs
     (:func:`dmlcore.effect_coverage.coverage_note`), the bootstrap's percentile interval and the
-    Anderson-Rubin set where the run has them, or why there is no effect. 2SLS gets a second row
+    Anderson-Rubin set where the run has them, or why there is no effect; beside each effect its
+    weak-identification flag, specification spread and cluster treatment (:mod:`dmlcore.effect_notes`). 2SLS gets a second row
     for the debiased average derivative; the 2SLS reference fit comes last when given.
 
     ``linear`` is the page's covariance choice: (data, :func:`linear_iv_inference` on it); the 2SLS runs
@@ -266,7 +267,7 @@ def _records(items, reference, linear: tuple | None = None):
 
 
 def under_covariance(record: dict, inference: dict | None) -> dict:
-    """``record`` with the interval of its coefficient (and its kind) and its Anderson-Rubin set as the
+    """``record`` with the interval of its coefficient (its kind and clusters) and its Anderson-Rubin set as the
     covariance choice of ``inference`` (:func:`linear_iv_inference` on the record's own data) gives them,
     when the run's headline is 2SLS's coefficient (another linear IV estimator keeps its own interval);
     otherwise, or without ``inference``, ``record`` itself."""

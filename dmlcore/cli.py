@@ -314,7 +314,7 @@ def _effect_text(effect: dict) -> str:
             f"[{debiased['ci_lower']:.4g}, {debiased['ci_upper']:.4g}]")
     if effect.get("debiased_error"):
         text += f" ({effect['debiased_error']})"
-    if debiased and not debiased.get("weakly_identified"):      # flagged: its reason is printed above
+    if debiased and not (headline and debiased.get("weakly_identified")):   # a flagged headline printed its reason
         text += f" identification={identification_note(effect)}"
     if effect.get("spread"):
         text += f" spread={spread_note(effect)}"

@@ -124,3 +124,14 @@ def test_cli_summary_line_carries_spread_flag_and_clusters(capsys):
     assert " identification=not flagged (first-stage F " in line
     assert " spread=" in line and " specifications, " in line
     assert "clustered by 'cluster' (" in line
+
+
+def test_cli_summary_line_gives_the_reason_beside_a_flagged_2sls_derivative(capsys):
+    """2SLS's headline is its coefficient; the flag belongs to the debiased average derivative beside it."""
+    from dmlcore.cli import main
+    assert main(["fit", "--dataset", "linear-iv", "--iv-strength", "0.1", "--n", "1000", "--seed", "2",
+                 "--method", "2sls", "--heldout-folds", "0"]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert "debiased average derivative=" in line and "(weakly identified: no interval)" in line
+    assert " identification=weakly identified: the linear first stage's F 10.1 is below 16.4" in line
+    assert "clustered by" not in line
