@@ -316,6 +316,8 @@ def interval_kind(how: str | None) -> str:
         return "bootstrap" + (f" (B = {how.split(',')[1].split()[0]})" if "," in how else "")
     if how.startswith("2SLS"):
         return "2SLS s.e." + (f" ({how.split('(')[-1].split(', as ')[0].rstrip(')')})" if "(" in how else "")
+    if how.startswith("weakly identified"):
+        return "weakly identified"      # its reason: the flag's column and the warning under the table
     return "delta method" if how.startswith("delta") else how.split(":")[0]
 
 

@@ -6,34 +6,39 @@ why, the specification spread, and how the intervals treat clusters. They read a
 
 from __future__ import annotations
 
+import numpy as np
+
 from dmlcore.debiased import WEAK_FIRST_STAGE_F, WEAK_STRENGTH
 
-NOT_CLUSTERED = "not clustered: rows taken as independent"
+NOT_CLUSTERED = "not clustered (rows independent)"
 
 
 def identification_note(effect: dict) -> str:
-    """The flag of the debiased effect in a few words: "weakly identified: <reason>", or "not
-    flagged" with the two numbers it was checked on, or why it was not checked."""
+    """The flag of the debiased effect in a few words, with the numbers it was checked on against
+    their bars (:func:`dmlcore.debiased.weak_reason` decides): "flagged: first-stage F 13.7 < 16.4",
+    "not flagged: first-stage F 244 ≥ 16.4, representer strength 2.27e+03 ≥ 10", or why it was not
+    checked."""
     debiased = effect.get("debiased")
     if not debiased:
         return "not checked: no debiased effect"
+    checks = [("first-stage F", debiased.get("first_stage_f"), WEAK_FIRST_STAGE_F),
+              ("representer strength", debiased.get("strength"), WEAK_STRENGTH)]
+    checks = [(name, value, bar) for name, value, bar in checks if value is not None and np.isfinite(value)]
     if debiased.get("weakly_identified"):
-        return f"weakly identified: {debiased.get('weak_reason') or 'see the warning'}"
-    checks = [f"representer strength {debiased['strength']:.3g} ≥ {WEAK_STRENGTH:g}"]
-    if debiased.get("first_stage_f") is not None:
-        checks.insert(0, f"first-stage F {debiased['first_stage_f']:.3g} ≥ {WEAK_FIRST_STAGE_F:g}")
-    return "not flagged (" + ", ".join(checks) + ")"
+        below = [f"{name} {value:.3g} < {bar:g}" for name, value, bar in checks if value < bar]
+        return "flagged: " + (", ".join(below) if below else debiased.get("weak_reason") or "see the warning")
+    return "not flagged: " + ", ".join(f"{name} {value:.3g} ≥ {bar:g}" for name, value, bar in checks)
 
 
 def spread_note(effect: dict) -> str:
-    """The specification spread (``effect["spread"]``) in a few words: "low to high over k
-    specifications, r s.e.", "; sensitive" when it exceeds the bar; or that there is none."""
+    """The specification spread (``effect["spread"]``) in a few words: "low to high, k
+    specifications, r s.e.", ": sensitive" when r exceeds the bar; or that there is none."""
     spread = effect.get("spread")
     if not spread:
         return "none: no debiased effect"
-    text = (f"{spread['low']:.4g} to {spread['high']:.4g} over {len(spread['specifications'])} specifications, "
+    text = (f"{spread['low']:.4g} to {spread['high']:.4g}, {len(spread['specifications'])} specifications, "
             f"{spread['range_over_se']:.2g} s.e.")
-    return text + ("; sensitive: the choice of specification matters" if spread.get("sensitive") else "")
+    return text + (": sensitive" if spread.get("sensitive") else "")
 
 
 def clusters_note(effect: dict) -> str:

@@ -35,12 +35,13 @@ def test_the_notes_read_the_record(runs):
     assert clusters_note(effect) == f"clustered by 'cluster' ({effect['clusters']['count']} clusters)"
     assert effect["clusters"]["count"] == runs["clustered"].data.table["cluster"].nunique() > 1
     spread = effect["spread"]
-    assert spread_note(effect).startswith(f"{spread['low']:.4g} to {spread['high']:.4g} over "
+    assert spread_note(effect).startswith(f"{spread['low']:.4g} to {spread['high']:.4g}, "
                                           f"{len(spread['specifications'])} specifications")
-    assert identification_note(effect).startswith("not flagged (first-stage F ")
+    assert identification_note(effect).startswith("not flagged: first-stage F ")
     weak = runs["weak"].record["effect"]
     assert weak["weakly_identified"]
-    assert identification_note(weak) == f"weakly identified: {weak['debiased']['weak_reason']}"
+    assert identification_note(weak) == f"flagged: first-stage F {weak['debiased']['first_stage_f']:.3g} < 16.4"
+    assert "first stage's F" in weak["debiased"]["weak_reason"]          # the rule's own reason agrees
     assert clusters_note(weak) == NOT_CLUSTERED
     assert identification_note({"debiased": None}).startswith("not checked")
 
@@ -87,7 +88,8 @@ def test_results_page_shows_flag_spread_and_clusters_beside_each_effect(runs, mo
         assert row["clusters"] == clusters_note(effect)
     assert table.loc["clustered", "clusters"].startswith("clustered by 'cluster' (")
     assert table.loc["weak", "clusters"] == NOT_CLUSTERED
-    assert table.loc["weak", "weak identification"].startswith("weakly identified: the linear first stage's F")
+    assert table.loc["weak", "weak identification"].startswith("flagged: first-stage F 10.1 < 16.4")
+    assert table.loc["weak", "kind"] == "weakly identified"           # the reason in its own column
     assert table.loc["weak", "95% interval"] == "weakly identified: no confident interval"
     # 2SLS: its coefficient's row (first stage, one specification) and its debiased average derivative's
     coefficient = table.loc["2sls clustered"]
@@ -121,7 +123,7 @@ def test_cli_summary_line_carries_spread_flag_and_clusters(capsys):
     assert main(["fit", "--dataset", "clustered-iv", "--n", "1200", "--method", "dml-cmr", "--learner", "linear",
                  "--folds", "5", "--cov", "clustered-cr1", "--cluster", "cluster", "--heldout-folds", "0"]) == 0
     line = capsys.readouterr().out.splitlines()[0]
-    assert " identification=not flagged (first-stage F " in line
+    assert " identification=not flagged: first-stage F " in line
     assert " spread=" in line and " specifications, " in line
     assert "clustered by 'cluster' (" in line
 
@@ -133,5 +135,5 @@ def test_cli_summary_line_gives_the_reason_beside_a_flagged_2sls_derivative(caps
                  "--method", "2sls", "--heldout-folds", "0"]) == 0
     line = capsys.readouterr().out.splitlines()[0]
     assert "debiased average derivative=" in line and "(weakly identified: no interval)" in line
-    assert " identification=weakly identified: the linear first stage's F 10.1 is below 16.4" in line
+    assert " identification=flagged: first-stage F 10.1 < 16.4" in line
     assert "clustered by" not in line
