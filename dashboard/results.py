@@ -234,11 +234,9 @@ def _notes(effect: dict) -> dict:
 
 
 def _coefficient_notes(effect: dict) -> dict:
-    """The notes of 2SLS's coefficient row: its identification is the first stage's (its Anderson-Rubin set
-    holds however weak), its one specification is linear; its clusters follow its own interval."""
-    f = (effect.get("debiased") or {}).get("first_stage_f")
-    return {"weak identification": (f"first-stage F {f:.3g}; " if f is not None else "")
-            + "the Anderson-Rubin set holds however weak",
+    """The notes of 2SLS's coefficient row: its Anderson-Rubin set holds however weak the instruments, its
+    one specification is linear, its clusters follow its own interval (the page's choice)."""
+    return {"weak identification": "see the Anderson-Rubin set: it holds however weak",
             "spread": "one specification (linear)", "clusters": clusters_note(effect)}
 
 

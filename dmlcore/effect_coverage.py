@@ -128,7 +128,7 @@ def markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-PROCEDURES = {True: "f-hat cross-fitted by refitting f alone", False: "f-hat cross-fitted by whole refits"}
+PROCEDURES = {True: "f refitted alone", False: "whole refits"}    # how the debiased effect cross-fitted f-hat
 
 
 def refits_f_alone(method: str) -> bool:

@@ -166,6 +166,8 @@ def effects_section(chosen, reference):
         st.dataframe(table, key="res_effects", hide_index=True,
                      column_config={"effect": st.column_config.NumberColumn(format="%.4g"),
                                     **{col: st.column_config.TextColumn(width=width) for col, width in widths.items()}})
+    st.markdown("\n".join(f"- **{row['run']}** — identification: {row['weak identification']} · spread: "
+                           f"{row['spread']} · clusters: {row['clusters']}" for _, row in table.iterrows()))
     st.download_button("Effects (CSV)", table.to_csv(index=False), file_name="effects.csv", mime="text/csv",
                        key="dl_effects", icon=":material/download:",
                        help="The table above: each effect with its interval, kind, flag, spread and clusters.")

@@ -93,12 +93,17 @@ def test_results_page_shows_flag_spread_and_clusters_beside_each_effect(runs, mo
     assert table.loc["weak", "95% interval"] == "weakly identified: no confident interval"
     # 2SLS: its coefficient's row (first stage, one specification) and its debiased average derivative's
     coefficient = table.loc["2sls clustered"]
-    assert coefficient["weak identification"].startswith("first-stage F ") and "Anderson-Rubin" in \
-        coefficient["weak identification"]
+    assert "Anderson-Rubin" in coefficient["weak identification"]
     assert coefficient["clusters"].startswith("clustered by 'cluster' (")
     derivative = table.loc["2sls clustered: debiased average derivative"]
     assert derivative["spread"] == spread_note(runs["2sls clustered"].record["effect"])
     assert derivative["clusters"].startswith("clustered by 'cluster' (")
+    # and in words under the table, one line per effect
+    lines = next(m.value for m in at.markdown if " — identification: " in m.value).splitlines()
+    assert len(lines) == len(table)
+    for line, (run, row) in zip(lines, table.iterrows()):
+        assert line == (f"- **{run}** — identification: {row['weak identification']} · spread: {row['spread']} "
+                        f"· clusters: {row['clusters']}")
     # the table's download carries the same columns and notes
     csv = downloads["dl_effects"]
     header = csv.splitlines()[0]
