@@ -36,6 +36,8 @@ def spread_note(effect: dict) -> str:
     spread = effect.get("spread")
     if not spread:
         return "none: no debiased effect"
+    if len(spread["specifications"]) < 2:            # the headline's own basis only: nothing to compare
+        return "not measured: one specification only"
     text = (f"{spread['low']:.4g} to {spread['high']:.4g}, {len(spread['specifications'])} specifications, "
             f"{spread['range_over_se']:.2g} s.e.")
     return text + (": sensitive" if spread.get("sensitive") else "")

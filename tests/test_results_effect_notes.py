@@ -44,6 +44,9 @@ def test_the_notes_read_the_record(runs):
     assert "first stage's F" in weak["debiased"]["weak_reason"]          # the rule's own reason agrees
     assert clusters_note(weak) == NOT_CLUSTERED
     assert identification_note({"debiased": None}).startswith("not checked")
+    alone = {**spread, "specifications": spread["specifications"][:1], "low": spread["estimate"],
+             "high": spread["estimate"], "range_over_se": 0.0}
+    assert spread_note({"spread": alone}) == "not measured: one specification only"    # not "0 s.e."
 
 
 def test_two_way_clusters_are_named_as_two_columns():
