@@ -329,7 +329,7 @@ def procedure_check(rows) -> str:
             f"(DML-CMR, gb, own f; `bench/procedure_check.py`), whole refits reproduced the 200-seed study's "
             f"debiased estimates (largest difference {worst['whole refits'][1]:.1g} over {worst['whole refits'][0]} "
             f"seeds) and f refitted alone the rerun's ({worst['f alone'][1]:.1g} over {worst['f alone'][0]}): the "
-            f"procedure is the only difference. On the same fits the estimate with f refitted alone was lower in "
+            f"procedure is the only difference for this arm. On the same fits the estimate with f refitted alone was lower in "
             f"{int((shift < 0).sum())} of {len(shift)} seeds (mean shift {shift.mean():+.3f}; mean error "
             f"{(wide['f alone'] - truth).mean():+.3f} against {(wide['whole refits'] - truth).mean():+.3f} with whole "
             f"refits)")
