@@ -16,7 +16,7 @@ import streamlit as st
 
 from dashboard import state
 from dmlcore.effect_coverage import coverage_note, measured_coverage
-from dmlcore.effect_notes import clusters_note, notes
+from dmlcore.effect_notes import clusters_note, identification_note, notes
 from dmlcore.errors import DMLCoreError
 from dmlcore.runs import METHOD_TITLES, METHODS, Run
 from dmlcore.store import StoredRun, safe_filename
@@ -234,9 +234,12 @@ def _notes(effect: dict) -> dict:
 
 
 def _coefficient_notes(effect: dict) -> dict:
-    """The notes of 2SLS's coefficient row: its Anderson-Rubin set holds however weak the instruments, its
-    one specification is linear, its clusters follow its own interval (the page's choice)."""
-    return {"weak identification": "see the Anderson-Rubin set: it holds however weak",
+    """The notes of 2SLS's coefficient row: its Anderson-Rubin set holds however weak the instruments (without
+    one, proximal 2SLS: the first stage's flag), its one specification is linear, its clusters follow its own
+    interval (the page's choice)."""
+    ar = _anderson_rubin(effect)
+    return {"weak identification": ("see the Anderson-Rubin set: it holds however weak" if ar and ar.get("set")
+                                    is not None else identification_note(effect)),
             "spread": "one specification (linear)", "clusters": clusters_note(effect)}
 
 

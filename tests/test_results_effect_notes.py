@@ -145,3 +145,11 @@ def test_cli_summary_line_gives_the_reason_beside_a_flagged_2sls_derivative(caps
     assert "debiased average derivative=" in line and "(weakly identified: no interval)" in line
     assert " identification=flagged: first-stage F 10.1 < 16.4" in line
     assert "clustered by" not in line
+
+
+def test_proximal_2sls_without_an_anderson_rubin_set_shows_the_flag_on_its_coefficient_row():
+    from test_debiased import noisy_proxies
+    run = fit_run(noisy_proxies(3.0), "2sls", heldout_folds=0)
+    table = effects_table([ResultItem("1", "p2sls", run.record, run=run)]).set_index("run")
+    assert "Anderson-Rubin set" not in table.columns or table.loc["p2sls", "Anderson-Rubin set"] == "—"
+    assert table.loc["p2sls", "weak identification"].startswith("flagged: first-stage F ")
