@@ -16,6 +16,7 @@ import streamlit as st
 
 from dashboard import state
 from dmlcore.effect_coverage import coverage_note, measured_coverage
+from dmlcore.effect_notes import clusters_note, identification_note, notes
 from dmlcore.errors import DMLCoreError
 from dmlcore.runs import METHOD_TITLES, METHODS, Run
 from dmlcore.store import StoredRun, safe_filename
@@ -184,7 +185,8 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
     (:func:`interval_kind`; :func:`interval_descriptions` says each in full), the plug-in beside a
     debiased headline, the measured coverage of that kind of interval on the simulated designs
     (:func:`dmlcore.effect_coverage.coverage_note`), the bootstrap's percentile interval and the
-    Anderson-Rubin set where the run has them, or why there is no effect. 2SLS gets a second row
+    Anderson-Rubin set where the run has them, or why there is no effect; beside each effect its
+    weak-identification flag, specification spread and cluster treatment (:mod:`dmlcore.effect_notes`). 2SLS gets a second row
     for the debiased average derivative; the 2SLS reference fit comes last when given.
 
     ``linear`` is the page's covariance choice: (data, :func:`linear_iv_inference` on it); the 2SLS runs
@@ -202,6 +204,7 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
         kind = interval_kind(effect.get("interval")) if effect.get("estimate") is not None else effect.get("error")
         row = {"run": title, "effect": effect.get("estimate"), f"{level:.0%} interval": _interval_text(effect),
                "kind": f"plug-in, {kind}" if plug_in_headline(record) else kind,
+               **(_notes(effect) if headline or not debiased else _coefficient_notes(effect)),
                "plug-in": _with_interval(plug) if headline and plug.get("estimate") is not None else None,
                "measured coverage": coverage_note(record, measured)}
         percentile = (effect.get("bootstrap") or {}).get("percentile")
@@ -212,7 +215,8 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
         if debiased and not headline:      # 2SLS: its coefficient, then the debiased average derivative
             rows.append({"run": f"{title}: debiased average derivative", "effect": debiased["estimate"],
                          f"{level:.0%} interval": _interval_text(debiased, debiased["weakly_identified"]),
-                         "kind": "debiased", "measured coverage": coverage_note(
+                         "kind": "debiased", **_notes({**effect, "clusters": _debiased_clusters(effect)}),
+                         "measured coverage": coverage_note(
                              {**record, "effect": {**effect, "estimate": debiased["estimate"]}}, measured)})
     frame = pd.DataFrame(rows)
     if not len(frame):
@@ -221,6 +225,28 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
     text = [c for c in frame.columns if c != "effect"]
     frame[text] = frame[text].fillna("—")
     return frame
+
+
+def _notes(effect: dict) -> dict:
+    """The effect's weak-identification flag, specification spread and cluster treatment, as columns."""
+    out = notes(effect)
+    return {"weak identification": out["identification"], "spread": out["spread"], "clusters": out["clusters"]}
+
+
+def _coefficient_notes(effect: dict) -> dict:
+    """The notes of 2SLS's coefficient row: its Anderson-Rubin set holds however weak the instruments (without
+    one, proximal 2SLS: the first stage's flag), its one specification is linear, its clusters follow its own
+    interval (the page's choice)."""
+    ar = _anderson_rubin(effect)
+    return {"weak identification": ("see the Anderson-Rubin set: it holds however weak" if ar and ar.get("set")
+                                    is not None else identification_note(effect)),
+            "spread": "one specification (linear)", "clusters": clusters_note(effect)}
+
+
+def _debiased_clusters(effect: dict) -> dict | None:
+    """The clusters of a 2SLS run's debiased average derivative as it was fitted ({"column", "count"}), which
+    the page's covariance choice does not change."""
+    return (effect.get("debiased") or {}).get("clusters")
 
 
 def text_width(values, header: str = "", px_per_char: float = 6.8, padding: int = 26) -> int:
@@ -242,7 +268,7 @@ def _records(items, reference, linear: tuple | None = None):
 
 
 def under_covariance(record: dict, inference: dict | None) -> dict:
-    """``record`` with the interval of its coefficient (and its kind) and its Anderson-Rubin set as the
+    """``record`` with the interval of its coefficient (its kind and clusters) and its Anderson-Rubin set as the
     covariance choice of ``inference`` (:func:`linear_iv_inference` on the record's own data) gives them,
     when the run's headline is 2SLS's coefficient (another linear IV estimator keeps its own interval);
     otherwise, or without ``inference``, ``record`` itself."""
@@ -250,8 +276,11 @@ def under_covariance(record: dict, inference: dict | None) -> dict:
     if (inference is None or not keeps_coefficient(record.get("method")) or effect.get("estimate") is None
             or not (effect.get("interval") or "").startswith("2SLS")):
         return record
-    wald = inference["wald"]
+    wald, first = inference["wald"], inference.get("first") or {}
     chosen = {key: wald[key] for key in ("ci_lower", "ci_upper", "interval")}
+    chosen["clusters"] = ({"column": first["cluster"], "count": first["n_clusters"],
+                           "intervals": [{"interval": "2SLS", "treatment": "clustered"}]}
+                          if first.get("n_clusters") is not None else None)
     intervals = [{**entry, **chosen} if entry["interval"] == effect.get("interval") else entry
                  for entry in effect.get("intervals") or [] if not entry["interval"].startswith("Anderson-Rubin")]
     if inference.get("ar"):
@@ -287,7 +316,9 @@ def interval_kind(how: str | None) -> str:
     if how.startswith("bootstrap"):
         return "bootstrap" + (f" (B = {how.split(',')[1].split()[0]})" if "," in how else "")
     if how.startswith("2SLS"):
-        return "2SLS s.e." + (f" ({how.split('(')[-1].split(',')[0]})" if "(" in how else "")
+        return "2SLS s.e." + (f" ({how.split('(')[-1].split(', as ')[0].rstrip(')')})" if "(" in how else "")
+    if how.startswith("weakly identified"):
+        return "weakly identified"      # its reason: the flag's column and the warning under the table
     return "delta method" if how.startswith("delta") else how.split(":")[0]
 
 

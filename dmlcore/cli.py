@@ -27,6 +27,7 @@ from dmlcore.data.registry import (DATASET_OPTIONS, SIMULATED, dataset_names, da
 from dmlcore.device import resolve_device
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
+from dmlcore.effect_notes import clusters_note, identification_note, spread_note
 from dmlcore.ivinference import set_text
 from dmlcore.linear_cli import (add_linear_options, check_table, check_wild_bootstrap, formula_data,
                                 table_from_args, wild_bootstrap_record, with_linear_options)
@@ -292,7 +293,7 @@ def _effect_text(effect: dict) -> str:
     interval, debiased = effect.get("interval") or "", effect.get("debiased")
     headline = bool(debiased) and effect["estimate"] == debiased["estimate"]
     if effect.get("ci_lower") is not None:
-        kind = interval.split("(")[-1].split(",")[0] if "(" in interval else ""   # linear IV: its covariance
+        kind = interval.split("(")[-1].split(", as ")[0].rstrip(")") if "(" in interval else ""   # linear IV: its covariance
         linear = next((name for name in ("2SLS", "LIML", "Fuller", "GMM") if interval.startswith(f"{name}:")), None)
         how = ("debiased" if headline else "bootstrap" if effect.get("bootstrap") else
                f"{linear} s.e., {kind}" if linear and kind else f"{linear} s.e." if linear else "delta method")
@@ -313,6 +314,12 @@ def _effect_text(effect: dict) -> str:
             f"[{debiased['ci_lower']:.4g}, {debiased['ci_upper']:.4g}]")
     if effect.get("debiased_error"):
         text += f" ({effect['debiased_error']})"
+    if debiased and not (headline and debiased.get("weakly_identified")):   # a flagged headline printed its reason
+        text += f" identification={identification_note(effect)}"
+    if effect.get("spread"):
+        text += f" spread={spread_note(effect)}"
+    if effect.get("clusters"):
+        text += f" {clusters_note(effect)}"
     return text
 
 

@@ -25,6 +25,7 @@ from scipy.stats import norm
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.debiased import weak_reason
+from dmlcore.estimators import METHODS
 
 SHIPPED = Path(__file__).resolve().parent / "data" / "files" / "effect-coverage.csv"
 DESIGN_TITLES = {"linear": "linear", "weak": "weak instrument", "demand-iv": "demand-iv (authors')",
@@ -127,6 +128,15 @@ def markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+PROCEDURES = {True: "f refitted alone", False: "whole refits"}    # how the debiased effect cross-fitted f-hat
+
+
+def refits_f_alone(method: str) -> bool:
+    """Whether ``method``'s debiased effect cross-fits f-hat by refitting f alone (the DML-CMR family's
+    ``refit_second_stage``), not the whole method: the procedure its coverage must be measured with."""
+    return method in METHODS and "refit_second_stage" in METHODS[method].cls.capabilities
+
+
 def measured_coverage(path: Path = SHIPPED) -> pd.DataFrame:
     """The shipped summary (empty when it is missing)."""
     return pd.read_csv(path) if Path(path).exists() else pd.DataFrame(columns=COLUMNS)
@@ -150,7 +160,8 @@ def coverage_note(record: dict, table: pd.DataFrame | None = None) -> str | None
     if part.empty:
         return None
     shown = " · ".join(f"{r.design} {r.coverage:.2f}" for r in part.itertuples())
-    return f"{shown} ({int(part['seeds'].min())}+ seeds each)"
+    procedure = f"; {part['procedure'].iloc[0]}" if "procedure" in part and part["procedure"].notna().any() else ""
+    return f"{shown} ({int(part['seeds'].min())}+ seeds each{procedure})"
 
 
 DEMAND_ARMS = (("dml-cmr gb spline f", "plug_in", "DML-CMR, spline f: plug-in (delta-method interval)"),

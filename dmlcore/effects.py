@@ -49,7 +49,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from dmlcore.clusters import describe, groups_of, resample_clusters
-from dmlcore.covariance import covariance_words, is_clustered
+from dmlcore.covariance import cluster_columns, covariance_words, is_clustered, n_clusters
 from dmlcore.data.roles import CausalData
 from dmlcore.debiased import add_debiased
 from dmlcore.errors import DMLCoreError, FitCancelled
@@ -244,11 +244,14 @@ def cluster_treatment(effect: dict, data: CausalData, cluster: str) -> dict:
         entries.append({"interval": head, "treatment": "refused" if entry.get("refused") else "clustered"})
     if effect.get("debiased") is None and effect.get("debiased_error"):
         entries.append({"interval": "debiased", "treatment": "not computed"})
-    text = (f"clustered by '{cluster}' ({len(np.unique(groups)):,} clusters): every interval shown sums the score "
+    count, columns = n_clusters(groups), cluster_columns(cluster)
+    by = (f"'{columns[0]}' and '{columns[1]}' (two-way, {count:,} clusters in the smaller)" if len(columns) == 2
+          else f"'{cluster}' ({count:,} clusters)")
+    text = (f"clustered by {by}: every interval shown sums the score "
             f"within clusters or resamples whole clusters, and every fold keeps a cluster whole")
     if any(e["treatment"] == "refused" for e in entries):
         text += "; the spline second stage's delta-method interval is refused (rows taken as independent)"
-    return {"column": cluster, "count": int(len(np.unique(groups))), "intervals": entries, "text": text}
+    return {"column": cluster, "count": count, "intervals": entries, "text": text}
 
 
 # ----------------------------------------------------------------- bootstrap

@@ -9,7 +9,7 @@ from dmlcore.band_coverage import band_caption
 from dmlcore.data.datasets import OWN_DATA_UNKNOWN, REAL_DATASETS
 from dmlcore.diagnostics import strength_label
 from dmlcore.errors import DMLCoreError
-from dmlcore.covariance import COV_TITLES, COV_TYPES, FEW_CLUSTERS
+from dmlcore.covariance import COV_CHOICES, COV_TITLES, FEW_CLUSTERS, is_clustered
 from dmlcore.estimators import METHODS
 from dmlcore.runs import METHOD_TITLES, fit_run
 
@@ -125,7 +125,7 @@ def side_by_side_2sls(chosen, reference):
     data = linear_iv_data(chosen, reference)
     inference = chosen_inference(data) if data is not None else None
     if isinstance(inference, dict):
-        cov = COV_TITLES[inference["cov_type"]] + (f" by {inference['cluster']}" if inference["cluster"] else "")
+        cov = COV_TITLES[inference["cov_type"]] + (f" by {inference['cluster'].replace(',', ' and ')}" if inference["cluster"] else "")
         coefficients = {k: v[0] for k, v in inference["coefficients"].items()}
         errors = {k: v[1] for k, v in inference["coefficients"].items()}
     else:
@@ -166,6 +166,11 @@ def effects_section(chosen, reference):
         st.dataframe(table, key="res_effects", hide_index=True,
                      column_config={"effect": st.column_config.NumberColumn(format="%.4g"),
                                     **{col: st.column_config.TextColumn(width=width) for col, width in widths.items()}})
+    st.markdown("\n".join(f"- **{row['run']}** — identification: {row['weak identification']} · spread: "
+                           f"{row['spread']} · clusters: {row['clusters']}" for _, row in table.iterrows()))
+    st.download_button("Effects (CSV)", table.to_csv(index=False), file_name="effects.csv", mime="text/csv",
+                       key="dl_effects", icon=":material/download:",
+                       help="The table above: each effect with its interval, kind, flag, spread and clusters.")
     how = results.interval_descriptions(chosen, reference, linear)
     if how:
         st.markdown("\n".join(f"- **{kind}**: {text}" for kind, text in how.items()))
@@ -193,21 +198,27 @@ def covariance_choice(data):
     """The "Standard errors" choice (and the cluster column): (choice, linear_iv_inference's output under it,
     or the error that kept it from being computed, or None while no cluster column is chosen)."""
     c1, c2 = st.columns(2)
-    cov = c1.selectbox("Standard errors", COV_TYPES, key="res_cov", format_func=COV_TITLES.get,
+    cov = c1.selectbox("Standard errors", COV_CHOICES, key="res_cov", format_func=COV_TITLES.get,
                        help="Homoskedastic assumes the same error variance in every row; robust allows it to vary; "
                             "clustered also allows errors to be correlated within groups of rows (a region, a "
-                            "school). The same choice as `--cov` on the command line.")
+                            "school); CR1 multiplies the clustered variance by G/(G-1)·(n-1)/(n-k), as Stata does. "
+                            "The same choice as `--cov` on the command line.")
     st.caption("Sets 2SLS's interval and Anderson-Rubin set in the table below, its coefficients' standard "
                "errors side by side above and the Linear IV inference further down; the other methods' intervals "
                "do not depend on it. Stored runs without their data keep the errors they were fitted with.")
-    if cov == "clustered":
-        cluster = c2.selectbox("Cluster by", [str(c) for c in data.table.columns], index=None, key="res_cluster",
+    if is_clustered(cov):
+        columns = [str(c) for c in data.table.columns]
+        cluster = c2.selectbox("Cluster by", columns, index=None, key="res_cluster",
                                placeholder="Choose a column", help="The column whose values group the rows.")
+        c2.selectbox("and by (two-way)", [c for c in columns if c != cluster], index=None, key="res_cluster2",
+                     placeholder="none: one-way",
+                     help="A second grouping column for Cameron, Gelbach & Miller's two-way clustering "
+                          "(as `--cluster a,b`): errors may be correlated within either group.")
         if cluster is None:
             c2.caption("Choose the column whose values group the rows.")
     out = chosen_inference(data)
     if isinstance(out, str):
-        (c2 if cov == "clustered" else c1).error(out, icon=":material/error:")
+        (c2 if is_clustered(cov) else c1).error(out, icon=":material/error:")
     return cov, out
 
 
@@ -216,9 +227,11 @@ def chosen_inference(data):
     sections above the choice follow it too), once per data, roles and choice; the error text when it
     cannot be computed; None while "clustered" waits for its column."""
     cov = ss.get("res_cov") or "unadjusted"
-    cluster = ss.get("res_cluster") if cov == "clustered" else None
-    if cov == "clustered" and cluster is None:
+    cluster = ss.get("res_cluster") if is_clustered(cov) else None
+    if is_clustered(cov) and cluster is None:
         return None
+    if ss.get("res_cluster2") and ss["res_cluster2"] != cluster:
+        cluster += f",{ss['res_cluster2']}"        # two-way: cluster "a,b", as the CLI's --cluster
     cache = ss.setdefault("linear_iv_cache", {})
     key = (id(data.table), data.describe_roles(), cov, cluster)
     if key not in cache:
@@ -287,9 +300,16 @@ EFFECTS_NOTE = (
     "its coefficient, a first-stage-weighted average of slopes, with the debiased average derivative on a row of "
     "its own. 'Measured coverage' is how often that kind of interval, for that method and learner, contained "
     "the true effect in simulated designs (linear, weak instrument, demand-iv, demand-pcl, nonlinear-iv, "
-    "hetero-iv: docs/coverage.md); it promises nothing on data unlike them. 'Weakly identified' "
+    "hetero-iv: docs/coverage.md), with how many data sets and, for a debiased interval, how its f-hat was "
+    "cross-fitted in them (as the run did: the DML-CMR family refits f alone, 2SLS and Sieve 2SLS the whole "
+    "method); it promises nothing on data unlike them. 'Weakly identified' "
     "means the instruments barely move the treatment in the directions the effect needs: the interval would "
-    "be wide and unreliable, so none is printed.")
+    "be wide and unreliable, so none is printed. 'Weak identification' says whether that flag fired, and on "
+    "which numbers (the linear first stage's F and the representer's strength against their bars); 'spread' is "
+    "the range of the debiased effect across the specifications the fit computed (representer bases, repeated "
+    "cross-fits) in standard errors of the headline, 'sensitive' above 2; 'clusters' says whether the intervals "
+    "account for clusters (the choice made when fitting, `--cov clustered --cluster COL`; for 2SLS's "
+    "coefficient, the 'Standard errors' choice) or take rows as independent.")
 
 
 def bootstrap_form(candidates):

@@ -80,9 +80,9 @@ def covariance_check(page, cluster: str | None) -> None:
         print("  no covariance choice (not IV data with one treatment)", flush=True)
         return
     page.set_viewport_size({"width": 1400, "height": 4000})     # the choice in view: its list opens there
-    for cov, label in (("robust", "Heteroskedasticity-robust"), ("clustered", "Clustered"),
-                       ("unadjusted", "Homoskedastic")):
-        if cov == "clustered" and cluster is None:
+    for cov, label in (("robust", "Heteroskedasticity-robust"), ("clustered", "^Clustered$"),
+                       ("clustered-cr1", "CR1"), ("unadjusted", "Homoskedastic")):
+        if cov.startswith("clustered") and cluster is None:
             continue
         page.locator(".st-key-res_cov").click()
         page.get_by_role("option", name=re.compile(label, re.I)).first.click()
@@ -92,7 +92,7 @@ def covariance_check(page, cluster: str | None) -> None:
             page.get_by_role("option", name=cluster, exact=True).click()
             idle(page, 1500)
         wald = re.search(r"Wald \[([^\]]+)\]", page.locator("[data-testid=stMain]").inner_text())
-        rows = [" | ".join(row[:4]) for row in effect_rows(page) if any("2SLS s.e." in cell for cell in row)]
+        rows = [" | ".join(row) for row in effect_rows(page) if any("2SLS s.e." in cell for cell in row)]
         print(f"  {cov}: Linear IV box Wald [{wald[1] if wald else '?'}]; effect table: {rows}", flush=True)
         no_exception(page)
 

@@ -317,7 +317,7 @@ def test_whole_flow_simulate_train_results_and_reload(monkeypatch):
     assert any({"fold 0", "fold 1", "fold 2"} <= n for n in names)               # the fold-wise losses
     assert "effect of price (95 %)" in specs[1]["layout"]["xaxis"]["title"]["text"]   # Wald beside Anderson-Rubin
     downloads = at.get("download_button")
-    assert len(downloads) == 2
+    assert [d.label for d in downloads] == ["Effects (CSV)", "Predictions (CSV)", "Full run record (JSON)"]
     stored = at.dataframe[-1].value
     assert len(stored) == 3 and set(stored["method"]) == {"dml-cmr", "naive", "2sls"}
 
@@ -358,7 +358,7 @@ def test_stored_runs_reload_into_the_comparison():
     assert not at.exception, [e.value for e in at.exception]
     assert next(d.value for d in at.dataframe if "method" in d.value)["method"].tolist() == ["2SLS"]
     assert run_id
-    assert len(at.get("download_button")) == 2
+    assert len(at.get("download_button")) == 3                      # the effect table's, predictions, record
 
 
 def test_cancel_a_running_fit():

@@ -7,6 +7,8 @@ import pytest
 
 from dmlcore.clusters import cluster_folds, mean_se, resample_clusters
 from dmlcore.data.registry import load_dataset
+from dmlcore.data.roles import CausalData
+from dmlcore.debiased import WEAK_FIRST_STAGE_F
 from dmlcore.effects import CLOSED_FORM_REFUSED, bootstrap_effect
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import make_estimator
@@ -106,3 +108,48 @@ def test_bootstrap_resamples_clusters(clustered):
     assert boot["clustered"] and "50 clusters of 'cluster'" in boot["interval"]
     assert not rows["clustered"] and "over rows" in rows["interval"]
     assert boot["sd"] > 1.8 * rows["sd"]                              # the cluster parts move the estimate
+
+
+def _cluster_level_instrument(seed=2, groups=40, size=25, strength=0.25) -> CausalData:
+    """An instrument set per cluster and a first-stage error with a cluster part: counted row by row
+    the first stage looks strong (F about 80), counted by cluster it is weak (F about 3)."""
+    rng = np.random.default_rng(seed)
+    g = np.repeat(np.arange(groups), size)
+    z = rng.normal(size=groups)[g]
+    v = rng.normal(size=groups)[g] + 0.5 * rng.normal(size=groups * size)
+    a = strength * z + v
+    y = 2 * a + 1.5 * v + rng.normal(size=groups)[g] + rng.normal(size=groups * size)
+    table = pd.DataFrame({"y": y, "a": a, "z": z, "g": g.astype(float)})
+    return CausalData(table, "iv", "y", treatment="a", instrument="z")
+
+
+@pytest.mark.parametrize("method", ["dml-cmr", "2sls"])
+def test_the_flag_counts_clusters_a_row_count_would_call_strong(method):
+    """With the clusters ignored the flag is silent (row-wise F far above the bar); with them respected
+    the clustered first stage's F is below the bar and the flag fires, with that reason, and no interval."""
+    data = _cluster_level_instrument()
+    fit = dict(learner="linear", folds=5, heldout_folds=0) if method == "dml-cmr" else dict(heldout_folds=0)
+    ignored = fit_run(data, method, **fit).record["effect"]
+    assert ignored["debiased"]["first_stage_f"] > 3 * WEAK_FIRST_STAGE_F and not ignored["weakly_identified"]
+    for cov in ("clustered", "clustered-cr1"):
+        respected = fit_run(data, method, cov_type=cov, cluster="g", **fit).record["effect"]
+        assert respected["debiased"]["first_stage_f"] < WEAK_FIRST_STAGE_F
+        assert respected["weakly_identified"] and "first stage's F" in respected["debiased"]["weak_reason"]
+        assert respected["clusters"]["count"] == 40
+        if method == "dml-cmr":
+            assert respected["ci_lower"] is None and respected["interval"].startswith("weakly identified")
+
+
+@pytest.mark.parametrize("method, f_model", [("naive", None), ("dml-cmr", "sieve")])
+def test_every_dml_family_interval_widens_with_clusters(clustered, method, f_model):
+    """The naive plug-in and DML-CMR with the spline f: the debiased standard error and the held-out
+    residual's come from cluster sums, so they widen on the clustered design, and the spread is read
+    against the clustered standard error."""
+    fit = dict(learner="linear", folds=5, f_model=f_model, heldout_folds=2)
+    plain = fit_run(clustered.data, method, truth=clustered.truth, **fit).record
+    grouped = fit_run(clustered.data, method, truth=clustered.truth, cov_type="clustered", cluster="cluster",
+                      **fit).record
+    se = grouped["effect"]["debiased"]["std_error"] / plain["effect"]["debiased"]["std_error"]
+    assert se > 1.5                                                   # 2SLS's design effect is above 1.5 too
+    assert grouped["effect"]["spread"]["std_error"] == grouped["effect"]["debiased"]["std_error"]
+    assert grouped["heldout"]["relative_std_error"] > plain["heldout"]["relative_std_error"]

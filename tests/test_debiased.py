@@ -300,6 +300,23 @@ def test_the_measured_coverage_next_to_a_run_covers_the_designs_of_its_own_probl
     assert coverage_note({**record, "problem": "pcl"}, table) == "demand-pcl 0.00 (90+ seeds each)"
 
 
+def test_the_shipped_coverage_of_each_arm_was_measured_with_the_procedure_it_runs_today():
+    """The DML-CMR family's debiased effect refits f alone: its shipped coverage comes from rows measured
+    that way, and the note beside a run says so with the number of seeds; 2SLS's says whole refits."""
+    from dmlcore.effect_coverage import PROCEDURES, coverage_note, measured_coverage, refits_f_alone
+    table = measured_coverage()
+    debiased_rows = table[table["kind"] == "debiased"]
+    for arm, part in debiased_rows.groupby("arm"):
+        assert set(part["procedure"]) == {PROCEDURES[refits_f_alone(arm.split()[0])]}, arm
+    assert table.loc[table["kind"] == "plug_in", "procedure"].isna().all()
+    record = {"method": "dml-cmr", "config": {"learner": "gb"}, "problem": "iv",
+              "effect": {"estimate": 1.0, "debiased": {"estimate": 1.0}}}
+    seeds = int(debiased_rows[debiased_rows["arm"] == "dml-cmr gb own f"].query("problem == 'iv'")["seeds"].min())
+    assert coverage_note(record, table).endswith(f"({seeds}+ seeds each; {PROCEDURES[True]})")
+    tsls = {"method": "2sls", "config": {}, "problem": "iv", "effect": {"estimate": 1.0, "debiased": {"estimate": 1.0}}}
+    assert coverage_note(tsls, table).endswith(f"(200+ seeds each; {PROCEDURES[False]})")
+
+
 # ------------------------------------------------------------------ specification spread (issue 31)
 def test_spread_lists_the_bases_and_each_cross_fit_and_flags_a_wide_one():
     loaded = load_dataset("linear-iv", n=800, seed=0)
@@ -391,3 +408,30 @@ def test_the_flag_catches_a_moderately_weak_instrument_the_representer_strength_
     assert effect["warning"].startswith("weakly identified (the linear first stage's F") and len(effect["warning"]) <= 200
     strong = load_dataset("linear-iv", n=1000, seed=2)
     assert not fit_run(strong.data, "2sls", truth=strong.truth, heldout_folds=0).record["effect"]["weakly_identified"]
+
+
+def noisy_proxies(noise, n=1000, seed=0) -> CausalData:
+    """Proximal data whose proxies are copies of the confounder u with noise of sd ``noise``: 0.5 strong,
+    3 weak (proxies' first-stage F about 3)."""
+    r = np.random.default_rng(seed)
+    u = r.normal(size=n)
+    z, w = u + noise * r.normal(size=n), u + noise * r.normal(size=n)
+    a = u + r.normal(size=n)
+    y = 2 * a + 3 * u + 0.3 * r.normal(size=n)
+    return CausalData(pd.DataFrame(dict(y=y, a=a, z=z, w=w)), "pcl", "y", treatment="a", treatment_proxy="z",
+                      outcome_proxy="w")
+
+
+@pytest.mark.parametrize("method", ["dml-cmr", "naive", "2sls"])
+def test_the_flag_catches_weak_proxies_in_every_method(method):
+    """Proximal learning: the flag reads the proxies' first stage (outcome proxy on treatment proxy), fires
+    on weak proxies with that reason and no interval, and stays silent on strong ones."""
+    kwargs = dict(learner="linear", folds=5) if method != "2sls" else {}
+    weak = fit_run(noisy_proxies(3.0), method, heldout_folds=0, **kwargs).record["effect"]
+    assert weak["debiased"]["first_stage_f"] < debiased.WEAK_FIRST_STAGE_F
+    assert weak["weakly_identified"] and "first stage's F" in weak["debiased"]["weak_reason"]
+    assert weak["warning"].startswith("weakly identified") and len(weak["warning"]) <= 200
+    if method != "2sls":                                       # its headline: no interval, the reason instead
+        assert weak["ci_lower"] is None and weak["interval"].startswith("weakly identified")
+    strong = fit_run(noisy_proxies(0.5), method, heldout_folds=0, **kwargs).record["effect"]
+    assert strong["debiased"]["first_stage_f"] > debiased.WEAK_FIRST_STAGE_F and not strong["weakly_identified"]

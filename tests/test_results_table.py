@@ -22,7 +22,8 @@ def clustered_iv():
     u = rng.normal(size=n)
     a = z + u
     y = 1.5 * a + 2 * u + (1 + np.abs(z)) * rng.normal(size=n) + 2 * shock
-    table = pd.DataFrame({"y": y, "a": a, "z": z, "x": rng.normal(size=n), "g": g.astype(float)})
+    table = pd.DataFrame({"y": y, "a": a, "z": z, "x": rng.normal(size=n), "g": g.astype(float),
+                          "h": rng.integers(0, 30, n).astype(float)})     # a second grouping: two-way clusters
     return CausalData(table, "iv", "y", treatment="a", instrument="z", covariates="x")
 
 
@@ -42,7 +43,9 @@ def _items(runs, stored_copy=False):
 
 
 @pytest.mark.parametrize("cov, cluster, words", [("robust", None, "heteroskedasticity-robust"),
-                                                 ("clustered", "g", "clustered by 'g'")])
+                                                 ("clustered", "g", "clustered by 'g'"),
+                                                 ("clustered-cr1", "g", "clustered by 'g', CR1"),
+                                                 ("clustered", "g,h", "clustered by 'g' and 'h'")])
 def test_the_covariance_choice_sets_2sls_interval_kind_and_anderson_rubin(clustered_iv, runs, cov, cluster, words):
     fitted = effects_table(_items(runs, stored_copy=True)).set_index("run")
     inference = linear_iv_inference(clustered_iv, cov, cluster)
@@ -54,6 +57,10 @@ def test_the_covariance_choice_sets_2sls_interval_kind_and_anderson_rubin(cluste
     assert row["95% interval"] != fitted.loc["2SLS run", "95% interval"]
     assert row["kind"] == f"2SLS s.e. ({words})" and fitted.loc["2SLS run", "kind"] == "2SLS s.e. (homoskedastic)"
     assert row["Anderson-Rubin set"] != fitted.loc["2SLS run", "Anderson-Rubin set"]
+    # the clusters column follows the choice for 2SLS's coefficient (the run was fitted without clusters)
+    expected = (f"clustered by {words.split('by ')[1].split(',')[0]} ({inference['first']['n_clusters']} clusters"
+                if cluster else "not clustered")
+    assert row["clusters"].startswith(expected) and fitted.loc["2SLS run", "clusters"].startswith("not clustered")
     # the linear IV box shows the same interval the table does: one computation
     assert inference["wald"]["interval"].startswith("2SLS") and words in inference["wald"]["interval"]
     # the runs the choice does not concern stay as fitted: another method, a stored run without its data

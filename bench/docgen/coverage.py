@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from dmlcore.effect_coverage import (DESIGN_TITLES, arm_of, calibrate_first_stage_f, coverage_by, demand_contrast,
-                                    markdown, summarize, variance_rules)
+from dmlcore.effect_coverage import (DESIGN_TITLES, PROCEDURES, arm_of, calibrate_first_stage_f, coverage_by,
+                                    demand_contrast, markdown, refits_f_alone, summarize, variance_rules)
 
 from dmlcore.debiased import WEAK_FIRST_STAGE_F
 
@@ -230,10 +230,117 @@ def debiased_seeds(rows) -> str:
     return ", ".join(f"{design} {count}" for design, count in per.items())
 
 
+def f_alone_rows(rows) -> pd.DataFrame:
+    """The same six designs rerun with today's procedure, in which the DML-CMR family's debiased effect
+    refits f alone (bench/effect_coverage.py --out-dir coverage-fonly): per-fit rows."""
+    names = sorted(p.name for p in (rows.folder / "coverage-fonly").glob("fits-*.csv"))
+    if not names:
+        raise ValueError("no rows in coverage-fonly/fits-*.csv")
+    return pd.concat([rows.csv(f"coverage-fonly/{name}") for name in names], ignore_index=True)
+
+
+def _refits_f_alone(frame: pd.DataFrame) -> pd.Series:
+    return frame["method"].map(refits_f_alone)
+
+
 @derived_file("dmlcore/data/files/effect-coverage.csv")
 def shipped_coverage(rows) -> str:
-    """The summary the Results page reads (dmlcore.effect_coverage.measured_coverage)."""
-    return summarize(debiased_rows(rows)).to_csv(index=False)
+    """The summary the Results page reads (dmlcore.effect_coverage.measured_coverage): every arm measured
+    with the procedure it runs today, its debiased rows naming it in ``procedure`` -- the DML-CMR family
+    (f alone refitted for the debiased effect) from the rerun, the other methods (whole refits) from the
+    200-seed study."""
+    whole, alone = debiased_rows(rows), f_alone_rows(rows)
+    done = alone[alone["status"] == "done"]
+    parts = [summarize(whole[~_refits_f_alone(whole)]).assign(procedure=PROCEDURES[False]),
+             summarize(done[_refits_f_alone(done)]).assign(procedure=PROCEDURES[True])]
+    table = pd.concat(parts, ignore_index=True)
+    table.loc[table["kind"] != "debiased", "procedure"] = None      # a plug-in's interval refits nothing
+    order = {d: i for i, d in enumerate(dict.fromkeys(parts[0]["design"]))}
+    return table.sort_values("design", key=lambda d: d.map(order), kind="stable").to_csv(index=False)
+
+
+@block("effect-coverage:procedure")
+def procedure_table(rows) -> str:
+    """The DML-CMR family's debiased intervals on the same designs and seeds, f-hat cross-fitted by whole
+    refits (the 200-seed study) and by refitting f alone (today's procedure): coverage, width / needed, bias."""
+    alone = f_alone_rows(rows)
+    alone = alone[(alone["status"] == "done") & _refits_f_alone(alone)]
+    whole = debiased_rows(rows)
+    whole = whole[_refits_f_alone(whole)]
+    paired = whole[whole["seed"].isin(set(alone["seed"]))]
+    cells = {name: summarize(frame).query("kind == 'debiased'").set_index(["design", "arm"])
+             for name, frame in (("all", whole), ("paired", paired), ("alone", alone))}
+    lines = ["| design | method | seeds | coverage, f alone (today) | whole refits, same seeds | whole refits, 200 seeds "
+             "| width / needed, f alone | whole, same seeds | bias, f alone | whole, same seeds |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for (design, arm), a in cells["alone"].iterrows():
+        p, w = cells["paired"].loc[(design, arm)], cells["all"].loc[(design, arm)]
+        lines.append(f"| {DESIGN_TITLES.get(design, design)} | {arm} | {int(a['seeds'])} | "
+                     f"{a['coverage']:.2f} ± {a['coverage_se']:.2f} | {p['coverage']:.2f} ± {p['coverage_se']:.2f} | "
+                     f"{w['coverage']:.3f} ({int(w['seeds'])}) | {a['width_ratio']:.2f} | {p['width_ratio']:.2f} | "
+                     f"{a['bias']:+.3g} | {p['bias']:+.3g} |")
+    return "\n".join(lines)
+
+
+@block("effect-coverage:procedure-pooled")
+def procedure_pooled(rows) -> str:
+    """The DML-CMR family's debiased intervals pooled over designs and arms, f alone against whole refits on
+    the same fits' seeds (paired by design, arm and seed): how many each covered, the pairs where only one
+    did, and the exact two-sided sign test on those pairs (McNemar's; "level" unless p < 0.05)."""
+    from scipy.stats import binomtest
+    keys = ["design", "method", "f_model", "seed"]
+
+    def covered(frame):
+        frame = frame[(frame["status"] == "done") & _refits_f_alone(frame)].copy()
+        lo, hi, truth = (pd.to_numeric(frame[c], errors="coerce") for c in
+                         ("effect_debiased_ci_lower", "effect_debiased_ci_upper", "effect_truth"))
+        frame["covered"] = (lo <= truth) & (truth <= hi)
+        frame["f_model"] = frame["f_model"].fillna("own")
+        return frame[lo.notna() & hi.notna() & truth.notna()][keys + ["covered"]]
+
+    pairs = covered(f_alone_rows(rows)).merge(covered(debiased_rows(rows)), on=keys, suffixes=("_alone", "_whole"))
+    n, a, w = len(pairs), int(pairs["covered_alone"].sum()), int(pairs["covered_whole"].sum())
+    only_alone = int((pairs["covered_alone"] & ~pairs["covered_whole"]).sum())
+    only_whole = int((~pairs["covered_alone"] & pairs["covered_whole"]).sum())
+    p = binomtest(only_alone, only_alone + only_whole).pvalue if only_alone + only_whole else 1.0
+    verdict = ("level (p ≥ 0.05)" if p >= 0.05 else
+               f"{'higher' if only_alone > only_whole else 'lower'} with f refitted alone (p < 0.05)")
+    return (f"pooled over the designs and the three arms, {n} paired fits: with f refitted alone the debiased "
+            f"interval covered the truth in {a} ({a / n:.2f}), with whole refits in {w} ({w / n:.2f}); only the "
+            f"first covered in {only_alone} pairs, only the second in {only_whole} (exact sign test p = {p:.2g}: "
+            f"{verdict})")
+
+
+@block("effect-coverage:procedure-check")
+def procedure_check(rows) -> str:
+    """bench/procedure_check.py on linear, DML-CMR gb own f: both procedures with today's code, checked
+    against the two studies' rows for the same seeds, and the paired shift of the estimate: a sentence."""
+    check = rows.csv("coverage-fonly/procedure-check-linear.csv")
+    sources = {"f alone": f_alone_rows(rows), "whole refits": debiased_rows(rows)}
+    worst = {}
+    for procedure, study in sources.items():
+        study = study[(study["design"] == "linear") & (study["method"] == "dml-cmr") & study["f_model"].isna()]
+        mine = check[check["procedure"] == procedure].merge(study[["seed", "effect_debiased"]], on="seed")
+        worst[procedure] = (len(mine), float((mine["estimate"] - mine["effect_debiased"]).abs().max()))
+    wide = check.pivot(index="seed", columns="procedure", values="estimate").dropna()
+    shift = wide["f alone"] - wide["whole refits"]
+    truth = check.groupby("seed")["truth"].first().loc[wide.index]
+    return (f"Rerun with today's code on seeds {int(wide.index.min())}–{int(wide.index.max())} of the linear design "
+            f"(DML-CMR, gb, own f; `bench/procedure_check.py`), whole refits reproduced the 200-seed study's "
+            f"debiased estimates (largest difference {worst['whole refits'][1]:.1g} over {worst['whole refits'][0]} "
+            f"seeds) and f refitted alone the rerun's ({worst['f alone'][1]:.1g} over {worst['f alone'][0]}): the "
+            f"procedure is the only difference for this arm. On the same fits the estimate with f refitted alone was lower in "
+            f"{int((shift < 0).sum())} of {len(shift)} seeds (mean shift {shift.mean():+.3f}; mean error "
+            f"{(wide['f alone'] - truth).mean():+.3f} against {(wide['whole refits'] - truth).mean():+.3f} with whole "
+            f"refits)")
+
+
+@block("effect-coverage:procedure-seeds")
+def procedure_seeds(rows) -> str:
+    alone = f_alone_rows(rows)
+    done = alone[(alone["status"] == "done") & _refits_f_alone(alone)]
+    per = done.groupby("design")["seed"].nunique()
+    return ", ".join(f"{design} {count}" for design, count in per.items())
 
 
 @block("effect-coverage:crossfit")

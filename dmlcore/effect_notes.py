@@ -1,0 +1,64 @@
+"""Three short notes that go beside an effect wherever one is shown (the Results page's effect
+table and its download, the CLI's summary line): whether the weak-identification flag fired and
+why, the specification spread, and how the intervals treat clusters. They read a run record's
+``effect`` (:func:`dmlcore.effects.effect_record`); nothing is computed here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dmlcore.debiased import WEAK_FIRST_STAGE_F, WEAK_STRENGTH
+
+NOT_CLUSTERED = "not clustered (rows independent)"
+
+
+def identification_note(effect: dict) -> str:
+    """The flag of the debiased effect in a few words, with the numbers it was checked on against
+    their bars (:func:`dmlcore.debiased.weak_reason` decides): "flagged: first-stage F 13.7 < 16.4",
+    "not flagged: first-stage F 244 ≥ 16.4, representer strength 2.27e+03 ≥ 10", or why it was not
+    checked."""
+    debiased = effect.get("debiased")
+    if not debiased:
+        return "not checked: no debiased effect"
+    checks = [("first-stage F", debiased.get("first_stage_f"), WEAK_FIRST_STAGE_F),
+              ("representer strength", debiased.get("strength"), WEAK_STRENGTH)]
+    checks = [(name, value, bar) for name, value, bar in checks if value is not None and np.isfinite(value)]
+    if debiased.get("weakly_identified"):
+        below = [f"{name} {value:.3g} < {bar:g}" for name, value, bar in checks if value < bar]
+        return "flagged: " + (", ".join(below) if below else debiased.get("weak_reason") or "see the warning")
+    return "not flagged: " + ", ".join(f"{name} {value:.3g} ≥ {bar:g}" for name, value, bar in checks)
+
+
+def spread_note(effect: dict) -> str:
+    """The specification spread (``effect["spread"]``) in a few words: "low to high, k
+    specifications, r s.e.", ": sensitive" when r exceeds the bar; or that there is none."""
+    spread = effect.get("spread")
+    if not spread:
+        return "none: no debiased effect"
+    if len(spread["specifications"]) < 2:            # the headline's own basis only: nothing to compare
+        return "not measured: one specification only"
+    text = (f"{spread['low']:.4g} to {spread['high']:.4g}, {len(spread['specifications'])} specifications, "
+            f"{spread['range_over_se']:.2g} s.e.")
+    return text + (": sensitive" if spread.get("sensitive") else "")
+
+
+def clusters_note(effect: dict) -> str:
+    """How the effect's intervals treat clusters (``effect["clusters"]``) in a few words, or
+    :data:`NOT_CLUSTERED`."""
+    clusters = effect.get("clusters")
+    if not clusters:
+        return NOT_CLUSTERED
+    columns = [c.strip() for c in str(clusters["column"]).split(",")]
+    by = " and ".join(f"'{c}'" for c in columns)
+    text = f"clustered by {by} ({clusters['count']:,} clusters{' in the smaller' if len(columns) == 2 else ''})"
+    refused = [e["interval"] for e in clusters.get("intervals", []) if e["treatment"] == "refused"]
+    if refused:
+        text += "; refused: " + ", ".join(refused)
+    return text
+
+
+def notes(effect: dict) -> dict[str, str]:
+    """{"identification", "spread", "clusters"}: the three notes of ``effect``."""
+    return {"identification": identification_note(effect), "spread": spread_note(effect),
+            "clusters": clusters_note(effect)}
