@@ -6,7 +6,7 @@ from __future__ import annotations
 from dmlcore.studies.figures import mse_figure
 
 from .registry import block, family, figure
-from .tables import per_seed, prose, select, study_table, title
+from .tables import nuisance_line, per_seed, prose, select, study_table, title
 from .words import num, paired, relation
 
 DEEP = ("dml-cmr", "ce-dml-cmr", "naive")
@@ -36,7 +36,14 @@ def cell(rows, table_id: str):
 
 
 def _register_table(table_id: str) -> None:
-    block(f"table:{table_id}")(lambda rows: study_table(cell(rows, table_id)))
+    block(f"table:{table_id}")(lambda rows: study_table(cell(rows, table_id)) + nuisances(rows, table_id))
+
+
+def nuisances(rows, table_id: str) -> str:
+    """The line under a table that says which nuisance settings made its DML-family rows."""
+    name, where = TABLES[table_id]
+    line = nuisance_line(select(rows.csv(name), **where))
+    return f"\n\n{line}" if line else ""
 
 
 for _id in TABLES:

@@ -36,6 +36,7 @@ from dmlcore.learners import (AUTO, CANDIDATES, SelectedOutcome, SelectedSampler
                               learner_name, make_sampler, uses_networks)
 from dmlcore.learners.encoding import Encoded, EncodedStage, encode_image_spec, encoder_for, image_spec
 from dmlcore.learners.base import check_positive
+from dmlcore.learners.select import nuisance_default
 from dmlcore.progress import Monitor
 
 F_MODEL_FOR = {"nn": "nn", "rf": "boost", "gb": "boost", "linear": "linear"}
@@ -71,8 +72,10 @@ class _TwoStageCMR(CMREstimator):
     folds : int, default 10
         K of the K-fold cross-fitting (DML-CMR only).
     outcome_learner, sampler : str or object, optional
-        Override ``learner`` for the outcome model s(c) = E[Y | C] and for the distribution model
-        of f's modelled inputs given C: a name, a regressor, or an
+        The outcome model s(c) = E[Y | C] and the distribution model of f's modelled inputs given C.
+        Not set (None): ``"auto"`` when ``learner`` is ``nn`` or ``gb``, else ``learner``'s own (rf, linear,
+        a regressor: auto does not choose among them); the old default, the learner's own, is kept by
+        naming it (``outcome_learner="nn"``). Else a name, a regressor, or an
         :class:`~dmlcore.learners.base.OutcomeLearner` / :class:`~dmlcore.learners.base.ConditionalSampler`
         (the per-fold interface, e.g. an oracle that knows the truth), or ``"auto"``: the candidate
         (``nn``, ``gb``, ``gb-small``; ``nn`` only on image data) with the lowest cross-fitted held-out loss,
@@ -101,6 +104,7 @@ class _TwoStageCMR(CMREstimator):
     ----------
     f_ : the fitted second stage; s_model_, g_model_ : the nuisances (None when unused).
     nuisance_selection_ : {"s": ..., "g": ...}, the selection record of each ``"auto"`` nuisance.
+    nuisance_learners_ : {"outcome_learner": ..., "sampler": ...}, the nuisances' learners as used (None: no such model).
     fold_losses_ : per fold, the rows, the second-stage loss and the nuisances' loss histories.
     second_stage_history_, folds_, fold_of_, targets_, draws_, input_columns_,
     conditioning_columns_, n_, f_model_name_, seconds_ : as named.
@@ -199,8 +203,8 @@ class _TwoStageCMR(CMREstimator):
                                f"given the conditioning variables as a continuous variable, but it is marked "
                                f"categorical. Use 2SLS, or leave the column numeric (a 0/1 treatment works).")
         s_model = g_model = None
-        s_name = self.learner if self.outcome_learner is None else self.outcome_learner
-        g_name = self.learner if self.sampler is None else self.sampler
+        s_name = nuisance_default(self.outcome_learner, self.learner)   # not set: "auto" for nn and gb
+        g_name = nuisance_default(self.sampler, self.learner)
         if self.score == "orthogonal":
             monitor.stage("outcome model s(c)", start=0.0, end=0.35)
             s_model = self._nuisance("s", s_name, data, arr.conditioning_names, image_c, device)
@@ -244,6 +248,8 @@ class _TwoStageCMR(CMREstimator):
         self.s_model_, self.g_model_, self.f_ = s_model, g_model, f
         self.nuisance_selection_ = {role: model.selection_ for role, model in (("s", s_model), ("g", g_model))
                                     if getattr(model, "selection_", None) is not None}
+        self.nuisance_learners_ = {"outcome_learner": learner_name(s_name) if s_model is not None else None,
+                                   "sampler": learner_name(g_name) if g_model is not None else None}
         self.targets_, self.draws_ = targets, draws
         self.input_columns_ = list(arr.input_names)
         self.conditioning_columns_ = list(arr.conditioning_names)

@@ -37,8 +37,20 @@ AUTO = "auto"
 # added after seeds 100-103 of demand-iv (docs/error-budget.md): its held-out loss was the lowest there.
 CANDIDATES = {"nn": ("nn", {}), "gb": ("gb", {}),
               "gb-small": ("gb", {"max_leaf_nodes": 7, "learning_rate": 0.05, "max_iter": 1000})}
+# the learners whose nuisances are "auto" by default (outcome_learner / sampler not set): those auto chooses
+# among. rf, linear and a regressor object are not candidates, so naming one of them keeps it for the nuisances.
+AUTO_BY_DEFAULT = ("nn", "gb")
 INNER = 5           # folds of the inner cross-fit when there is one training set
 DRAWS = 16          # draws per row for the energy score
+
+
+def nuisance_default(value, learner):
+    """A nuisance's learner: ``value`` when set, else the default: ``"auto"`` when ``learner`` is one auto
+    chooses among (AUTO_BY_DEFAULT), the learner itself otherwise. Naming the learner (``outcome_learner="nn"``)
+    keeps the nuisance that learner's alone."""
+    if value is not None:
+        return value
+    return AUTO if isinstance(learner, str) and learner in AUTO_BY_DEFAULT else learner
 
 
 def held_out_sets(n: int, train_sets: list[np.ndarray]) -> list[np.ndarray] | None:
@@ -100,7 +112,11 @@ class _Selection:
         rng = np.random.default_rng([self.seed, 43])
         held = held_out_sets(n, train_sets)
         names = list(self.candidates)
-        if held is None:    # one training set: inner cross-fit for the losses, then the winner on the whole set
+        per_fold = None
+        if held is None and len(names) == 1:   # one candidate (image data) and one training set: nothing to score
+            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, self.candidates)
+            choices = names * len(train_sets)
+        elif held is None:  # one training set: inner cross-fit for the losses, then the winner on the whole set
             rows = train_sets[0]
             parts = inner_folds(rows, INNER, self.seed)
             inner_train = [np.setdiff1d(rows, part) for part in parts]
@@ -125,14 +141,14 @@ class _Selection:
             for (model, fold), history in sub[name].histories.items():
                 if fold == k and hasattr(monitor, "histories"):
                     monitor.histories[(model, fold)] = history
-        losses = per_fold.sum(0) / rows_scored
+        losses = per_fold.sum(0) / rows_scored if per_fold is not None else [None] * len(names)
         self.selection_ = {
             "candidates": names,
-            "heldout_loss": {name: float(v) for name, v in zip(names, losses)},
+            "heldout_loss": {name: None if v is None else float(v) for name, v in zip(names, losses)},
             "choice": max(set(choices), key=choices.count),
             "choice_per_fold": choices,
             "loss": self.loss_name,
-            "inner_folds": INNER if held is None else None,
+            "inner_folds": INNER if held is None and per_fold is not None else None,
         }
         return self
 
