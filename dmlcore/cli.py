@@ -66,11 +66,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--learner", default="nn", choices=LEARNERS, help="nuisance learner")
     p.add_argument("--outcome-learner", choices=NUISANCE_CHOICES,
                    help="the outcome model s(c) = E[Y|C] of dml-cmr, ce-dml-cmr (default: auto with --learner nn or "
-                        "gb, else --learner's); auto: nn, gb or gb-small, whichever has the lower cross-fitted "
+                        "gb, else --learner's); auto: gb or gb-small (nn on images), whichever has the lower cross-fitted "
                         "held-out loss (recorded in the run's nuisances); name a learner (nn) to keep it alone")
     p.add_argument("--sampler", choices=NUISANCE_CHOICES,
                    help="the distribution model of the treatment given C (DML family; default: auto with --learner "
-                        "nn or gb, else --learner's); auto: nn, gb or gb-small by cross-fitted energy score")
+                        "nn or gb, else --learner's); auto: gb or gb-small (nn on images) by cross-fitted energy score")
     p.add_argument("--folds", type=int, default=FIT_SETTINGS["folds"], help="K for DML-CMR cross-fitting")
     p.add_argument("--epochs", type=int, help="maximum epochs (boosting stages) per model")
     p.add_argument("--n-draws", type=int, default=8, help="draws per row to estimate E[f(X)|c]")

@@ -105,7 +105,7 @@ def test_dml_cmr_auto_records_its_choice_and_uses_it(linear_iv):
     est = DMLCMR("gb", 3, outcome_learner="auto", sampler="auto", epochs=3, seed=0).fit(data)
     for role in ("s", "g"):
         record = est.nuisance_selection_[role]
-        assert record["candidates"] == ["nn", "gb", "gb-small"]
+        assert record["candidates"] == ["gb", "gb-small"]
         losses = record["heldout_loss"]
         assert record["choice"] == min(losses, key=losses.get)
     s = est.s_model_
@@ -143,7 +143,7 @@ def test_run_record_and_cli_carry_the_choice(linear_iv, tmp_path, capsys):
     assert main(["fit", "--n", "300", "--learner", "gb", "--folds", "2", "--epochs", "3", "--outcome-learner", "auto",
                  "--json", str(out)]) == 0
     choice = json.loads(out.read_text())["nuisances"]["s"]["choice"]
-    assert choice in ("nn", "gb", "gb-small")
+    assert choice in ("gb", "gb-small")
     assert f"s-hat=auto:{choice}" in capsys.readouterr().out
 
 
@@ -166,7 +166,7 @@ def test_the_family_fits_auto_by_default_and_its_record_says_so(method, linear_i
     orthogonal = method != "naive"
     assert config["sampler"] == "auto" and config["outcome_learner"] == ("auto" if orthogonal else None)
     assert set(nuisances) == ({"s", "g"} if orthogonal else {"g"})
-    assert all(entry["candidates"] == ["nn", "gb", "gb-small"] for entry in nuisances.values())
+    assert all(entry["candidates"] == ["gb", "gb-small"] for entry in nuisances.values())
 
 
 def test_naming_the_learner_keeps_the_old_default(linear_iv):
@@ -187,7 +187,7 @@ def test_a_study_names_the_auto_default_so_fits_stored_before_it_are_not_reused(
     assert by["dml-cmr", "linear"]["outcome_learner"] is None and by["dml-cmr", "linear"]["sampler"] is None
     before = {**by["dml-cmr", "nn"], "outcome_learner": None, "sampler": None}    # a fit stored with the old default
     assert config_key(before) != config_key(by["dml-cmr", "nn"])
-    assert trains_networks({"method": "dml-cmr", "learner": "gb"})       # auto's candidates include the network
+    assert trains_networks({"method": "dml-cmr", "learner": "gb"})       # auto fits the network on image data
     assert not trains_networks({"method": "dml-cmr", "learner": "gb", "outcome_learner": "gb", "sampler": "gb"})
 
 

@@ -36,7 +36,7 @@ from dmlcore.learners import (AUTO, CANDIDATES, SelectedOutcome, SelectedSampler
                               learner_name, make_sampler, uses_networks)
 from dmlcore.learners.encoding import Encoded, EncodedStage, encode_image_spec, encoder_for, image_spec
 from dmlcore.learners.base import check_positive
-from dmlcore.learners.select import nuisance_default
+from dmlcore.learners.select import IMAGE_CANDIDATES, TABULAR_CANDIDATES, nuisance_default
 from dmlcore.progress import Monitor
 
 F_MODEL_FOR = {"nn": "nn", "rf": "boost", "gb": "boost", "linear": "linear"}
@@ -78,7 +78,7 @@ class _TwoStageCMR(CMREstimator):
         naming it (``outcome_learner="nn"``). Else a name, a regressor, or an
         :class:`~dmlcore.learners.base.OutcomeLearner` / :class:`~dmlcore.learners.base.ConditionalSampler`
         (the per-fold interface, e.g. an oracle that knows the truth), or ``"auto"``: the candidate
-        (``nn``, ``gb``, ``gb-small``; ``nn`` only on image data) with the lowest cross-fitted held-out loss,
+        (``gb``, ``gb-small`` on tabular inputs, ``nn`` alone on image data) with the lowest cross-fitted held-out loss,
         chosen per fold without reading that fold (:mod:`dmlcore.learners.select`); the choice and
         the losses are in ``nuisance_selection_``.
     f_model : {"nn", "boost", "linear", "sieve"}, optional
@@ -169,9 +169,8 @@ class _TwoStageCMR(CMREstimator):
         """The unfitted outcome model (``role`` "s") or distribution model ("g") for ``name``; ``settings``
         (of an "auto" candidate) under the learner's own ``nuisance_params`` and ``epochs``."""
         if isinstance(name, str) and name == AUTO:
-            parts = {label: self._nuisance(role, kind, data, names, image, device, extra)
-                     for label, (kind, extra) in CANDIDATES.items()
-                     if image is None or kind == "nn"}                # boosting on pixels: not a candidate
+            parts = {label: self._nuisance(role, CANDIDATES[label][0], data, names, image, device, CANDIDATES[label][1])
+                     for label in (TABULAR_CANDIDATES if image is None else IMAGE_CANDIDATES)}
             return (SelectedOutcome if role == "s" else SelectedSampler)(parts, self.seed)
         enc = encoder_for(data, names, name)
         make = make_outcome_learner if role == "s" else make_sampler
