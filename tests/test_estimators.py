@@ -57,9 +57,11 @@ def test_fold_nuisances_do_not_see_their_own_fold(case):
     learner, kwargs = HONESTY_CASES[case]
     data = demand(300)
     k = 1
-    a = DMLCMR(learner, folds=3, f_model="linear", n_draws=4, seed=0, **kwargs).fit(data)
+    named = dict(outcome_learner=learner, sampler=learner)   # the learner's own fold models (not auto, the default)
+    a = DMLCMR(learner, folds=3, f_model="linear", n_draws=4, seed=0, **named, **kwargs).fit(data)
     rows = a.folds_[k]
-    b = DMLCMR(learner, folds=3, f_model="linear", n_draws=4, seed=0, **kwargs).fit(with_rows_changed(data, rows))
+    b = DMLCMR(learner, folds=3, f_model="linear", n_draws=4, seed=0, **named, **kwargs).fit(
+        with_rows_changed(data, rows))
     for fa, fb in zip(a.folds_, b.folds_):
         np.testing.assert_array_equal(fa, fb)  # the folds depend on n and seed only
     C = data.cmr().conditioning  # instrument and covariates were not changed
