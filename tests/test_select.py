@@ -187,8 +187,8 @@ def test_a_study_names_the_auto_default_so_fits_stored_before_it_are_not_reused(
     assert by["dml-cmr", "linear"]["outcome_learner"] is None and by["dml-cmr", "linear"]["sampler"] is None
     before = {**by["dml-cmr", "nn"], "outcome_learner": None, "sampler": None}    # a fit stored with the old default
     assert config_key(before) != config_key(by["dml-cmr", "nn"])
-    assert trains_networks({"method": "dml-cmr", "learner": "gb"})       # auto fits the network on image data
-    assert not trains_networks({"method": "dml-cmr", "learner": "gb", "outcome_learner": "gb", "sampler": "gb"})
+    assert not trains_networks({"method": "dml-cmr", "learner": "gb"})        # auto fits boosters on tabular data
+    assert trains_networks({"method": "dml-cmr", "learner": "gb", "outcome_learner": "nn"})
 
 
 def test_one_candidate_and_one_training_set_is_fitted_once_without_an_inner_cross_fit():

@@ -319,8 +319,11 @@ DEFAULT_FIT = "default-fit.jsonl"
 
 @block("default-fit")
 def default_fit_newest(rows) -> str:
-    """The newest row of bench/results/default-fit.jsonl."""
-    frame = rows.jsonl(DEFAULT_FIT)
+    """The newest row of bench/results/default-fit.jsonl (a line saying there is none, before the first run)."""
+    try:
+        frame = rows.jsonl(DEFAULT_FIT)
+    except FileNotFoundError:
+        return f"No row yet in `bench/results/{DEFAULT_FIT}`: run the command above."
     return default_fit_text(frame.loc[frame["date"].idxmax()])
 
 

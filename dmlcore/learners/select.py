@@ -160,6 +160,14 @@ class _Selection:
         return self
 
 
+    def to(self, device):
+        """Move the kept candidates' networks and their data to ``device`` (boosters stay as they are)."""
+        for model in self.fitted_.values():
+            if hasattr(model, "to"):
+                model.to(device)
+        return self
+
+
 class SelectedOutcome(_Selection, OutcomeLearner):
     """s(c) by the candidate with the lowest cross-fitted held-out squared error (module notes)."""
 
