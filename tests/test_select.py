@@ -206,3 +206,10 @@ def test_one_candidate_and_one_training_set_is_fitted_once_without_an_inner_cros
     assert calls == [1]
     assert chosen.selection_["inner_folds"] is None and chosen.selection_["heldout_loss"] == {"linear": None}
     assert np.allclose(chosen.predict(0, C[:3]), chosen.fitted_["linear"].predict(0, C[:3]))
+
+
+def test_settings_of_a_learner_that_auto_does_not_fit_are_refused_in_one_line(linear_iv):
+    with pytest.raises(DMLCoreError, match=r"nuisance_params \['lr'\] set the nn nuisances, but they are 'auto'"):
+        DMLCMR("nn", 2, nuisance_params={"lr": 0.01}).fit(linear_iv(100))
+    est = DMLCMR("gb", 2, n_draws=2, nuisance_params={"max_iter": 4}).fit(linear_iv(200))   # gb's reach its candidates
+    assert all(m.max_iter == 4 for m in est.s_model_.fitted_[est.s_model_.choices_[0]].models_)

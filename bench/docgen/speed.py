@@ -358,6 +358,11 @@ def default_fit_text(row) -> str:
                f"{row['seconds_target']:.0f} s on 2 idle cores: ")
     verdict += ((("met" if row["seconds_met"] else "not met") + ")") if idle else
                 "not decided by this row, taken under load)")
+    per_run = [(r["load_before"][0] + r["load_after"][0]) / 2 for r in runs]
+    uneven = not idle and max(per_run) > 1.5 * min(per_run)
+    if uneven:
+        verdict += ("; the runs met different loads (mean 1-minute load per run "
+                    f"{min(per_run):.1f}–{max(per_run):.1f}), so their ratios mix the methods' costs with the load")
     cost = row.get("auto_cost")
     if isinstance(cost, dict) and cost:
         verdict += ("; auto's time over the nuisances named nn (the default before auto): " +

@@ -169,8 +169,14 @@ class _TwoStageCMR(CMREstimator):
         """The unfitted outcome model (``role`` "s") or distribution model ("g") for ``name``; ``settings``
         (of an "auto" candidate) under the learner's own ``nuisance_params`` and ``epochs``."""
         if isinstance(name, str) and name == AUTO:
+            labels = TABULAR_CANDIDATES if image is None else IMAGE_CANDIDATES
+            if self.nuisance_params and not any(CANDIDATES[label][0] == self.learner for label in labels):
+                raise DMLCoreError(f"nuisance_params {sorted(self.nuisance_params)} set the {self.learner} nuisances, "
+                                   f"but they are 'auto' ({' or '.join(labels)} here), the default; name them "
+                                   f"(outcome_learner='{self.learner}', sampler='{self.learner}') to use the settings, "
+                                   f"or leave the settings out.")
             parts = {label: self._nuisance(role, CANDIDATES[label][0], data, names, image, device, CANDIDATES[label][1])
-                     for label in (TABULAR_CANDIDATES if image is None else IMAGE_CANDIDATES)}
+                     for label in labels}
             return (SelectedOutcome if role == "s" else SelectedSampler)(parts, self.seed)
         enc = encoder_for(data, names, name)
         make = make_outcome_learner if role == "s" else make_sampler

@@ -144,10 +144,11 @@ class _Selection:
             rows_scored = n
         self.fitted_ = {name: chosen[name] for name in set(choices)}   # the others are not kept
         self.choices_ = choices
-        for k, name in enumerate(choices):     # the chosen fold model's loss history is the nuisance's
-            for (model, fold), history in sub[name].histories.items():
-                if fold == k and hasattr(monitor, "histories"):
-                    monitor.histories[(model, fold)] = history
+        for k, name in enumerate(choices):     # the chosen fold model's loss history is the nuisance's,
+            for (model, fold), history in sub[name].histories.items():   # replayed so the stream shows it too
+                if fold == k and hasattr(monitor, "loss"):
+                    for epoch, train, val in zip(history["epoch"], history["train"], history["val"]):
+                        monitor.loss(model, fold, epoch, train, val)
         losses = per_fold.sum(0) / rows_scored if per_fold is not None else [None] * len(names)
         self.selection_ = {
             "candidates": names,
