@@ -103,10 +103,11 @@ def main(argv=None) -> int:
     parser.add_argument("--note", default="", help="what the machine was doing (recorded)")
     args = parser.parse_args(argv)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    code = commit()          # the code the runs import, taken before them
     runs = [run_once(method, [], args.seed, args.n) for method in METHODS]
     if args.named:
         runs += [run_once(method, NAMED, args.seed, args.n) for method in METHODS]
-    row = {"date": started, "machine": machine(), **commit(), "python": platform.python_version(),
+    row = {"date": started, "machine": machine(), **code, "python": platform.python_version(),
            "n": args.n, "seed": args.seed, "note": args.note, "runs": runs, **summary(runs)}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
