@@ -315,7 +315,7 @@ def test_linear_learner_recovers_linear_iv_effect_where_ols_is_biased(method):
 def test_nn_dml_beats_constant_on_demand_iv():
     sim = simulate_demand_iv(600, seed=0)
     est = DMLCMR("nn", folds=2, n_draws=4, nuisance_params=dict(max_epochs=15),
-                 f_params=dict(max_epochs=15)).fit(sim.data)
+                 f_params=dict(max_epochs=15), **NN_OWN).fit(sim.data)
 
     class Mean:
         def predict(self, frame):

@@ -208,8 +208,10 @@ def test_one_candidate_and_one_training_set_is_fitted_once_without_an_inner_cros
     assert np.allclose(chosen.predict(0, C[:3]), chosen.fitted_["linear"].predict(0, C[:3]))
 
 
-def test_settings_of_a_learner_that_auto_does_not_fit_are_refused_in_one_line(linear_iv):
+def test_settings_of_a_learner_that_auto_does_not_fit_act_or_are_refused_in_one_line(linear_iv):
     with pytest.raises(DMLCoreError, match=r"nuisance_params \['lr'\] set the nn nuisances, but they are 'auto'"):
-        DMLCMR("nn", 2, nuisance_params={"lr": 0.01}).fit(linear_iv(100))
+        DMLCMR("nn", 2, outcome_learner="auto", nuisance_params={"lr": 0.01}).fit(linear_iv(100))
+    own = DMLCMR("nn", 2, n_draws=2, nuisance_params={"max_epochs": 2}).fit(linear_iv(100))  # the settings act
+    assert own.nuisance_learners_ == {"outcome_learner": "nn", "sampler": "nn"} and own.nuisance_selection_ == {}
     est = DMLCMR("gb", 2, n_draws=2, nuisance_params={"max_iter": 4}).fit(linear_iv(200))   # gb's reach its candidates
     assert all(m.max_iter == 4 for m in est.s_model_.fitted_[est.s_model_.choices_[0]].models_)

@@ -74,8 +74,8 @@ class _TwoStageCMR(CMREstimator):
     outcome_learner, sampler : str or object, optional
         The outcome model s(c) = E[Y | C] and the distribution model of f's modelled inputs given C.
         Not set (None): ``"auto"`` when ``learner`` is ``nn`` or ``gb``, else ``learner``'s own (rf, linear,
-        a regressor: auto does not choose among them); the old default, the learner's own, is kept by
-        naming it (``outcome_learner="nn"``). Else a name, a regressor, or an
+        a regressor: auto does not choose among them, nor nn when ``nuisance_params`` set it); the old
+        default, the learner's own, is kept by naming it (``outcome_learner="nn"``). Else a name, a regressor, or an
         :class:`~dmlcore.learners.base.OutcomeLearner` / :class:`~dmlcore.learners.base.ConditionalSampler`
         (the per-fold interface, e.g. an oracle that knows the truth), or ``"auto"``: the candidate
         (``gb``, ``gb-small`` on tabular inputs, ``nn`` alone on image data) with the lowest cross-fitted held-out loss,
@@ -208,8 +208,8 @@ class _TwoStageCMR(CMREstimator):
                                f"given the conditioning variables as a continuous variable, but it is marked "
                                f"categorical. Use 2SLS, or leave the column numeric (a 0/1 treatment works).")
         s_model = g_model = None
-        s_name = nuisance_default(self.outcome_learner, self.learner)   # not set: "auto" for nn and gb
-        g_name = nuisance_default(self.sampler, self.learner)
+        s_name = nuisance_default(self.outcome_learner, self.learner, self.nuisance_params)   # not set: "auto"
+        g_name = nuisance_default(self.sampler, self.learner, self.nuisance_params)          # for nn and gb
         if self.score == "orthogonal":
             monitor.stage("outcome model s(c)", start=0.0, end=0.35)
             s_model = self._nuisance("s", s_name, data, arr.conditioning_names, image_c, device)

@@ -51,13 +51,18 @@ INNER = 5           # folds of the inner cross-fit when there is one training se
 DRAWS = 16          # draws per row for the energy score
 
 
-def nuisance_default(value, learner):
+def nuisance_default(value, learner, settings=None):
     """A nuisance's learner: ``value`` when set, else the default: ``"auto"`` when ``learner`` is one auto
-    chooses among (AUTO_BY_DEFAULT), the learner itself otherwise. Naming the learner (``outcome_learner="nn"``)
-    keeps the nuisance that learner's alone."""
+    chooses among (AUTO_BY_DEFAULT), the learner itself otherwise, and also when ``settings`` (the learner's
+    ``nuisance_params``) are given for a learner auto does not fit on tabular data (nn), so that they act.
+    Naming the learner (``outcome_learner="nn"``) keeps the nuisance that learner's alone."""
     if value is not None:
         return value
-    return AUTO if isinstance(learner, str) and learner in AUTO_BY_DEFAULT else learner
+    if not (isinstance(learner, str) and learner in AUTO_BY_DEFAULT):
+        return learner
+    if settings and all(CANDIDATES[label][0] != learner for label in TABULAR_CANDIDATES):
+        return learner
+    return AUTO
 
 
 def held_out_sets(n: int, train_sets: list[np.ndarray]) -> list[np.ndarray] | None:
