@@ -66,11 +66,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
     p.add_argument("--learner", default="nn", choices=LEARNERS, help="nuisance learner")
     p.add_argument("--outcome-learner", choices=NUISANCE_CHOICES,
-                   help="the outcome model s(c) = E[Y|C] of dml-cmr, ce-dml-cmr instead of --learner's; auto: nn or "
-                        "gb, whichever has the lower cross-fitted held-out loss (recorded in the run's nuisances)")
+                   help="the outcome model s(c) = E[Y|C] of dml-cmr, ce-dml-cmr (default: auto with --learner nn or "
+                        "gb, else --learner's); auto: gb or gb-small (nn on images), whichever has the lower cross-fitted "
+                        "held-out loss (recorded in the run's nuisances); name a learner (nn) to keep it alone")
     p.add_argument("--sampler", choices=NUISANCE_CHOICES,
-                   help="the distribution model of the treatment given C (DML family) instead of --learner's; "
-                        "auto: nn or gb by cross-fitted energy score")
+                   help="the distribution model of the treatment given C (DML family; default: auto with --learner "
+                        "nn or gb, else --learner's); auto: gb or gb-small (nn on images) by cross-fitted energy score")
     p.add_argument("--folds", type=int, default=FIT_SETTINGS["folds"], help="K for DML-CMR cross-fitting")
     p.add_argument("--epochs", type=int, help="maximum epochs (boosting stages) per model")
     p.add_argument("--n-draws", type=int, default=8, help="draws per row to estimate E[f(X)|c]")
@@ -428,7 +429,7 @@ def _bench(args) -> int:
                            "debias": args.debias})
     out = Path(args.out)
     design = [o for o in ("noise_scale", "design") if o in dataset_options(args.dataset)]  # which problem
-    chosen = [s for s in ("outcome_learner", "sampler") if getattr(args, s) is not None]   # columns when set
+    chosen = ["outcome_learner", "sampler"]   # the nuisances as used (the default "auto" named): every table says
     fields = ["dataset", "n", "seed", "method", "learner", "folds", "mse", "mse_fresh", "seconds", *design, *chosen]
     new = not out.exists() or out.stat().st_size == 0
     header = fields if new else _csv_header(out)

@@ -107,6 +107,16 @@ def _json_default(value):
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
+def _nuisance_learners(fitted, outcome_learner, sampler) -> dict:
+    """The record's ``outcome_learner`` / ``sampler``: the DML family's nuisances as used (their default
+    resolved, e.g. "auto"; None where the method has no such model), else as given."""
+    used = getattr(fitted, "nuisance_learners_", None)
+    if used is not None:
+        return dict(used)
+    return {name: None if value is None else learner_name(value)
+            for name, value in (("outcome_learner", outcome_learner), ("sampler", sampler))}
+
+
 def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, dataset: str | None = None,
             learner: str = "nn", folds: int = 10, seed: int = 0, epochs: int | None = None,
             n_draws: int = 8, nuisance_params: dict | None = None, f_params: dict | None = None,
@@ -133,9 +143,10 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     PCL records carry the linear first-stage ``diagnostics`` (:func:`dmlcore.diagnostics.first_stage`;
     PCL without its linearmodels ``inference``, which costs tens of seconds on wide tables) under the
     covariance ``cov_type`` ("unadjusted", "robust", "clustered" by the column ``cluster``), which
-    2SLS's standard errors and Anderson-Rubin set use too. ``outcome_learner`` / ``sampler`` override
-    ``learner`` for one nuisance of the DML-CMR family (``"auto"``: chosen by cross-fitted held-out loss;
-    ``nuisances`` then records the candidates' losses and the choice).
+    2SLS's standard errors and Anderson-Rubin set use too. ``outcome_learner`` / ``sampler`` set
+    one nuisance of the DML-CMR family (``"auto"``: chosen by cross-fitted held-out loss, the default with
+    ``learner`` nn or gb; ``nuisances`` then records the candidates' losses and the choice); the record's
+    ``config`` names the nuisances as used.
     """
     check_covariance(cov_type, cluster, data.table)   # before any fit
     if bootstrap is not None:
@@ -196,8 +207,7 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
                    "n_draws": n_draws, "nuisance_params": nuisance_params, "f_params": f_params,
                    "f_model": f_model, "reps_crossfit": reps_crossfit, "device": device,
                    "cov_type": cov_type, "cluster": cluster,
-                   "outcome_learner": None if outcome_learner is None else learner_name(outcome_learner),
-                   "sampler": None if sampler is None else learner_name(sampler), "data": data_params or {}},
+                   **_nuisance_learners(fitted, outcome_learner, sampler), "data": data_params or {}},
         "nuisances": getattr(fitted, "nuisance_selection_", None) or {},
         "device": getattr(fitted, "device_", None),
         "truth": truth.description if truth is not None else None,

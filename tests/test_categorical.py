@@ -49,7 +49,7 @@ def test_one_hot_replaces_codes_and_refuses_unseen_levels():
 def test_demand_iv_declares_customer_type_and_networks_see_one_hot():
     sim = simulate_demand_iv(400, seed=0)
     assert sim.data.categorical == ["customer_type"]
-    est = DMLCMR("nn", folds=2, epochs=2, n_draws=2, seed=0).fit(sim.data)
+    est = DMLCMR("nn", folds=2, epochs=2, n_draws=2, seed=0, outcome_learner="nn", sampler="nn").fit(sim.data)
     # f reads price, time and 7 one-hot columns; s and the distribution read fuel price, time, 7 columns
     assert est.f_.model_.weights[0].shape[1] == 9
     assert est.s_model_.model_.weights[0].shape[1] == 9

@@ -18,6 +18,7 @@ from dmlcore.learners.nn import DEFAULTS, _FoldData, dropout_mask, make_network
 from dmlcore.runs import fit_run
 
 SMALL = dict(folds=2, epochs=2, n_draws=4)
+NN_OWN = dict(outcome_learner="nn", sampler="nn")   # the network nuisances named (the default is "auto")
 
 
 @pytest.fixture
@@ -110,7 +111,7 @@ def test_fold_data_and_networks_are_built_on_the_device():
 
 
 def test_a_cpu_fit_keeps_every_model_on_the_cpu_and_auto_gives_the_same_numbers(demand, no_cuda):
-    est = DMLCMR("nn", device="cpu", seed=1, **SMALL).fit(demand.data)
+    est = DMLCMR("nn", device="cpu", seed=1, **SMALL, **NN_OWN).fit(demand.data)
     cpu = resolve_device("cpu")
     assert est.device_ == "cpu"
     for model in (est.s_model_.model_, est.g_model_.model_, est.f_.model_):
@@ -120,7 +121,7 @@ def test_a_cpu_fit_keeps_every_model_on_the_cpu_and_auto_gives_the_same_numbers(
     X = demand.data.table[demand.data.input_columns]
     pred = est.predict(X)
     assert np.isfinite(pred).all() and pred.std() > 0
-    auto = DMLCMR("nn", seed=1, **SMALL).fit(demand.data)                # "auto" without CUDA
+    auto = DMLCMR("nn", seed=1, **SMALL, **NN_OWN).fit(demand.data)                # "auto" without CUDA
     assert auto.device == "auto" and auto.device_ == "cpu"
     np.testing.assert_array_equal(auto.predict(X), pred)
     assert auto.fold_losses_ == est.fold_losses_
@@ -130,7 +131,7 @@ def test_a_fitted_estimator_moves_to_another_device(demand, no_cuda):
     """``to`` moves every network and its data: checked with the meta device (shapes only)."""
     import pickle
 
-    est = DMLCMR("nn", device="cpu", seed=2, **SMALL).fit(demand.data)
+    est = DMLCMR("nn", device="cpu", seed=2, **SMALL, **NN_OWN).fit(demand.data)
     X = demand.data.table[demand.data.input_columns]
     before = est.predict(X)
     moved = pickle.loads(pickle.dumps(est)).to("cpu")        # as a worker's fit travels back
@@ -144,6 +145,22 @@ def test_a_fitted_estimator_moves_to_another_device(demand, no_cuda):
         assert {t.device.type for t in (data.C, data.T, data.c_mean, data.c_std, data.t_mean, data.t_std)} == {"meta"}
     for model in (est.s_model_.model_, est.g_model_.model_, est.f_.model_):
         assert {t.device.type for t in tensors_of(model)} == {"meta"}
+
+
+def test_a_fitted_auto_nuisance_moves_its_networks(no_cuda):
+    """auto's kept network (its one candidate on image data) moves with ``to``, as the learner's own does."""
+    from dmlcore.learners import make_outcome_learner
+    from dmlcore.learners.select import SelectedOutcome
+    from dmlcore.progress import Monitor
+
+    rng = np.random.default_rng(0)
+    C, y = rng.random((60, 3)), rng.random(60)
+    chosen = SelectedOutcome({"nn": make_outcome_learner("nn", {"max_epochs": 2})}).fit(
+        C, y, [np.arange(30, 60), np.arange(30)], Monitor())
+    assert chosen.to("meta") is chosen
+    network = chosen.fitted_["nn"]
+    assert {t.device.type for t in tensors_of(network.model_)} == {"meta"}
+    assert network.data_.C.device.type == "meta"
 
 
 def test_a_fit_without_networks_reports_the_cpu(demand, two_gpus):

@@ -21,6 +21,8 @@ from dmlcore.learners.tabular import TabularOutcome
 from dmlcore.progress import Monitor
 
 FAST_NN = dict(epochs=3, n_draws=4)
+# the learner's own nuisances, named (the default is "auto"), for tests of that learner's fold models
+NN_OWN, GB_OWN = dict(outcome_learner="nn", sampler="nn"), dict(outcome_learner="gb", sampler="gb")
 
 
 def demand(n=300, seed=0):
@@ -57,9 +59,11 @@ def test_fold_nuisances_do_not_see_their_own_fold(case):
     learner, kwargs = HONESTY_CASES[case]
     data = demand(300)
     k = 1
-    a = DMLCMR(learner, folds=3, f_model="linear", n_draws=4, seed=0, **kwargs).fit(data)
+    named = dict(outcome_learner=learner, sampler=learner)   # the learner's own fold models
+    a = DMLCMR(learner, folds=3, f_model="linear", n_draws=4, seed=0, **named, **kwargs).fit(data)
     rows = a.folds_[k]
-    b = DMLCMR(learner, folds=3, f_model="linear", n_draws=4, seed=0, **kwargs).fit(with_rows_changed(data, rows))
+    b = DMLCMR(learner, folds=3, f_model="linear", n_draws=4, seed=0, **named, **kwargs).fit(
+        with_rows_changed(data, rows))
     for fa, fb in zip(a.folds_, b.folds_):
         np.testing.assert_array_equal(fa, fb)  # the folds depend on n and seed only
     C = data.cmr().conditioning  # instrument and covariates were not changed
@@ -103,7 +107,7 @@ def test_make_folds_partitions_rows(n, folds):
 
 def test_dml_uses_one_fold_model_per_fold_and_orthogonal_targets():
     data = demand(300)
-    est = DMLCMR("gb", folds=3, epochs=5, n_draws=4).fit(data)
+    est = DMLCMR("gb", folds=3, epochs=5, n_draws=4, **GB_OWN).fit(data)
     arr = data.cmr()
     assert len(est.folds_) == 3 and len(est.s_model_.models_) == 3 and len(est.g_model_.models_) == 3
     for k, rows in enumerate(est.folds_):
@@ -119,14 +123,14 @@ def test_dml_uses_one_fold_model_per_fold_and_orthogonal_targets():
 
 
 def test_dml_nn_batches_one_network_per_fold():
-    est = DMLCMR("nn", folds=4, **FAST_NN).fit(demand(300))
+    est = DMLCMR("nn", folds=4, **FAST_NN, **NN_OWN).fit(demand(300))
     assert est.s_model_.model_.weights[0].shape[0] == 4
     assert est.g_model_.model_.weights[0].shape[0] == 4
 
 
 def test_ce_dml_uses_one_model_on_all_rows():
     data = demand(300)
-    est = CEDMLCMR("gb", epochs=5, n_draws=4).fit(data)
+    est = CEDMLCMR("gb", epochs=5, n_draws=4, **GB_OWN).fit(data)
     arr = data.cmr()
     assert len(est.folds_) == 1 and np.array_equal(est.folds_[0], np.arange(300))
     assert len(est.s_model_.models_) == 1 and len(est.g_model_.models_) == 1
@@ -136,7 +140,7 @@ def test_ce_dml_uses_one_model_on_all_rows():
 
 def test_naive_targets_are_the_outcome():
     data = demand(300)
-    est = NaivePlugIn("gb", epochs=5, n_draws=4).fit(data)
+    est = NaivePlugIn("gb", epochs=5, n_draws=4, sampler="gb").fit(data)
     np.testing.assert_array_equal(est.targets_, data.table["sales"].to_numpy())
     assert est.s_model_ is None and len(est.g_model_.models_) == 1
     assert "s" not in est.fold_losses_[0] and "g" in est.fold_losses_[0]
@@ -172,7 +176,7 @@ def test_cmr_without_modelled_inputs_needs_no_sampler():
 # ------------------------------------------------------------------ progress, cancel, divergence
 def test_progress_events_rise_to_one():
     events = []
-    DMLCMR("nn", folds=2, **FAST_NN).fit(demand(200), callback=events.append)
+    DMLCMR("nn", folds=2, **FAST_NN, **NN_OWN).fit(demand(200), callback=events.append)
     stages = [e["stage"] for e in events if e["type"] == "stage"]
     assert stages[0].startswith("outcome model") and "price" in stages[1]
     assert stages[2].startswith("second stage") and stages[-1] == "done"
@@ -201,7 +205,7 @@ def test_should_stop_cancels_the_fit(stop_on):
         if event["type"] == "loss":
             seen.append(event["model"])
 
-    est = DMLCMR("nn", folds=2, **FAST_NN)
+    est = DMLCMR("nn", folds=2, **FAST_NN, **NN_OWN)
     with pytest.raises(FitCancelled):
         est.fit(demand(200), callback=callback, should_stop=lambda: stop_on in seen)
     assert not hasattr(est, "f_")
@@ -212,7 +216,7 @@ def test_should_stop_cancels_the_fit(stop_on):
 
 
 def test_exploding_learning_rate_raises_fit_diverged():
-    est = DMLCMR("nn", folds=2, epochs=3, nuisance_params=dict(lr=1e6))
+    est = DMLCMR("nn", folds=2, epochs=3, nuisance_params=dict(lr=1e6), **NN_OWN)
     with pytest.raises(FitDiverged) as info:
         est.fit(demand(200))
     msg = str(info.value)
@@ -234,7 +238,7 @@ def test_nan_nuisance_is_caught(monkeypatch):
 # ------------------------------------------------------------------ fold losses
 def test_fold_losses_has_one_entry_per_fold():
     data = demand(300)
-    est = DMLCMR("nn", folds=3, **FAST_NN).fit(data)
+    est = DMLCMR("nn", folds=3, **FAST_NN, **NN_OWN).fit(data)
     assert len(est.fold_losses_) == 3
     per_row = est.f_.score_per_row(est.targets_, est.draws_)
     y_var = np.var(data.table["sales"].to_numpy())
@@ -311,7 +315,7 @@ def test_linear_learner_recovers_linear_iv_effect_where_ols_is_biased(method):
 def test_nn_dml_beats_constant_on_demand_iv():
     sim = simulate_demand_iv(600, seed=0)
     est = DMLCMR("nn", folds=2, n_draws=4, nuisance_params=dict(max_epochs=15),
-                 f_params=dict(max_epochs=15)).fit(sim.data)
+                 f_params=dict(max_epochs=15), **NN_OWN).fit(sim.data)
 
     class Mean:
         def predict(self, frame):

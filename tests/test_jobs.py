@@ -401,7 +401,7 @@ def test_a_cancel_reaches_the_fit_in_its_worker_process(process_jobs, loaded):
 
 
 def test_a_failing_fit_in_a_worker_keeps_its_message(process_jobs, loaded):
-    job_id = process_jobs.submit_fit("alice", "bad", **fit_of(loaded, "ce-dml-cmr", learner="nn", epochs=5,
+    job_id = process_jobs.submit_fit("alice", "bad", **fit_of(loaded, "ce-dml-cmr", learner="nn", epochs=5, outcome_learner="nn", sampler="nn",
                                                                nuisance_params={"lr": 1e6}))
     snap = process_jobs.wait(job_id, "alice", 120)
     assert snap.status == "failed" and "diverged" in snap.error

@@ -107,7 +107,7 @@ def test_auto_through_the_registry_beside_a_regressor_object(data):
     assert clone(est).get_params()["outcome_learner"] == "auto"
     est.fit(data)
     record = est.nuisance_selection_["s"]
-    assert record["candidates"] == ["nn", "gb", "gb-small"]
+    assert record["candidates"] == ["gb", "gb-small"]
     assert record["choice"] == min(record["heldout_loss"], key=record["heldout_loss"].get)
     assert est.f_model_name_ == "boost" and set(est.nuisance_selection_) == {"s"}   # the sampler is the regressor's
 

@@ -396,7 +396,8 @@ def test_a_diverging_fit_fails_clearly_and_the_rest_of_the_batch_is_kept(tmp_pat
     try:
         good = jobs.submit_fit("alice", "#1 2SLS", data=small_iv.data, method="2sls", truth=small_iv.truth)
         bad = jobs.submit_fit("alice", "#1 DML-CMR · nn", data=small_iv.data, method="ce-dml-cmr",
-                              truth=small_iv.truth, learner="nn", epochs=5, nuisance_params={"lr": 1e6})
+                              truth=small_iv.truth, learner="nn", epochs=5, nuisance_params={"lr": 1e6},
+                              outcome_learner="nn", sampler="nn")
         after = jobs.submit_fit("alice", "#1 Naive plug-in · linear", data=small_iv.data, method="naive",
                                 truth=small_iv.truth, learner="linear")
         snaps = {name: jobs.wait(job, "alice", TIMEOUT) for name, job in

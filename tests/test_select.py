@@ -10,7 +10,11 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import make_estimator
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn, make_folds
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
-from dmlcore.learners.select import SelectedOutcome, SelectedSampler, energy_score
+from dmlcore.estimators import trains_networks
+from dmlcore.learners.select import SelectedOutcome, SelectedSampler, energy_score, nuisance_default
+from dmlcore.learners.tabular import TabularOutcome
+from dmlcore.progress import Monitor
+from dmlcore.studies.spec import config_key, spec_from_dict
 from dmlcore.runs import fit_run
 
 
@@ -101,7 +105,7 @@ def test_dml_cmr_auto_records_its_choice_and_uses_it(linear_iv):
     est = DMLCMR("gb", 3, outcome_learner="auto", sampler="auto", epochs=3, seed=0).fit(data)
     for role in ("s", "g"):
         record = est.nuisance_selection_[role]
-        assert record["candidates"] == ["nn", "gb", "gb-small"]
+        assert record["candidates"] == ["gb", "gb-small"]
         losses = record["heldout_loss"]
         assert record["choice"] == min(losses, key=losses.get)
     s = est.s_model_
@@ -131,17 +135,83 @@ def test_an_outcome_learner_where_there_is_no_outcome_model_is_refused(linear_iv
 
 
 def test_run_record_and_cli_carry_the_choice(linear_iv, tmp_path, capsys):
-    run = fit_run(linear_iv(300), "dml-cmr", learner="gb", folds=2, epochs=3, outcome_learner="auto", heldout_folds=0)
-    assert run.record["config"]["outcome_learner"] == "auto" and run.record["config"]["sampler"] is None
+    run = fit_run(linear_iv(300), "dml-cmr", learner="gb", folds=2, epochs=3, outcome_learner="auto", sampler="gb",
+                  heldout_folds=0)
+    assert run.record["config"]["outcome_learner"] == "auto" and run.record["config"]["sampler"] == "gb"
     assert set(run.record["nuisances"]) == {"s"}
     out = tmp_path / "run.json"
     assert main(["fit", "--n", "300", "--learner", "gb", "--folds", "2", "--epochs", "3", "--outcome-learner", "auto",
                  "--json", str(out)]) == 0
     choice = json.loads(out.read_text())["nuisances"]["s"]["choice"]
-    assert choice in ("nn", "gb", "gb-small")
+    assert choice in ("gb", "gb-small")
     assert f"s-hat=auto:{choice}" in capsys.readouterr().out
 
 
 def test_auto_is_for_one_nuisance_only(linear_iv):
     with pytest.raises(DMLCoreError, match="'auto' applies to outcome_learner and sampler"):
         DMLCMR("auto").fit(linear_iv(100))
+
+
+# ---- "auto" is the default of the family's nuisances with learner nn or gb (issue 32)
+
+def test_the_default_nuisances_are_auto_for_nn_and_gb_and_the_learners_own_otherwise():
+    assert [nuisance_default(None, name) for name in ("nn", "gb", "rf", "linear")] == ["auto", "auto", "rf", "linear"]
+    assert nuisance_default("nn", "gb") == "nn"     # a named nuisance learner is kept
+
+
+@pytest.mark.parametrize("method", ["dml-cmr", "ce-dml-cmr", "naive"])
+def test_the_family_fits_auto_by_default_and_its_record_says_so(method, linear_iv):
+    run = fit_run(linear_iv(300), method, learner="gb", folds=2, epochs=3, heldout_folds=0, effect_folds=0)
+    config, nuisances = run.record["config"], run.record["nuisances"]
+    orthogonal = method != "naive"
+    assert config["sampler"] == "auto" and config["outcome_learner"] == ("auto" if orthogonal else None)
+    assert set(nuisances) == ({"s", "g"} if orthogonal else {"g"})
+    assert all(entry["candidates"] == ["gb", "gb-small"] for entry in nuisances.values())
+
+
+def test_naming_the_learner_keeps_the_old_default(linear_iv):
+    named = DMLCMR("gb", 2, outcome_learner="gb", sampler="gb", epochs=3).fit(linear_iv(300))
+    assert named.nuisance_selection_ == {}
+    assert named.nuisance_learners_ == {"outcome_learner": "gb", "sampler": "gb"}
+    linear = DMLCMR("linear", 2, n_draws=2).fit(linear_iv(300))     # auto does not choose among linear models
+    assert linear.nuisance_selection_ == {} and linear.nuisance_learners_ == {"outcome_learner": "linear",
+                                                                              "sampler": "linear"}
+
+
+def test_a_study_names_the_auto_default_so_fits_stored_before_it_are_not_reused():
+    spec = spec_from_dict({"dataset": "demand-iv", "data": {"n": 200}, "methods": ["dml-cmr", "naive"],
+                           "learner": ["nn", "linear"], "folds": 2, "seeds": "0"})
+    by = {(c["method"], c["learner"]): c for c in spec.configs()}
+    assert (by["dml-cmr", "nn"]["outcome_learner"], by["dml-cmr", "nn"]["sampler"]) == ("auto", "auto")
+    assert (by["naive", "nn"]["outcome_learner"], by["naive", "nn"]["sampler"]) == (None, "auto")
+    assert by["dml-cmr", "linear"]["outcome_learner"] is None and by["dml-cmr", "linear"]["sampler"] is None
+    before = {**by["dml-cmr", "nn"], "outcome_learner": None, "sampler": None}    # a fit stored with the old default
+    assert config_key(before) != config_key(by["dml-cmr", "nn"])
+    assert not trains_networks({"method": "dml-cmr", "learner": "gb"})        # auto fits boosters on tabular data
+    assert trains_networks({"method": "dml-cmr", "learner": "gb", "outcome_learner": "nn"})
+
+
+def test_one_candidate_and_one_training_set_is_fitted_once_without_an_inner_cross_fit():
+    rng = np.random.default_rng(0)
+    C = rng.standard_normal((200, 2))
+    y = C @ [1.0, -2.0] + rng.standard_normal(200)
+    calls = []
+
+    class Counted(TabularOutcome):
+        def fit(self, C, y, train_sets, monitor):
+            calls.append(len(train_sets))
+            return super().fit(C, y, train_sets, monitor)
+
+    chosen = SelectedOutcome({"linear": Counted("linear")}).fit(C, y, [np.arange(200)], Monitor())
+    assert calls == [1]
+    assert chosen.selection_["inner_folds"] is None and chosen.selection_["heldout_loss"] == {"linear": None}
+    assert np.allclose(chosen.predict(0, C[:3]), chosen.fitted_["linear"].predict(0, C[:3]))
+
+
+def test_settings_of_a_learner_that_auto_does_not_fit_act_or_are_refused_in_one_line(linear_iv):
+    with pytest.raises(DMLCoreError, match=r"nuisance_params \['lr'\] set the nn nuisances, but they are 'auto'"):
+        DMLCMR("nn", 2, outcome_learner="auto", nuisance_params={"lr": 0.01}).fit(linear_iv(100))
+    own = DMLCMR("nn", 2, n_draws=2, nuisance_params={"max_epochs": 2}).fit(linear_iv(100))  # the settings act
+    assert own.nuisance_learners_ == {"outcome_learner": "nn", "sampler": "nn"} and own.nuisance_selection_ == {}
+    est = DMLCMR("gb", 2, n_draws=2, nuisance_params={"max_iter": 4}).fit(linear_iv(200))   # gb's reach its candidates
+    assert all(m.max_iter == 4 for m in est.s_model_.fitted_[est.s_model_.choices_[0]].models_)

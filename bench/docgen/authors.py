@@ -6,7 +6,7 @@ from __future__ import annotations
 from dmlcore.studies.figures import mse_figure
 
 from .registry import block, family, figure
-from .tables import per_seed, prose, select, study_table, title
+from .tables import nuisance_line, per_seed, prose, select, study_table, title
 from .words import num, paired, relation
 
 DEEP = ("dml-cmr", "ce-dml-cmr", "naive")
@@ -16,6 +16,7 @@ TABLES = {
     "demand-iv-nn-1000": ("authors/demand-iv-nn-1000-2000.csv", {"n": 1000}),
     "demand-iv-nn-2000": ("authors/demand-iv-nn-1000-2000.csv", {"n": 2000}),
     "demand-iv-nn-5000": ("authors/demand-iv-nn-5000.csv", {}),
+    "demand-iv-nn-5000-auto": ("authors/demand-iv-nn-5000-auto.csv", {}),   # the DML family on auto (issue 32)
     "demand-iv-nn-10000": ("authors/demand-iv-nn-10000.csv", {}),
     "demand-iv-nn-5000-strength0.4": ("authors/demand-iv-nn-5000-strength0.4.csv", {}),
     "demand-iv-nn-5000-strength0.01": ("authors/demand-iv-nn-5000-strength0.01.csv", {}),
@@ -36,7 +37,14 @@ def cell(rows, table_id: str):
 
 
 def _register_table(table_id: str) -> None:
-    block(f"table:{table_id}")(lambda rows: study_table(cell(rows, table_id)))
+    block(f"table:{table_id}")(lambda rows: study_table(cell(rows, table_id)) + nuisances(rows, table_id))
+
+
+def nuisances(rows, table_id: str) -> str:
+    """The line under a table that says which nuisance settings made its DML-family rows."""
+    name, where = TABLES[table_id]
+    line = nuisance_line(select(rows.csv(name), **where))
+    return f"\n\n{line}" if line else ""
 
 
 for _id in TABLES:
@@ -278,3 +286,21 @@ def regression_rho_ranges(rows) -> str:
     return (f"{num(raw.min(), 2)}–{num(raw.max(), 2)} on the raw design against {num(authors.min(), 2)}–"
             f"{num(authors.max(), 2)} on the authors' (gradient boosting, N = {s['n'].iloc[0]}, "
             f"{int(s['reps'].iloc[0])} seeds, ρ from {s['rho'].min():g} to {s['rho'].max():g})")
+
+
+@family(r"moved:(?P<new>[^:]+):(?P<old>[^:]+)")
+def moved_text(rows, new: str, old: str) -> str:
+    """What moved from table ``old`` to table ``new`` (the same cell, other settings), per DML-family
+    method of ``new``, on the seeds both have: medians, and the seeds on which the new row was lower."""
+    after, before = cell(rows, new), cell(rows, old)
+    parts = []
+    for method in [m for m in DEEP if m in set(after["method"])]:
+        a, b = per_seed(after, method), per_seed(before, method)
+        seeds = a.index.intersection(b.index)
+        pair = paired(a[seeds], b[seeds])
+        word = "lower" if pair.a_ahead else "higher" if pair.b_ahead else "no significant change"
+        parts.append(f"{title(method)} {num(b[seeds].median())} → {num(a[seeds].median())} "
+                     f"({word}: lower after on {pair.counts()})")
+    seeds = sorted(set(after["seed"]))
+    span = f"{seeds[0]}–{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ", ".join(map(str, seeds))
+    return f"median MSE on seeds {span}, before → after: " + "; ".join(parts)

@@ -57,7 +57,8 @@ class Rows:
         from dmlcore.studies.summarize import add_arms
 
         rows = pd.concat([self.csv(name) for name in names], ignore_index=True)
-        rows = rows.drop(columns=["learner", "folds", "file"], errors="ignore").assign(status="done")
+        rows = rows.drop(columns=["learner", "folds", "file", "outcome_learner", "sampler"],   # settings: the
+                         errors="ignore").assign(status="done")                      # tables' nuisance line says them
         rows["rows"] = rows["n"]
         outcomes = ("method", "seed", "mse", "mse_fresh", "seconds", "status", "rows")
         design = [c for c in rows.columns if c not in ("dataset", "n", *outcomes)]

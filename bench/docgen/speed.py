@@ -311,3 +311,73 @@ def study_estimates_spread(rows) -> str:
     return (f"the demand-iv estimate came out {first:.1f} times the actual seconds (the stored smaller-N fits had "
             f"been timed on a busier machine than the one that then ran the N = 2000 fits); in the later runs it "
             f"was within a factor {widest:.1f} either way")
+
+
+# ---- the default fit's time (bench/perf/default_fit.py): DML-CMR against CE-DML-CMR as a user runs them
+DEFAULT_FIT = "default-fit.jsonl"
+
+
+@block("default-fit")
+def default_fit_newest(rows) -> str:
+    """The newest row of bench/results/default-fit.jsonl (a line saying there is none, before the first run)."""
+    try:
+        frame = rows.jsonl(DEFAULT_FIT)
+    except FileNotFoundError:
+        return f"No row yet in `bench/results/{DEFAULT_FIT}`: run the command above."
+    return default_fit_text(frame.loc[frame["date"].idxmax()])
+
+
+@family(r"default-fit:(?P<date>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4})")
+def default_fit_named(rows, date: str) -> str:
+    """The row of bench/results/default-fit.jsonl started at ``date`` (its ``date`` field)."""
+    frame = rows.jsonl(DEFAULT_FIT)
+    match = frame[frame["date"] == date]
+    if match.empty:
+        raise ValueError(f"no row of {DEFAULT_FIT} has date {date}")
+    return default_fit_text(match.iloc[0])
+
+
+def default_fit_text(row) -> str:
+    runs = row["runs"]
+    loads = [x for r in runs for x in (r["load_before"][0], r["load_after"][0])]
+    idle = max(loads) <= 1.5
+    lines = [f"Row of {row['date'][:16].replace('T', ' ')} (`bench/results/{DEFAULT_FIT}`), {row['machine']}, commit "
+             f"{row['commit']}{' with uncommitted changes' if row['uncommitted_changes'] else ''}, N = {row['n']}, "
+             f"seed {row['seed']}; 1-minute load average {min(loads):.1f}–{max(loads):.1f} "
+             f"({'idle' if idle else 'under load: other work shared the cores'}).", "",
+             "| command | whole command | the fit alone | nuisances: chosen (s, g) | load before → after |",
+             "|---|---|---|---|---|"]
+    for r in runs:
+        chosen = ", ".join(r["nuisances"][role]["choice"] for role in ("s", "g") if role in r["nuisances"]) or (
+            f"named: {r['outcome_learner']}, {r['sampler']}")
+        lines.append(f"| `{r['command']}` | {r['command_seconds']:.1f} s | {r['fit_seconds']:.1f} s | {chosen} | "
+                     f"{r['load_before'][0]:.1f} → {r['load_after'][0]:.1f} |")
+    dml = next(r for r in runs if r["method"] == "dml-cmr" and not r["named"])
+    verdict = (f"DML-CMR's command takes {row['ratio']:.2f} times CE-DML-CMR's (target ≤ {row['ratio_target']}: "
+               f"{'met' if row['ratio_met'] else 'not met'}) and {dml['command_seconds']:.1f} s (target ≤ "
+               f"{row['seconds_target']:.0f} s on 2 idle cores: ")
+    verdict += ((("met" if row["seconds_met"] else "not met") + ")") if idle else
+                "not decided by this row, taken under load)")
+    per_run = [(r["load_before"][0] + r["load_after"][0]) / 2 for r in runs]
+    uneven = not idle and max(per_run) > 1.5 * min(per_run)
+    if uneven:
+        verdict += ("; the runs met different loads (mean 1-minute load per run "
+                    f"{min(per_run):.1f}–{max(per_run):.1f}), so their ratios mix the methods' costs with the load")
+    cost = row.get("auto_cost")
+    if isinstance(cost, dict) and cost:
+        verdict += ("; auto's time over the nuisances named nn (the default before auto): " +
+                    ", ".join(f"{'DML-CMR' if m == 'dml-cmr' else 'CE-DML-CMR'} {v:.2f}x" for m, v in cost.items()))
+    return "\n".join(lines) + "\n\n" + verdict + "."
+
+
+@block("auto-candidates")
+def auto_candidates(rows) -> str:
+    """How often the network had the lowest cross-fitted held-out loss among nn, gb and gb-small in the
+    stored selections on demand-iv (bench.nuisance_choice: every candidate fitted on every fold)."""
+    frame = pd.concat([rows.csv(name) for name in ("nuisance-benchmark-demand-iv.csv",
+                                                    "nuisance-benchmark-demand-iv-1000-2000.csv")])
+    once = frame.drop_duplicates(["n", "iv_strength", "seed"])
+    won = {role: int(once[f"{role}_auto"].str.split("/").apply(lambda c: "nn" in c).sum()) for role in ("s", "g")}
+    sizes = ", ".join(str(n) for n in sorted(once["n"].unique()))
+    return (f"in {len(once)} selections on demand-iv (N = {sizes}; seeds × designs), the network had the lowest "
+            f"held-out loss {won['s']} times for the outcome model and {won['g']} times for the distribution model")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dmlcore.learners.select import AUTO, AUTO_BY_DEFAULT
 from dmlcore.runs import METHOD_TITLES
 from dmlcore.studies.summarize import paired_table, summary_table
 
@@ -58,6 +59,35 @@ def study_table(fits: pd.DataFrame, *, unit: str = "MSE", reps_label: str = "rep
         cells.append(f"{row['seconds_mean']:.1f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+FAMILY = ("dml-cmr", "ce-dml-cmr", "naive")
+ROLES = (("outcome_learner", "outcome model s(c)"), ("sampler", "distribution model"))
+
+
+def nuisance_line(rows: pd.DataFrame) -> str:
+    """Which nuisance settings made the DML family's ``rows`` (a bench CSV's, with ``learner``) of a table.
+    A row without the setting was made with the default then: the learner's own."""
+    family = rows[rows["method"].isin(FAMILY)]
+    if family.empty:
+        return ""
+    said = {}
+    for column, role in ROLES:
+        part = family[family["method"] != "naive"] if column == "outcome_learner" else family
+        given = part[column] if column in part else pd.Series(pd.NA, index=part.index)
+        for value in sorted(given.where(given.notna(), "own:" + part["learner"].astype(str)).unique()):
+            said.setdefault(value, []).append((column, role))
+    parts = []
+    for value, roles in said.items():
+        where = " and ".join(role for _, role in roles)
+        if value.startswith("own:"):
+            name = value[4:]
+            old = (f"the default before `auto`; " if name in AUTO_BY_DEFAULT else "the default; ")
+            flags = " ".join(f"--{column.replace('_', '-')} {name}" for column, _ in roles)
+            parts.append(f"the learner's own, `{name}`, for the {where} ({old}`{flags}` repeats it)")
+        else:
+            parts.append(f"`{value}` for the {where}" + (" (the default)" if value == AUTO else ""))
+    return "Nuisances of the DML family's rows: " + "; ".join(parts) + "."
 
 
 def per_seed(fits: pd.DataFrame, method: str, column: str = "mse") -> pd.Series:

@@ -27,6 +27,7 @@ from dmlcore.estimators.regression import OutcomeRegression
 from dmlcore.estimators.sieve import Sieve2SLS
 from dmlcore.estimators.tsls import TwoStageLeastSquares
 from dmlcore.learners import learner_name, uses_networks
+from dmlcore.learners.select import nuisance_default
 
 ALL_PROBLEMS = ("iv", "pcl", "cmr")
 # the fit settings of `python -m dmlcore fit` / a study grid a method can read
@@ -247,8 +248,8 @@ def trains_networks(config: dict) -> bool:
     if entry.networks is not None:
         return entry.networks
     learner = config.get("learner") or "nn"
-    used = {learner, config.get("f_model") or learner, config.get("outcome_learner") or learner,
-            config.get("sampler") or learner}
+    used = {learner, config.get("f_model") or learner, nuisance_default(config.get("outcome_learner"), learner),
+            nuisance_default(config.get("sampler"), learner)}
     return any(uses_networks(name) for name in used)
 
 

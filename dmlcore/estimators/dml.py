@@ -36,6 +36,7 @@ from dmlcore.learners import (AUTO, CANDIDATES, SelectedOutcome, SelectedSampler
                               learner_name, make_sampler, uses_networks)
 from dmlcore.learners.encoding import Encoded, EncodedStage, encode_image_spec, encoder_for, image_spec
 from dmlcore.learners.base import check_positive
+from dmlcore.learners.select import IMAGE_CANDIDATES, TABULAR_CANDIDATES, nuisance_default
 from dmlcore.progress import Monitor
 
 F_MODEL_FOR = {"nn": "nn", "rf": "boost", "gb": "boost", "linear": "linear"}
@@ -71,11 +72,13 @@ class _TwoStageCMR(CMREstimator):
     folds : int, default 10
         K of the K-fold cross-fitting (DML-CMR only).
     outcome_learner, sampler : str or object, optional
-        Override ``learner`` for the outcome model s(c) = E[Y | C] and for the distribution model
-        of f's modelled inputs given C: a name, a regressor, or an
+        The outcome model s(c) = E[Y | C] and the distribution model of f's modelled inputs given C.
+        Not set (None): ``"auto"`` when ``learner`` is ``nn`` or ``gb``, else ``learner``'s own (rf, linear,
+        a regressor: auto does not choose among them, nor nn when ``nuisance_params`` set it); the old
+        default, the learner's own, is kept by naming it (``outcome_learner="nn"``). Else a name, a regressor, or an
         :class:`~dmlcore.learners.base.OutcomeLearner` / :class:`~dmlcore.learners.base.ConditionalSampler`
         (the per-fold interface, e.g. an oracle that knows the truth), or ``"auto"``: the candidate
-        (``nn``, ``gb``, ``gb-small``; ``nn`` only on image data) with the lowest cross-fitted held-out loss,
+        (``gb``, ``gb-small`` on tabular inputs, ``nn`` alone on image data) with the lowest cross-fitted held-out loss,
         chosen per fold without reading that fold (:mod:`dmlcore.learners.select`); the choice and
         the losses are in ``nuisance_selection_``.
     f_model : {"nn", "boost", "linear", "sieve"}, optional
@@ -101,6 +104,7 @@ class _TwoStageCMR(CMREstimator):
     ----------
     f_ : the fitted second stage; s_model_, g_model_ : the nuisances (None when unused).
     nuisance_selection_ : {"s": ..., "g": ...}, the selection record of each ``"auto"`` nuisance.
+    nuisance_learners_ : {"outcome_learner": ..., "sampler": ...}, the nuisances' learners as used (None: no such model).
     fold_losses_ : per fold, the rows, the second-stage loss and the nuisances' loss histories.
     second_stage_history_, folds_, fold_of_, targets_, draws_, input_columns_,
     conditioning_columns_, n_, f_model_name_, seconds_ : as named.
@@ -165,9 +169,14 @@ class _TwoStageCMR(CMREstimator):
         """The unfitted outcome model (``role`` "s") or distribution model ("g") for ``name``; ``settings``
         (of an "auto" candidate) under the learner's own ``nuisance_params`` and ``epochs``."""
         if isinstance(name, str) and name == AUTO:
-            parts = {label: self._nuisance(role, kind, data, names, image, device, extra)
-                     for label, (kind, extra) in CANDIDATES.items()
-                     if image is None or kind == "nn"}                # boosting on pixels: not a candidate
+            labels = TABULAR_CANDIDATES if image is None else IMAGE_CANDIDATES
+            if self.nuisance_params and not any(CANDIDATES[label][0] == self.learner for label in labels):
+                raise DMLCoreError(f"nuisance_params {sorted(self.nuisance_params)} set the {self.learner} nuisances, "
+                                   f"but they are 'auto' ({' or '.join(labels)} here), the default; name them "
+                                   f"(outcome_learner='{self.learner}', sampler='{self.learner}') to use the settings, "
+                                   f"or leave the settings out.")
+            parts = {label: self._nuisance(role, CANDIDATES[label][0], data, names, image, device, CANDIDATES[label][1])
+                     for label in labels}
             return (SelectedOutcome if role == "s" else SelectedSampler)(parts, self.seed)
         enc = encoder_for(data, names, name)
         make = make_outcome_learner if role == "s" else make_sampler
@@ -199,8 +208,8 @@ class _TwoStageCMR(CMREstimator):
                                f"given the conditioning variables as a continuous variable, but it is marked "
                                f"categorical. Use 2SLS, or leave the column numeric (a 0/1 treatment works).")
         s_model = g_model = None
-        s_name = self.learner if self.outcome_learner is None else self.outcome_learner
-        g_name = self.learner if self.sampler is None else self.sampler
+        s_name = nuisance_default(self.outcome_learner, self.learner, self.nuisance_params)   # not set: "auto"
+        g_name = nuisance_default(self.sampler, self.learner, self.nuisance_params)          # for nn and gb
         if self.score == "orthogonal":
             monitor.stage("outcome model s(c)", start=0.0, end=0.35)
             s_model = self._nuisance("s", s_name, data, arr.conditioning_names, image_c, device)
@@ -244,6 +253,8 @@ class _TwoStageCMR(CMREstimator):
         self.s_model_, self.g_model_, self.f_ = s_model, g_model, f
         self.nuisance_selection_ = {role: model.selection_ for role, model in (("s", s_model), ("g", g_model))
                                     if getattr(model, "selection_", None) is not None}
+        self.nuisance_learners_ = {"outcome_learner": learner_name(s_name) if s_model is not None else None,
+                                   "sampler": learner_name(g_name) if g_model is not None else None}
         self.targets_, self.draws_ = targets, draws
         self.input_columns_ = list(arr.input_names)
         self.conditioning_columns_ = list(arr.conditioning_names)

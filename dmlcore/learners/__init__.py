@@ -19,7 +19,7 @@ import copy
 from dmlcore.errors import DMLCoreError
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
 from dmlcore.learners.nn import MixtureDensity, NeuralOutcome
-from dmlcore.learners.select import AUTO, CANDIDATES, SelectedOutcome, SelectedSampler
+from dmlcore.learners.select import AUTO, CANDIDATES, TABULAR_CANDIDATES, SelectedOutcome, SelectedSampler
 from dmlcore.learners.tabular import ResidualSampler, TabularOutcome, is_regressor, learner_name
 
 LEARNERS = ("nn", "rf", "gb", "linear")
@@ -89,9 +89,10 @@ def _shown(obj) -> str:
 
 
 def uses_networks(learner) -> bool:
-    """Whether a nuisance ``learner`` (a name) trains torch networks: ``nn``, or ``auto`` (nn a candidate)."""
+    """Whether a nuisance ``learner`` (a name) trains torch networks: ``nn``, or ``auto`` when nn is one of its
+    tabular candidates (on image data auto's one candidate is nn, and so is the learner that reads the images)."""
     return isinstance(learner, str) and (learner == "nn" or (learner == AUTO and
-                                                             any(kind == "nn" for kind, _ in CANDIDATES.values())))
+                                                             any(CANDIDATES[c][0] == "nn" for c in TABULAR_CANDIDATES)))
 
 
 __all__ = ["LEARNERS", "NUISANCE_CHOICES", "AUTO", "SelectedOutcome", "SelectedSampler", "uses_networks", "LEARNER_TITLES", "check_learner", "learner_name", "make_outcome_learner", "make_sampler",

@@ -1,8 +1,9 @@
 """Nuisances chosen by their cross-fitted held-out loss: ``outcome_learner="auto"`` / ``sampler="auto"``.
 
-Each candidate learner (CANDIDATES: the network, gradient boosting with its defaults, and
-``gb-small``, boosting with smaller trees at half the rate) fits its fold models on the training
-sets it is given. Fold model k of a cross-fitted estimator never saw the rows of fold k (the complement
+Each candidate learner (gradient boosting with its defaults and ``gb-small``, boosting with smaller
+trees at half the rate, on tabular inputs; the network on images: CANDIDATES, TABULAR_CANDIDATES,
+IMAGE_CANDIDATES) fits its fold models on the training sets it is given, and the chosen one's fold
+models are the nuisance's (never refitted). Fold model k of a cross-fitted estimator never saw the rows of fold k (the complement
 of its training set), so each candidate has a held-out loss on every row that needs no truth:
 
 * outcome model: the squared error (y - s_k(c))^2;
@@ -37,8 +38,31 @@ AUTO = "auto"
 # added after seeds 100-103 of demand-iv (docs/error-budget.md): its held-out loss was the lowest there.
 CANDIDATES = {"nn": ("nn", {}), "gb": ("gb", {}),
               "gb-small": ("gb", {"max_leaf_nodes": 7, "learning_rate": 0.05, "max_iter": 1000})}
+# which of them auto fits. On tabular inputs the network was never the choice of either nuisance in the
+# measured selections (bench/results/nuisance-benchmark-demand-iv*.csv, docs/performance.md) and costs
+# more than the two boosters together, so it is not fitted there (name outcome_learner="nn" for it);
+# boosting on pixels is no candidate, so on image data the network is the only one (fitted once).
+TABULAR_CANDIDATES = ("gb", "gb-small")
+IMAGE_CANDIDATES = ("nn",)
+# the learners whose nuisances are "auto" by default (outcome_learner / sampler not set): those auto chooses
+# among. rf, linear and a regressor object are not candidates, so naming one of them keeps it for the nuisances.
+AUTO_BY_DEFAULT = ("nn", "gb")
 INNER = 5           # folds of the inner cross-fit when there is one training set
 DRAWS = 16          # draws per row for the energy score
+
+
+def nuisance_default(value, learner, settings=None):
+    """A nuisance's learner: ``value`` when set, else the default: ``"auto"`` when ``learner`` is one auto
+    chooses among (AUTO_BY_DEFAULT), the learner itself otherwise, and also when ``settings`` (the learner's
+    ``nuisance_params``) are given for a learner auto does not fit on tabular data (nn), so that they act.
+    Naming the learner (``outcome_learner="nn"``) keeps the nuisance that learner's alone."""
+    if value is not None:
+        return value
+    if not (isinstance(learner, str) and learner in AUTO_BY_DEFAULT):
+        return learner
+    if settings and all(CANDIDATES[label][0] != learner for label in TABULAR_CANDIDATES):
+        return learner
+    return AUTO
 
 
 def held_out_sets(n: int, train_sets: list[np.ndarray]) -> list[np.ndarray] | None:
@@ -100,7 +124,11 @@ class _Selection:
         rng = np.random.default_rng([self.seed, 43])
         held = held_out_sets(n, train_sets)
         names = list(self.candidates)
-        if held is None:    # one training set: inner cross-fit for the losses, then the winner on the whole set
+        per_fold = None
+        if held is None and len(names) == 1:   # one candidate (image data) and one training set: nothing to score
+            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, self.candidates)
+            choices = names * len(train_sets)
+        elif held is None:  # one training set: inner cross-fit for the losses, then the winner on the whole set
             rows = train_sets[0]
             parts = inner_folds(rows, INNER, self.seed)
             inner_train = [np.setdiff1d(rows, part) for part in parts]
@@ -121,19 +149,28 @@ class _Selection:
             rows_scored = n
         self.fitted_ = {name: chosen[name] for name in set(choices)}   # the others are not kept
         self.choices_ = choices
-        for k, name in enumerate(choices):     # the chosen fold model's loss history is the nuisance's
-            for (model, fold), history in sub[name].histories.items():
-                if fold == k and hasattr(monitor, "histories"):
-                    monitor.histories[(model, fold)] = history
-        losses = per_fold.sum(0) / rows_scored
+        for k, name in enumerate(choices):     # the chosen fold model's loss history is the nuisance's,
+            for (model, fold), history in sub[name].histories.items():   # replayed so the stream shows it too
+                if fold == k and hasattr(monitor, "loss"):
+                    for epoch, train, val in zip(history["epoch"], history["train"], history["val"]):
+                        monitor.loss(model, fold, epoch, train, val)
+        losses = per_fold.sum(0) / rows_scored if per_fold is not None else [None] * len(names)
         self.selection_ = {
             "candidates": names,
-            "heldout_loss": {name: float(v) for name, v in zip(names, losses)},
+            "heldout_loss": {name: None if v is None else float(v) for name, v in zip(names, losses)},
             "choice": max(set(choices), key=choices.count),
             "choice_per_fold": choices,
             "loss": self.loss_name,
-            "inner_folds": INNER if held is None else None,
+            "inner_folds": INNER if held is None and per_fold is not None else None,
         }
+        return self
+
+
+    def to(self, device):
+        """Move the kept candidates' networks and their data to ``device`` (boosters stay as they are)."""
+        for model in self.fitted_.values():
+            if hasattr(model, "to"):
+                model.to(device)
         return self
 
 

@@ -127,10 +127,11 @@ def add_study_parser(sub) -> None:
     p.add_argument("--methods", help="default dml-cmr,ce-dml-cmr,naive")
     p.add_argument("--seeds", help="e.g. 0-19 or 0,3,5-9 (default 0-9)")
     p.add_argument("--learner", help="nn, rf, gb, linear (default nn)")
-    p.add_argument("--outcome-learner", help="the DML family's outcome model s(c) instead of --learner's: nn, rf, "
-                                             "gb, linear or auto (chosen by cross-fitted held-out loss)")
-    p.add_argument("--sampler", help="the DML family's distribution model instead of --learner's: nn, rf, gb, "
-                                     "linear or auto")
+    p.add_argument("--outcome-learner", help="the DML family's outcome model s(c): nn, rf, gb, linear or auto "
+                                             "(chosen by cross-fitted held-out loss; the default with learner nn or "
+                                             "gb, else the learner's)")
+    p.add_argument("--sampler", help="the DML family's distribution model: nn, rf, gb, linear or auto (the default "
+                                     "with learner nn or gb, else the learner's)")
     p.add_argument("--folds", help="K of DML-CMR (default 10)")
     p.add_argument("--epochs", help="maximum epochs (boosting stages) per model")
     p.add_argument("--n-draws", help="draws per row for E[f(X)|c] (default 8)")

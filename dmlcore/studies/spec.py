@@ -55,12 +55,14 @@ from dmlcore.data.simulate import NOISE_SCALES, check_iv_strength, check_n, chec
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS
 from dmlcore.estimators.second_stage import SECOND_STAGES
-from dmlcore.learners import LEARNERS, NUISANCE_CHOICES
+from dmlcore.learners import AUTO, LEARNERS, NUISANCE_CHOICES
+from dmlcore.learners.select import nuisance_default
 
 # Fit settings with their defaults (those of `python -m dmlcore fit`).
 FIT_SETTINGS = {"learner": "nn", "folds": 10, "epochs": None, "n_draws": 8, "f_model": None,
                 "reps_crossfit": 1, "device": "auto", "outcome_learner": None, "sampler": None}
-# settings added after stores held fits: left out of a config's key while unset, so those fits are still found
+# settings added after stores held fits: left out of a config's key while unset, so those fits are still found.
+# outcome_learner / sampler unset: "auto" with learner nn or gb (named so in the config, _named_default), else the learner's
 LATER_SETTINGS = ("outcome_learner", "sampler")
 INTEGER_SETTINGS = ("folds", "epochs", "n_draws", "reps_crossfit")
 DEFAULT_METHODS = ("dml-cmr", "ce-dml-cmr", "naive")
@@ -154,8 +156,9 @@ class Grid:
                     used = settings_used(method)
                     axes = [self.settings[s] if s in used else (None,) for s in FIT_SETTINGS]
                     for setting in itertools.product(*axes):
+                        fit = _named_default(dict(zip(FIT_SETTINGS, setting)), used)
                         out.append({"dataset": self.dataset, "data": dict(data), "method": method,
-                                    **dict(zip(FIT_SETTINGS, setting)), "seed": seed, **self._choices()})
+                                    **fit, "seed": seed, **self._choices()})
         return out
 
     def _choices(self) -> dict:
@@ -197,6 +200,15 @@ class StudySpec:
 
     def to_dict(self) -> dict:
         return {"grid": [grid.to_dict() for grid in self.grids]}
+
+
+def _named_default(fit: dict, used) -> dict:
+    """An unset nuisance whose default is "auto" (learner nn or gb) named so, so that its key differs from
+    the fits stored when the default was the learner's own (their None is left out of the key)."""
+    for name in LATER_SETTINGS:
+        if name in used and fit[name] is None and nuisance_default(None, fit["learner"]) == AUTO:
+            fit[name] = AUTO
+    return fit
 
 
 def config_key(config: dict) -> str:

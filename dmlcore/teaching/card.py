@@ -22,7 +22,7 @@ from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, first_
 from dmlcore.ivinference import anderson_rubin_set
 from dmlcore.runs import fit_run
 
-DML_SETTINGS = dict(learner="gb", f_model="sieve", folds=5, seed=0)
+DML_SETTINGS = dict(learner="gb", f_model="sieve", folds=5, seed=0, outcome_learner="gb", sampler="gb")  # named, not auto
 LEVEL = 0.95
 
 

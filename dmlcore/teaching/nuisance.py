@@ -76,8 +76,10 @@ def _setting(name: str) -> Setting:
 
 
 def _estimator(method: str, setting: Setting, folds: int, seed: int):
+    # the nuisances named (not "auto", the default): the setting's learner is what the experiment varies
     return make_estimator(method, learner=setting.learner, folds=folds, seed=seed,
-                          nuisance_params=setting.nuisance_params, f_model="sieve", f_params=F_PARAMS, device="cpu")
+                          nuisance_params=setting.nuisance_params, f_model="sieve", f_params=F_PARAMS, device="cpu",
+                          outcome_learner=None if method == "naive" else setting.learner, sampler=setting.learner)
 
 
 def _progress(callback, should_stop, done: int, total: int, text: str):

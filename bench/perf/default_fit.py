@@ -1,0 +1,124 @@
+"""The default fit's time: DML-CMR against CE-DML-CMR, each as a user runs it (issue 32, item 3).
+
+Each method is one run of the command line in a fresh process, with the default effect and the
+default nuisances (``auto``), exactly as a user types it::
+
+    dmlcore fit --dataset demand-iv --learner nn --n 5000 --method dml-cmr --folds 10 --json ...
+    dmlcore fit --dataset demand-iv --learner nn --n 5000 --method ce-dml-cmr --json ...   (it has no folds)
+
+The row (one JSON line appended to ``--out``) has the date, the machine (CPU model, cores), the load
+average before and after each run, the git commit (and whether the tree had uncommitted changes),
+the whole command's wall time (what the user waits for, imports included), the fit's own time from
+the run record, the nuisances auto chose and their held-out losses, and the targets: DML-CMR's command
+within 1.5 times CE-DML-CMR's and within 30 s on 2 idle cores. ``--named`` adds the same two runs with
+the nuisances named (``--outcome-learner nn --sampler nn``, the default before auto) to measure what
+auto costs. docs/benchmarks.md ("The default fit's time") is generated from the newest row::
+
+    python -m bench.perf.default_fit                    # about 1-2 min on 2 idle cores
+    python -m bench.perf.default_fit --named            # and the nuisances named nn (auto's cost)
+    python bench/docs.py --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "bench" / "results" / "default-fit.jsonl"
+SETTINGS = ["--dataset", "demand-iv", "--learner", "nn"]   # and --n (5000); DML-CMR --folds 10 (CE has none)
+METHODS = ("dml-cmr", "ce-dml-cmr")
+NAMED = ["--outcome-learner", "nn", "--sampler", "nn"]
+RATIO_TARGET, SECONDS_TARGET = 1.5, 30.0
+
+
+def machine() -> str:
+    model = ""
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("model name"))
+    except (OSError, StopIteration):
+        model = platform.processor() or platform.machine()
+    return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}"
+
+
+def commit() -> dict:
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    changed = [line for line in git("status", "--porcelain", "--untracked-files=no").splitlines()
+               if not line[3:].startswith("bench/results/")]
+    return {"commit": git("rev-parse", "--short", "HEAD"), "uncommitted_changes": bool(changed)}
+
+
+def run_once(method: str, extra: list[str], seed: int, n: int) -> dict:
+    """One ``dmlcore fit`` in a fresh process: its wall time and what its record says."""
+    with tempfile.TemporaryDirectory() as tmp:
+        record_path = Path(tmp) / "run.json"
+        folds = ["--folds", "10"] if method == "dml-cmr" else []
+        argv = ["fit", *SETTINGS, "--n", str(n), "--method", method, *folds, "--seed", str(seed), *extra, "--json",
+                str(record_path)]
+        load_before = os.getloadavg()
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "dmlcore", *argv], cwd=ROOT, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if done.returncode != 0:
+            raise SystemExit(f"dmlcore {' '.join(argv)} failed:\n{done.stderr[-2000:]}")
+        record = json.loads(record_path.read_text())
+    effect = record.get("effect") or {}
+    return {"method": method, "command": "dmlcore " + " ".join(a for a in argv if not a.endswith("run.json")
+                                                               and a != "--json"),
+            "named": bool(extra), "command_seconds": round(wall, 2), "fit_seconds": round(record["seconds"], 2),
+            "mse": record.get("mse"), "effect": (effect.get("interval") or "").split(":")[0] or None,
+            "nuisances": {role: {"choice": sel["choice"], "heldout_loss": sel["heldout_loss"]}
+                          for role, sel in (record.get("nuisances") or {}).items()},
+            "outcome_learner": record["config"].get("outcome_learner"), "sampler": record["config"].get("sampler"),
+            "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()]}
+
+
+def summary(runs: list[dict]) -> dict:
+    """The targets on the default (auto) runs: DML-CMR / CE-DML-CMR and DML-CMR's seconds."""
+    own = {r["method"]: r["command_seconds"] for r in runs if not r["named"]}
+    ratio = own["dml-cmr"] / own["ce-dml-cmr"]
+    out = {"ratio": round(ratio, 3), "ratio_target": RATIO_TARGET, "ratio_met": ratio <= RATIO_TARGET,
+           "seconds_target": SECONDS_TARGET, "seconds_met": own["dml-cmr"] <= SECONDS_TARGET}
+    named = {r["method"]: r["command_seconds"] for r in runs if r["named"]}
+    if named:
+        out["auto_cost"] = {m: round(own[m] / named[m], 3) for m in named}   # auto's time over the named nn's
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(OUT), help="JSONL file the row is appended to")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n", type=int, default=5000, help="rows (5000: the issue's setting; smaller to try it)")
+    parser.add_argument("--named", action="store_true", help="also time the nuisances named nn (auto's cost)")
+    parser.add_argument("--note", default="", help="what the machine was doing (recorded)")
+    args = parser.parse_args(argv)
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    code = commit()          # the code the runs import, taken before them
+    runs = [run_once(method, [], args.seed, args.n) for method in METHODS]
+    if args.named:
+        runs += [run_once(method, NAMED, args.seed, args.n) for method in METHODS]
+    row = {"date": started, "machine": machine(), **code, "python": platform.python_version(),
+           "n": args.n, "seed": args.seed, "note": args.note, "runs": runs, **summary(runs)}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as handle:
+        handle.write(json.dumps(row) + "\n")
+    for r in runs:
+        print(f"{r['command']}: {r['command_seconds']:.1f} s (fit {r['fit_seconds']:.1f} s), load "
+              f"{r['load_before'][0]:.2f} -> {r['load_after'][0]:.2f}")
+    print(f"DML-CMR / CE-DML-CMR = {row['ratio']:.2f} (target {RATIO_TARGET}); wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
