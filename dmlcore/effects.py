@@ -54,6 +54,7 @@ from dmlcore.data.roles import CausalData
 from dmlcore.debiased import add_debiased
 from dmlcore.errors import DMLCoreError, FitCancelled
 from dmlcore.estimators import make_estimator, supports
+from dmlcore.estimators.settings import as_settings
 from dmlcore.executors import get_executor
 from dmlcore.ivinference import anderson_rubin_set
 
@@ -261,22 +262,23 @@ def check_bootstrap(refits) -> int:
     return int(refits)
 
 
-def bootstrap_effect(data: CausalData, method: str, fit_kwargs: dict, refits: int, *, seed: int = 0,
+def bootstrap_effect(data: CausalData, method: str, settings, refits: int, *, seed: int = 0,
                      level: float = LEVEL, executor: str = "local", jobs: int = 1, address: str | None = None,
                      callback=None, should_stop=None) -> dict:
-    """Refit ``method`` (``make_estimator(method, **fit_kwargs)``) on ``refits`` resamples of the
+    """Refit ``method`` (``make_estimator(method, settings)``: a FitSettings or a dict of settings by name) on ``refits`` resamples of the
     rows and return {"refits", "failed", "sd", "percentile", "interval"}: the standard deviation
     of the refits' effects, their (1 -/+ level)/2 quantiles and the interval in words.
 
     ``callback`` gets a stage event as each refit ends; ``should_stop()`` cancels between refits.
-    At least MIN_SUCCESS of the refits must succeed. With a ``cluster`` in ``fit_kwargs`` each
+    At least MIN_SUCCESS of the refits must succeed. With a ``cluster`` in ``settings`` each
     resample draws whole clusters (as many as the data has), not rows.
     """
     refits = check_bootstrap(refits)
     contrast(data)                      # no refit when there is no effect to summarise
-    cluster = fit_kwargs.get("cluster")
+    settings = as_settings(settings)
+    cluster = settings.cluster
     groups = groups_of(data.table, cluster)
-    items = [{"data": data, "method": method, "kwargs": fit_kwargs, "seed": seed, "index": b, "groups": groups}
+    items = [{"data": data, "method": method, "kwargs": settings.for_estimator(method), "seed": seed, "index": b, "groups": groups}
              for b in range(refits)]
     pool = get_executor(executor, jobs, address)
     estimates, errors = [], []
@@ -311,7 +313,7 @@ def _refit_effect(item: dict) -> float:
     groups = item.get("groups")
     rows = rng.integers(0, n, size=n) if groups is None else resample_clusters(groups, rng)
     sample = data.subset(rows)
-    estimator = make_estimator(item["method"], seed=item["seed"], **item["kwargs"])
+    estimator = make_estimator(item["method"], item["kwargs"], seed=item["seed"])
     estimator.fit(sample)
     plan = contrast(sample)
     exact = closed_form(estimator, plan)

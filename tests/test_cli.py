@@ -14,7 +14,7 @@ import pytest
 from dmlcore.cli import build_parser, cli_datasets, main, summarize
 from dmlcore.data.registry import DATASET_OPTIONS, dataset_options
 from dmlcore.data.simulate import simulate_demand_iv
-from dmlcore.estimators import METHODS
+from dmlcore.estimators import METHODS, SETTINGS
 from dmlcore.runs import fit_run
 from dmlcore.studies.command import OWN_DATA_OPTIONS
 
@@ -258,10 +258,10 @@ def flag(name, value="default"):
 
 
 def fit_options(kind):
-    """The options of `fit` that the registries declare as data set options or method settings."""
+    """The options of `fit` that the registries declare as data set options or fit settings with a flag."""
     dests = {a.dest for a in build_parser().commands["fit"]._actions}
     declared = ({o for opts in DATASET_OPTIONS.values() for o in opts} if kind == "data" else
-                {s for m in METHODS.values() for s in m.settings})
+                {name for name, setting in SETTINGS.items() if setting.cli})
     return sorted(dests & declared)
 
 

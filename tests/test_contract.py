@@ -19,7 +19,7 @@ from conftest import make_linear_iv, make_linear_pcl
 from dmlcore.errors import DMLCoreError, FitCancelled, NotFittedError
 from dmlcore.estimators import CAPABILITIES, METHODS, CMREstimator, make_estimator
 from dmlcore.runs import fit_run
-from dmlcore.studies.spec import FIT_SETTINGS
+from dmlcore.estimators.settings import SETTINGS
 
 # the smallest budgets that still run every step of each method (its own settings in f_params)
 TINY = {
@@ -43,8 +43,13 @@ TINY = {
 ROWS = 160
 
 
+def on_cpu(method: str) -> dict:
+    """``device="cpu"`` for a method that reads the device (the others refuse it)."""
+    return {"device": "cpu"} if "device" in METHODS[method].settings else {}
+
+
 def tiny(method: str, seed: int = 0):
-    return make_estimator(method, seed=seed, device="cpu", **TINY[method])
+    return make_estimator(method, seed=seed, **on_cpu(method), **TINY[method])
 
 
 def data_for(method: str, seed: int = 0):
@@ -65,10 +70,14 @@ def test_the_registry_entry_describes_its_class(method):
     entry = METHODS[method]
     est = tiny(method)
     assert isinstance(est, entry.cls) and issubclass(entry.cls, CMREstimator)
-    # every setting a run or a study passes is taken (and ignored by the methods it does not concern)
-    assert type(make_estimator(method, cov_type="robust", cluster=None, **TINY[method])) is type(est)
+    # a setting the method reads is taken; one it does not read is refused in one line naming it
+    if "cov_type" in entry.settings:
+        assert type(make_estimator(method, cov_type="robust", cluster=None, **TINY[method])) is type(est)
+    else:
+        with pytest.raises(DMLCoreError, match=f"cov_type='robust' applies to .* only, not to {method}; leave it"):
+            make_estimator(method, cov_type="robust", cluster=None, **TINY[method])
     assert set(entry.cls.capabilities) <= set(CAPABILITIES)
-    assert entry.settings <= set(FIT_SETTINGS) and set(entry.problems) <= {"iv", "pcl", "cmr"}
+    assert entry.settings <= set(SETTINGS) and set(entry.problems) <= {"iv", "pcl", "cmr"}
     assert entry.title and entry.help and (entry.uses_learner or entry.record_learner)
 
 
@@ -116,7 +125,7 @@ def test_data_of_another_problem_are_refused_by_name(method):
 
 
 def test_the_run_record_is_json(method):
-    run = fit_run(data_for(method), method, heldout_folds=0, device="cpu", **TINY[method])
+    run = fit_run(data_for(method), method, heldout_folds=0, **on_cpu(method), **TINY[method])
     record = json.loads(run.to_json())
     assert record["method"] == method and record["n"] == ROWS
     assert record["learner"] == (TINY[method].get("learner") if METHODS[method].uses_learner

@@ -13,10 +13,11 @@ from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn
 from dmlcore.estimators.kclass import LIML, Fuller, GMMIV
 from dmlcore.estimators.peers import DFIV, KIV, KPV, NMMR, PMMR, DeepGMM
 from dmlcore.estimators.regression import OutcomeRegression
+from dmlcore.estimators.settings import DEFAULTS, SETTINGS, FitSettings, Setting
 from dmlcore.estimators.sieve import Sieve2SLS
 from dmlcore.estimators.tsls import TwoStageLeastSquares
 
-__all__ = ["CMREstimator", "CAPABILITIES", "supports", "METHODS", "METHOD_TITLES", "Method", "get_method", "make_estimator", "trains_networks",
+__all__ = ["FitSettings", "Setting", "SETTINGS", "DEFAULTS", "CMREstimator", "CAPABILITIES", "supports", "METHODS", "METHOD_TITLES", "Method", "get_method", "make_estimator", "trains_networks",
            "record_folds", "record_learner", "DMLCMR", "CEDMLCMR", "NaivePlugIn", "RepeatedCrossFit",
            "OutcomeRegression", "TwoStageLeastSquares", "Sieve2SLS", "KIV", "DFIV", "DeepGMM", "KPV", "PMMR",
            "NMMR", "LIML", "Fuller", "GMMIV"]

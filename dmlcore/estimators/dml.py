@@ -109,7 +109,6 @@ class _TwoStageCMR(CMREstimator):
 
     cross_fit = True
     score = "orthogonal"
-    method = "dml-cmr"
     capabilities = frozenset({"predict_interval", "linear_functional", "refit_second_stage"})
     fitted_attribute = "f_"
 
@@ -253,6 +252,11 @@ class _TwoStageCMR(CMREstimator):
         self.f_model_name_ = f_model
         self.seconds_ = time.perf_counter() - start
         monitor.stage("done", start=1.0)
+
+    def record_fields(self) -> dict:
+        return {**super().record_fields(), "folds": len(self.folds_), "f_model": self.f_model_name_,
+                "nuisances": self.nuisance_selection_ or {}, "device": self.device_,
+                "second_stage_history": self.second_stage_history_, "notes": list(self.f_.notes_)}
 
     def _second_stage_fit(self, data, arr, targets, draws, f_model, f_params, device, monitor):
         """Step 4: f fitted to the rows' targets and draws (``arr``: the rows' arrays)."""

@@ -24,7 +24,6 @@ class OutcomeRegression(CMREstimator):
 
     capabilities = frozenset({"ignores_conditioning"})
 
-    method = "regression"
     fitted_attribute = "model_"
 
     def __init__(self, learner="nn", *, epochs: int | None = None, nuisance_params: dict | None = None,
@@ -34,6 +33,9 @@ class OutcomeRegression(CMREstimator):
         self.nuisance_params = nuisance_params
         self.seed = seed
         self.device = device
+
+    def record_fields(self) -> dict:
+        return {**super().record_fields(), "device": self.device_}
 
     def _fit(self, data: CausalData, monitor) -> None:
         check_learner(self.learner)

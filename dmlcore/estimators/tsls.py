@@ -184,6 +184,11 @@ class TwoStageLeastSquares(CMREstimator):
         self.n_ = n
         self.fold_losses_ = []
 
+    def record_fields(self) -> dict:
+        return {**super().record_fields(), "notes": list(self.notes_),
+                "coefficients": {str(k): float(v) for k, v in self.coef_.items()},
+                "std_errors": {str(k): float(v) for k, v in self.std_errors_.items()}}
+
     def _check_settings(self, data: CausalData) -> None:
         """Raise for settings this method cannot honour (see subclasses)."""
 

@@ -26,7 +26,7 @@ import pandas as pd
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators import METHOD_TITLES, make_estimator
+from dmlcore.estimators import METHOD_TITLES, FitSettings, make_estimator
 from dmlcore.teaching.forbidden import GRID, basis, f0
 from dmlcore.teaching.result import Experiment, check_count, check_range, summarize
 
@@ -76,8 +76,9 @@ def _setting(name: str) -> Setting:
 
 
 def _estimator(method: str, setting: Setting, folds: int, seed: int):
-    return make_estimator(method, learner=setting.learner, folds=folds, seed=seed,
-                          nuisance_params=setting.nuisance_params, f_model="sieve", f_params=F_PARAMS, device="cpu")
+    shared = FitSettings(learner=setting.learner, folds=folds, seed=seed, nuisance_params=setting.nuisance_params,
+                         f_model="sieve", f_params=F_PARAMS, device="cpu")
+    return make_estimator(method, shared.for_method(method))
 
 
 def _progress(callback, should_stop, done: int, total: int, text: str):

@@ -8,7 +8,6 @@ from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator, check_data, check_fitted, input_matrix
 from dmlcore.learners.encoding import encode_image_spec, encoder_for, image_spec
-from dmlcore.process import fit_threads
 from dmlcore.progress import Monitor
 
 IV_PEERS = "kiv, dfiv or deepgmm"
@@ -110,16 +109,19 @@ class PeerEstimator(CMREstimator):
         if cls.images_instead:
             check_kernel_tabular(data, cls.title, cls.images_instead)
 
-    def fit(self, data: CausalData, *, callback=None, should_stop=None):
-        """Fit on ``data``; ``callback(event)`` gets progress and losses, ``should_stop()`` cancels. Returns self."""
-        monitor = Monitor(callback, should_stop)
-        self.check_roles(data)
+    def _fit(self, data: CausalData, monitor: Monitor) -> None:
+        """The base's fit path for every peer: each implements ``_fit_peer(data, monitor)``."""
         self.notes_ = []
         self.device_ = "cpu"     # where it ran; the networks set their torch device's name
-        with fit_threads():
-            self._fit(data, monitor)
+        self._fit_peer(data, monitor)
         monitor.stage("done", start=1.0)
-        return self
+
+    def _fit_peer(self, data: CausalData, monitor: Monitor) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement _fit_peer(data, monitor).")
+
+    def record_fields(self) -> dict:
+        return {**super().record_fields(), "device": self.device_, "notes": list(self.notes_),
+                "second_stage_history": self.second_stage_history_}
 
     def predict(self, X) -> np.ndarray:
         """f at the rows of ``X`` (a DataFrame with the input columns, or an array in their order)."""
