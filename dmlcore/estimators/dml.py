@@ -36,9 +36,10 @@ from dmlcore.learners import (AUTO, CANDIDATES, SelectedOutcome, SelectedSampler
                               learner_name, make_sampler, uses_networks)
 from dmlcore.learners.encoding import Encoded, EncodedStage, encode_image_spec, encoder_for, image_spec
 from dmlcore.learners.base import check_positive
+from dmlcore.learners.registry import LEARNER_REGISTRY, epochs_param
 from dmlcore.progress import Monitor
 
-F_MODEL_FOR = {"nn": "nn", "rf": "boost", "gb": "boost", "linear": "linear"}
+F_MODEL_FOR = {name: entry.f_model for name, entry in LEARNER_REGISTRY.items()}   # f when f_model is not given
 DRAW_BANK = 4  # the bank holds DRAW_BANK * n_draws draws per row
 
 
@@ -155,7 +156,7 @@ class _TwoStageCMR(CMREstimator):
         """``nuisance_params`` belong to the main learner; an overriding learner gets only the epochs
         (named learners only: an object keeps its own settings)."""
         params = dict(self.nuisance_params or {}) if learner is self.learner or learner == self.learner else {}
-        key = {"nn": "max_epochs", "gb": "max_iter"}.get(learner) if isinstance(learner, str) else None
+        key = epochs_param(learner)
         if self.epochs is not None and key:
             params.setdefault(key, self.epochs)
         return params
@@ -366,16 +367,16 @@ class _TwoStageCMR(CMREstimator):
 class DMLCMR(_TwoStageCMR):
     """DML-CMR with K-fold cross-fitting and the Neyman-orthogonal score (s(c) - g(f, c))^2."""
 
-    cross_fit, score, method = True, "orthogonal", "dml-cmr"
+    cross_fit, score = True, "orthogonal"
 
 
 class CEDMLCMR(_TwoStageCMR):
     """CE-DML-CMR: the orthogonal score with nuisances fitted once on all rows."""
 
-    cross_fit, score, method = False, "orthogonal", "ce-dml-cmr"
+    cross_fit, score = False, "orthogonal"
 
 
 class NaivePlugIn(_TwoStageCMR):
     """The naive two-stage plug-in (DeepIV-style): minimises (Y - g(f, c))^2."""
 
-    cross_fit, score, method = False, "naive", "naive"
+    cross_fit, score = False, "naive"

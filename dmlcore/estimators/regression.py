@@ -17,6 +17,7 @@ from dmlcore.device import resolve_device
 from dmlcore.estimators._base import CMREstimator, input_matrix
 from dmlcore.learners import check_learner, make_outcome_learner
 from dmlcore.learners.encoding import Encoded, encode_image_spec, encoder_for, image_spec
+from dmlcore.learners.registry import epochs_param
 
 
 class OutcomeRegression(CMREstimator):
@@ -43,7 +44,7 @@ class OutcomeRegression(CMREstimator):
         start = time.perf_counter()
         arr = data.cmr()
         params = dict(self.nuisance_params or {})
-        key = {"nn": "max_epochs", "gb": "max_iter"}.get(self.learner) if isinstance(self.learner, str) else None
+        key = epochs_param(self.learner)
         if self.epochs is not None and key:
             params.setdefault(key, self.epochs)
         enc = encoder_for(data, arr.input_names, self.learner)

@@ -114,7 +114,7 @@ class Sieve2SLS(CMREstimator):
     @classmethod
     def check_roles(cls, data: CausalData) -> None:
         """Sieve 2SLS compares spline bases of the columns: image pixel columns are refused."""
-        check_tabular(data, "Sieve 2SLS", "Use DML-CMR or the naive plug-in with the neural-network "
+        check_tabular(data, "Sieve 2SLS", "Remove it; use DML-CMR or the naive plug-in with the neural-network "
                                           "learner on image data.")
 
     def record_fields(self) -> dict:

@@ -29,6 +29,13 @@ class Learner:
     seconds_per_1000: float = 1.0
 
 
+def epochs_param(learner) -> str | None:
+    """The setting that ``epochs`` caps for ``learner`` (a named learner; None for an object or a learner without
+    epochs)."""
+    entry = LEARNER_REGISTRY.get(learner) if isinstance(learner, str) else None
+    return entry.epochs_param if entry is not None else None
+
+
 LEARNER_REGISTRY: dict[str, Learner] = {entry.name: entry for entry in (
     Learner("nn", "neural network", "nn", "max_epochs", networks=True, seconds_per_1000=6.0),
     Learner("rf", "random forest", "boost"),
