@@ -465,10 +465,10 @@ def test_study_command_reports_failed_fits_with_exit_1(capsys, home, monkeypatch
 
     real = runner.fit_run
 
-    def fail_at_rho_half(data, method, **kwargs):
+    def fail_at_rho_half(data, method, settings=None, **kwargs):
         if kwargs["data_params"]["rho"] == 0.5:
             raise DMLCoreError("the test's failure")
-        return real(data, method, **kwargs)
+        return real(data, method, settings, **kwargs)
 
     monkeypatch.setattr(runner, "fit_run", fail_at_rho_half)
     code = main(["study", "--sizes", "200", "--methods", "naive", "--learner", "linear", "--seeds", "0",

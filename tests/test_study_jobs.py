@@ -128,10 +128,10 @@ def test_a_finished_live_study_counts_as_its_fits_csv_on_the_page_and_in_report_
     assert wait(studies.start("alice", grid("0-1", ("2sls", "naive")), "first")).status == "done"
     real = runner.fit_run
 
-    def fail_seed_3(data, method, **kwargs):
-        if kwargs["seed"] == 3 and method == "naive":
+    def fail_seed_3(data, method, settings, **kwargs):
+        if settings.seed == 3 and method == "naive":
             raise runner.DMLCoreError("the test's failure at seed 3")
-        return real(data, method, **kwargs)
+        return real(data, method, settings, **kwargs)
 
     monkeypatch.setattr(runner, "fit_run", fail_seed_3)
     study = wait(studies.start("alice", grid("0-3", ("2sls", "naive")), "second"))
