@@ -128,7 +128,7 @@ def metrics_table(items: list[ResultItem]) -> pd.DataFrame:
             "run": item.title,
             "method": METHOD_TITLES.get(rec.get("method"), rec.get("method")),
             "learner": rec.get("learner"),
-            "K": str(rec.get("folds")) if rec.get("method") == "dml-cmr" else "—",
+            "K": str(rec.get("folds")) if "folds" in getattr(METHODS.get(rec.get("method")), "settings", ()) else "—",
             "n": rec.get("n"),
             "seed": rec.get("seed"),
             "MSE": rec.get("mse"),

@@ -394,7 +394,8 @@ def _bench(args) -> int:
     spec = spec_from_dict({"dataset": args.dataset, "methods": methods,
                            "data": {k: v for k, v in data.items() if k in dataset_options(args.dataset)},
                            "seeds": list(range(args.seed_offset, args.seed_offset + args.reps)),
-                           **{name: getattr(args, name) for name in FIT_SETTINGS}, "debias": args.debias})
+                           **{name: getattr(args, name) for name in FIT_SETTINGS if name in getattr(args, "given", ())},
+                           "debias": args.debias})
     out = Path(args.out)
     design = [o for o in ("noise_scale", "design") if o in dataset_options(args.dataset)]  # which problem
     chosen = [s for s in LATER_SETTINGS if getattr(args, s) is not None]   # columns when set

@@ -25,6 +25,7 @@ from scipy.stats import norm
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.debiased import weak_reason
+from dmlcore.estimators import METHODS
 
 SHIPPED = Path(__file__).resolve().parent / "data" / "files" / "effect-coverage.csv"
 DESIGN_TITLES = {"linear": "linear", "weak": "weak instrument", "demand-iv": "demand-iv (authors')",
@@ -70,7 +71,7 @@ def weak_mask(rows: pd.DataFrame) -> pd.Series:
 
 def arm_of(method: str, learner, f_model) -> str:
     """A fit's arm as the tables name it: "2sls", "dml-cmr gb boosted f", "dml-cmr gb spline f", ..."""
-    if method in ("2sls", "sieve-2sls"):
+    if method in METHODS and not METHODS[method].uses_learner:    # no learner or f to choose: the method is the arm
         return method
     return f"{method} {learner} {'spline f' if f_model == 'sieve' else 'own f'}"
 

@@ -33,6 +33,8 @@ def learner_spread(data: CausalData, method: str, fit_kwargs: dict, families=FAM
         return []
     out = []
     for learner, f_model in families:
+        if f_model is not None and "f_model" not in METHODS[method].settings:
+            continue                       # a method without a second stage (the regression): its own f only
         what = f"{learner} nuisances, {'spline f' if f_model == 'sieve' else 'own f'}"
         kwargs = {**fit_kwargs, "learner": learner, "f_model": f_model, "heldout_folds": 0}
         try:

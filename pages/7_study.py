@@ -16,6 +16,7 @@ from dmlcore.data.registry import OPTION_LABELS, SIMULATED, dataset_options
 from dmlcore.data.simulate import N_MAX, N_MIN
 from dmlcore.data.tables import TABLE, keep_table
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.settings import SETTINGS
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
 from dmlcore.runs import METHOD_TITLES, METHODS
 from dmlcore.studies import load_study, plan_study, spec_from_dict, spec_from_flags
@@ -54,13 +55,14 @@ def design():
                              format_func=lambda m: METHOD_TITLES.get(m, m))
     c1, c2, c3, c4 = st.columns(4)
     learner = c1.selectbox("Learner", list(LEARNERS), key="study_learner", format_func=lambda k: LEARNER_TITLES[k])
-    folds = c2.number_input("K (DML-CMR folds)", min_value=2, max_value=50, value=5, key="study_folds")
+    folds = c2.number_input("K (DML-CMR folds)", min_value=SETTINGS["folds"].minimum, max_value=50, value=5, key="study_folds")
     epochs = c3.number_input("At most epochs (empty: the learner's own)", min_value=1, value=None,
                              key="study_epochs")
     seeds = c4.text_input("Seeds", value=DEFAULT_SEEDS, key="study_seeds",
                           help="A range such as 0-19 or a comma list; every method sees the same data at a seed.")
+    chosen = {"learner": learner, "folds": folds, "epochs": epochs}     # each passed when a chosen method reads it
     spec = spec_from_flags(dataset, methods=",".join(methods), seeds=seeds, data=data,
-                           settings={"learner": learner, "folds": folds, "epochs": epochs})
+                           settings={k: v for k, v in chosen.items() if any(k in METHODS[m].settings for m in methods)})
     check_study(spec)        # the roles' and folds' rules, as every fit would meet them
     return spec
 

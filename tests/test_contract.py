@@ -19,7 +19,7 @@ from conftest import make_linear_iv, make_linear_pcl
 from dmlcore.errors import DMLCoreError, FitCancelled, NotFittedError
 from dmlcore.estimators import CAPABILITIES, METHODS, CMREstimator, make_estimator
 from dmlcore.runs import fit_run
-from dmlcore.estimators.settings import SETTINGS
+from dmlcore.estimators.settings import SETTINGS, FitSettings
 
 # the smallest budgets that still run every step of each method (its own settings in f_params)
 TINY = {
@@ -178,3 +178,76 @@ def test_capabilities_are_declared_not_guessed(linear_iv):
                                                                                             "naive"}
     with pytest.raises(DMLCoreError, match="Unknown capability"):
         plain.supports("predict_proba")
+
+
+# ------------------------------------------------------------------ settings: declared once, refused where unread
+def example_value(name: str):
+    """A value of the declared setting ``name`` other than its default, from its declaration alone."""
+    setting = SETTINGS[name]
+    named = setting.named_values()
+    if named is not None:
+        return next(v for v in named if v != setting.default)
+    if setting.kind == "int":
+        return (setting.default or setting.minimum or 1) + 1
+    return {"device": "cpu"}[name]          # a declared pattern: a new one needs its example here
+
+
+@pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.cli or s.study])
+def test_every_declared_setting_round_trips_through_the_cli_and_a_study(name):
+    """A declared setting has a flag of `fit` and a key of a study grid, and a value given either way reaches
+    the FitSettings that make_estimator and fit_run take (for a method that reads it)."""
+    from dmlcore.cli import build_parser
+    from dmlcore.studies.spec import spec_from_dict
+
+    method = next(m for m, entry in METHODS.items() if name in entry.settings)
+    value = example_value(name)
+    args = build_parser().parse_args(["fit", "--method", method, SETTINGS[name].flag, str(value)])
+    assert getattr(FitSettings.from_args(args), name) == value
+    config = spec_from_dict({"dataset": "demand-iv", "methods": [method], "seeds": "0", name: [value]}).configs()[0]
+    assert getattr(FitSettings.from_config(config), name) == value
+    assert getattr(FitSettings.from_config(config).for_method(method), name) == value   # what the fit gets
+
+
+@pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.scope == "method"])
+def test_a_setting_a_method_does_not_read_is_refused_in_one_line_everywhere(name):
+    """make_estimator, fit_run and a study grid refuse a setting its method does not read (none of them drops
+    it), naming it; a method that reads it takes it."""
+    from dmlcore.studies.spec import spec_from_dict
+
+    value = example_value(name) if SETTINGS[name].kind != "dict" else {"x": 1}
+    readers = [m for m, entry in METHODS.items() if name in entry.settings]
+    others = [m for m in METHODS if m not in readers]
+    assert readers, f"no method reads {name}"
+    for method in others:
+        with pytest.raises(DMLCoreError, match=f"{name}=.* not to {method}; leave it out") as err:
+            make_estimator(method, **{name: value})
+        assert "\n" not in str(err.value)
+        with pytest.raises(DMLCoreError, match=f"{name}=.* not to {method}"):
+            fit_run(data_for(method), method, **{name: value})       # refused before any fit
+    if SETTINGS[name].study and others:
+        with pytest.raises(DMLCoreError, match=f"does not use '{name}'"):
+            spec_from_dict({"dataset": "demand-iv", "methods": [others[0]], "seeds": "0", name: [value]})
+
+
+def test_a_default_is_declared_once():
+    """The estimators' constructors, the study grid and the CLI take their defaults from the declarations."""
+    import inspect
+
+    from dmlcore.cli import build_parser
+    from dmlcore.estimators import DEFAULTS, DMLCMR, OutcomeRegression
+    from dmlcore.studies.spec import FIT_SETTINGS
+
+    fit = vars(build_parser().parse_args(["fit"]))
+    for cls in (DMLCMR, OutcomeRegression):
+        for name, parameter in inspect.signature(cls).parameters.items():
+            if name in SETTINGS and name not in ("seed", "nuisance_params", "f_params", "cluster"):
+                assert parameter.default == getattr(DEFAULTS, name), (cls.__name__, name)
+    assert FIT_SETTINGS == {n: getattr(DEFAULTS, n) for n, s in SETTINGS.items() if s.study}
+    assert all(fit[n] == getattr(DEFAULTS, n) for n, s in SETTINGS.items() if s.cli)
+
+
+def test_unknown_settings_are_refused_naming_the_known_ones():
+    with pytest.raises(DMLCoreError, match="Unknown fit setting.*'n_draw'.*known: learner"):
+        make_estimator("dml-cmr", n_draw=4)
+    with pytest.raises(DMLCoreError, match="Unknown fit setting.*'lerner'"):
+        fit_run(data_for("2sls"), "2sls", lerner="gb")

@@ -48,7 +48,8 @@ class Method:
     or does when its learner or second stage is ``nn`` (None). ``record_learner``: what a run
     record's ``learner`` says for a method without a learner choice. ``settings``: the fit
     settings (:mod:`dmlcore.estimators.settings`) its estimator reads, by its constructor's argument
-    names; any other given a value is refused in one line (the others are None in its study configs). ``colour``: its colour in every
+    names; any other given a value is refused in one line (the others are None in its study configs).
+    ``colour``: its colour in every
     figure (None: a palette colour by position). ``peer``: a method the paper compares against
     (docs/peers.md), with its own learners and settings (``f_params``). ``build(entry, settings, seed)``: how
     :func:`make_estimator` makes it (default: the class called with the settings it reads).
@@ -134,7 +135,8 @@ _PEER_HELP = " Its own settings: docs/peers.md."
 
 def _peer_entry(name, cls, title, learner, help, problems, epochs_arg=None, fixed=()):
     return Method(name, title, help + _PEER_HELP, cls, _peer, problems=problems, networks=learner == "nn",
-                  record_learner=learner, settings=frozenset({"epochs", "device", "f_params"}), peer=True, epochs_arg=epochs_arg,
+                  record_learner=learner, settings=frozenset({"epochs", "device", "f_params"}), peer=True,
+                  epochs_arg=epochs_arg,
                   fixed=fixed)
 
 
@@ -168,7 +170,8 @@ _ENTRIES = (
     Method("regression", "Regression (ignores C)",
            "The outcome regressed on f's inputs with the learner, ignoring instruments and proxies: what "
            "confounding does to an estimate that does not correct for it.", OutcomeRegression,
-           uses_learner=True, networks=None, settings=frozenset({"learner", "epochs", "device", "nuisance_params"}), colour="#ff7f0e"),
+           uses_learner=True, networks=None, settings=frozenset({"learner", "epochs", "device", "nuisance_params"}),
+           colour="#ff7f0e"),
     # the methods the paper compares against (docs/peers.md)
     _peer_entry("kiv", KIV, "KIV", "kernel",
                 "Kernel IV (Singh et al. 2019): two kernel ridge regressions with 100 random Fourier features, "

@@ -31,6 +31,7 @@ from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator
 from dmlcore.estimators.second_stage import SECOND_STAGES
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.estimators.splines import check_tabular
 from dmlcore.learners import (AUTO, CANDIDATES, SelectedOutcome, SelectedSampler, check_learner, make_outcome_learner,
                               learner_name, make_sampler, uses_networks)
@@ -113,10 +114,13 @@ class _TwoStageCMR(CMREstimator):
     capabilities = frozenset({"predict_interval", "linear_functional", "refit_second_stage"})
     fitted_attribute = "f_"
 
-    def __init__(self, learner="nn", folds: int = 10, *, outcome_learner=None,
-                 sampler=None, f_model: str | None = None, n_draws: int = 8,
-                 epochs: int | None = None, nuisance_params: dict | None = None,
-                 f_params: dict | None = None, seed: int = 0, device: str = "auto", cluster: str | None = None):
+    # the defaults are the declared ones (dmlcore.estimators.settings)
+    def __init__(self, learner=DEFAULTS.learner, folds: int = DEFAULTS.folds, *,
+                 outcome_learner=DEFAULTS.outcome_learner, sampler=DEFAULTS.sampler,
+                 f_model: str | None = DEFAULTS.f_model, n_draws: int = DEFAULTS.n_draws,
+                 epochs: int | None = DEFAULTS.epochs, nuisance_params: dict | None = None,
+                 f_params: dict | None = None, seed: int = 0, device: str = DEFAULTS.device,
+                 cluster: str | None = None):
         self.learner = learner
         self.folds = folds
         self.outcome_learner = outcome_learner

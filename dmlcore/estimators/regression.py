@@ -17,6 +17,7 @@ from dmlcore.device import resolve_device
 from dmlcore.estimators._base import CMREstimator, input_matrix
 from dmlcore.learners import check_learner, make_outcome_learner
 from dmlcore.learners.encoding import Encoded, encode_image_spec, encoder_for, image_spec
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.learners.registry import epochs_param
 
 
@@ -27,8 +28,8 @@ class OutcomeRegression(CMREstimator):
 
     fitted_attribute = "model_"
 
-    def __init__(self, learner="nn", *, epochs: int | None = None, nuisance_params: dict | None = None,
-                 seed: int = 0, device: str = "auto"):
+    def __init__(self, learner=DEFAULTS.learner, *, epochs: int | None = DEFAULTS.epochs,
+                 nuisance_params: dict | None = None, seed: int = 0, device: str = DEFAULTS.device):
         self.learner = learner
         self.epochs = epochs
         self.nuisance_params = nuisance_params

@@ -27,10 +27,12 @@ import pandas as pd
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHOD_TITLES, FitSettings, make_estimator
+from dmlcore.estimators import METHODS as REGISTRY
 from dmlcore.teaching.forbidden import GRID, basis, f0
 from dmlcore.teaching.result import Experiment, check_count, check_range, summarize
 
-METHODS = ("naive", "ce-dml-cmr", "dml-cmr")
+# the DML-CMR family from the registry, from the plain plug-in to the cross-fitted orthogonal score
+METHODS = tuple(reversed([name for name, entry in REGISTRY.items() if entry.second_stage]))
 PERTURBATIONS = {
     "s": "s-hat(c) + eps sd(Y) Delta(c)",
     "shift": "price draws shifted by eps sd(price)",

@@ -10,8 +10,12 @@ from dmlcore.estimators._base import CMREstimator, check_data, check_fitted, inp
 from dmlcore.learners.encoding import encode_image_spec, encoder_for, image_spec
 from dmlcore.progress import Monitor
 
-IV_PEERS = "kiv, dfiv or deepgmm"
-PCL_PEERS = "kpv, pmmr or nmmr"
+
+def _peers(problem: str) -> str:
+    """The registry's peer methods that take ``problem`` ("kiv, dfiv or deepgmm" for IV)."""
+    from dmlcore.estimators._registry import METHODS    # the registry imports the peers
+    names = [name for name, entry in METHODS.items() if entry.peer and problem in entry.problems]
+    return f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def check_problem(data: CausalData, title: str, kind: str) -> None:
@@ -21,7 +25,7 @@ def check_problem(data: CausalData, title: str, kind: str) -> None:
     if kind == "iv":
         if data.problem == "pcl":
             raise DMLCoreError(f"{title} is an IV method, but the data are set up as a proximal (PCL) problem "
-                               f"(no instrument). Use {PCL_PEERS} for PCL, or assign IV roles.")
+                               f"(no instrument). Use {_peers('pcl')} for PCL, or assign IV roles.")
         if not [c for c in data.conditioning_columns if c not in data.input_columns]:
             raise DMLCoreError(f"{title} needs an instrument: a conditioning column that is not an input of f; "
                                f"every conditioning column ({', '.join(data.conditioning_columns)}) is an input. "
@@ -29,7 +33,7 @@ def check_problem(data: CausalData, title: str, kind: str) -> None:
     elif data.problem != "pcl":
         problem = {"iv": "an IV", "cmr": "a general CMR"}[data.problem]
         raise DMLCoreError(f"{title} is a proximal (PCL) method: it needs treatment and outcome proxies, but the "
-                           f"data are set up as {problem} problem. Use {IV_PEERS} for IV, or assign PCL roles.")
+                           f"data are set up as {problem} problem. Use {_peers('iv')} for IV, or assign PCL roles.")
 
 
 def check_kernel_tabular(data: CausalData, title: str, instead: str) -> None:
