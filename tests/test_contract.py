@@ -181,17 +181,6 @@ def test_capabilities_are_declared_not_guessed(linear_iv):
 
 
 # ------------------------------------------------------------------ settings: declared once, refused where unread
-def example_value(name: str):
-    """A value of the declared setting ``name`` other than its default, from its declaration alone."""
-    setting = SETTINGS[name]
-    named = setting.named_values()
-    if named is not None:
-        return next(v for v in named if v != setting.default)
-    if setting.kind == "int":
-        return (setting.default or setting.minimum or 1) + 1
-    return {"device": "cpu"}[name]          # a declared pattern: a new one needs its example here
-
-
 @pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.cli or s.study])
 def test_every_declared_setting_round_trips_through_the_cli_and_a_study(name):
     """A declared setting has a flag of `fit` and a key of a study grid, and a value given either way reaches
@@ -200,7 +189,8 @@ def test_every_declared_setting_round_trips_through_the_cli_and_a_study(name):
     from dmlcore.studies.spec import spec_from_dict
 
     method = next(m for m, entry in METHODS.items() if name in entry.settings)
-    value = example_value(name)
+    value = SETTINGS[name].example()
+    SETTINGS[name].check(value)
     args = build_parser().parse_args(["fit", "--method", method, SETTINGS[name].flag, str(value)])
     assert getattr(FitSettings.from_args(args), name) == value
     config = spec_from_dict({"dataset": "demand-iv", "methods": [method], "seeds": "0", name: [value]}).configs()[0]
@@ -214,7 +204,7 @@ def test_a_setting_a_method_does_not_read_is_refused_in_one_line_everywhere(name
     it), naming it; a method that reads it takes it."""
     from dmlcore.studies.spec import spec_from_dict
 
-    value = example_value(name) if SETTINGS[name].kind != "dict" else {"x": 1}
+    value = SETTINGS[name].example()
     readers = [m for m, entry in METHODS.items() if name in entry.settings]
     others = [m for m in METHODS if m not in readers]
     assert readers, f"no method reads {name}"

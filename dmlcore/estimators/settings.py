@@ -80,6 +80,19 @@ class Setting:
         if self.pattern is not None and not re.fullmatch(self.pattern, str(value)):
             raise DMLCoreError(f"{self.name} must be {self.expects}; got {value!r}.")
 
+    def example(self):
+        """A value other than the default (for the tests and the docs that show the setting at work)."""
+        named = self.named_values()
+        if named is not None:
+            return next(v for v in named if v != self.default)
+        if self.kind == "int":
+            return (self.default or self.minimum or 1) + 1
+        if self.kind == "dict":
+            return {"example": 1}
+        if self.kind == "bool":
+            return not self.default
+        return "cpu" if self.name == "device" else "example"
+
     def unset(self, value) -> bool:
         """Whether ``value`` leaves the setting as it is by default."""
         if value is None or value is self.default:
