@@ -166,7 +166,7 @@ _ENTRIES = (
     Method("sieve-2sls", "Sieve 2SLS",
            "Spline (sieve) 2SLS: tensor-product B-splines (with many covariates, a spline in the treatment plus a "
            "term per covariate), knots and ridge chosen by validation on the training rows; a few seconds for "
-           "5,000 rows.", Sieve2SLS, record_learner="linear", colour="#9467bd"),
+           "5,000 rows.", Sieve2SLS, record_learner="linear", settings=frozenset({"n_knots"}), colour="#9467bd"),
     Method("regression", "Regression (ignores C)",
            "The outcome regressed on f's inputs with the learner, ignoring instruments and proxies: what "
            "confounding does to an estimate that does not correct for it.", OutcomeRegression,

@@ -139,6 +139,8 @@ class FitSettings:
     sampler: Any = _declare(None, "the distribution model of the treatment given C (DML family) instead of "
                                   "--learner's; auto: nn or gb by cross-fitted energy score", kind="nuisance",
                             later=True, keeps_none=True)
+    n_knots: int | None = _declare(None, "interior knots of Sieve 2SLS's splines (default: chosen by validation on the "
+                                         "training rows)", kind="int", minimum=0, later=True, keeps_none=True)
     # the learners' and the second stage's own settings (a dict each; no flag, no study key)
     nuisance_params: dict | None = _declare(None, "settings of the named learner (its DEFAULTS)", kind="dict",
                                             study=False, cli=False)
