@@ -27,6 +27,7 @@ import pandas as pd
 
 from dmlcore.covariance import check_covariance, cluster_columns, is_clustered
 from dmlcore.data.roles import CausalData
+from dmlcore.device import resolve_device
 from dmlcore.data.simulate import GroundTruth, bridge_curve
 from dmlcore.debiased import EFFECT_FOLDS, CrossFitted, check_effect_folds, score_effect
 from dmlcore.diagnostics import first_stage
@@ -138,6 +139,7 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
     """
     s = FitSettings.of(settings, **changes)
     get_method(method)
+    resolve_device(s.device)          # every method: a CUDA device torch cannot see is refused first
     s.refuse_unused(method)
     check_covariance(s.cov_type, s.cluster, data.table)   # before any fit
     if s.bootstrap is not None:

@@ -69,7 +69,8 @@ def test_debiased_interval_widens_by_about_the_design_effect(clustered):
     for method in ("dml-cmr", "2sls"):
         se = {}
         for cov in ("unadjusted", "clustered"):
-            run = fit_run(clustered.data, method, truth=clustered.truth, learner="linear", folds=5, cov_type=cov,
+            own = dict(learner="linear", folds=5) if method == "dml-cmr" else {}
+            run = fit_run(clustered.data, method, truth=clustered.truth, **own, cov_type=cov,
                           cluster="cluster" if cov == "clustered" else None, effect_folds=0)
             effect = run.record["effect"]
             se[cov] = (effect["debiased"]["std_error"] if method == "dml-cmr"
