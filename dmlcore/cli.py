@@ -31,6 +31,7 @@ from dmlcore.ivinference import set_text
 from dmlcore.linear_cli import (add_linear_options, check_table, check_wild_bootstrap, formula_data,
                                 table_from_args, wild_bootstrap_record, with_linear_options)
 from dmlcore.process import set_threads
+from dmlcore.estimators import for_method
 from dmlcore.estimators.settings import SETTINGS, FitSettings, add_setting_flags
 from dmlcore.runs import METHODS, fit_run
 from dmlcore.studies.command import (OWN_DATA_OPTIONS, add_covariance_options, add_debias_option,
@@ -200,7 +201,7 @@ def _fit(args) -> int:
                               design=args.design)
         data, truth, params, dataset = loaded.data, loaded.truth, loaded.params, args.dataset
     data = with_linear_options(args, data)
-    settings = FitSettings.from_args(args).for_method(args.method)   # a flag the method does not read was refused
+    settings = for_method(FitSettings.from_args(args), args.method)   # a flag the method does not read was refused
     run = fit_run(data, args.method, settings, truth=truth, dataset=dataset, data_params=params)
     rec = run.record
     rec.update(wild_bootstrap_record(args, data))       # --wild-bootstrap B (dmlcore.linear_cli)

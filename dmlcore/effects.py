@@ -53,7 +53,7 @@ from dmlcore.covariance import covariance_words, is_clustered
 from dmlcore.data.roles import CausalData
 from dmlcore.debiased import add_debiased
 from dmlcore.errors import DMLCoreError, FitCancelled
-from dmlcore.estimators import make_estimator, supports
+from dmlcore.estimators import for_estimator, make_estimator, supports
 from dmlcore.estimators.settings import as_settings
 from dmlcore.executors import get_executor
 from dmlcore.ivinference import anderson_rubin_set
@@ -278,7 +278,7 @@ def bootstrap_effect(data: CausalData, method: str, settings, refits: int, *, se
     settings = as_settings(settings)
     cluster = settings.cluster
     groups = groups_of(data.table, cluster)
-    items = [{"data": data, "method": method, "kwargs": settings.for_estimator(method), "seed": seed, "index": b, "groups": groups}
+    items = [{"data": data, "method": method, "kwargs": for_estimator(settings, method), "seed": seed, "index": b, "groups": groups}
              for b in range(refits)]
     pool = get_executor(executor, jobs, address)
     estimates, errors = [], []

@@ -29,7 +29,7 @@ import numpy as np
 from dmlcore.clusters import cluster_folds, groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators import make_estimator
+from dmlcore.estimators import for_estimator, make_estimator
 from dmlcore.estimators.settings import as_settings
 from dmlcore.estimators.splines import RIDGE_SHARE, TensorBasis, additive_basis, spd_solve, usable_tensor
 
@@ -91,7 +91,7 @@ def fold_refits(data: CausalData, method: str, settings, folds: int, *, seed: in
     settings = as_settings(settings)
     for k, (held, train) in enumerate(fold_split(data, folds, seed, settings.cluster)):
         report = None if callback is None else (lambda event, k=k: callback(_in_fold(event, k, folds, label)))
-        estimator = make_estimator(method, settings.for_estimator(method), seed=seed)
+        estimator = make_estimator(method, for_estimator(settings, method), seed=seed)
         estimator.fit(data.subset(train), callback=report, should_stop=should_stop)
         yield k, held, estimator
 

@@ -33,8 +33,8 @@ from dmlcore.debiased import EFFECT_FOLDS, CrossFitted, check_effect_folds, scor
 from dmlcore.diagnostics import first_stage
 from dmlcore.effects import bootstrap_effect, check_bootstrap, contrast, effect_record
 from dmlcore.errors import DMLCoreError, FitDiverged
-from dmlcore.estimators import (METHOD_TITLES, METHODS, FitSettings, get_method, make_estimator, record_learner,
-                                supports)
+from dmlcore.estimators import (METHOD_TITLES, METHODS, FitSettings, for_estimator, get_method, make_estimator,
+                                record_learner, refuse_unread, supports)
 from dmlcore.ivinference import clr_set
 from dmlcore.heldout import HELDOUT_FOLDS, check_folds, fold_refits, fold_split, heldout_score
 
@@ -140,7 +140,7 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
     s = FitSettings.of(settings, **changes)
     get_method(method)
     resolve_device(s.device)          # every method: a CUDA device torch cannot see is refused first
-    s.refuse_unused(method)
+    refuse_unread(s, method)
     check_covariance(s.cov_type, s.cluster, data.table)   # before any fit
     if s.bootstrap is not None:
         check_bootstrap(s.bootstrap)
@@ -163,7 +163,7 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
     own_refits = crossfit.wanted if crossfit is not None and crossfit.wanted != score_folds else 0
     extra = (s.bootstrap or 0) + score_folds + own_refits      # refits after the fit, for the progress bar
     share = 1.0 / (1.0 + extra)
-    estimator = make_estimator(method, s.for_estimator(method))
+    estimator = make_estimator(method, for_estimator(s, method))
     start = time.perf_counter()
     estimator.fit(data, callback=_scaled(callback, 0.0, share), should_stop=should_stop)
     seconds = time.perf_counter() - start

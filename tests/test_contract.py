@@ -17,7 +17,7 @@ from sklearn.base import clone
 
 from conftest import make_linear_iv, make_linear_pcl
 from dmlcore.errors import DMLCoreError, FitCancelled, NotFittedError
-from dmlcore.estimators import CAPABILITIES, METHODS, CMREstimator, make_estimator
+from dmlcore.estimators import CAPABILITIES, METHODS, CMREstimator, for_method, make_estimator
 from dmlcore.runs import fit_run
 from dmlcore.estimators.settings import SETTINGS, FitSettings
 
@@ -195,7 +195,7 @@ def test_every_declared_setting_round_trips_through_the_cli_and_a_study(name):
     assert getattr(FitSettings.from_args(args), name) == value
     config = spec_from_dict({"dataset": "demand-iv", "methods": [method], "seeds": "0", name: [value]}).configs()[0]
     assert getattr(FitSettings.from_config(config), name) == value
-    assert getattr(FitSettings.from_config(config).for_method(method), name) == value   # what the fit gets
+    assert getattr(for_method(FitSettings.from_config(config), method), name) == value   # what the fit gets
 
 
 @pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.scope == "method"])

@@ -24,7 +24,7 @@ from dmlcore.estimators.peers.kpv import KPV
 from dmlcore.estimators.peers.nmmr import NMMR
 from dmlcore.estimators.peers.pmmr import PMMR
 from dmlcore.estimators.regression import OutcomeRegression
-from dmlcore.estimators.settings import FitSettings
+from dmlcore.estimators.settings import SETTINGS, FitSettings
 from dmlcore.estimators.sieve import Sieve2SLS
 from dmlcore.estimators.tsls import TwoStageLeastSquares
 from dmlcore.learners import learner_name, uses_networks
@@ -91,7 +91,7 @@ class Method:
 def _construct(entry: Method, settings: FitSettings, seed: int):
     """The class called with the settings it reads (its registry entry's, by argument name) and the seed."""
     signature = inspect.signature(entry.cls).parameters
-    kwargs = {name: value for name, value in settings.estimator_kwargs(entry.name).items() if name in signature}
+    kwargs = {name: getattr(settings, name) for name in entry.settings if name in signature}
     return entry.cls(**kwargs, **({"seed": seed} if "seed" in signature else {}))
 
 
@@ -205,6 +205,40 @@ def get_method(name: str) -> Method:
     return METHODS[name]
 
 
+def unread(settings: FitSettings, method: str, scope: tuple = ("method",)) -> list[str]:
+    """The settings of ``scope`` ("method", "run") given a value that ``method``'s entry does not read."""
+    reads = get_method(method).settings
+    return [name for name in settings.changed() if SETTINGS[name].scope in scope and name not in reads]
+
+
+def refuse_unread(settings: FitSettings, method: str, scope: tuple = ("method",)) -> None:
+    """Refuse, in one line naming each with the methods that read it, the settings ``method`` does not read."""
+    problems = []
+    for name in unread(settings, method, scope):
+        takers = [m for m, e in METHODS.items() if name in e.settings]
+        value = getattr(settings, name)
+        shown = learner_name(value) if SETTINGS[name].kind in ("learner", "nuisance") else value
+        if not takers:
+            problems.append(f"{name}={shown!r} is a setting of the run (fit_run), not of {method}'s estimator")
+            continue
+        where = f"{', '.join(takers[:-1])} and {takers[-1]}" if len(takers) > 1 else takers[0]
+        problems.append(f"{name}={shown!r} applies to {where} only, not to {method}")
+    if problems:
+        raise DMLCoreError(f"{'; '.join(problems)}; leave {'it' if len(problems) == 1 else 'them'} out.")
+
+
+def for_method(settings: FitSettings, method: str) -> FitSettings:
+    """``settings`` with those ``method`` does not read set back to their defaults: for settings chosen once for
+    several methods (a study grid, the dashboard's plan, a lesson), each method taking its own."""
+    return settings.replace(**{name: SETTINGS[name].default for name in unread(settings, method)})
+
+
+def for_estimator(settings: FitSettings, method: str) -> FitSettings:
+    """``settings`` with every one ``method``'s estimator does not read (the run's included) set back to its
+    default: what :func:`make_estimator` takes for the fit of a run and its refits."""
+    return settings.replace(**{name: SETTINGS[name].default for name in unread(settings, method, ("method", "run"))})
+
+
 def make_estimator(method: str, settings: FitSettings | None = None, *, seed: int | None = None, **changes):
     """The unfitted estimator for ``method`` with ``settings`` (a :class:`FitSettings`; default every
     setting's declared default) changed by ``changes`` (settings by name, e.g. ``learner="gb"``).
@@ -221,7 +255,7 @@ def make_estimator(method: str, settings: FitSettings | None = None, *, seed: in
     settings = FitSettings.of(settings, **changes)
     resolve_device(settings.device)
     entry = get_method(method)
-    settings.refuse_unused(method, scope=("method", "run"))
+    refuse_unread(settings, method, scope=("method", "run"))
     return (entry.build or _construct)(entry, settings, settings.seed if seed is None else seed)
 
 

@@ -35,7 +35,6 @@ from sklearn.tree import DecisionTreeRegressor
 from threadpoolctl import threadpool_limits
 
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.estimators.splines import (RIDGE_GRID, Cells, TensorBasis, additive_basis, is_categorical, spd_solve,
                                         usable_tensor)
 from dmlcore.learners.base import (Scaler, check_fraction, check_hidden, check_positive, merge_params,
@@ -65,7 +64,7 @@ class SecondStage:
     has_bands = False
     notes_: tuple = ()      # what a run record's notes say of this second stage's fit (SieveF: an additive basis)
 
-    def __init__(self, params: dict | None = None, n_draws: int = DEFAULTS.n_draws, seed: int = 0, image=None,
+    def __init__(self, params: dict | None, n_draws: int, seed: int = 0, image=None,
                  device: torch.device | str = "cpu"):
         self.params = params
         self.n_draws = n_draws

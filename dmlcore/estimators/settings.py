@@ -7,7 +7,8 @@ Each field's declaration (:class:`Setting`, in the field's metadata) gives the C
 the check of a value and the help text; the method registry's ``settings`` say which methods read it.
 
 Scopes: a ``"method"`` setting is read by the methods whose registry entry lists it, and refused in one
-line (:meth:`FitSettings.refuse_unused`) for any other when it is given a value other than its default;
+line (:func:`~dmlcore.estimators._registry.refuse_unread`) for any other when it is given a value other than
+its default;
 a ``"run"`` setting (the seed, the covariance, the effect's refits, the executor) applies to every fit.
 
 Adding a setting: a field here, its name in the ``settings`` of the registry entries that read it
@@ -22,7 +23,9 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners.registry import LEARNER_REGISTRY
+from dmlcore.learners.tabular import learner_name
 
 AUTO = "auto"       # outcome_learner / sampler chosen by cross-fitted held-out loss (dmlcore.learners.select)
 
@@ -32,8 +35,7 @@ class Setting:
     """The declaration of one setting (a field of :class:`FitSettings`).
 
     ``kind``: "int", "text", "learner" (a name of the learner registry or an object), "nuisance" (the
-    same or ``"auto"``), "dict", "bool"; ``choices``: the named values a text setting takes (a callable
-    for choices known only once their module is imported); ``minimum``: the smallest integer;
+    same or ``"auto"``), "dict", "bool"; ``choices``: the named values a text setting takes; ``minimum``: the smallest integer;
     ``pattern``: a regular expression a text value matches (``expects`` says it in words); ``scope``:
     "method", "run" or "every" (the seed: every estimator takes it; module notes);
     ``study``: a key of a study grid; ``cli``: a flag of ``fit`` and ``bench`` (the name with dashes);
@@ -65,7 +67,7 @@ class Setting:
             return tuple(LEARNER_REGISTRY)
         if self.kind == "nuisance":
             return (*LEARNER_REGISTRY, AUTO)
-        return self.choices() if callable(self.choices) else self.choices
+        return self.choices
 
     def check(self, value) -> None:
         """Raise a one-line DMLCoreError unless ``value`` is allowed (None always is: the default)."""
@@ -102,11 +104,6 @@ class Setting:
         return isinstance(value, (str, int, float, bool)) and value == self.default
 
 
-def _second_stages() -> tuple:
-    from dmlcore.estimators.second_stage import SECOND_STAGES
-    return tuple(SECOND_STAGES)
-
-
 def _declare(default, help: str, **kw):
     return field(default=default, metadata={"setting": (help, kw)})
 
@@ -126,7 +123,7 @@ class FitSettings:
                                   keeps_none=True)
     n_draws: int = _declare(8, "draws per row to estimate E[f(X)|c]", kind="int", minimum=1)
     f_model: str | None = _declare(None, "second stage f (default: the learner's own; sieve gives confidence bands)",
-                                   choices=_second_stages, keeps_none=True)
+                                   choices=tuple(SECOND_STAGES), keeps_none=True)
     reps_crossfit: int = _declare(1, "repeat the fit R times with seeds seed..seed+R-1 (median f-hat, split-spread "
                                      "band)", kind="int", minimum=1)
     device: str = _declare("auto", "where the networks run: auto (CUDA when torch sees one, else the CPU), cpu, "
@@ -184,47 +181,8 @@ class FitSettings:
         """The settings set to something other than their defaults."""
         return {name: getattr(self, name) for name, s in SETTINGS.items() if not s.unset(getattr(self, name))}
 
-    def unused(self, method: str, scope: tuple = ("method",)) -> list[str]:
-        """The settings of ``scope`` given a value that ``method`` (a registry name) does not read."""
-        from dmlcore.estimators._registry import METHODS
-        reads = METHODS[method].settings
-        return [name for name in self.changed() if SETTINGS[name].scope in scope and name not in reads]
-
-    def refuse_unused(self, method: str, scope: tuple = ("method",)) -> None:
-        """Refuse, in one line naming each with the methods that read it, the settings ``method`` does not read."""
-        from dmlcore.estimators._registry import METHODS
-        from dmlcore.learners.tabular import learner_name
-        problems = []
-        for name in self.unused(method, scope):
-            takers = [m for m, e in METHODS.items() if name in e.settings]
-            value = getattr(self, name)
-            shown = learner_name(value) if SETTINGS[name].kind in ("learner", "nuisance") else value
-            if not takers:
-                problems.append(f"{name}={shown!r} is a setting of the run (fit_run), not of {method}'s estimator")
-                continue
-            where = f"{', '.join(takers[:-1])} and {takers[-1]}" if len(takers) > 1 else takers[0]
-            problems.append(f"{name}={shown!r} applies to {where} only, not to {method}")
-        if problems:
-            raise DMLCoreError(f"{'; '.join(problems)}; leave {'it' if len(problems) == 1 else 'them'} out.")
-
-    def estimator_kwargs(self, method: str) -> dict:
-        """The settings ``method``'s estimator reads, by name (what :func:`make_estimator` takes)."""
-        from dmlcore.estimators._registry import METHODS
-        return {name: getattr(self, name) for name in SETTINGS if name in METHODS[method].settings}
-
-    def for_method(self, method: str) -> "FitSettings":
-        """These settings with those ``method`` does not read set back to their defaults: for settings chosen
-        once for several methods (a study grid, the dashboard's plan, a lesson), each method taking its own."""
-        return replace(self, **{name: SETTINGS[name].default for name in self.unused(method)})
-
-    def for_estimator(self, method: str) -> "FitSettings":
-        """These settings with every one ``method``'s estimator does not read (the run's included) set back to
-        its default: what :func:`make_estimator` takes for a refit of a run's fit."""
-        return replace(self, **{name: SETTINGS[name].default for name in self.unused(method, ("method", "run"))})
-
     def config(self) -> dict:
         """The settings as a run record's ``config`` holds them (learner objects by name)."""
-        from dmlcore.learners.tabular import learner_name
         out = {}
         for name, s in SETTINGS.items():
             value = getattr(self, name)

@@ -26,7 +26,7 @@ import pandas as pd
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators import METHOD_TITLES, FitSettings, make_estimator
+from dmlcore.estimators import METHOD_TITLES, FitSettings, for_method, make_estimator
 from dmlcore.estimators import METHODS as REGISTRY
 from dmlcore.teaching.forbidden import GRID, basis, f0
 from dmlcore.teaching.result import Experiment, check_count, check_range, summarize
@@ -80,7 +80,7 @@ def _setting(name: str) -> Setting:
 def _estimator(method: str, setting: Setting, folds: int, seed: int):
     shared = FitSettings(learner=setting.learner, folds=folds, seed=seed, nuisance_params=setting.nuisance_params,
                          f_model="sieve", f_params=F_PARAMS, device="cpu")
-    return make_estimator(method, shared.for_method(method))
+    return make_estimator(method, for_method(shared, method))
 
 
 def _progress(callback, should_stop, done: int, total: int, text: str):

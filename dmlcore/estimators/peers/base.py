@@ -12,10 +12,13 @@ from dmlcore.progress import Monitor
 
 
 def _peers(problem: str) -> str:
-    """The registry's peer methods that take ``problem`` ("kiv, dfiv or deepgmm" for IV)."""
-    from dmlcore.estimators._registry import METHODS    # the registry imports the peers
-    names = [name for name, entry in METHODS.items() if entry.peer and problem in entry.problems]
-    return f"{', '.join(names[:-1])} or {names[-1]}"
+    """The peer methods of ``problem`` ("KIV, DFIV or DeepGMM" for IV), from their classes' own ``problem``."""
+    titles = list(dict.fromkeys(cls.title for cls in _subclasses(PeerEstimator) if cls.problem == problem))
+    return f"{', '.join(titles[:-1])} or {titles[-1]}" if len(titles) > 1 else "".join(titles)
+
+
+def _subclasses(cls) -> list:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
 
 
 def check_problem(data: CausalData, title: str, kind: str) -> None:
