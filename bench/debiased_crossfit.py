@@ -1,9 +1,9 @@
-"""Must f-hat be cross-fitted for the debiased effect (dmlcore.debiased)? A measurement.
+"""Must f-hat be cross-fitted for the debiased effect (dmlcore.inference.debiased_effect)? A measurement.
 
 For each seed of a design, DML-CMR (``--learner``, K = ``--folds``) is fitted once on all rows
 (the library's default: the debiased effect corrects that fit) and, separately, on the rows
 outside each of ``--crossfit`` folds, each fold's rows then predicted by the fit that never saw
-them. Both f-hats go through the same debiasing (:func:`dmlcore.debiased.debias`, the same
+them. Both f-hats go through the same debiasing (:func:`dmlcore.inference.debiased_effect.debias`, the same
 cross-fitted representer); the rows record both estimates, standard errors and the truth.
 
     python -m bench.debiased_crossfit --designs linear-iv,nonlinear-iv,demand-iv --seeds 20 \\
@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from dmlcore.data.registry import load_dataset
-from dmlcore.debiased import debias, predict
-from dmlcore.effects import contrast
+from dmlcore.inference.debiased_effect import debias, predict
+from dmlcore.inference.average_effect import contrast
 from dmlcore.estimators import make_estimator
 
 

@@ -29,7 +29,7 @@ import pandas as pd
 
 
 from dmlcore.data.registry import load_dataset
-from dmlcore.diagnostics import first_stage
+from dmlcore.inference.first_stage import first_stage
 from dmlcore.estimators import METHODS
 from dmlcore.runs import fit_run
 

@@ -27,7 +27,7 @@ from dmlcore.data.registry import (DATASET_OPTIONS, SIMULATED, dataset_names, da
 from dmlcore.device import resolve_device
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
-from dmlcore.ivinference import set_text
+from dmlcore.inference.linear_iv import set_text
 from dmlcore.linear_cli import (add_linear_options, check_table, check_wild_bootstrap, formula_data,
                                 table_from_args, wild_bootstrap_record, with_linear_options)
 from dmlcore.process import set_threads

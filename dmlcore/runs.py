@@ -9,9 +9,9 @@ read as category codes) and ``second_stage_history``; and
 ``bands`` (see :func:`band_summary`) with the headline ``band_coverage`` and ``band_width``
 (None when the estimator gives no band). :meth:`Run.curve` adds the band a curve can show
 (:func:`curve_band`). ``effect`` is the treatment's average effect or derivative with its
-interval (:func:`dmlcore.effects.effect_record`), ``heldout`` the held-out projected residual
-(:func:`dmlcore.heldout.heldout_score`, None when not computed) and, for IV data,
-``diagnostics`` the linear first stage (:func:`dmlcore.diagnostics.first_stage`).
+interval (:func:`dmlcore.inference.average_effect.effect_record`), ``heldout`` the held-out projected residual
+(:func:`dmlcore.inference.heldout_residual.heldout_score`, None when not computed) and, for IV data,
+``diagnostics`` the linear first stage (:func:`dmlcore.inference.first_stage.first_stage`).
 """
 
 from __future__ import annotations
@@ -25,18 +25,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from dmlcore.covariance import check_covariance, cluster_columns, is_clustered
+from dmlcore.inference.covariance import check_covariance, cluster_columns, is_clustered
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.data.simulate import GroundTruth, bridge_curve
-from dmlcore.debiased import EFFECT_FOLDS, CrossFitted, check_effect_folds, score_effect
-from dmlcore.diagnostics import first_stage
-from dmlcore.effects import bootstrap_effect, check_bootstrap, contrast, effect_record
+from dmlcore.inference.debiased_effect import EFFECT_FOLDS, CrossFitted, check_effect_folds, score_effect
+from dmlcore.inference.first_stage import first_stage
+from dmlcore.inference.average_effect import bootstrap_effect, check_bootstrap, contrast, effect_record
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import (METHOD_TITLES, METHODS, FitSettings, for_estimator, get_method, make_estimator,
                                 record_learner, refuse_unread, supports)
-from dmlcore.ivinference import clr_set
-from dmlcore.heldout import HELDOUT_FOLDS, check_folds, fold_refits, fold_split, heldout_score
+from dmlcore.inference.linear_iv import clr_set
+from dmlcore.inference.heldout_residual import HELDOUT_FOLDS, check_folds, fold_refits, fold_split, heldout_score
 
 BAND_LEVEL = 0.95
 BANDS_NOT_CLUSTERED = ("not clustered: the band's variance takes rows as independent; read the effect's "
@@ -121,16 +121,16 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
     torch models).
 
     ``effect`` is the treatment's average effect or derivative with an interval
-    (:mod:`dmlcore.effects`); ``bootstrap`` B adds an interval from B refits on resampled rows,
+    (:mod:`dmlcore.inference.average_effect`); ``bootstrap`` B adds an interval from B refits on resampled rows,
     run on ``executor`` ("local" or "ray") with ``jobs`` workers (Ray at ``address``).
-    ``heldout`` is the held-out projected residual (:mod:`dmlcore.heldout`) from
+    ``heldout`` is the held-out projected residual (:mod:`dmlcore.inference.heldout_residual`) from
     ``heldout_folds`` refits; None computes it with 2 folds when there is no ``truth`` (real
     data: nothing else compares the methods) and not otherwise, 0 never. The debiased effect
-    (:mod:`dmlcore.debiased`) corrects f-hat cross-fitted over ``effect_folds`` refits (None: the
+    (:mod:`dmlcore.inference.debiased_effect`) corrects f-hat cross-fitted over ``effect_folds`` refits (None: the
     held-out residual's, reused, or 2 when there is none; 0 corrects the full-sample fit);
     ``debias=False`` switches it off: no refits for it, the plug-in stays the headline and
     ``effect.debiased_error`` says so. IV and
-    PCL records carry the linear first-stage ``diagnostics`` (:func:`dmlcore.diagnostics.first_stage`;
+    PCL records carry the linear first-stage ``diagnostics`` (:func:`dmlcore.inference.first_stage.first_stage`;
     PCL without its linearmodels ``inference``, which costs tens of seconds on wide tables) under the
     covariance ``cov_type`` ("unadjusted", "robust", "clustered" by the column ``cluster``), which
     2SLS's standard errors and Anderson-Rubin set use too. ``outcome_learner`` / ``sampler`` override
@@ -270,7 +270,7 @@ def _config(settings: FitSettings) -> dict:
 
 def _clr(method: str, data: CausalData) -> dict:
     """``{"clr": ...}``: the conditional likelihood-ratio set of a linear IV method's coefficient on IV data
-    with one treatment column (homoskedastic; :func:`dmlcore.ivinference.clr_set`), else {}."""
+    with one treatment column (homoskedastic; :func:`dmlcore.inference.linear_iv.clr_set`), else {}."""
     if "absorb_weights" not in METHODS[method].cls.capabilities or data.problem != "iv" \
             or len(data.treatment) != 1 or data.image_columns:
         return {}

@@ -1,16 +1,16 @@
-"""Clusters in the nonparametric methods (dmlcore.clusters): folds that keep a cluster whole, the
+"""Clusters in the nonparametric methods (dmlcore.inference.clusters): folds that keep a cluster whole, the
 debiased effect's clustered standard error, the cluster bootstrap, and the refusals in run records."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dmlcore.clusters import cluster_folds, mean_se, resample_clusters
+from dmlcore.inference.clusters import cluster_folds, mean_se, resample_clusters
 from dmlcore.data.registry import load_dataset
-from dmlcore.effects import CLOSED_FORM_REFUSED, bootstrap_effect
+from dmlcore.inference.average_effect import CLOSED_FORM_REFUSED, bootstrap_effect
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import make_estimator
-from dmlcore.heldout import fold_refits
+from dmlcore.inference.heldout_residual import fold_refits
 from dmlcore.runs import BANDS_NOT_CLUSTERED, fit_run
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from dmlcore.effect_coverage import (DESIGN_TITLES, arm_of, calibrate_first_stage_f, coverage_by, demand_contrast,
+from dmlcore.inference.effect_coverage import (DESIGN_TITLES, arm_of, calibrate_first_stage_f, coverage_by, demand_contrast,
                                     markdown, summarize, variance_rules)
 
-from dmlcore.debiased import WEAK_FIRST_STAGE_F
+from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
 
 from .registry import block, derived_file, family
 from .tables import title
@@ -217,7 +217,7 @@ def debiased_rows(rows) -> pd.DataFrame:
 
 @block("effect-coverage:debiased")
 def debiased_table(rows) -> str:
-    """The debiased and plug-in intervals' coverage per design and method (dmlcore.effect_coverage)."""
+    """The debiased and plug-in intervals' coverage per design and method (dmlcore.inference.effect_coverage)."""
     return markdown(summarize(debiased_rows(rows))).replace("| coverage |", "| coverage ± s.e. |", 1)
 
 
@@ -232,7 +232,7 @@ def debiased_seeds(rows) -> str:
 
 @derived_file("dmlcore/data/files/effect-coverage.csv")
 def shipped_coverage(rows) -> str:
-    """The summary the Results page reads (dmlcore.effect_coverage.measured_coverage)."""
+    """The summary the Results page reads (dmlcore.inference.effect_coverage.measured_coverage)."""
     return summarize(debiased_rows(rows)).to_csv(index=False)
 
 
@@ -255,7 +255,7 @@ def crossfit_table(rows) -> str:
 @block("effect-coverage:strength")
 def strength_table(rows) -> str:
     """Coverage of the debiased intervals by identification strength, linear and weak designs pooled:
-    the evidence behind dmlcore.debiased.WEAK_STRENGTH."""
+    the evidence behind dmlcore.inference.debiased_effect.WEAK_STRENGTH."""
     done = debiased_rows(rows)
     done = done[(done["status"] == "done") & done["design"].isin(["linear", "weak"])]
     inside = (done["effect_debiased_ci_lower"] <= done["effect_truth"]) & (done["effect_truth"] <= done["effect_debiased_ci_upper"])
@@ -277,7 +277,7 @@ BAND_SOURCES = (("bands-2026-11-26/coverage-demand-iv-gb.json", ""),
 
 @derived_file("dmlcore/data/files/band-coverage.csv")
 def shipped_bands(rows) -> str:
-    """The band coverage the dashboard quotes (dmlcore.band_coverage)."""
+    """The band coverage the dashboard quotes (dmlcore.inference.band_coverage)."""
     out = []
     for file, note in BAND_SOURCES:
         s = rows.json(file)
@@ -448,7 +448,7 @@ def flag_by_f(rows) -> str:
 
 @block("effect-coverage:flag-calibration")
 def flag_calibration(rows) -> str:
-    """The first-stage F bars the rows support (dmlcore.effect_coverage.calibrate_first_stage_f), in words."""
+    """The first-stage F bars the rows support (dmlcore.inference.effect_coverage.calibrate_first_stage_f), in words."""
     per_design, pooled, table = calibrate_first_stage_f(rows31(rows))
     table = table[table["design"] != "pooled"]
     if per_design is not None:

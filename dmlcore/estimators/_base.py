@@ -17,10 +17,10 @@
   - ``"predict_spread"``: ``predict_spread(X, level=0.95, *, groups=None)``, the spread of
     repeated fits (not a confidence band);
   - ``"linear_functional"``: ``effect_functional(plan) -> (estimate, std_error)`` of
-    ``sum_k plan.weights[k] * f(plan.points[k])`` (the effects of :mod:`dmlcore.effects`), with
+    ``sum_k plan.weights[k] * f(plan.points[k])`` (the effects of :mod:`dmlcore.inference.average_effect`), with
     ``interval_how(z)`` saying in words how the interval estimate -/+ z * std_error is formed;
   - ``"anderson_rubin"``: its effect is a linear-IV coefficient whose Anderson-Rubin set
-    (:func:`dmlcore.ivinference.anderson_rubin_set`, under ``cov_type_`` / ``cluster_``) is
+    (:func:`dmlcore.inference.linear_iv.anderson_rubin_set`, under ``cov_type_`` / ``cluster_``) is
     reported beside it, and which is named for what it is (a first-stage-weighted average)
     rather than replaced by the debiased effect;
   - ``"ignores_conditioning"``: f is fitted without C on purpose (the confounded baseline), so

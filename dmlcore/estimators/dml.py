@@ -25,7 +25,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from dmlcore.clusters import cluster_folds, groups_of
+from dmlcore.inference.clusters import cluster_folds, groups_of
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
@@ -46,7 +46,7 @@ DRAW_BANK = 4  # the bank holds DRAW_BANK * n_draws draws per row
 
 def make_folds(n: int, folds: int, seed: int, groups: np.ndarray | None = None) -> list[np.ndarray]:
     """A random partition of range(n) into ``folds`` sorted index arrays of near-equal size; with
-    ``groups`` (the rows' cluster numbers) every cluster's rows in one fold (:mod:`dmlcore.clusters`)."""
+    ``groups`` (the rows' cluster numbers) every cluster's rows in one fold (:mod:`dmlcore.inference.clusters`)."""
     rng = np.random.default_rng([seed, 7])
     if groups is not None:
         fold_of = cluster_folds(groups, folds, rng)

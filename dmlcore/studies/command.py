@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from dmlcore.covariance import COV_CHOICES
+from dmlcore.inference.covariance import COV_CHOICES
 from dmlcore.data.io import load_table
 from dmlcore.data.roles import CausalData
 from dmlcore.data.tables import TABLE, keep_table
@@ -41,7 +41,7 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
 
 def add_covariance_options(parser: argparse.ArgumentParser) -> None:
     """``--cov`` and ``--cluster``: the standard errors of 2SLS, its Anderson-Rubin set and the
-    first-stage diagnostics (dmlcore.ivinference)."""
+    first-stage diagnostics (dmlcore.inference.linear_iv)."""
     parser.add_argument("--cov", default="unadjusted", choices=COV_CHOICES,
                         help="covariance of 2SLS's standard errors, Anderson-Rubin set and first-stage F: "
                              "unadjusted (homoskedastic, default), robust (heteroskedasticity-robust) or "

@@ -48,7 +48,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from dmlcore.covariance import check_covariance
+from dmlcore.inference.covariance import check_covariance
 from dmlcore.data.ihdp import IHDP_DESIGNS
 from dmlcore.data.registry import dataset_names, dataset_options, real_dataset_names
 from dmlcore.data.simulate import NOISE_SCALES, check_iv_strength, check_n, check_noise_scale, check_rho
@@ -74,7 +74,7 @@ OPTION_CHECKS = {"n": check_n, "rho": check_rho, "iv_strength": check_iv_strengt
 # What a configuration computes, not the package's version: bump it only when a change (a default, an
 # algorithm) alters the fits of stored configurations, so that a store no longer reuses them. "0.2.0" is
 # the package version the keys hashed before they stopped doing so: stores made then keep their fits.
-# "0.3.0": every fit's effect became the debiased one (dmlcore.debiased), with two more refits.
+# "0.3.0": every fit's effect became the debiased one (dmlcore.inference.debiased_effect), with two more refits.
 FIT_KEY_VERSION = "0.3.0"
 
 

@@ -33,7 +33,7 @@ Intervals (:func:`effect_record`, level ``LEVEL``):
 
 Clusters (``cov_type="clustered"``, ``cluster``): 2SLS's interval and its Anderson-Rubin set use
 the clustered covariance, the bootstrap draws whole clusters, the debiased interval sums the score
-within clusters (:mod:`dmlcore.clusters`), and the spline second stage's delta-method interval,
+within clusters (:mod:`dmlcore.inference.clusters`), and the spline second stage's delta-method interval,
 whose sandwich takes rows as independent, is refused in one line; ``effect["clusters"]`` says
 which interval does what (:func:`cluster_treatment`).
 
@@ -48,15 +48,15 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from dmlcore.clusters import describe, groups_of, resample_clusters
-from dmlcore.covariance import covariance_words, is_clustered
+from dmlcore.inference.clusters import describe, groups_of, resample_clusters
+from dmlcore.inference.covariance import covariance_words, is_clustered
 from dmlcore.data.roles import CausalData
-from dmlcore.debiased import add_debiased
+from dmlcore.inference.debiased_effect import add_debiased
 from dmlcore.errors import DMLCoreError, FitCancelled
 from dmlcore.estimators import for_estimator, make_estimator, supports
 from dmlcore.estimators.settings import as_settings
 from dmlcore.executors import get_executor
-from dmlcore.ivinference import anderson_rubin_set
+from dmlcore.inference.linear_iv import anderson_rubin_set
 
 LEVEL = 0.95
 MIN_DERIVATIVE_VALUES = 5   # fewer distinct treatment values (but more than two): no derivative
@@ -192,7 +192,7 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     given, else the estimator's closed form, else none (``interval`` says how to get one).
     ``intervals`` lists every interval computed. When the data has no effect to summarise
     (see :func:`contrast`), ``estimate`` is None and ``error`` says why. Then the debiased
-    effect (:func:`dmlcore.debiased.add_debiased`, f-hat from ``crossfit`` when given) becomes
+    effect (:func:`dmlcore.inference.debiased_effect.add_debiased`, f-hat from ``crossfit`` when given) becomes
     the headline and these numbers move to ``plug_in``; with ``debias=False`` it is not computed
     and these numbers stay the headline.
 

@@ -2,7 +2,7 @@
 family of learners it offers, beside the headline of the fit as configured.
 
 A fit's record already carries the spread over what it computed
-(:func:`dmlcore.debiased.specification_spread`: the representer bases, the cross-fits of a
+(:func:`dmlcore.inference.debiased_effect.specification_spread`: the representer bases, the cross-fits of a
 repeated cross-fitting). :func:`learner_spread` refits the method once per learner family
 (``FAMILIES``: boosted trees, random forests, networks, each with its own second stage and with
 the spline one) and :func:`with_families` adds those effects to the record's spread, so that a
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dmlcore.data.roles import CausalData
-from dmlcore.debiased import SPREAD_SE
+from dmlcore.inference.debiased_effect import SPREAD_SE
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import METHODS
 from dmlcore.runs import fit_run

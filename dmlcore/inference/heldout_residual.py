@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dmlcore.clusters import cluster_folds, groups_of, mean_se
+from dmlcore.inference.clusters import cluster_folds, groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import for_estimator, make_estimator
