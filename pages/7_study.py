@@ -4,7 +4,7 @@ with their reasons, verdicts in words, figures and paired comparisons that fill 
 (kept for this browser across restarts), downloads, a paper-ready table and the command line that
 reruns it.
 
-The study runs in the background (dmlcore.study_jobs); its fits wait their turn in the server's
+The study runs in the background (dmlcore.jobs.study_jobs); its fits wait their turn in the server's
 fair queue beside everyone's runs and run in the worker processes (or on Ray).
 """
 
@@ -27,7 +27,7 @@ from dmlcore.studies.report import (PAIRED_NOTE, RERUN, RERUN_NOTE, SUMMARY_NOTE
                                     report_html, seeds_warning, spec_json)
 from dmlcore.studies.spec import CONFIRM_ABOVE, DEFAULT_METHODS, DEFAULT_SEEDS
 from dmlcore.studies.summarize import paired_view, summary_view, verdict_lines
-from dmlcore.study_jobs import executor_note, study_files
+from dmlcore.jobs.study_jobs import executor_note, study_files
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
 
