@@ -273,15 +273,6 @@ def trains_networks(config: dict) -> bool:
     return any(uses_networks(name) for name in used)
 
 
-def record_folds(method: str, folds: int) -> int | None:
-    """The run record's ``folds``: K for a cross-fitted method, 1 for the other second-stage
-    methods (one "fold" of all rows), None for the rest."""
-    entry = METHODS[method]
-    if "folds" in entry.settings:
-        return int(folds)
-    return 1 if entry.second_stage else None
-
-
 def record_learner(method: str, learner) -> str:
     """The run record's ``learner``: the one used (a regressor object: its repr), or what the method
     uses instead of one."""
