@@ -21,7 +21,7 @@ TIMEOUT = 120
 
 def grid(seeds: str, methods=("2sls",)) -> dict:
     return {"dataset": "demand-iv", "data": {"n": [200]}, "methods": list(methods), "seeds": seeds,
-            "learner": "linear"}
+            **({"learner": "linear"} if set(methods) - {"2sls"} else {})}      # 2SLS reads no learner
 
 
 def wait(study, timeout=TIMEOUT):
