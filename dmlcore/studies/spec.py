@@ -309,7 +309,9 @@ def _grid(block: dict) -> Grid:
     for method in methods:
         if method not in METHODS:
             raise DMLCoreError(f"Unknown method {method!r} in the study spec; choose from {', '.join(METHODS)}.")
-    refuse_unused(dataset, (), methods, [name for name in FIT_SETTINGS if block.get(name) is not None])
+    given = [name for name, default in FIT_SETTINGS.items()     # a value other than the default (to_dict lists all)
+             if any(_coerce(name, v, default) not in (None, default) for v in _values(name, block.get(name, default)))]
+    refuse_unused(dataset, (), methods, given)
     settings = {}
     for name, default in FIT_SETTINGS.items():
         values = tuple(dict.fromkeys(_coerce(name, v, default) for v in _values(name, block.get(name, default))))
