@@ -19,6 +19,7 @@ from pathlib import Path
 from unittest import mock
 
 from dmlcore.data.registry import load_dataset
+from dmlcore.estimators import FitSettings, for_method
 from dmlcore.estimators.dml import _TwoStageCMR
 from dmlcore.runs import fit_run
 from dmlcore.studies.spec import parse_seeds
@@ -36,7 +37,8 @@ def timed(data, truth, method: str, mode: str, seed: int, kwargs: dict) -> dict:
              if mode == "whole" else mock.patch.dict({}))
     start, cpu = time.perf_counter(), time.process_time()
     with patch:
-        record = fit_run(data, method, truth=truth, seed=seed, debias=mode != "off", **kwargs).record
+        record = fit_run(data, method, for_method(FitSettings(**kwargs), method), truth=truth, seed=seed,
+                         debias=mode != "off").record
     debiased = record["effect"].get("debiased") or {}
     return {"mode": mode, "wall": time.perf_counter() - start, "cpu": time.process_time() - cpu, "fit": record["seconds"],
             "estimate": debiased.get("estimate"), "std_error": debiased.get("std_error"),

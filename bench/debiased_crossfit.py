@@ -1,9 +1,9 @@
-"""Must f-hat be cross-fitted for the debiased effect (dmlcore.debiased)? A measurement.
+"""Must f-hat be cross-fitted for the debiased effect (dmlcore.inference.debiased_effect)? A measurement.
 
 For each seed of a design, DML-CMR (``--learner``, K = ``--folds``) is fitted once on all rows
 (the library's default: the debiased effect corrects that fit) and, separately, on the rows
 outside each of ``--crossfit`` folds, each fold's rows then predicted by the fit that never saw
-them. Both f-hats go through the same debiasing (:func:`dmlcore.debiased.debias`, the same
+them. Both f-hats go through the same debiasing (:func:`dmlcore.inference.debiased_effect.debias`, the same
 cross-fitted representer); the rows record both estimates, standard errors and the truth.
 
     python -m bench.debiased_crossfit --designs linear-iv,nonlinear-iv,demand-iv --seeds 20 \\
@@ -20,18 +20,18 @@ import numpy as np
 import pandas as pd
 
 from dmlcore.data.registry import load_dataset
-from dmlcore.debiased import debias, predict
-from dmlcore.effects import contrast
-from dmlcore.estimators import make_estimator
+from dmlcore.inference.debiased_effect import debias, predict
+from dmlcore.inference.average_effect import contrast
+from dmlcore.estimators import FitSettings, for_method, make_estimator
 
 
 def one(design: str, seed: int, args) -> dict:
     loaded = load_dataset(design, n=args.n, seed=seed)
     data, plan = loaded.data, contrast(loaded.data)
     truth = loaded.truth.effect(plan.points, plan.weights)
-    kwargs = dict(learner=args.learner, folds=args.folds)
+    kwargs = for_method(FitSettings(learner=args.learner, folds=args.folds), args.method)
     start = time.perf_counter()
-    full = make_estimator(args.method, seed=seed, **kwargs).fit(data)
+    full = make_estimator(args.method, kwargs, seed=seed).fit(data)
     points, rows = plan.points[data.input_columns], data.table[data.input_columns]
     whole = debias(data, plan, predict(full, points), predict(full, rows), seed=seed)
     n = len(data.table)
@@ -39,7 +39,7 @@ def one(design: str, seed: int, args) -> dict:
     f_points, f_rows = np.empty(len(points)), np.empty(n)
     for k in range(args.crossfit):
         held = fold_of == k
-        est = make_estimator(args.method, seed=seed, **kwargs).fit(data.subset(np.flatnonzero(~held)))
+        est = make_estimator(args.method, kwargs, seed=seed).fit(data.subset(np.flatnonzero(~held)))
         f_rows[held] = predict(est, rows[held])
         at = held[plan.rows]
         f_points[at] = predict(est, points[at])

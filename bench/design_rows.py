@@ -15,7 +15,7 @@ import pandas as pd
 
 from dmlcore.data.images import POSITIONS, confounder_weight, dsprites_structural, dsprites_test_grid, render_heart
 from dmlcore.data.simulate import simulate_demand_iv
-from dmlcore.diagnostics import first_stage
+from dmlcore.inference.first_stage import first_stage
 
 OUT = Path(__file__).resolve().parent / "results" / "raw-design"
 

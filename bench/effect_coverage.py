@@ -4,7 +4,7 @@ Each design is a registered simulator whose truth knows the true effect (``truth
 every fit's record says whether its intervals contain it; the study runner stores every fit
 with its configuration ($DMLCORE_HOME), and a rerun reuses what is stored. Seeds run in batches
 across all designs, so that rows stopped early are balanced; after each batch the per-fit rows
-go to ``--out-dir`` (``fits-<design>.csv``) and the summary (:mod:`dmlcore.effect_coverage`) is
+go to ``--out-dir`` (``fits-<design>.csv``) and the summary (:mod:`dmlcore.inference.effect_coverage`) is
 printed. ``python bench/docs.py --write`` then renders the table of docs/coverage.md (block
 ``effect-coverage:debiased``) and the copy the Results page reads
 (dmlcore/data/files/effect-coverage.csv) from those rows.
@@ -16,7 +16,7 @@ slope), ``nonlinear-iv``, ``hetero-iv``, and (issue 31) ``weak-0.15``, ``weak-0.
 with ``cov_type = "clustered"`` by its cluster column) and ``clustered-iv-ignored`` (the same data
 with the clusters ignored: 2SLS and DML-CMR only, a comparison) (dmlcore.data.designs). Methods: 2SLS, Sieve 2SLS,
 DML-CMR with ``--learner`` nuisances (its own f, and the spline f), the naive plug-in
-(``--learner``); every fit also gives the debiased effect (dmlcore.debiased).
+(``--learner``); every fit also gives the debiased effect (dmlcore.inference.debiased_effect).
 
     nice -n 10 python -m bench.effect_coverage --seeds 0-199 --batch 5 --n 1000 --folds 5 --jobs 2
     python -m bench.effect_coverage --from-store      # the rows of the fits stored so far (fits nothing)
@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from dmlcore.data.registry import load_dataset
-from dmlcore.effect_coverage import record_columns, summarize
-from dmlcore.effects import PCL_GRID, contrast
+from dmlcore.inference.effect_coverage import record_columns, summarize
+from dmlcore.inference.average_effect import PCL_GRID, contrast
 from dmlcore.store import RunStore, default_store_path
 from dmlcore.studies import plan_study, run_study
 from dmlcore.studies.runner import _row, result_from_rows
@@ -95,7 +95,7 @@ def labelled(fits: pd.DataFrame, group) -> pd.DataFrame:
 
 def with_records(fits: pd.DataFrame) -> pd.DataFrame:
     """``fits`` with the columns read from each stored fit's run record
-    (:func:`dmlcore.effect_coverage.record_columns`: first-stage F, the representer bases' estimates,
+    (:func:`dmlcore.inference.effect_coverage.record_columns`: first-stage F, the representer bases' estimates,
     the specification spread)."""
     store = RunStore(default_store_path())
     extra = [record_columns(store.fit_record(key) if isinstance(key, str) else None) for key in fits["key"]]

@@ -32,6 +32,7 @@ import torch
 from dmlcore.data.registry import load_dataset
 from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError, FitCancelled
+from dmlcore.estimators import FitSettings, for_method
 from dmlcore.runs import fit_run
 
 FIELDS = ["dataset", "n", "seed", "method", "folds", "device", "gpu", "mse", "seconds", "after_fit_seconds",
@@ -170,10 +171,10 @@ def main() -> int:
                 begin = time.perf_counter()
                 last = {}
                 try:
-                    rec = fit_run(loaded.data, method, truth=loaded.truth, dataset=dataset, learner="nn",
-                                  folds=folds, seed=seed, device=str(where), effect_folds=EFFECT_FOLDS,
-                                  callback=last.update, should_stop=lambda: time.monotonic() > stop_at,
-                                  **extra).record
+                    shared = FitSettings(learner="nn", folds=folds, seed=seed, device=str(where),
+                                         effect_folds=EFFECT_FOLDS, **extra)
+                    rec = fit_run(loaded.data, method, for_method(shared, method), truth=loaded.truth, dataset=dataset,
+                                  callback=last.update, should_stop=lambda: time.monotonic() > stop_at).record
                     row.update(mse=rec["mse"], seconds=round(rec["seconds"], 2),
                                after_fit_seconds=round(time.perf_counter() - begin - rec["seconds"], 2), status="ok")
                 except FitCancelled:

@@ -1,4 +1,4 @@
-"""Does the held-out score (dmlcore.heldout) rank methods as the true MSE does?
+"""Does the held-out score (dmlcore.inference.heldout_residual) rank methods as the true MSE does?
 
 Each (design, seed) simulates a data set and fits every method through ``fit_run`` with the
 held-out score (``--heldout-folds``, default 2); the true MSE of each fit is computed from the
@@ -31,6 +31,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from dmlcore.data.registry import load_dataset
+from dmlcore.estimators import FitSettings, for_method
 from dmlcore.runs import fit_run
 from dmlcore.executors import get_executor
 
@@ -44,12 +45,10 @@ def one(task: dict) -> list[dict]:
     loaded = load_dataset(dataset, n=task["n"], seed=task["seed"], **options)
     rows = []
     for method in task["methods"]:
-        kwargs = {"learner": task["learner"]} if method in ("dml-cmr", "ce-dml-cmr", "naive", "regression") else {}
-        if method == "dml-cmr":
-            kwargs["folds"] = task["folds"]
+        settings = for_method(FitSettings(learner=task["learner"], folds=task["folds"]), method)   # what it reads
         start = time.perf_counter()
         try:
-            run = fit_run(loaded.data, method, seed=task["seed"], heldout_folds=task["heldout_folds"], **kwargs)
+            run = fit_run(loaded.data, method, settings, seed=task["seed"], heldout_folds=task["heldout_folds"])
         except Exception as exc:  # noqa: BLE001 -- a failed fit is a row, not the end of the run
             rows.append({"design": task["design"], "seed": task["seed"], "method": method,
                          "error": f"{type(exc).__name__}: {exc}"})

@@ -12,6 +12,7 @@ import csv
 
 from dmlcore.cli import summarize
 from dmlcore.data.ihdp import list_replicates, load_replicate
+from dmlcore.estimators import FitSettings, for_method
 from dmlcore.runs import fit_run
 
 
@@ -30,8 +31,8 @@ def main():
         for folder in list_replicates(args.root):
             sim = load_replicate(folder)
             for method in args.methods.split(","):
-                rec = fit_run(sim.data, method, truth=sim.truth, dataset="ihdp", learner=args.learner,
-                              folds=args.folds, seed=0).record
+                shared = FitSettings(learner=args.learner, folds=args.folds, seed=0)
+                rec = fit_run(sim.data, method, for_method(shared, method), truth=sim.truth, dataset="ihdp").record
                 row = {"replicate": folder.name, "n": rec["n"], "method": method, "learner": args.learner,
                        "mse": rec["mse"], "seconds": rec["seconds"]}
                 writer.writerow(row)

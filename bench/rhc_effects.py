@@ -29,8 +29,8 @@ import pandas as pd
 
 
 from dmlcore.data.registry import load_dataset
-from dmlcore.diagnostics import first_stage
-from dmlcore.estimators import METHODS
+from dmlcore.inference.first_stage import first_stage
+from dmlcore.estimators import METHODS, FitSettings, for_method
 from dmlcore.runs import fit_run
 
 
@@ -64,7 +64,7 @@ def main() -> None:
     rows = []
     for method, kwargs in fits:
         start = time.perf_counter()
-        record = fit_run(data, method, dataset="rhc", seed=args.seed, **kwargs).record
+        record = fit_run(data, method, for_method(FitSettings(**kwargs), method), dataset="rhc", seed=args.seed).record
         effect, held = record["effect"], record["heldout"]
         rows.append({"method": method, "learner": record["learner"], "f_model": record.get("f_model"),
                      "bootstrap": kwargs.get("bootstrap"), "estimate": effect["estimate"],
@@ -97,7 +97,8 @@ def every_method(data, args) -> None:
         kwargs = {"learner": args.learner, "folds": args.folds} if entry.uses_learner else {}
         start = time.perf_counter()
         try:
-            record = fit_run(data, method, dataset="rhc", seed=args.seed, heldout_folds=0, **kwargs).record
+            record = fit_run(data, method, for_method(FitSettings(**kwargs), method), dataset="rhc", seed=args.seed,
+                             heldout_folds=0).record
         except Exception as exc:   # a method that fails is a row with its one line, not the end of the table
             rows.append({"method": method, "why": f"fit failed: {exc}".split("\n")[0],
                          "seconds": time.perf_counter() - start})

@@ -24,6 +24,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from dmlcore.data.registry import load_dataset
+from dmlcore.estimators import FitSettings, for_method
 from dmlcore.runs import fit_run
 from dmlcore.teaching import demand, forbidden, iv, nuisance, pliv, proximal
 from dmlcore.teaching.measured import measured
@@ -76,7 +77,7 @@ def _demo():
     rows = []
     for method in ("dml-cmr", "naive", "2sls", "regression"):
         kwargs = {} if method == "2sls" else dict(learner="gb", folds=5, seed=0)
-        run = fit_run(loaded.data, method, truth=loaded.truth, **kwargs)
+        run = fit_run(loaded.data, method, for_method(FitSettings(**kwargs), method), truth=loaded.truth)
         rows.append({"method": method, "mse": run.record["mse"], "mse_fresh": run.record["metrics"].get("mse_fresh"),
                      "seconds": run.record["seconds"]})
     return pd.DataFrame(rows)

@@ -25,7 +25,7 @@ from scipy.stats import norm, t as t_dist
 
 from dmlcore.data.roles import CausalData
 from dmlcore.estimators import make_estimator
-from dmlcore.wild_bootstrap import wild_cluster_bootstrap
+from dmlcore.inference.wild_bootstrap import wild_cluster_bootstrap
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "linear-iv"

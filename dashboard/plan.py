@@ -12,22 +12,21 @@ the debiased effect, passed only when it is switched off (``debias=False``).
 
 from __future__ import annotations
 
-import inspect
 import numbers
 from dataclasses import dataclass
 
 from dmlcore.data.roles import CausalData
 from dmlcore import device as torch_device
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.dml import DMLCMR, F_MODEL_FOR
 from dmlcore.estimators.second_stage import BOOST_DEFAULTS, NN_DEFAULTS
+from dmlcore.estimators.settings import DEFAULTS, SETTINGS
 from dmlcore.estimators.splines import check_tabular
-from dmlcore.learners import LEARNER_TITLES, LEARNERS
+from dmlcore.learners import LEARNER_REGISTRY, LEARNER_TITLES, LEARNERS
 from dmlcore.learners.nn import DEFAULTS as NN_NUISANCE_DEFAULTS
 from dmlcore.learners.tabular import DEFAULTS as TABULAR_DEFAULTS
 from dmlcore.estimators import METHOD_TITLES, METHODS
 
-DEFAULT_DRAWS = inspect.signature(DMLCMR).parameters["n_draws"].default
+DEFAULT_DRAWS = DEFAULTS.n_draws
 
 SAME = "same as above"
 SECOND_STAGE_METHODS = [name for name, m in METHODS.items() if m.second_stage]  # a learner each may override
@@ -290,9 +289,6 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
     methods = [m for m in state.get("est_methods", []) if m in METHODS]
     if not methods:
         errors["est_methods"] = "Choose at least one method to compare."
-    elif "sieve-2sls" in methods and data is not None:
-        _refusal(errors, "est_methods", data, "Sieve 2SLS", "Remove it; use DML-CMR or the naive plug-in "
-                 "with the neural-network learner on image data.")
     for method in (m for m in methods if data is not None):
         if METHODS[method].refusal(data) and "est_methods" not in errors:
             errors["est_methods"] = METHODS[method].refusal(data)
@@ -310,7 +306,7 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
                               f"{reps!r}. Set it back to 1 for a single fit.")
         reps = 1
     folds = int(state.get("est_folds", 10))
-    if "dml-cmr" in methods and data is not None:
+    if any("folds" in METHODS[m].settings for m in methods) and data is not None:
         try:
             data.check_folds(folds)
         except DMLCoreError as err:
@@ -333,10 +329,10 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
         learner = learner_for(method, state)
         title = METHOD_TITLES[method]
         if learner is None:
-            fits.append(PlannedFit(method, f"#{batch} {title}", None, dict(common)))
+            fits.append(PlannedFit(method, f"#{batch} {title}", None, reads(method, common)))
             continue
         nuisance = _changed(NUISANCE_FIELDS[learner], lambda p, lr=learner: nuisance_key(lr, p), state, errors)
-        kwargs = dict(common, learner=learner, nuisance_params=nuisance)
+        kwargs = reads(method, dict(common, learner=learner, nuisance_params=nuisance))
         label = f"#{batch} {title} · {learner}"
         if not METHODS[method].second_stage:     # the regression baseline: no second stage, no cross-fits
             fits.append(PlannedFit(method, label, learner, kwargs))
@@ -345,13 +341,20 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
             kwargs["f_model"] = "sieve"
             label += " · sieve f"
         else:
-            f_model = F_MODEL_FOR[learner]
+            f_model = LEARNER_REGISTRY[learner].f_model
             kwargs["f_params"] = _changed(F_FIELDS[f_model], lambda p, m=f_model: f_key(m, p), state, errors)
         if reps > 1:
             kwargs["reps_crossfit"] = int(reps)
             label += f" · R = {reps}"
         fits.append(PlannedFit(method, label, learner, kwargs))
     return fits, errors
+
+
+def reads(method: str, settings: dict) -> dict:
+    """The ``settings`` (by name) that apply to ``method``: the run's, and those its registry entry reads (a setting
+    chosen once for every method, such as K or the draws, is passed only to the methods that read it)."""
+    return {name: value for name, value in settings.items()
+            if SETTINGS[name].scope != "method" or name in METHODS[method].settings}
 
 
 def describe(fit: PlannedFit) -> str:
@@ -361,9 +364,10 @@ def describe(fit: PlannedFit) -> str:
     if fit.learner is None:
         return METHOD_TITLES[fit.method] + off
     parts = [METHOD_TITLES[fit.method], f"learner {LEARNER_TITLES[fit.learner]}"]
-    if fit.method == "dml-cmr":
+    if "folds" in k:
         parts.append(f"K = {k['folds']}")
-    parts.append(f"{k['n_draws']} draws")
+    if "n_draws" in k:
+        parts.append(f"{k['n_draws']} draws")
     if k.get("epochs"):
         parts.append(f"at most {k['epochs']} epochs")
     if k.get("f_model") == "sieve":

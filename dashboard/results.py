@@ -15,8 +15,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dmlcore.effect_coverage import coverage_note, measured_coverage
-from dmlcore.effect_notes import clusters_note, identification_note, notes
+from dmlcore.inference.effect_coverage import coverage_note, measured_coverage
+from dmlcore.inference.effect_notes import clusters_note, identification_note, notes
 from dmlcore.errors import DMLCoreError
 from dmlcore.runs import METHOD_TITLES, METHODS, Run
 from dmlcore.store import StoredRun, safe_filename
@@ -129,7 +129,7 @@ def metrics_table(items: list[ResultItem]) -> pd.DataFrame:
             "run": item.title,
             "method": METHOD_TITLES.get(rec.get("method"), rec.get("method")),
             "learner": rec.get("learner"),
-            "K": str(rec.get("folds")) if rec.get("method") == "dml-cmr" else "—",
+            "K": str(rec.get("folds")) if "folds" in getattr(METHODS.get(rec.get("method")), "settings", ()) else "—",
             "n": rec.get("n"),
             "seed": rec.get("seed"),
             "MSE": rec.get("mse"),
@@ -184,15 +184,15 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
     its kind saying so), its interval or "weakly identified" in words, its kind in a few words
     (:func:`interval_kind`; :func:`interval_descriptions` says each in full), the plug-in beside a
     debiased headline, the measured coverage of that kind of interval on the simulated designs
-    (:func:`dmlcore.effect_coverage.coverage_note`), the bootstrap's percentile interval and the
+    (:func:`dmlcore.inference.effect_coverage.coverage_note`), the bootstrap's percentile interval and the
     Anderson-Rubin set where the run has them, or why there is no effect; beside each effect its
-    weak-identification flag, specification spread and cluster treatment (:mod:`dmlcore.effect_notes`). 2SLS gets a second row
+    weak-identification flag, specification spread and cluster treatment (:mod:`dmlcore.inference.effect_notes`). 2SLS gets a second row
     for the debiased average derivative; the 2SLS reference fit comes last when given.
 
     ``linear`` is the page's covariance choice: (data, :func:`linear_iv_inference` on it); the 2SLS runs
     fitted on that data show the interval, its kind and the Anderson-Rubin set under that choice
     (:func:`under_covariance`), the others as they were fitted."""
-    from dmlcore.ivinference import set_text
+    from dmlcore.inference.linear_iv import set_text
     measured = measured_coverage()
     rows = []
     for title, record in _records(items, reference, linear):
@@ -403,9 +403,9 @@ def linear_iv_inference(data, cov_type: str, cluster: str | None) -> dict:
     and the first stage, under the covariance choice: {"wald": effect closed form, "ar": the AR entry,
     "coefficients": {column: (coefficient, standard error)}, "first": first_stage_inference}; raises
     DMLCoreError for a bad choice (a cluster column with one level, ...)."""
-    from dmlcore.effects import anderson_rubin_entry, closed_form, contrast
+    from dmlcore.inference.average_effect import anderson_rubin_entry, closed_form, contrast
     from dmlcore.estimators.tsls import TwoStageLeastSquares
-    from dmlcore.ivinference import first_stage_inference
+    from dmlcore.inference.linear_iv import first_stage_inference
     estimator = TwoStageLeastSquares(cov_type=cov_type, cluster=cluster).fit(data)
     plan = contrast(data)
     return {"wald": closed_form(estimator, plan), "ar": anderson_rubin_entry(estimator, data, plan),

@@ -28,7 +28,7 @@ from dmlcore.data.simulate import GroundTruth
 from dmlcore.errors import DMLCoreError
 from dmlcore.jobs import JobRegistry, JobSnapshot, server_registry
 from dmlcore.store import RunStore
-from dmlcore.study_jobs import Studies
+from dmlcore.jobs.study_jobs import Studies
 
 # Role widgets: one key per role, plus the problem.
 SINGLE_ROLES = ("outcome", "treatment")

@@ -32,7 +32,7 @@ ROLE_LABELS = {"outcome": "Outcome Y", "treatment": "Treatment A", "instrument":
                "treatment_proxy": "Treatment proxies Z", "outcome_proxy": "Outcome proxies W",
                "covariates": "Covariates X (observed confounders)", "inputs": "Inputs of f",
                "conditioning": "Conditioning variables C"}
-STRENGTH_COLORS = {"weak": "red", "moderate": "orange", "strong": "green"}  # dmlcore.diagnostics.strength_label
+STRENGTH_COLORS = {"weak": "red", "moderate": "orange", "strong": "green"}  # dmlcore.inference.first_stage.strength_label
 STATUS_ICONS = {"queued": ":gray[:material/schedule:]", "running": ":blue[:material/autorenew:]",
                 "done": ":green[:material/check_circle:]", "failed": ":red[:material/error:]",
                 "cancelled": ":gray[:material/cancel:]"}

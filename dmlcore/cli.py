@@ -27,18 +27,18 @@ from dmlcore.data.registry import (DATASET_OPTIONS, SIMULATED, dataset_names, da
 from dmlcore.device import resolve_device
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
-from dmlcore.effect_notes import clusters_note, identification_note, spread_note
-from dmlcore.ivinference import set_text
+from dmlcore.inference.effect_notes import clusters_note, identification_note, spread_note
+from dmlcore.inference.linear_iv import set_text
 from dmlcore.linear_cli import (add_linear_options, check_table, check_wild_bootstrap, formula_data,
                                 table_from_args, wild_bootstrap_record, with_linear_options)
 from dmlcore.process import set_threads
-from dmlcore.estimators.second_stage import SECOND_STAGES
-from dmlcore.learners import LEARNERS, NUISANCE_CHOICES
+from dmlcore.estimators import for_method
+from dmlcore.estimators.settings import SETTINGS, FitSettings, add_setting_flags
 from dmlcore.runs import METHODS, fit_run
 from dmlcore.studies.command import (OWN_DATA_OPTIONS, add_covariance_options, add_debias_option,
                                     add_executor_options, add_own_data_options, add_study_parser, exit_status,
                                     own_data, run_cli_study, study_command)
-from dmlcore.studies.spec import FIT_SETTINGS, refuse_unused, spec_from_dict
+from dmlcore.studies.spec import FIT_SETTINGS, LATER_SETTINGS, refuse_unused, spec_from_dict
 
 
 def _columns(text: str | None) -> list[str]:
@@ -64,26 +64,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="ihdp-like generator: 'code' (the authors' code that made their replicates and the "
                         "paper's numbers, default) or 'text' (the paper's appendix: a weak confounder)")
     p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
-    p.add_argument("--learner", default="nn", choices=LEARNERS, help="nuisance learner")
-    p.add_argument("--outcome-learner", choices=NUISANCE_CHOICES,
-                   help="the outcome model s(c) = E[Y|C] of dml-cmr, ce-dml-cmr (default: auto with --learner nn or "
-                        "gb, else --learner's); auto: gb or gb-small (nn on images), whichever has the lower cross-fitted "
-                        "held-out loss (recorded in the run's nuisances); name a learner (nn) to keep it alone")
-    p.add_argument("--sampler", choices=NUISANCE_CHOICES,
-                   help="the distribution model of the treatment given C (DML family; default: auto with --learner "
-                        "nn or gb, else --learner's); auto: gb or gb-small (nn on images) by cross-fitted energy score")
-    p.add_argument("--folds", type=int, default=FIT_SETTINGS["folds"], help="K for DML-CMR cross-fitting")
-    p.add_argument("--epochs", type=int, help="maximum epochs (boosting stages) per model")
-    p.add_argument("--n-draws", type=int, default=8, help="draws per row to estimate E[f(X)|c]")
-    p.add_argument("--f-model", choices=tuple(SECOND_STAGES),
-                   help="second stage f (default: the learner's own; sieve gives confidence bands)")
-    p.add_argument("--reps-crossfit", type=int, default=1,
-                   help="repeat the fit R times with seeds seed..seed+R-1 (median f-hat, split-spread band)")
+    add_setting_flags(p)      # --learner, --folds, ... : one flag per declared setting (dmlcore.estimators.settings)
     p.add_argument("--threads", type=int,
                    help="torch threads (default 1, or DMLCORE_TORCH_THREADS; 2 is faster on an idle "
                         "2-core machine, much slower when other work shares the cores)")
-    p.add_argument("--device", default="auto",
-                   help="where the networks run: auto (CUDA when torch sees one, else the CPU), cpu, cuda or cuda:N")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -114,7 +98,7 @@ def refuse_unused_options(args, methods: list[str]) -> None:
     refuse_unused, the check a study makes); the own-data options apply with ``--csv`` only."""
     given = getattr(args, "given", [])
     data_names = {option for options in DATASET_OPTIONS.values() for option in options}
-    settings = {setting for entry in METHODS.values() for setting in entry.settings}
+    settings = {name for name, setting in SETTINGS.items() if setting.cli}
     flags = {option: _flag(dest) for dest, option in DATA_ALIASES.items() if hasattr(args, dest)}
     flags.update({DATA_ALIASES.get(d, d): _flag(d) for d in given})
     spell = lambda name: flags.get(name, _flag(name))  # noqa: E731
@@ -218,13 +202,8 @@ def _fit(args) -> int:
                               design=args.design)
         data, truth, params, dataset = loaded.data, loaded.truth, loaded.params, args.dataset
     data = with_linear_options(args, data)
-    run = fit_run(data, args.method, truth=truth, dataset=dataset, learner=args.learner, folds=args.folds,
-                  seed=args.seed, epochs=args.epochs, n_draws=args.n_draws, f_model=args.f_model,
-                  reps_crossfit=args.reps_crossfit, data_params=params, device=args.device,
-                  bootstrap=args.bootstrap, heldout_folds=args.heldout_folds, effect_folds=args.effect_folds,
-                  debias=args.debias, executor=args.executor, jobs=args.jobs, address=args.address,
-                  cov_type=args.cov, cluster=args.cluster, outcome_learner=args.outcome_learner,
-                  sampler=args.sampler)
+    settings = for_method(FitSettings.from_args(args), args.method)   # a flag the method does not read was refused
+    run = fit_run(data, args.method, settings, truth=truth, dataset=dataset, data_params=params)
     rec = run.record
     rec.update(wild_bootstrap_record(args, data))       # --wild-bootstrap B (dmlcore.linear_cli)
     diagnostics = rec.get("diagnostics") or {}
@@ -384,8 +363,8 @@ def _methods_text() -> str:
     """Each method's name, title, problems, the fit settings it reads and what it is."""
     lines = ["Methods (fit --method NAME, bench --methods A,B; settings a method does not read are refused):"]
     for name, entry in METHODS.items():
-        order = [*FIT_SETTINGS, *sorted(entry.settings)]
-        settings = ", ".join(_flag(s) for s in sorted(entry.settings, key=order.index)) or "none"
+        settings = ", ".join(_flag(s) for s, setting in SETTINGS.items() if setting.cli and s in entry.settings) \
+            or "none"
         lines += ["", f"{name}  {entry.title}  problems: {', '.join(p.upper() for p in entry.problems)}",
                   _wrapped(entry.help), _wrapped(f"settings: {settings}")]
     lines += ["", _wrapped("Every fit also takes --seed, --json, --predictions; --bootstrap, --heldout-folds, "
@@ -423,13 +402,12 @@ def _bench(args) -> int:
     spec = spec_from_dict({"dataset": args.dataset, "methods": methods,
                            "data": {k: v for k, v in data.items() if k in dataset_options(args.dataset)},
                            "seeds": list(range(args.seed_offset, args.seed_offset + args.reps)),
-                           "learner": args.learner, "folds": args.folds, "epochs": args.epochs,
-                           "n_draws": args.n_draws, "f_model": args.f_model, "reps_crossfit": args.reps_crossfit,
-                           "device": args.device, "outcome_learner": args.outcome_learner, "sampler": args.sampler,
+                           **{name: getattr(args, name) for name in FIT_SETTINGS if name in getattr(args, "given", ())},
                            "debias": args.debias})
     out = Path(args.out)
     design = [o for o in ("noise_scale", "design") if o in dataset_options(args.dataset)]  # which problem
-    chosen = ["outcome_learner", "sampler"]   # the nuisances as used (the default "auto" named): every table says
+    chosen = ["outcome_learner", "sampler", *(s for s in LATER_SETTINGS if s not in ("outcome_learner", "sampler")
+                                              and getattr(args, s) is not None)]   # the nuisances as used: every table says
     fields = ["dataset", "n", "seed", "method", "learner", "folds", "mse", "mse_fresh", "seconds", *design, *chosen]
     new = not out.exists() or out.stat().st_size == 0
     header = fields if new else _csv_header(out)

@@ -12,7 +12,7 @@ from dmlcore.data.io import load_table
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS
-from dmlcore.wild_bootstrap import wild_cluster_bootstrap
+from dmlcore.inference.wild_bootstrap import wild_cluster_bootstrap
 from dmlcore.regression_table import DEFAULT_METHODS, TABLE_METHODS, regression_table, table_format, write_table
 
 ROLE_OPTIONS = ("outcome", "treatment", "instrument", "treatment_proxy", "outcome_proxy", "covariates", "inputs",

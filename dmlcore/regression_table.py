@@ -5,7 +5,7 @@ absorbed fixed effects and weights of the data, as a :class:`dmlcore.export.Tabl
 
 Every number comes from the estimators of the registry (``2sls``, ``liml``, ``fuller``, ``gmm-iv``; OLS
 and the first stage are the same linear estimator with the regressors instrumenting themselves) and from
-:func:`dmlcore.diagnostics.first_stage` / :func:`dmlcore.ivinference.anderson_rubin_set`.
+:func:`dmlcore.inference.first_stage.first_stage` / :func:`dmlcore.inference.linear_iv.anderson_rubin_set`.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from __future__ import annotations
 import pandas as pd
 from scipy.stats import norm
 
-from dmlcore.covariance import COV_TITLES, check_covariance, cluster_columns
+from dmlcore.inference.covariance import COV_TITLES, check_covariance, cluster_columns
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.diagnostics import first_stage as diagnostics
+from dmlcore.inference.first_stage import first_stage as diagnostics
 from dmlcore.estimators import make_estimator
 from dmlcore.estimators.tsls import TwoStageLeastSquares
 from dmlcore.export import Table
-from dmlcore.ivinference import anderson_rubin_set, clr_set, set_text
+from dmlcore.inference.linear_iv import anderson_rubin_set, clr_set, set_text
 
 TABLE_METHODS = ("ols", "2sls", "liml", "fuller", "gmm-iv")
 DEFAULT_METHODS = ("ols", "2sls", "liml")
@@ -58,7 +58,7 @@ def regression_table(data: CausalData, methods=DEFAULT_METHODS, *, cov_type: str
     """OLS, the first stage of each endogenous column and the linear IV ``methods`` side by side.
 
     ``methods``: from :data:`TABLE_METHODS` ("ols" and the registry's linear IV methods), in order;
-    ``cov_type`` / ``cluster``: the standard errors (:mod:`dmlcore.covariance`), named in the notes;
+    ``cov_type`` / ``cluster``: the standard errors (:mod:`dmlcore.inference.covariance`), named in the notes;
     ``first_stage``: add a column per endogenous column (its regression on the instruments and
     covariates) and the first-stage rows (F under the covariance, effective F, partial R^2).
     Statistic rows: observations, fixed effects, weights, kappa (LIML, Fuller), the

@@ -9,9 +9,9 @@ read as category codes) and ``second_stage_history``; and
 ``bands`` (see :func:`band_summary`) with the headline ``band_coverage`` and ``band_width``
 (None when the estimator gives no band). :meth:`Run.curve` adds the band a curve can show
 (:func:`curve_band`). ``effect`` is the treatment's average effect or derivative with its
-interval (:func:`dmlcore.effects.effect_record`), ``heldout`` the held-out projected residual
-(:func:`dmlcore.heldout.heldout_score`, None when not computed) and, for IV data,
-``diagnostics`` the linear first stage (:func:`dmlcore.diagnostics.first_stage`).
+interval (:func:`dmlcore.inference.average_effect.effect_record`), ``heldout`` the held-out projected residual
+(:func:`dmlcore.inference.heldout_residual.heldout_score`, None when not computed) and, for IV data,
+``diagnostics`` the linear first stage (:func:`dmlcore.inference.first_stage.first_stage`).
 """
 
 from __future__ import annotations
@@ -25,17 +25,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from dmlcore.covariance import check_covariance, cluster_columns, is_clustered
+from dmlcore.inference.covariance import check_covariance, cluster_columns, is_clustered
 from dmlcore.data.roles import CausalData
+from dmlcore.device import resolve_device
 from dmlcore.data.simulate import GroundTruth, bridge_curve
-from dmlcore.debiased import EFFECT_FOLDS, CrossFitted, check_effect_folds, score_effect
-from dmlcore.diagnostics import first_stage
-from dmlcore.effects import bootstrap_effect, check_bootstrap, contrast, effect_record
+from dmlcore.inference.debiased_effect import EFFECT_FOLDS, CrossFitted, check_effect_folds, score_effect
+from dmlcore.inference.first_stage import first_stage
+from dmlcore.inference.average_effect import bootstrap_effect, check_bootstrap, contrast, effect_record
 from dmlcore.errors import DMLCoreError, FitDiverged
-from dmlcore.estimators import METHOD_TITLES, METHODS, make_estimator, record_folds, record_learner, supports
-from dmlcore.ivinference import clr_set
-from dmlcore.heldout import HELDOUT_FOLDS, check_folds, fold_refits, fold_split, heldout_score
-from dmlcore.learners import learner_name
+from dmlcore.estimators import (METHOD_TITLES, METHODS, FitSettings, for_estimator, get_method, make_estimator,
+                                record_learner, refuse_unread, supports)
+from dmlcore.inference.linear_iv import clr_set
+from dmlcore.inference.heldout_residual import HELDOUT_FOLDS, check_folds, fold_refits, fold_split, heldout_score
 
 BAND_LEVEL = 0.95
 BANDS_NOT_CLUSTERED = ("not clustered: the band's variance takes rows as independent; read the effect's "
@@ -107,40 +108,29 @@ def _json_default(value):
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
-def _nuisance_learners(fitted, outcome_learner, sampler) -> dict:
-    """The record's ``outcome_learner`` / ``sampler``: the DML family's nuisances as used (their default
-    resolved, e.g. "auto"; None where the method has no such model), else as given."""
-    used = getattr(fitted, "nuisance_learners_", None)
-    if used is not None:
-        return dict(used)
-    return {name: None if value is None else learner_name(value)
-            for name, value in (("outcome_learner", outcome_learner), ("sampler", sampler))}
+def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, *, truth: GroundTruth | None = None,
+            dataset: str | None = None, data_params: dict | None = None, callback=None, should_stop=None,
+            **changes) -> Run:
+    """Fit ``method`` on ``data`` with ``settings`` and score it (and its bands) against ``truth`` when given.
 
-
-def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, dataset: str | None = None,
-            learner: str = "nn", folds: int = 10, seed: int = 0, epochs: int | None = None,
-            n_draws: int = 8, nuisance_params: dict | None = None, f_params: dict | None = None,
-            f_model: str | None = None, reps_crossfit: int = 1, data_params: dict | None = None,
-            device: str = "auto", bootstrap: int | None = None, heldout_folds: int | None = None,
-            effect_folds: int | None = None, debias: bool = True, executor: str = "local", jobs: int = 1,
-            address: str | None = None, cov_type: str = "unadjusted", cluster: str | None = None,
-            outcome_learner=None, sampler=None, callback=None, should_stop=None) -> Run:
-    """Fit ``method`` on ``data`` and score it (and its bands) against ``truth`` when given.
-
-    The record's ``config.device`` is the device asked for, ``device`` the torch device the
-    fit's networks ran on (None when the method has none of dmlcore's torch models).
+    ``settings`` (a :class:`~dmlcore.estimators.settings.FitSettings`; default every declared default)
+    changed by ``changes`` (settings by name, e.g. ``learner="gb"``) hold the estimator's settings and
+    the run's; a setting ``method`` does not read, given a value other than its default, is refused in
+    one line. The record's ``config`` holds every setting; ``config.device`` is the device asked for,
+    ``device`` the torch device the fit's networks ran on (None when the method has none of dmlcore's
+    torch models).
 
     ``effect`` is the treatment's average effect or derivative with an interval
-    (:mod:`dmlcore.effects`); ``bootstrap`` B adds an interval from B refits on resampled rows,
+    (:mod:`dmlcore.inference.average_effect`); ``bootstrap`` B adds an interval from B refits on resampled rows,
     run on ``executor`` ("local" or "ray") with ``jobs`` workers (Ray at ``address``).
-    ``heldout`` is the held-out projected residual (:mod:`dmlcore.heldout`) from
+    ``heldout`` is the held-out projected residual (:mod:`dmlcore.inference.heldout_residual`) from
     ``heldout_folds`` refits; None computes it with 2 folds when there is no ``truth`` (real
     data: nothing else compares the methods) and not otherwise, 0 never. The debiased effect
-    (:mod:`dmlcore.debiased`) corrects f-hat cross-fitted over ``effect_folds`` refits (None: the
+    (:mod:`dmlcore.inference.debiased_effect`) corrects f-hat cross-fitted over ``effect_folds`` refits (None: the
     held-out residual's, reused, or 2 when there is none; 0 corrects the full-sample fit);
     ``debias=False`` switches it off: no refits for it, the plug-in stays the headline and
     ``effect.debiased_error`` says so. IV and
-    PCL records carry the linear first-stage ``diagnostics`` (:func:`dmlcore.diagnostics.first_stage`;
+    PCL records carry the linear first-stage ``diagnostics`` (:func:`dmlcore.inference.first_stage.first_stage`;
     PCL without its linearmodels ``inference``, which costs tens of seconds on wide tables) under the
     covariance ``cov_type`` ("unadjusted", "robust", "clustered" by the column ``cluster``), which
     2SLS's standard errors and Anderson-Rubin set use too. ``outcome_learner`` / ``sampler`` set
@@ -148,97 +138,88 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
     ``learner`` nn or gb; ``nuisances`` then records the candidates' losses and the choice); the record's
     ``config`` names the nuisances as used.
     """
-    check_covariance(cov_type, cluster, data.table)   # before any fit
-    if bootstrap is not None:
-        check_bootstrap(bootstrap)
+    s = FitSettings.of(settings, **changes)
+    get_method(method)
+    resolve_device(s.device)          # every method: a CUDA device torch cannot see is refused first
+    refuse_unread(s, method)
+    check_covariance(s.cov_type, s.cluster, data.table)   # before any fit
+    if s.bootstrap is not None:
+        check_bootstrap(s.bootstrap)
         contrast(data)                # refused before any fit when there is no effect to bootstrap
-    score_folds = (HELDOUT_FOLDS if truth is None else 0) if heldout_folds is None else heldout_folds
+    score_folds = (HELDOUT_FOLDS if truth is None else 0) if s.heldout_folds is None else s.heldout_folds
     if score_folds:
         check_folds(score_folds)
     linear_only = data.linear_options()        # absorbed fixed effects / weights: the linear IV methods only
-    if is_clustered(cov_type) and len(cluster_columns(cluster)) == 2:
-        linear_only["cluster"] = _two_way(method, cluster)
+    if is_clustered(s.cov_type) and len(cluster_columns(s.cluster)) == 2:
+        linear_only["cluster"] = _two_way(method, s.cluster)
     if linear_only:
-        score_folds = _linear_only_folds(linear_only, heldout_folds, effect_folds)
-    if not isinstance(debias, bool):
+        score_folds = _linear_only_folds(linear_only, s.heldout_folds, s.effect_folds)
+    if not isinstance(s.debias, bool):
         raise DMLCoreError(f"debias is True (the debiased effect, the default) or False (the plug-in only); "
-                           f"got {debias!r}.")
-    if not debias and effect_folds is not None:
-        check_effect_folds(effect_folds)              # a bad value is refused even when it goes unused
-    crossfit = (_effect_crossfit(data, effect_folds, score_folds) if _debiased(method, debias) and not linear_only
+                           f"got {s.debias!r}.")
+    if not s.debias and s.effect_folds is not None:
+        check_effect_folds(s.effect_folds)              # a bad value is refused even when it goes unused
+    crossfit = (_effect_crossfit(data, s.effect_folds, score_folds) if _debiased(method, s.debias) and not linear_only
                 else None)
-    fit_kwargs = dict(learner=learner, folds=folds, epochs=epochs, n_draws=n_draws,
-                      nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
-                      reps_crossfit=reps_crossfit, device=device, outcome_learner=outcome_learner, sampler=sampler)
-    if cov_type != "unadjusted":
-        fit_kwargs.update(cov_type=cov_type, cluster=cluster)
     own_refits = crossfit.wanted if crossfit is not None and crossfit.wanted != score_folds else 0
-    extra = (bootstrap or 0) + score_folds + own_refits      # refits after the fit, for the progress bar
+    extra = (s.bootstrap or 0) + score_folds + own_refits      # refits after the fit, for the progress bar
     share = 1.0 / (1.0 + extra)
-    estimator = make_estimator(method, seed=seed, **fit_kwargs)
+    estimator = make_estimator(method, for_estimator(s, method))
     start = time.perf_counter()
     estimator.fit(data, callback=_scaled(callback, 0.0, share), should_stop=should_stop)
     seconds = time.perf_counter() - start
     metrics = truth.score(estimator) if truth is not None else {}
     bands = band_summary(estimator, data, truth)
     headline = bands.get("confidence") or bands.get("split_spread") or {}
-    fitted = _first_fit(estimator)
+    fields = estimator.record_fields()
     record = {
         "method": method,
         "dataset": dataset or data.name,
         "n": int(len(data.table)),
-        "seed": int(seed),
-        "folds": len(fitted.folds_) if hasattr(fitted, "folds_") else record_folds(method, folds),
-        "learner": record_learner(method, learner),
+        "seed": int(s.seed),
+        "folds": fields["folds"],
+        "learner": record_learner(method, s.learner),
         "mse": metrics.get("mse"),
         "metrics": metrics,
         "seconds": seconds,
-        "fold_losses": getattr(estimator, "fold_losses_", []),
-        "second_stage_history": getattr(estimator, "second_stage_history_", {}),
+        "fold_losses": fields["fold_losses"],
+        "second_stage_history": fields["second_stage_history"],
         "problem": data.problem,
         "roles": data.roles(),
         "categorical": list(data.categorical),
-        "f_model": getattr(fitted, "f_model_name_", None),
-        "reps_crossfit": int(reps_crossfit),
+        "f_model": fields["f_model"],
+        "reps_crossfit": int(s.reps_crossfit),
         "bands": bands,
         "band_coverage": headline.get("coverage"),
         "band_width": headline.get("mean_width"),
-        "config": {"method": method, "learner": learner_name(learner), "folds": folds, "seed": seed, "epochs": epochs,
-                   "n_draws": n_draws, "nuisance_params": nuisance_params, "f_params": f_params,
-                   "f_model": f_model, "reps_crossfit": reps_crossfit, "device": device,
-                   "cov_type": cov_type, "cluster": cluster,
-                   **_nuisance_learners(fitted, outcome_learner, sampler), "data": data_params or {}},
-        "nuisances": getattr(fitted, "nuisance_selection_", None) or {},
-        "device": getattr(fitted, "device_", None),
+        "config": {"method": method, **_config(s), **(fields["nuisance_learners"] or {}), "data": data_params or {}},
+        "nuisances": fields["nuisances"],
+        "device": fields["device"],
         "truth": truth.description if truth is not None else None,
         "metric_help": dict(truth.metric_help) if truth is not None else {},
         "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     _stage(callback, "first-stage diagnostics and the effect's interval", share)
-    record["notes"] = list(getattr(estimator, "notes_", []) or []) + list(
-        getattr(getattr(fitted, "f_", None), "notes_", []) or [])
-    for attr, key in (("coef_", "coefficients"), ("std_errors_", "std_errors")):
-        value = getattr(estimator, attr, None)
-        if value is not None:
-            record[key] = {str(k): float(v) for k, v in pd.Series(value).items()}
+    record["notes"] = fields["notes"]
+    record.update({key: fields[key] for key in ("coefficients", "std_errors") if key in fields})
     if data.problem in ("iv", "pcl"):
-        record["diagnostics"] = _first_stage(data, cov_type, cluster)
+        record["diagnostics"] = _first_stage(data, s.cov_type, s.cluster)
     record.update(_clr(method, data))
     done = share
     boot = None
-    if bootstrap is not None:
-        _stage(callback, f"bootstrap: 0 of {bootstrap} refits on resampled rows", done)
-        boot = bootstrap_effect(data, method, fit_kwargs, bootstrap, seed=seed, executor=executor, jobs=jobs,
-                                address=address, callback=_scaled(callback, done, bootstrap * share),
+    if s.bootstrap is not None:
+        _stage(callback, f"bootstrap: 0 of {s.bootstrap} refits on resampled rows", done)
+        boot = bootstrap_effect(data, method, s, s.bootstrap, seed=s.seed, executor=s.executor, jobs=s.jobs,
+                                address=s.address, callback=_scaled(callback, done, s.bootstrap * share),
                                 should_stop=should_stop)
-        done += bootstrap * share
+        done += s.bootstrap * share
     record["heldout"] = None
     if score_folds:
         _stage(callback, f"held-out residual: {score_folds} refits on part of the rows", done)
         shared = crossfit.add if crossfit is not None and crossfit.wanted == score_folds else None
         try:
-            record["heldout"] = heldout_score(data, method, fit_kwargs, score_folds, seed=seed,
+            record["heldout"] = heldout_score(data, method, s, score_folds, seed=s.seed,
                                               callback=_refit_events(callback, done, score_folds * share),
                                               should_stop=should_stop, on_fold=shared)
         except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: keep it, say why
@@ -248,11 +229,11 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
         _stage(callback, f"debiased effect: {own_refits} refits on part of the rows", done)
         try:
             if supports(estimator, "refit_second_stage"):     # the DML-CMR family: f alone, nuisances kept
-                for held, train in fold_split(data, own_refits, seed, fit_kwargs.get("cluster")):
+                for held, train in fold_split(data, own_refits, s.seed, s.cluster):
                     crossfit.add(held, estimator.refit_second_stage(data, train, should_stop=should_stop))
                 crossfit.how = "refits of the second stage f, the nuisances kept"
             else:
-                for _, held, refit in fold_refits(data, method, fit_kwargs, own_refits, seed=seed,
+                for _, held, refit in fold_refits(data, method, s, own_refits, seed=s.seed,
                                                   callback=_refit_events(callback, done, own_refits * share),
                                                   should_stop=should_stop, label="debiased effect's cross-fit"):
                     crossfit.add(held, refit)
@@ -260,18 +241,17 @@ def fit_run(data: CausalData, method: str, *, truth: GroundTruth | None = None, 
             crossfit.error = f"its refits failed: {exc}"
     first_stage_f = ((record.get("diagnostics") or {}).get("strength") or {}).get("f_stat")
     record["effect"] = effect_record(estimator, data, bootstrap=boot, crossfit=crossfit,
-                                     debias=debias and not linear_only,
-                                     cluster=cluster if is_clustered(cov_type) else None, first_stage_f=first_stage_f)
+                                     debias=s.debias and not linear_only,
+                                     cluster=s.cluster if is_clustered(s.cov_type) else None,
+                                     first_stage_f=first_stage_f)
     if linear_only:
         record["effect"]["debiased_error"] = LINEAR_ONLY_DEBIASED
     record.update(absorb=list(data.absorb), weights=data.weights)
-    if is_clustered(cov_type):
+    if is_clustered(s.cov_type):
         for band in bands.values():          # the spline sandwich takes rows as independent: say so
             band["clusters"] = BANDS_NOT_CLUSTERED
     if truth is not None and record["effect"].get("estimand") is not None:
         score_effect(record["effect"], truth, contrast(data))
-    record["config"].update(bootstrap=bootstrap, heldout_folds=heldout_folds, effect_folds=effect_folds,
-                            debias=debias)
     _stage(callback, "done", 1.0)
     return Run(record, estimator, data, truth)
 
@@ -280,9 +260,18 @@ LINEAR_ONLY_DEBIASED = ("not computed: the debiased effect and the held-out resi
                         "weights or two-way clusters; the linear IV coefficient is the effect")
 
 
+def _config(settings: FitSettings) -> dict:
+    """A run record's ``config`` (less ``method`` and ``data``): every setting, learner objects by name; the
+    executor, its jobs and address left out (where refits ran, not what they computed)."""
+    config = settings.config()
+    for name in ("executor", "jobs", "address"):
+        config.pop(name)
+    return config
+
+
 def _clr(method: str, data: CausalData) -> dict:
     """``{"clr": ...}``: the conditional likelihood-ratio set of a linear IV method's coefficient on IV data
-    with one treatment column (homoskedastic; :func:`dmlcore.ivinference.clr_set`), else {}."""
+    with one treatment column (homoskedastic; :func:`dmlcore.inference.linear_iv.clr_set`), else {}."""
     if "absorb_weights" not in METHODS[method].cls.capabilities or data.problem != "iv" \
             or len(data.treatment) != 1 or data.image_columns:
         return {}

@@ -7,7 +7,7 @@ from dashboard.training import one_openmp_thread
 from dashboard.diagram import causal_dot, moment_text
 from dashboard.state import CATEGORICAL_KEY, PROBLEM_KEY, ROLE_KEYS, SINGLE_ROLES
 from dmlcore.data.roles import ALLOWED, PROBLEMS, REQUIRED, CausalData, suggest_categorical
-from dmlcore.diagnostics import WEAK_F, first_stage, strength_label, strong_bar
+from dmlcore.inference.first_stage import WEAK_F, first_stage, strength_label, strong_bar
 from dmlcore.errors import DMLCoreError
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)

@@ -3,7 +3,8 @@
 import streamlit as st
 
 from dashboard import plan, state, ui
-from dmlcore.learners import LEARNER_TITLES, LEARNERS
+from dmlcore.estimators.settings import SETTINGS
+from dmlcore.learners import LEARNER_REGISTRY, LEARNER_TITLES, LEARNERS
 from dmlcore.runs import METHOD_TITLES
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
@@ -58,10 +59,10 @@ c1.selectbox("Nuisance learner (all methods)", LEARNERS, key="est_learner", pers
              format_func=lambda lr: LEARNER_TITLES[lr],
              help="Learns s(c) = E[Y | C] and the distribution of the treatment given C; the second "
                   "stage f uses the matching model (network, boosted trees or linear).")
-c2.number_input("Folds K (DML-CMR)", min_value=2, max_value=50, step=1, key="est_folds",
+c2.number_input("Folds K (DML-CMR)", min_value=SETTINGS["folds"].minimum, max_value=50, step=1, key="est_folds",
                 persist_state="session", help="Cross-fitting folds; the paper uses K = 10.")
 c3.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="est_seed", persist_state="session")
-c4.number_input("Draws per row", min_value=1, max_value=256, step=1, key="est_draws", persist_state="session",
+c4.number_input("Draws per row", min_value=SETTINGS["n_draws"].minimum, max_value=256, step=1, key="est_draws", persist_state="session",
                 help="Draws from the conditional distribution averaged in E[f(inputs) | c].")
 if "est_folds" in errors:
     st.error(errors["est_folds"])
@@ -71,7 +72,7 @@ c5, c6 = st.columns([3, 1])
 c5.selectbox("Second stage f (DML-CMR, CE-DML-CMR, naive plug-in)", list(plan.F_MODEL_CHOICES), key="est_f_model",
              persist_state="session", format_func=plan.F_MODEL_CHOICES.get, help=plan.F_MODEL_HELP,
              disabled=not neural)
-c6.number_input("Repeated cross-fits R", min_value=1, max_value=plan.MAX_REPS, step=1, key="est_reps",
+c6.number_input("Repeated cross-fits R", min_value=SETTINGS["reps_crossfit"].minimum, max_value=plan.MAX_REPS, step=1, key="est_reps",
                 persist_state="session", help=plan.REPS_HELP, disabled=not neural)
 for key in ("est_f_model", "est_reps"):
     if key in errors:
@@ -94,7 +95,7 @@ if neural:
                           format_func=lambda lr: lr if lr == plan.SAME else LEARNER_TITLES[lr])
 
 with st.expander("Advanced settings (dmlcore's defaults)"):
-    st.number_input("Maximum epochs / boosting stages", min_value=1, step=1, key="est_epochs",
+    st.number_input("Maximum epochs / boosting stages", min_value=SETTINGS["epochs"].minimum, step=1, key="est_epochs",
                     persist_state="session", placeholder=f"default: {plan.EPOCH_DEFAULTS}",
                     help="Caps the training of every network and boosted model. Empty: dmlcore's "
                          f"defaults ({plan.EPOCH_DEFAULTS}). Early stopping still applies.")
@@ -110,7 +111,7 @@ with st.expander("Advanced settings (dmlcore's defaults)"):
                 field_widget(fld, key)
                 if key in errors:
                     st.error(errors[key])
-        f_model = plan.F_MODEL_FOR[learner]
+        f_model = LEARNER_REGISTRY[learner].f_model
         f_fields = plan.F_FIELDS[f_model]
         if ss["est_f_model"] == "sieve":
             st.caption("Second stage: spline basis (sieve); its knots and penalty are chosen from the data.")

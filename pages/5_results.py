@@ -5,11 +5,11 @@ import streamlit as st
 
 from dashboard import results, state, ui
 from dmlcore import plots
-from dmlcore.band_coverage import band_caption
+from dmlcore.inference.band_coverage import band_caption
 from dmlcore.data.datasets import OWN_DATA_UNKNOWN, REAL_DATASETS
-from dmlcore.diagnostics import strength_label
+from dmlcore.inference.first_stage import strength_label
 from dmlcore.errors import DMLCoreError
-from dmlcore.covariance import COV_CHOICES, COV_TITLES, FEW_CLUSTERS, is_clustered
+from dmlcore.inference.covariance import COV_CHOICES, COV_TITLES, FEW_CLUSTERS, is_clustered
 from dmlcore.estimators import METHODS
 from dmlcore.runs import METHOD_TITLES, fit_run
 

@@ -4,7 +4,7 @@ with their reasons, verdicts in words, figures and paired comparisons that fill 
 (kept for this browser across restarts), downloads, a paper-ready table and the command line that
 reruns it.
 
-The study runs in the background (dmlcore.study_jobs); its fits wait their turn in the server's
+The study runs in the background (dmlcore.jobs.study_jobs); its fits wait their turn in the server's
 fair queue beside everyone's runs and run in the worker processes (or on Ray).
 """
 
@@ -16,6 +16,7 @@ from dmlcore.data.registry import OPTION_LABELS, SIMULATED, dataset_options
 from dmlcore.data.simulate import N_MAX, N_MIN
 from dmlcore.data.tables import TABLE, keep_table
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.settings import SETTINGS
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
 from dmlcore.runs import METHOD_TITLES, METHODS
 from dmlcore.studies import load_study, plan_study, spec_from_dict, spec_from_flags
@@ -26,7 +27,7 @@ from dmlcore.studies.report import (PAIRED_NOTE, RERUN, RERUN_NOTE, SUMMARY_NOTE
                                     report_html, seeds_warning, spec_json)
 from dmlcore.studies.spec import CONFIRM_ABOVE, DEFAULT_METHODS, DEFAULT_SEEDS
 from dmlcore.studies.summarize import paired_view, summary_view, verdict_lines
-from dmlcore.study_jobs import executor_note, study_files
+from dmlcore.jobs.study_jobs import executor_note, study_files
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
 
@@ -54,13 +55,14 @@ def design():
                              format_func=lambda m: METHOD_TITLES.get(m, m))
     c1, c2, c3, c4 = st.columns(4)
     learner = c1.selectbox("Learner", list(LEARNERS), key="study_learner", format_func=lambda k: LEARNER_TITLES[k])
-    folds = c2.number_input("K (DML-CMR folds)", min_value=2, max_value=50, value=5, key="study_folds")
+    folds = c2.number_input("K (DML-CMR folds)", min_value=SETTINGS["folds"].minimum, max_value=50, value=5, key="study_folds")
     epochs = c3.number_input("At most epochs (empty: the learner's own)", min_value=1, value=None,
                              key="study_epochs")
     seeds = c4.text_input("Seeds", value=DEFAULT_SEEDS, key="study_seeds",
                           help="A range such as 0-19 or a comma list; every method sees the same data at a seed.")
+    chosen = {"learner": learner, "folds": folds, "epochs": epochs}     # each passed when a chosen method reads it
     spec = spec_from_flags(dataset, methods=",".join(methods), seeds=seeds, data=data,
-                           settings={"learner": learner, "folds": folds, "epochs": epochs})
+                           settings={k: v for k, v in chosen.items() if any(k in METHODS[m].settings for m in methods)})
     check_study(spec)        # the roles' and folds' rules, as every fit would meet them
     return spec
 

@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dmlcore.band_coverage import measured_bands
-from dmlcore.diagnostics import strong_bar
+from dmlcore.inference.band_coverage import measured_bands
+from dmlcore.inference.first_stage import strong_bar
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

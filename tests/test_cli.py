@@ -14,7 +14,7 @@ import pytest
 from dmlcore.cli import build_parser, cli_datasets, main, summarize
 from dmlcore.data.registry import DATASET_OPTIONS, dataset_options
 from dmlcore.data.simulate import simulate_demand_iv
-from dmlcore.estimators import METHODS
+from dmlcore.estimators import METHODS, SETTINGS
 from dmlcore.runs import fit_run
 from dmlcore.studies.command import OWN_DATA_OPTIONS
 
@@ -243,25 +243,25 @@ def test_bench_on_data_without_ground_truth(capsys, tmp_path):
 
 
 # ------------------------------------------------------------------ options a data set or method does not use
-# a value for every option the registries declare (a new declaration without one here fails loudly)
+# a value for every data or own-file option the registries declare (a new declaration without one here fails
+# loudly); a fit setting's value is its declaration's example
 EXAMPLE = {"n": "200", "rho": "0.5", "iv_strength": "0.5", "noise_scale": "raw", "ood_test": None,
-           "design": "text", "data_dir": "somewhere", "learner": "gb", "folds": "3", "epochs": "2",
-           "n_draws": "4", "f_model": "linear", "reps_crossfit": "2", "device": "cpu", "outcome_learner": "gb",
-           "sampler": "gb", "problem": "pcl", "categorical": "x", "dropna": None, "outcome": "y", "treatment": "a",
+           "design": "text", "data_dir": "somewhere", "problem": "pcl", "categorical": "x", "dropna": None, "outcome": "y", "treatment": "a",
            "instrument": "z", "treatment_proxy": "p", "outcome_proxy": "w", "covariates": "x", "inputs": "a",
            "conditioning": "z"}
 
 
 def flag(name, value="default"):
-    value = EXAMPLE[name] if value == "default" else value
+    if value == "default":       # a fit setting's example comes from its declaration
+        value = EXAMPLE[name] if name in EXAMPLE else str(SETTINGS[name].example())
     return [f"--{name.replace('_', '-')}"] + ([] if value is None else [value])
 
 
 def fit_options(kind):
-    """The options of `fit` that the registries declare as data set options or method settings."""
+    """The options of `fit` that the registries declare as data set options or fit settings with a flag."""
     dests = {a.dest for a in build_parser().commands["fit"]._actions}
     declared = ({o for opts in DATASET_OPTIONS.values() for o in opts} if kind == "data" else
-                {s for m in METHODS.values() for s in m.settings})
+                {name for name, setting in SETTINGS.items() if setting.cli})
     return sorted(dests & declared)
 
 

@@ -1,18 +1,18 @@
-"""Clusters in the nonparametric methods (dmlcore.clusters): folds that keep a cluster whole, the
+"""Clusters in the nonparametric methods (dmlcore.inference.clusters): folds that keep a cluster whole, the
 debiased effect's clustered standard error, the cluster bootstrap, and the refusals in run records."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dmlcore.clusters import cluster_folds, mean_se, resample_clusters
+from dmlcore.inference.clusters import cluster_folds, mean_se, resample_clusters
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
-from dmlcore.debiased import WEAK_FIRST_STAGE_F
-from dmlcore.effects import CLOSED_FORM_REFUSED, bootstrap_effect
+from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
+from dmlcore.inference.average_effect import CLOSED_FORM_REFUSED, bootstrap_effect
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import make_estimator
-from dmlcore.heldout import fold_refits
+from dmlcore.inference.heldout_residual import fold_refits
 from dmlcore.runs import BANDS_NOT_CLUSTERED, fit_run
 
 
@@ -71,7 +71,8 @@ def test_debiased_interval_widens_by_about_the_design_effect(clustered):
     for method in ("dml-cmr", "2sls"):
         se = {}
         for cov in ("unadjusted", "clustered"):
-            run = fit_run(clustered.data, method, truth=clustered.truth, learner="linear", folds=5, cov_type=cov,
+            own = dict(learner="linear", folds=5) if method == "dml-cmr" else {}
+            run = fit_run(clustered.data, method, truth=clustered.truth, **own, cov_type=cov,
                           cluster="cluster" if cov == "clustered" else None, effect_folds=0)
             effect = run.record["effect"]
             se[cov] = (effect["debiased"]["std_error"] if method == "dml-cmr"

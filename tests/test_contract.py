@@ -17,9 +17,9 @@ from sklearn.base import clone
 
 from conftest import make_linear_iv, make_linear_pcl
 from dmlcore.errors import DMLCoreError, FitCancelled, NotFittedError
-from dmlcore.estimators import CAPABILITIES, METHODS, CMREstimator, make_estimator
+from dmlcore.estimators import CAPABILITIES, METHODS, CMREstimator, for_method, make_estimator
 from dmlcore.runs import fit_run
-from dmlcore.studies.spec import FIT_SETTINGS
+from dmlcore.estimators.settings import SETTINGS, FitSettings
 
 # the smallest budgets that still run every step of each method (its own settings in f_params)
 TINY = {
@@ -43,8 +43,13 @@ TINY = {
 ROWS = 160
 
 
+def on_cpu(method: str) -> dict:
+    """``device="cpu"`` for a method that reads the device (the others refuse it)."""
+    return {"device": "cpu"} if "device" in METHODS[method].settings else {}
+
+
 def tiny(method: str, seed: int = 0):
-    return make_estimator(method, seed=seed, device="cpu", **TINY[method])
+    return make_estimator(method, seed=seed, **on_cpu(method), **TINY[method])
 
 
 def data_for(method: str, seed: int = 0):
@@ -65,10 +70,14 @@ def test_the_registry_entry_describes_its_class(method):
     entry = METHODS[method]
     est = tiny(method)
     assert isinstance(est, entry.cls) and issubclass(entry.cls, CMREstimator)
-    # every setting a run or a study passes is taken (and ignored by the methods it does not concern)
-    assert type(make_estimator(method, cov_type="robust", cluster=None, **TINY[method])) is type(est)
+    # a setting the method reads is taken; one it does not read is refused in one line naming it
+    if "cov_type" in entry.settings:
+        assert type(make_estimator(method, cov_type="robust", cluster=None, **TINY[method])) is type(est)
+    else:
+        with pytest.raises(DMLCoreError, match=f"cov_type='robust' applies to .* only, not to {method}; leave it"):
+            make_estimator(method, cov_type="robust", cluster=None, **TINY[method])
     assert set(entry.cls.capabilities) <= set(CAPABILITIES)
-    assert entry.settings <= set(FIT_SETTINGS) and set(entry.problems) <= {"iv", "pcl", "cmr"}
+    assert entry.settings <= set(SETTINGS) and set(entry.problems) <= {"iv", "pcl", "cmr"}
     assert entry.title and entry.help and (entry.uses_learner or entry.record_learner)
 
 
@@ -116,7 +125,7 @@ def test_data_of_another_problem_are_refused_by_name(method):
 
 
 def test_the_run_record_is_json(method):
-    run = fit_run(data_for(method), method, heldout_folds=0, device="cpu", **TINY[method])
+    run = fit_run(data_for(method), method, heldout_folds=0, **on_cpu(method), **TINY[method])
     record = json.loads(run.to_json())
     assert record["method"] == method and record["n"] == ROWS
     assert record["learner"] == (TINY[method].get("learner") if METHODS[method].uses_learner
@@ -169,3 +178,66 @@ def test_capabilities_are_declared_not_guessed(linear_iv):
                                                                                             "naive"}
     with pytest.raises(DMLCoreError, match="Unknown capability"):
         plain.supports("predict_proba")
+
+
+# ------------------------------------------------------------------ settings: declared once, refused where unread
+@pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.cli or s.study])
+def test_every_declared_setting_round_trips_through_the_cli_and_a_study(name):
+    """A declared setting has a flag of `fit` and a key of a study grid, and a value given either way reaches
+    the FitSettings that make_estimator and fit_run take (for a method that reads it)."""
+    from dmlcore.cli import build_parser
+    from dmlcore.studies.spec import spec_from_dict
+
+    method = next(m for m, entry in METHODS.items() if name in entry.settings)
+    value = SETTINGS[name].example()
+    SETTINGS[name].check(value)
+    args = build_parser().parse_args(["fit", "--method", method, SETTINGS[name].flag, str(value)])
+    assert getattr(FitSettings.from_args(args), name) == value
+    config = spec_from_dict({"dataset": "demand-iv", "methods": [method], "seeds": "0", name: [value]}).configs()[0]
+    assert getattr(FitSettings.from_config(config), name) == value
+    assert getattr(for_method(FitSettings.from_config(config), method), name) == value   # what the fit gets
+
+
+@pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.scope == "method"])
+def test_a_setting_a_method_does_not_read_is_refused_in_one_line_everywhere(name):
+    """make_estimator, fit_run and a study grid refuse a setting its method does not read (none of them drops
+    it), naming it; a method that reads it takes it."""
+    from dmlcore.studies.spec import spec_from_dict
+
+    value = SETTINGS[name].example()
+    readers = [m for m, entry in METHODS.items() if name in entry.settings]
+    others = [m for m in METHODS if m not in readers]
+    assert readers, f"no method reads {name}"
+    for method in others:
+        with pytest.raises(DMLCoreError, match=f"{name}=.* not to {method}; leave it out") as err:
+            make_estimator(method, **{name: value})
+        assert "\n" not in str(err.value)
+        with pytest.raises(DMLCoreError, match=f"{name}=.* not to {method}"):
+            fit_run(data_for(method), method, **{name: value})       # refused before any fit
+    if SETTINGS[name].study and others:
+        with pytest.raises(DMLCoreError, match=f"does not use '{name}'"):
+            spec_from_dict({"dataset": "demand-iv", "methods": [others[0]], "seeds": "0", name: [value]})
+
+
+def test_a_default_is_declared_once():
+    """The estimators' constructors, the study grid and the CLI take their defaults from the declarations."""
+    import inspect
+
+    from dmlcore.cli import build_parser
+    from dmlcore.estimators import DEFAULTS, DMLCMR, OutcomeRegression
+    from dmlcore.studies.spec import FIT_SETTINGS
+
+    fit = vars(build_parser().parse_args(["fit"]))
+    for cls in (DMLCMR, OutcomeRegression):
+        for name, parameter in inspect.signature(cls).parameters.items():
+            if name in SETTINGS and name not in ("seed", "nuisance_params", "f_params", "cluster"):
+                assert parameter.default == getattr(DEFAULTS, name), (cls.__name__, name)
+    assert FIT_SETTINGS == {n: getattr(DEFAULTS, n) for n, s in SETTINGS.items() if s.study}
+    assert all(fit[n] == getattr(DEFAULTS, n) for n, s in SETTINGS.items() if s.cli)
+
+
+def test_unknown_settings_are_refused_naming_the_known_ones():
+    with pytest.raises(DMLCoreError, match="Unknown fit setting.*'n_draw'.*known: learner"):
+        make_estimator("dml-cmr", n_draw=4)
+    with pytest.raises(DMLCoreError, match="Unknown fit setting.*'lerner'"):
+        fit_run(data_for("2sls"), "2sls", lerner="gb")

@@ -1,15 +1,15 @@
-"""Tests of dmlcore.debiased: the representer, the correction, weak identification, bad input,
+"""Tests of dmlcore.inference.debiased_effect: the representer, the correction, weak identification, bad input,
 and the debiased effect in run records and on the command line."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dmlcore import debiased
+from dmlcore.inference import debiased_effect as debiased
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
-from dmlcore.debiased import LADDER, Rung, build_bases, debias, per_row, riesz_gamma
-from dmlcore.effects import contrast, effect_record
+from dmlcore.inference.debiased_effect import LADDER, Rung, build_bases, debias, per_row, riesz_gamma
+from dmlcore.inference.average_effect import contrast, effect_record
 from dmlcore.estimators.tsls import TwoStageLeastSquares
 from dmlcore.runs import fit_run
 
@@ -180,7 +180,7 @@ def test_ladder_is_ordered_from_plain_to_rich():
 
 
 def test_per_row_contrast_averages_to_the_plug_in_also_for_a_row_subset(monkeypatch):
-    from dmlcore import effects
+    from dmlcore.inference import average_effect as effects
 
     monkeypatch.setattr(effects, "PCL_ROWS", 150)                # the proximal slope over a subset of rows
     data = load_dataset("demand-pcl", n=400, seed=0).data
@@ -289,7 +289,7 @@ def test_cli_no_debias_prints_the_reason_and_records_it(capsys, tmp_path):
 
 
 def test_the_measured_coverage_next_to_a_run_covers_the_designs_of_its_own_problem():
-    from dmlcore.effect_coverage import COLUMNS, coverage_note
+    from dmlcore.inference.effect_coverage import COLUMNS, coverage_note
     rows = [dict(zip(COLUMNS, (design, problem, "2sls", "plug_in", 90, cover, 0.02, 1.0, 0.3, 1.0, 0.0, float("nan"),
                                cover)))
             for design, problem, cover in (("linear", "iv", 0.95), ("hetero-iv", "iv", 0.76),
@@ -303,7 +303,7 @@ def test_the_measured_coverage_next_to_a_run_covers_the_designs_of_its_own_probl
 def test_the_shipped_coverage_of_each_arm_was_measured_with_the_procedure_it_runs_today():
     """The DML-CMR family's debiased effect refits f alone: its shipped coverage comes from rows measured
     that way, and the note beside a run says so with the number of seeds; 2SLS's says whole refits."""
-    from dmlcore.effect_coverage import PROCEDURES, coverage_note, measured_coverage, refits_f_alone
+    from dmlcore.inference.effect_coverage import PROCEDURES, coverage_note, measured_coverage, refits_f_alone
     table = measured_coverage()
     debiased_rows = table[table["kind"] == "debiased"]
     for arm, part in debiased_rows.groupby("arm"):
@@ -336,7 +336,7 @@ def test_spread_lists_the_bases_and_each_cross_fit_and_flags_a_wide_one():
 
 
 def test_learner_families_join_the_spread():
-    from dmlcore.spread import learner_spread, with_families
+    from dmlcore.inference.learner_spread import learner_spread, with_families
     loaded = load_dataset("linear-iv", n=500, seed=1)
     run = fit_run(loaded.data, "naive", learner="linear", heldout_folds=0, effect_folds=0)
     families = learner_spread(loaded.data, "naive", {"effect_folds": 0}, (("linear", None), ("linear", "sieve")))

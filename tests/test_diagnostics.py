@@ -5,7 +5,7 @@ from linearmodels.iv import IV2SLS
 
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import simulate_demand_iv, simulate_demand_pcl
-from dmlcore.diagnostics import first_stage
+from dmlcore.inference.first_stage import first_stage
 from dmlcore.errors import DMLCoreError
 
 

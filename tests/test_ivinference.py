@@ -11,11 +11,11 @@ from dmlcore import cli
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import simulate_demand_pcl
-from dmlcore.diagnostics import first_stage
+from dmlcore.inference.first_stage import first_stage
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import TwoStageLeastSquares
-from dmlcore.covariance import check_covariance
-from dmlcore.ivinference import anderson_rubin_set, first_stage_inference, linear_iv, set_kind
+from dmlcore.inference.covariance import check_covariance
+from dmlcore.inference.linear_iv import anderson_rubin_set, first_stage_inference, linear_iv, set_kind
 from dmlcore.runs import fit_run
 
 

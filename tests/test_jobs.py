@@ -275,8 +275,10 @@ def test_old_finished_jobs_are_forgotten():
 def test_submit_fit_rejects_bad_arguments_at_once(registry, sim):
     with pytest.raises(DMLCoreError, match="Unknown method"):
         registry.submit_fit("alice", "x", data=sim.data, method="magic")
-    with pytest.raises(TypeError):
+    with pytest.raises(DMLCoreError, match="Unknown fit setting.*'epoch'"):
         registry.submit_fit("alice", "x", data=sim.data, method="2sls", epoch=3)
+    with pytest.raises(DMLCoreError, match="epochs=3 applies to .* not to 2sls"):     # one it does not read
+        registry.submit_fit("alice", "x", data=sim.data, method="2sls", epochs=3)
     assert registry.list("alice") == []
 
 
@@ -297,7 +299,7 @@ def test_queued_fits_survive_a_restart_and_end_as_a_fit_in_place_would(tmp_path,
     try:
         blocker = first.submit("zed", "blocker", blocking_task(gate))
         wait_for(lambda: first.get(blocker, "zed").status == "running")
-        ids = [first.submit_fit("alice", f"#1 {m}", **fit_of(loaded, m, learner="linear"))
+        ids = [first.submit_fit("alice", f"#1 {m}", **fit_of(loaded, m, **({} if m == "2sls" else {"learner": "linear"})))
                for m in ("2sls", "naive")]
     finally:
         first.close()            # the server stops with both fits still queued
@@ -370,7 +372,7 @@ def process_jobs(tmp_path_factory):
 
 def test_a_fit_in_a_worker_process_streams_its_progress_and_comes_back_whole(process_jobs, loaded):
     job_id = process_jobs.submit_fit("alice", "#1 CE-DML-CMR", **fit_of(loaded, "ce-dml-cmr", learner="nn",
-                                                                         folds=2, epochs=3))
+                                                                         epochs=3))
     snap = process_jobs.wait(job_id, "alice", 120)
     assert snap.status == "done" and snap.error is None, snap.error
     assert set(snap.losses) == {"s", "g", "f"} and snap.losses["f"][None]["epoch"] == [0, 1, 2]
@@ -413,11 +415,11 @@ def test_fits_on_a_local_ray_instance_stream_progress_and_give_the_same_numbers(
 
     jobs = JobRegistry(workers=2, store=RunStore(tmp_path / "runs.sqlite3"), executor=get_executor("ray", jobs=2))
     try:
-        job_id = jobs.submit_fit("alice", "ray", **fit_of(loaded, "ce-dml-cmr", learner="nn", folds=2, epochs=3))
+        job_id = jobs.submit_fit("alice", "ray", **fit_of(loaded, "ce-dml-cmr", learner="nn", epochs=3))
         snap = jobs.wait(job_id, "alice", 300)
     finally:
         jobs.close()
-    local = fit_run(loaded.data, "ce-dml-cmr", truth=loaded.truth, learner="nn", folds=2, epochs=3)
+    local = fit_run(loaded.data, "ce-dml-cmr", truth=loaded.truth, learner="nn", epochs=3)
     assert snap.status == "done", snap.error
     assert set(snap.losses) == {"s", "g", "f"}
     assert snap.run.record["mse"] == pytest.approx(local.record["mse"], rel=1e-6)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dmlcore.effect_coverage import demand_contrast
+from dmlcore.inference.effect_coverage import demand_contrast
 from tests.test_app import APP, LEARN, LEARN_TABS, all_text
 
 pytestmark = pytest.mark.usefixtures("fresh_runtime")  # tests/conftest.py

@@ -11,10 +11,10 @@ import pytest
 from linearmodels.iv import IV2SLS, IVGMM, IVLIML
 
 from dmlcore.data.roles import CausalData
-from dmlcore.diagnostics import first_stage
+from dmlcore.inference.first_stage import first_stage
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import make_estimator
-from dmlcore.ivinference import anderson_rubin_set, first_stage_inference
+from dmlcore.inference.linear_iv import anderson_rubin_set, first_stage_inference
 from dmlcore.runs import fit_run
 
 DIGITS = 1e-9        # relative agreement asserted below: at least 9 significant digits (docs/linear-iv.md)
@@ -248,7 +248,7 @@ def _weak(a, seed=3, n=400):
 @pytest.mark.parametrize("instruments,covariates", [(["z1"], ["x1"]), (["z1", "z2"], ["x1"]), (["z1", "z2", "x1"], [])])
 def test_clr_test_and_set_equal_ivmodels(table, instruments, covariates):
     ivtests = pytest.importorskip("ivmodels.tests")
-    from dmlcore.ivinference import clr_set, clr_test
+    from dmlcore.inference.linear_iv import clr_set, clr_test
     data = CausalData(table, "iv", "y", treatment="d", instrument=instruments, covariates=covariates)
     c = table[covariates].to_numpy() if covariates else None
     for beta in (1.0, 1.5, 2.5):
@@ -270,7 +270,7 @@ def test_clr_test_and_set_equal_ivmodels(table, instruments, covariates):
 @pytest.mark.parametrize("strength", [0.05, 0.15, 0.2])
 def test_clr_set_is_unbounded_exactly_when_ivmodels_says_so(strength):
     ivtests = pytest.importorskip("ivmodels.tests")
-    from dmlcore.ivinference import clr_set
+    from dmlcore.inference.linear_iv import clr_set
     frame = _weak(strength)
     ours = clr_set(CausalData(frame, "iv", "y", treatment="d", instrument=["z1", "z2"]))
     ref = ivtests.inverse_conditional_likelihood_ratio_test(frame[["z1", "z2"]].to_numpy(), frame[["d"]].to_numpy(),
@@ -284,7 +284,7 @@ def test_clr_set_is_unbounded_exactly_when_ivmodels_says_so(strength):
 
 def test_clr_p_value_is_moreiras_conditional_distribution():
     """By simulation of its definition, as a check on the quadrature independent of ivmodels."""
-    from dmlcore.ivinference import clr_pvalue
+    from dmlcore.inference.linear_iv import clr_pvalue
     rng = np.random.default_rng(0)
     q1, s = rng.chisquare(1, 400_000), rng.chisquare(2, 400_000)
     lam, m = 4.0, 3.0
@@ -297,7 +297,7 @@ def test_clr_p_value_is_moreiras_conditional_distribution():
 def test_wild_bootstrap_draws_equal_linearmodels_refits_of_davidson_mackinnon(table):
     """Each vectorised draw (exogenous columns partialled out) equals a linearmodels 2SLS refit of the
     draw built in the full model as Davidson & MacKinnon (2010) write it."""
-    from dmlcore.wild_bootstrap import _Draws, _parts
+    from dmlcore.inference.wild_bootstrap import _Draws, _parts
     data = _data(table)
     b0 = 1.2
     boot = _Draws(*_parts(data, "cl"), draws=99, weights="webb", seed=1)
@@ -320,7 +320,7 @@ def test_wild_bootstrap_draws_equal_linearmodels_refits_of_davidson_mackinnon(ta
 
 
 def test_wild_bootstrap_p_value_interval_and_refusals(table):
-    from dmlcore.wild_bootstrap import wild_cluster_bootstrap
+    from dmlcore.inference.wild_bootstrap import wild_cluster_bootstrap
     data = _data(table)
     est = make_estimator("2sls", cov_type="clustered", cluster="cl").fit(data)
     at_estimate = wild_cluster_bootstrap(data, "cl", beta0=float(est.coef_["d"]), draws=199, interval=False)

@@ -114,7 +114,7 @@ def test_cli_clusters_by_a_column_without_a_role_and_bootstraps(tmp_path, capsys
     import json
     wild = json.loads(out.read_text())["wild_bootstrap"]
     assert 0 < wild["pvalue"] < 1 and wild["n_clusters"] == 9
-    from dmlcore.ivinference import clr_set
+    from dmlcore.inference.linear_iv import clr_set
     assert json.loads(out.read_text())["clr"]["pieces"] == clr_set(load_real_dataset("card"))["pieces"]
 
 

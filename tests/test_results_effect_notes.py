@@ -1,6 +1,6 @@
 """Beside each effect, the Results page (its effect table and that table's download) and the CLI's
 summary line show the weak-identification flag, the specification spread and how the intervals
-treat clusters (dmlcore.effect_notes), read from the run record."""
+treat clusters (dmlcore.inference.effect_notes), read from the run record."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.results import ResultItem, effects_table
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
-from dmlcore.effect_notes import NOT_CLUSTERED, clusters_note, identification_note, spread_note
+from dmlcore.inference.effect_notes import NOT_CLUSTERED, clusters_note, identification_note, spread_note
 from dmlcore.runs import fit_run
 from dmlcore.store import RunStore, default_store_path
 from test_app import APP, RESULTS

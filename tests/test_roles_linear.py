@@ -6,7 +6,7 @@ import pytest
 
 from dmlcore.data.datasets import load_real_dataset
 from dmlcore.data.roles import CausalData
-from dmlcore.diagnostics import first_stage
+from dmlcore.inference.first_stage import first_stage
 from test_app import DATA, ROLES, start, texts
 
 pytestmark = pytest.mark.usefixtures("fresh_runtime")  # tests/conftest.py

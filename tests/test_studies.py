@@ -69,7 +69,7 @@ def test_grid_expands_every_combination_with_full_configs():
                                                       "noise_scale": "standardized", "ood_test": False},
                      "method": "dml-cmr", "learner": "linear", "folds": 3, "epochs": None, "n_draws": 8,
                      "f_model": None, "reps_crossfit": 1, "device": "auto", "outcome_learner": None,
-                     "sampler": None, "seed": 0}
+                     "sampler": None, "n_knots": None, "seed": 0}
     json.dumps(configs)  # plain JSON
     # settings added later are keyed only when set: the fits stored before them are found again
     older = {k: v for k, v in first.items() if k not in ("outcome_learner", "sampler")}
@@ -238,7 +238,8 @@ def test_methods_and_folds_are_checked_against_the_data_before_any_fit(store):
         run_study({**TINY, "methods": ["naive", "kpv"]}, store=store)
     with pytest.raises(DMLCoreError, match="50 folds need at least 500 rows"):
         check_study(spec_from_dict({**TINY, "methods": ["dml-cmr"], "folds": [2, 50]}))
-    check_study(spec_from_dict({**TINY, "methods": ["naive", "2sls"], "folds": 50}))  # folds only bind DML-CMR
+    with pytest.raises(DMLCoreError, match="None of naive, 2sls uses 'folds'"):    # folds only bind DML-CMR
+        spec_from_dict({**TINY, "methods": ["naive", "2sls"], "folds": 50})
 
 
 def test_should_stop_cancels_the_rest_and_keeps_what_finished(store):
@@ -465,10 +466,10 @@ def test_study_command_reports_failed_fits_with_exit_1(capsys, home, monkeypatch
 
     real = runner.fit_run
 
-    def fail_at_rho_half(data, method, **kwargs):
+    def fail_at_rho_half(data, method, settings=None, **kwargs):
         if kwargs["data_params"]["rho"] == 0.5:
             raise DMLCoreError("the test's failure")
-        return real(data, method, **kwargs)
+        return real(data, method, settings, **kwargs)
 
     monkeypatch.setattr(runner, "fit_run", fail_at_rho_half)
     code = main(["study", "--sizes", "200", "--methods", "naive", "--learner", "linear", "--seeds", "0",
@@ -496,8 +497,8 @@ def test_study_command_reports_failed_fits_with_exit_1(capsys, home, monkeypatch
     (["--spec", "x.toml", "--no-debias"], ["debias = false", "not by --no-debias"]),
 ])
 def test_study_bad_input_exits_2_with_one_line(capsys, home, argv, words):
-    code = main(["study", "--learner", "linear", "--sizes", "200", *argv] if "--spec" not in argv
-                else ["study", *argv])
+    learner = [] if argv[:2] == ["--methods", "nmmr"] else ["--learner", "linear"]     # NMMR reads no learner
+    code = main(["study", *learner, "--sizes", "200", *argv] if "--spec" not in argv else ["study", *argv])
     assert_one_line_error(code, capsys.readouterr().err, *words)
 
 

@@ -1,4 +1,4 @@
-"""Studies in the background of a server (dmlcore.study_jobs): their fits go through the server's
+"""Studies in the background of a server (dmlcore.jobs.study_jobs): their fits go through the server's
 fair queue a few at a time, a cancel drops what is queued, a rerun completes the study, and the
 numbers are those of ``run_study`` run directly."""
 
@@ -14,14 +14,14 @@ from dmlcore.jobs import JobRegistry
 from dmlcore.store import RunStore
 from dmlcore.studies import run_study
 from dmlcore.studies.report import report_html
-from dmlcore.study_jobs import IN_FLIGHT_PER_WORKER, Studies
+from dmlcore.jobs.study_jobs import IN_FLIGHT_PER_WORKER, Studies
 
 TIMEOUT = 120
 
 
 def grid(seeds: str, methods=("2sls",)) -> dict:
     return {"dataset": "demand-iv", "data": {"n": [200]}, "methods": list(methods), "seeds": seeds,
-            "learner": "linear"}
+            **({"learner": "linear"} if set(methods) - {"2sls"} else {})}      # 2SLS reads no learner
 
 
 def wait(study, timeout=TIMEOUT):
@@ -100,7 +100,7 @@ def test_a_study_in_worker_processes_gives_the_numbers_of_run_study(tmp_path):
 
 
 def test_a_running_study_shows_its_fits_in_the_grids_order_however_they_finish():
-    from dmlcore.study_jobs import StudyState
+    from dmlcore.jobs.study_jobs import StudyState
 
     direct = run_study(grid("0-1", ("2sls", "regression")), keep=False)
     rows = direct.fits.drop(columns="arm").to_dict("records")
@@ -122,16 +122,16 @@ def test_a_finished_live_study_counts_as_its_fits_csv_on_the_page_and_in_report_
     import pandas as pd
 
     import dmlcore.studies.runner as runner
-    from dmlcore.study_jobs import study_files
+    from dmlcore.jobs.study_jobs import study_files
 
     jobs, studies = server
     assert wait(studies.start("alice", grid("0-1", ("2sls", "naive")), "first")).status == "done"
     real = runner.fit_run
 
-    def fail_seed_3(data, method, **kwargs):
-        if kwargs["seed"] == 3 and method == "naive":
+    def fail_seed_3(data, method, settings, **kwargs):
+        if settings.seed == 3 and method == "naive":
             raise runner.DMLCoreError("the test's failure at seed 3")
-        return real(data, method, **kwargs)
+        return real(data, method, settings, **kwargs)
 
     monkeypatch.setattr(runner, "fit_run", fail_seed_3)
     study = wait(studies.start("alice", grid("0-3", ("2sls", "naive")), "second"))
@@ -154,7 +154,7 @@ def test_a_finished_live_study_counts_as_its_fits_csv_on_the_page_and_in_report_
 
 
 def test_a_running_study_says_what_is_still_to_run():
-    from dmlcore.study_jobs import StudyState
+    from dmlcore.jobs.study_jobs import StudyState
 
     direct = run_study(grid("0-1", ("2sls", "regression")), keep=False)
     rows = direct.fits.drop(columns="arm").to_dict("records")
@@ -169,7 +169,7 @@ def test_a_running_study_says_what_is_still_to_run():
 def test_the_page_names_where_fits_run_ray_with_its_address(monkeypatch):
     from types import SimpleNamespace
 
-    from dmlcore.study_jobs import executor_note
+    from dmlcore.jobs.study_jobs import executor_note
 
     monkeypatch.setenv("DMLCORE_RAY_ADDRESS", "10.0.0.5:6379")
     ray = SimpleNamespace(_executor=SimpleNamespace(kind="ray"), workers=4)

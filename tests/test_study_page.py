@@ -162,7 +162,7 @@ def test_a_method_that_cannot_fit_the_data_is_refused_in_the_form():
 def test_a_study_whose_fits_fail_is_marked_failed_with_the_reasons(monkeypatch):
     import dmlcore.studies.runner as runner
 
-    def always_fails(data, method, **kwargs):
+    def always_fails(data, method, settings=None, **kwargs):
         raise runner.DMLCoreError(f"the test's failure ({method})")
 
     monkeypatch.setattr(runner, "fit_run", always_fails)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from dmlcore.data.roles import CausalData
-from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, first_stage, strength_label
+from dmlcore.inference.first_stage import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, first_stage, strength_label
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import TwoStageLeastSquares
 from dmlcore.teaching import forbidden, iv, nuisance, proximal

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from dmlcore.effect_coverage import (DESIGN_TITLES, PROCEDURES, arm_of, calibrate_first_stage_f, coverage_by,
-                                    demand_contrast, markdown, refits_f_alone, summarize, variance_rules)
+from dmlcore.inference.effect_coverage import (DESIGN_TITLES, PROCEDURES, arm_of, calibrate_first_stage_f, coverage_by,
+                                              demand_contrast, markdown, refits_f_alone, summarize, variance_rules)
 
-from dmlcore.debiased import WEAK_FIRST_STAGE_F
+from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
 
 from .registry import block, derived_file, family
 from .tables import title
@@ -217,7 +217,7 @@ def debiased_rows(rows) -> pd.DataFrame:
 
 @block("effect-coverage:debiased")
 def debiased_table(rows) -> str:
-    """The debiased and plug-in intervals' coverage per design and method (dmlcore.effect_coverage)."""
+    """The debiased and plug-in intervals' coverage per design and method (dmlcore.inference.effect_coverage)."""
     return markdown(summarize(debiased_rows(rows))).replace("| coverage |", "| coverage ± s.e. |", 1)
 
 
@@ -245,7 +245,7 @@ def _refits_f_alone(frame: pd.DataFrame) -> pd.Series:
 
 @derived_file("dmlcore/data/files/effect-coverage.csv")
 def shipped_coverage(rows) -> str:
-    """The summary the Results page reads (dmlcore.effect_coverage.measured_coverage): every arm measured
+    """The summary the Results page reads (dmlcore.inference.effect_coverage.measured_coverage): every arm measured
     with the procedure it runs today, its debiased rows naming it in ``procedure`` -- the DML-CMR family
     (f alone refitted for the debiased effect) from the rerun, the other methods (whole refits) from the
     200-seed study."""
@@ -362,7 +362,7 @@ def crossfit_table(rows) -> str:
 @block("effect-coverage:strength")
 def strength_table(rows) -> str:
     """Coverage of the debiased intervals by identification strength, linear and weak designs pooled:
-    the evidence behind dmlcore.debiased.WEAK_STRENGTH."""
+    the evidence behind dmlcore.inference.debiased_effect.WEAK_STRENGTH."""
     done = debiased_rows(rows)
     done = done[(done["status"] == "done") & done["design"].isin(["linear", "weak"])]
     inside = (done["effect_debiased_ci_lower"] <= done["effect_truth"]) & (done["effect_truth"] <= done["effect_debiased_ci_upper"])
@@ -384,7 +384,7 @@ BAND_SOURCES = (("bands-2026-11-26/coverage-demand-iv-gb.json", ""),
 
 @derived_file("dmlcore/data/files/band-coverage.csv")
 def shipped_bands(rows) -> str:
-    """The band coverage the dashboard quotes (dmlcore.band_coverage)."""
+    """The band coverage the dashboard quotes (dmlcore.inference.band_coverage)."""
     out = []
     for file, note in BAND_SOURCES:
         s = rows.json(file)
@@ -555,7 +555,7 @@ def flag_by_f(rows) -> str:
 
 @block("effect-coverage:flag-calibration")
 def flag_calibration(rows) -> str:
-    """The first-stage F bars the rows support (dmlcore.effect_coverage.calibrate_first_stage_f), in words."""
+    """The first-stage F bars the rows support (dmlcore.inference.effect_coverage.calibrate_first_stage_f), in words."""
     per_design, pooled, table = calibrate_first_stage_f(rows31(rows))
     table = table[table["design"] != "pooled"]
     if per_design is not None:

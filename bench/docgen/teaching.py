@@ -230,7 +230,7 @@ def _card(rows):
 
 def _card_flag(card: dict) -> str:
     """Whether the weakly-identified flag fired on Card's DML-CMR fit, in words, with its F bar."""
-    from dmlcore.debiased import WEAK_FIRST_STAGE_F
+    from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
 
     f = card["linear"]["f_stat"]
     side = "below" if f < WEAK_FIRST_STAGE_F else "above"

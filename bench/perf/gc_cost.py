@@ -41,6 +41,7 @@ def main() -> None:
     from dashboard.plan import DEMO_DATA, DEMO_SETTINGS
     from dmlcore.data.registry import load_dataset
     from dmlcore.runs import fit_run
+    from dmlcore.estimators import FitSettings, for_method
 
     row = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
            "load": os.getloadavg(), "command": " ".join([Path(sys.executable).name, *sys.argv])}
@@ -52,8 +53,8 @@ def main() -> None:
     loaded = load_dataset(DEMO_DATA["name"], **params)
     runs = []
     for method in DEMO_SETTINGS["est_methods"]:
-        run = fit_run(loaded.data, method, truth=loaded.truth, learner=DEMO_SETTINGS["est_learner"],
-                      folds=DEMO_SETTINGS["est_folds"])
+        shared = FitSettings(learner=DEMO_SETTINGS["est_learner"], folds=DEMO_SETTINGS["est_folds"])
+        run = fit_run(loaded.data, method, for_method(shared, method), truth=loaded.truth)
         run.curve()
         runs.append(run)
     row["objects_tracked_with_one_demo_batch"] = len(gc.get_objects())

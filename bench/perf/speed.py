@@ -48,12 +48,13 @@ def one(method: str, learner: str, n: int, folds: int, seed: int, noise_scale: s
     """Fit once in this process and return wall time, MSE and peak RSS."""
     from dmlcore.data.simulate import simulate_demand_iv
     from dmlcore.runs import fit_run
+    from dmlcore.estimators import FitSettings, for_method
 
     sim = simulate_demand_iv(n, seed=seed, noise_scale=noise_scale)
     if method == "sequential-folds":
         return {**sequential_nuisances(sim.data, folds, seed), "noise_scale": noise_scale}
-    run = fit_run(sim.data, method, truth=sim.truth, learner=learner, folds=folds, seed=seed,
-                  outcome_learner=outcome_learner, effect_folds=0)   # no refits: the fit alone is timed
+    shared = FitSettings(learner=learner, folds=folds, seed=seed, outcome_learner=outcome_learner, effect_folds=0)
+    run = fit_run(sim.data, method, for_method(shared, method), truth=sim.truth)   # no refits: the fit alone is timed
     return {"method": method, "learner": learner, "n": n, "folds": folds, "seed": seed, "noise_scale": noise_scale,
             "outcome_learner": outcome_learner, "seconds": run.record["seconds"], "mse": run.record["mse"],
             "peak_rss_mb": _peak_mb()}

@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard import ui
 from dashboard.learn.common import slow, strength_metric
-from dmlcore.debiased import WEAK_FIRST_STAGE_F
+from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
 from dmlcore.teaching import card, plausible
 
 

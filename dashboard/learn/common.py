@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard import ui
 from dashboard.training import one_openmp_thread
-from dmlcore.diagnostics import strength_label
+from dmlcore.inference.first_stage import strength_label
 from dmlcore.errors import DMLCoreError
 
 

@@ -11,7 +11,7 @@ from dashboard.learn.common import num, pct, strength_metric
 from dashboard.training import one_openmp_thread
 from dmlcore import plots
 from dmlcore.data.simulate import Y_STD
-from dmlcore.diagnostics import strength_label
+from dmlcore.inference.first_stage import strength_label
 from dmlcore.errors import DMLCoreError
 from dmlcore.teaching import demand
 

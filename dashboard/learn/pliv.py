@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard.learn.common import cover, mc_se, num, slow
 from dashboard.training import one_openmp_thread
-from dmlcore.effect_coverage import demand_contrast
+from dmlcore.inference.effect_coverage import demand_contrast
 from dmlcore.teaching import figures, nuisance, pliv
 
 LIVE = dict(n=500, sims=100, folds=5)

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.learn.common import cover, mc_se, num, pct
-from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, strong_bar
+from dmlcore.inference.first_stage import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, strong_bar
 from dmlcore.teaching import figures, iv
 
 

@@ -17,10 +17,10 @@
   - ``"predict_spread"``: ``predict_spread(X, level=0.95, *, groups=None)``, the spread of
     repeated fits (not a confidence band);
   - ``"linear_functional"``: ``effect_functional(plan) -> (estimate, std_error)`` of
-    ``sum_k plan.weights[k] * f(plan.points[k])`` (the effects of :mod:`dmlcore.effects`), with
+    ``sum_k plan.weights[k] * f(plan.points[k])`` (the effects of :mod:`dmlcore.inference.average_effect`), with
     ``interval_how(z)`` saying in words how the interval estimate -/+ z * std_error is formed;
   - ``"anderson_rubin"``: its effect is a linear-IV coefficient whose Anderson-Rubin set
-    (:func:`dmlcore.ivinference.anderson_rubin_set`, under ``cov_type_`` / ``cluster_``) is
+    (:func:`dmlcore.inference.linear_iv.anderson_rubin_set`, under ``cov_type_`` / ``cluster_``) is
     reported beside it, and which is named for what it is (a first-stage-weighted average)
     rather than replaced by the debiased effect;
   - ``"ignores_conditioning"``: f is fitted without C on purpose (the confounded baseline), so
@@ -32,7 +32,9 @@
     fraction of a whole refit's cost).
 
 Subclasses implement ``_fit(data, monitor)`` (a :class:`~dmlcore.progress.Monitor`) and
-``predict``; :meth:`CMREstimator.fit` checks the data and builds the monitor.
+``predict``; :meth:`CMREstimator.fit`, the one fit path, checks the data and builds the monitor.
+What a run record takes from a fitted estimator comes from its :meth:`CMREstimator.record_fields`,
+which a subclass extends with what it has (folds, second stage, nuisances, device, coefficients).
 """
 
 from __future__ import annotations
@@ -63,10 +65,28 @@ class CMREstimator(BaseEstimator):
     def fit(self, data: CausalData, *, callback=None, should_stop=None):
         """Fit on ``data``; ``callback(event)`` gets progress, ``should_stop()`` cancels. Returns self."""
         check_data(data, type(self).__name__)
+        self.check_roles(data)
         check_linear_options(self, data)
         with fit_threads():
             self._fit(data, Monitor(callback, should_stop))
         return self
+
+    @classmethod
+    def check_roles(cls, data: CausalData) -> None:
+        """Raise a one-line DMLCoreError when ``data`` does not suit this method (its problem, image columns);
+        ``fit`` and the registry's ``Method.refusal`` both ask it. By default every CausalData suits."""
+
+    def record_fields(self) -> dict:
+        """What a run record (:func:`dmlcore.runs.fit_run`) takes from this fitted estimator: ``folds`` (K when
+        it cross-fits, 1 when its nuisances saw every row, None without nuisances), ``f_model``, ``nuisances``
+        (the ``"auto"`` choices), ``nuisance_learners`` (the nuisances' learners as used, which the
+        record's ``config`` names), ``device`` (where its torch models ran; None without any), ``fold_losses``,
+        ``second_stage_history``, ``notes`` and, for linear methods, ``coefficients`` and ``std_errors``.
+        Subclasses extend this with what they have."""
+        self._check_fitted()
+        return {"folds": None, "f_model": None, "nuisances": {}, "nuisance_learners": None, "device": None,
+                "fold_losses": self.fold_losses_,
+                "second_stage_history": {}, "notes": []}
 
     def _fit(self, data: CausalData, monitor: Monitor) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement _fit(data, monitor).")

@@ -24,31 +24,36 @@ from dmlcore.estimators.peers.kpv import KPV
 from dmlcore.estimators.peers.nmmr import NMMR
 from dmlcore.estimators.peers.pmmr import PMMR
 from dmlcore.estimators.regression import OutcomeRegression
+from dmlcore.estimators.settings import SETTINGS, FitSettings
 from dmlcore.estimators.sieve import Sieve2SLS
 from dmlcore.estimators.tsls import TwoStageLeastSquares
 from dmlcore.learners import learner_name, uses_networks
 from dmlcore.learners.select import nuisance_default
 
 ALL_PROBLEMS = ("iv", "pcl", "cmr")
-# the fit settings of `python -m dmlcore fit` / a study grid a method can read
+# the fit settings (dmlcore.estimators.settings) the DML-CMR family's estimators read
 SECOND_STAGE_SETTINGS = frozenset({"learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit", "device",
-                                   "outcome_learner", "sampler"})
+                                   "outcome_learner", "sampler", "nuisance_params", "f_params", "cluster"})
+LINEAR_IV_SETTINGS = frozenset({"cov_type", "cluster"})
 
 
 @dataclass(frozen=True)
 class Method:
     """One method: its name (the CLI's ``--method``), title, help text and class, and what it reads.
 
-    ``problems``: the roles it accepts ("iv", "pcl", "cmr"); ``check_roles`` on the class, when it
-    has one, refines this for a given data set. ``uses_learner``: it fits the chosen nuisance
+    ``problems``: the roles it accepts ("iv", "pcl", "cmr"); the class's ``check_roles`` refines
+    this for a given data set. ``uses_learner``: it fits the chosen nuisance
     learner (``nn``, ``rf``, ``gb``, ``linear`` or a scikit-learn regressor). ``second_stage``:
     the DML-CMR machinery (nuisances, then f; ``f_model``, ``n_draws`` and ``reps_crossfit``
     apply). ``networks``: whether it always trains torch networks (True), never does (False),
     or does when its learner or second stage is ``nn`` (None). ``record_learner``: what a run
     record's ``learner`` says for a method without a learner choice. ``settings``: the fit
-    settings it reads (the others are None in its study configs). ``colour``: its colour in every
+    settings (:mod:`dmlcore.estimators.settings`) its estimator reads, by its constructor's argument
+    names; any other given a value is refused in one line (the others are None in its study configs).
+    ``colour``: its colour in every
     figure (None: a palette colour by position). ``peer``: a method the paper compares against
-    (docs/peers.md), with its own learners and settings (``f_params``). ``build``: how :func:`make_estimator` makes it.
+    (docs/peers.md), with its own learners and settings (``f_params``). ``build(entry, settings, seed)``: how
+    :func:`make_estimator` makes it (default: the class called with the settings it reads).
     ``epochs_arg`` and ``fixed`` (peers): the constructor argument that ``epochs`` sets, and the
     arguments the method's name fixes.
     """
@@ -57,7 +62,7 @@ class Method:
     title: str
     help: str
     cls: type
-    build: Callable
+    build: Callable | None = None
     problems: tuple = ALL_PROBLEMS
     uses_learner: bool = False
     second_stage: bool = False
@@ -71,10 +76,8 @@ class Method:
 
     def refusal(self, data: CausalData) -> str | None:
         """Why this method cannot fit ``data`` (wrong problem, images for a kernel method), or None."""
-        check = getattr(self.cls, "check_roles", None)
         try:
-            if check is not None:
-                check(data)
+            self.cls.check_roles(data)
         except DMLCoreError as err:
             return str(err)
         if data.problem not in self.problems:
@@ -86,51 +89,45 @@ class Method:
         return None
 
 
-def _second_stage(method: Method, *, learner, folds, seed, epochs, n_draws, nuisance_params, f_params,
-                  f_model, reps_crossfit, device, outcome_learner, sampler, cluster=None, **_):
-    est = method.cls(learner, folds, n_draws=n_draws, epochs=epochs, seed=seed, nuisance_params=nuisance_params,
-                     f_params=f_params, f_model=f_model, device=device, outcome_learner=outcome_learner,
-                     sampler=sampler, cluster=cluster)
-    return est if reps_crossfit == 1 else RepeatedCrossFit(est, reps_crossfit)
+def _construct(entry: Method, settings: FitSettings, seed: int):
+    """The class called with the settings it reads (its registry entry's, by argument name) and the seed."""
+    signature = inspect.signature(entry.cls).parameters
+    kwargs = {name: getattr(settings, name) for name in entry.settings if name in signature}
+    return entry.cls(**kwargs, **({"seed": seed} if "seed" in signature else {}))
 
 
-def _regression(method: Method, *, learner, seed, epochs, nuisance_params, device, **_):
-    return method.cls(learner, epochs=epochs, nuisance_params=nuisance_params, seed=seed, device=device)
+def _second_stage(entry: Method, settings: FitSettings, seed: int):
+    est = _construct(entry, settings, seed)
+    return est if settings.reps_crossfit == 1 else RepeatedCrossFit(est, settings.reps_crossfit)
 
 
-def _closed_form(method: Method, **_):
-    return method.cls()
-
-
-def _tsls(method: Method, *, cov_type, cluster, **_):
-    return method.cls(cov_type=cov_type, cluster=cluster)
-
-
-def _fuller(method: Method, *, cov_type, cluster, f_params, **_):
+def _fuller(entry: Method, settings: FitSettings, seed: int):
     """Fuller with ``f_params`` {"alpha": a} (default 1)."""
+    f_params = settings.f_params
     unknown = sorted(set(f_params or {}) - {"alpha"})
     if unknown:
         raise DMLCoreError(f"Unknown Fuller setting(s) {', '.join(map(repr, unknown))}; known: alpha.")
-    return method.cls(cov_type=cov_type, cluster=cluster, **(f_params or {}))
+    return entry.cls(cov_type=settings.cov_type, cluster=settings.cluster, **(f_params or {}))
 
 
-def _peer(method: Method, *, seed, epochs, f_params, device, **_):
+def _peer(entry: Method, settings: FitSettings, seed: int):
     """A peer with ``f_params`` (its constructor's settings), ``epochs`` (networks only) and, for
     the networks, ``device``."""
+    f_params = settings.f_params
     if f_params is not None and not isinstance(f_params, dict):
-        raise DMLCoreError(f"The settings of {method.title} must be a dict; got {type(f_params).__name__}.")
+        raise DMLCoreError(f"The settings of {entry.title} must be a dict; got {type(f_params).__name__}.")
     params = dict(f_params or {})
-    signature = inspect.signature(method.cls).parameters
-    known = [p for p in signature if p not in ("seed", "device") and p not in dict(method.fixed)]
+    signature = inspect.signature(entry.cls).parameters
+    known = [p for p in signature if p not in ("seed", "device") and p not in dict(entry.fixed)]
     unknown = sorted(set(params) - set(known))
     if unknown:
-        raise DMLCoreError(f"Unknown {method.title} setting(s) {', '.join(map(repr, unknown))}; known: "
+        raise DMLCoreError(f"Unknown {entry.title} setting(s) {', '.join(map(repr, unknown))}; known: "
                            f"{', '.join(known)}.")
-    if epochs is not None and method.epochs_arg:
-        params.setdefault(method.epochs_arg, epochs)
+    if settings.epochs is not None and entry.epochs_arg:
+        params.setdefault(entry.epochs_arg, settings.epochs)
     if "device" in signature:
-        params["device"] = device
-    return method.cls(seed=seed, **params, **dict(method.fixed))
+        params["device"] = settings.device
+    return entry.cls(seed=seed, **params, **dict(entry.fixed))
 
 
 _FAMILY = dict(build=_second_stage, uses_learner=True, second_stage=True, networks=None)
@@ -139,7 +136,8 @@ _PEER_HELP = " Its own settings: docs/peers.md."
 
 def _peer_entry(name, cls, title, learner, help, problems, epochs_arg=None, fixed=()):
     return Method(name, title, help + _PEER_HELP, cls, _peer, problems=problems, networks=learner == "nn",
-                  record_learner=learner, settings=frozenset({"epochs", "device"}), peer=True, epochs_arg=epochs_arg,
+                  record_learner=learner, settings=frozenset({"epochs", "device", "f_params"}), peer=True,
+                  epochs_arg=epochs_arg,
                   fixed=fixed)
 
 
@@ -154,25 +152,27 @@ _ENTRIES = (
            "Plugs the first stage straight into the second (DeepIV-style); biased when the first stage is off.",
            NaivePlugIn, settings=SECOND_STAGE_SETTINGS - {"folds", "outcome_learner"}, colour="#d62728", **_FAMILY),
     Method("2sls", "2SLS", "Classical linear two-stage least squares, with standard errors.",
-           TwoStageLeastSquares, _tsls, record_learner="linear", colour="#2ca02c"),
+           TwoStageLeastSquares, record_learner="linear", settings=LINEAR_IV_SETTINGS, colour="#2ca02c"),
     # the other linear IV estimators (docs/linear-iv.md): same model, fixed effects, weights and covariances
     Method("liml", "LIML", "Limited-information maximum likelihood: linear IV, less biased than 2SLS with many or "
-           "weak instruments; equal to 2SLS with one instrument.", LIML, _tsls,
-           record_learner="linear", colour="#8c564b"),
+           "weak instruments; equal to 2SLS with one instrument.", LIML,
+           record_learner="linear", settings=LINEAR_IV_SETTINGS, colour="#8c564b"),
     Method("fuller", "Fuller", "Fuller's modified LIML (alpha=1; f_params {'alpha': a}): finite moments, nearly "
            "unbiased under weak instruments.", Fuller, _fuller, record_learner="linear",
+           settings=LINEAR_IV_SETTINGS | {"f_params"},
            colour="#e377c2"),
     Method("gmm-iv", "GMM (IV)", "Efficient two-step linear GMM, weighted under the covariance choice (robust or "
-           "clustered); equal to 2SLS with homoskedastic errors.", GMMIV, _tsls,
-           record_learner="linear", colour="#7f7f7f"),
+           "clustered); equal to 2SLS with homoskedastic errors.", GMMIV,
+           record_learner="linear", settings=LINEAR_IV_SETTINGS, colour="#7f7f7f"),
     Method("sieve-2sls", "Sieve 2SLS",
            "Spline (sieve) 2SLS: tensor-product B-splines (with many covariates, a spline in the treatment plus a "
            "term per covariate), knots and ridge chosen by validation on the training rows; a few seconds for "
-           "5,000 rows.", Sieve2SLS, _closed_form, record_learner="linear", colour="#9467bd"),
+           "5,000 rows.", Sieve2SLS, record_learner="linear", settings=frozenset({"n_knots"}), colour="#9467bd"),
     Method("regression", "Regression (ignores C)",
            "The outcome regressed on f's inputs with the learner, ignoring instruments and proxies: what "
-           "confounding does to an estimate that does not correct for it.", OutcomeRegression, _regression,
-           uses_learner=True, networks=None, settings=frozenset({"learner", "epochs", "device"}), colour="#ff7f0e"),
+           "confounding does to an estimate that does not correct for it.", OutcomeRegression,
+           uses_learner=True, networks=None, settings=frozenset({"learner", "epochs", "device", "nuisance_params"}),
+           colour="#ff7f0e"),
     # the methods the paper compares against (docs/peers.md)
     _peer_entry("kiv", KIV, "KIV", "kernel",
                 "Kernel IV (Singh et al. 2019): two kernel ridge regressions with 100 random Fourier features, "
@@ -206,37 +206,58 @@ def get_method(name: str) -> Method:
     return METHODS[name]
 
 
-def make_estimator(method: str, *, learner="nn", folds: int = 10, seed: int = 0, epochs: int | None = None,
-                   n_draws: int = 8, nuisance_params: dict | None = None, f_params: dict | None = None,
-                   f_model: str | None = None, reps_crossfit: int = 1, device: str = "auto",
-                   cov_type: str = "unadjusted", cluster: str | None = None, outcome_learner=None, sampler=None):
-    """The unfitted estimator for ``method`` with the given learners and budget.
+def unread(settings: FitSettings, method: str, scope: tuple = ("method",)) -> list[str]:
+    """The settings of ``scope`` ("method", "run") given a value that ``method``'s entry does not read."""
+    reads = get_method(method).settings
+    return [name for name in settings.changed() if SETTINGS[name].scope in scope and name not in reads]
 
-    For the DML-CMR family only (a method whose entry's ``settings`` lack one of these refuses it by
-    name): ``f_model`` picks the second stage (None: the learner's own), and ``reps_crossfit`` > 1
-    repeats the fit with seeds seed, seed + 1, ... (RepeatedCrossFit); ``outcome_learner`` (not the
-    naive plug-in's: it has no outcome model) and ``sampler`` override ``learner`` for one nuisance (a
-    name, ``"auto"``: chosen by cross-fitted held-out loss, or an object; see
-    :class:`~dmlcore.estimators.dml.DMLCMR`).
-    ``device`` ("auto", "cpu", "cuda", "cuda:N") is where torch models run; it is checked for
-    every method, so a CUDA device torch cannot see is refused here. For the peer methods (KIV,
-    DFIV, DeepGMM, KPV, PMMR, NMMR: dmlcore.estimators.peers) ``f_params`` holds the method's own
-    settings, e.g. {"n_features": 500}. ``cov_type`` and ``cluster`` are the standard errors of 2SLS
-    (:class:`~dmlcore.estimators.tsls.TwoStageLeastSquares`); ``cluster`` also keeps each cluster in one
-    of DML-CMR's K folds; the other methods' fits do not use them.
+
+def refuse_unread(settings: FitSettings, method: str, scope: tuple = ("method",)) -> None:
+    """Refuse, in one line naming each with the methods that read it, the settings ``method`` does not read."""
+    problems = []
+    for name in unread(settings, method, scope):
+        takers = [m for m, e in METHODS.items() if name in e.settings]
+        value = getattr(settings, name)
+        shown = learner_name(value) if SETTINGS[name].kind in ("learner", "nuisance") else value
+        if not takers:
+            problems.append(f"{name}={shown!r} is a setting of the run (fit_run), not of {method}'s estimator")
+            continue
+        where = f"{', '.join(takers[:-1])} and {takers[-1]}" if len(takers) > 1 else takers[0]
+        problems.append(f"{name}={shown!r} applies to {where} only, not to {method}")
+    if problems:
+        raise DMLCoreError(f"{'; '.join(problems)}; leave {'it' if len(problems) == 1 else 'them'} out.")
+
+
+def for_method(settings: FitSettings, method: str) -> FitSettings:
+    """``settings`` with those ``method`` does not read set back to their defaults: for settings chosen once for
+    several methods (a study grid, the dashboard's plan, a lesson), each method taking its own."""
+    return settings.replace(**{name: SETTINGS[name].default for name in unread(settings, method)})
+
+
+def for_estimator(settings: FitSettings, method: str) -> FitSettings:
+    """``settings`` with every one ``method``'s estimator does not read (the run's included) set back to its
+    default: what :func:`make_estimator` takes for the fit of a run and its refits."""
+    return settings.replace(**{name: SETTINGS[name].default for name in unread(settings, method, ("method", "run"))})
+
+
+def make_estimator(method: str, settings: FitSettings | None = None, *, seed: int | None = None, **changes):
+    """The unfitted estimator for ``method`` with ``settings`` (a :class:`FitSettings`; default every
+    setting's declared default) changed by ``changes`` (settings by name, e.g. ``learner="gb"``).
+
+    The estimator gets the settings its registry entry reads (``Method.settings``); any other given a
+    value other than its default is refused in one line naming the methods that read it. For the
+    DML-CMR family ``reps_crossfit`` > 1 repeats the fit with seeds seed, seed + 1, ... (RepeatedCrossFit).
+    ``device`` ("auto", "cpu", "cuda", "cuda:N") is checked for every method, so a CUDA device torch
+    cannot see is refused here. For the peer methods (KIV, DFIV, DeepGMM, KPV, PMMR, NMMR:
+    dmlcore.estimators.peers) ``f_params`` holds the method's own settings, e.g. {"n_features": 500};
+    ``cov_type`` and ``cluster`` are the standard errors of the linear IV methods; ``cluster`` also
+    keeps each cluster in one of DML-CMR's K folds. ``seed`` (default ``settings.seed``) seeds the fit.
     """
-    resolve_device(device)
+    settings = FitSettings.of(settings, **changes)
+    resolve_device(settings.device)
     entry = get_method(method)
-    for name, value, default in (("f_model", f_model, None), ("reps_crossfit", reps_crossfit, 1),
-                                 ("outcome_learner", outcome_learner, None), ("sampler", sampler, None)):
-        if value != default and name not in entry.settings:
-            takers = [m for m, e in METHODS.items() if name in e.settings]
-            raise DMLCoreError(f"{name}={learner_name(value)!r} applies to {', '.join(takers[:-1])} and "
-                               f"{takers[-1]} only, not to {method}; leave it out.")
-    return entry.build(entry, learner=learner, folds=folds, seed=seed, epochs=epochs, n_draws=n_draws,
-                       nuisance_params=nuisance_params, f_params=f_params, f_model=f_model,
-                       reps_crossfit=reps_crossfit, device=device, cov_type=cov_type, cluster=cluster,
-                       outcome_learner=outcome_learner, sampler=sampler)
+    refuse_unread(settings, method, scope=("method", "run"))
+    return (entry.build or _construct)(entry, settings, settings.seed if seed is None else seed)
 
 
 def trains_networks(config: dict) -> bool:
@@ -251,15 +272,6 @@ def trains_networks(config: dict) -> bool:
     used = {learner, config.get("f_model") or learner, nuisance_default(config.get("outcome_learner"), learner),
             nuisance_default(config.get("sampler"), learner)}
     return any(uses_networks(name) for name in used)
-
-
-def record_folds(method: str, folds: int) -> int | None:
-    """The run record's ``folds``: K for a cross-fitted method, 1 for the other second-stage
-    methods (one "fold" of all rows), None for the rest."""
-    entry = METHODS[method]
-    if "folds" in entry.settings:
-        return int(folds)
-    return 1 if entry.second_stage else None
 
 
 def record_learner(method: str, learner) -> str:

@@ -49,8 +49,9 @@ class RepeatedCrossFit(CMREstimator):
         self.estimator = estimator
         self.reps = reps
 
-    def fit(self, data, *, callback=None, should_stop=None) -> "RepeatedCrossFit":
-        """Fit the R copies in turn; ``callback`` gets each fit's events with progress over all R."""
+    def _fit(self, data, monitor) -> None:
+        """Fit the R copies in turn; the monitor's callback gets each fit's events with progress over all R."""
+        callback, should_stop = monitor.callback, monitor.should_stop
         if not isinstance(self.estimator, _TwoStageCMR):
             raise DMLCoreError(f"Repeated cross-fitting repeats a DML-CMR, CE-DML-CMR or naive estimator; "
                                f"got {type(self.estimator).__name__}.")
@@ -70,7 +71,10 @@ class RepeatedCrossFit(CMREstimator):
         self.fold_losses_ = first.fold_losses_
         self.second_stage_history_ = first.second_stage_history_
         self.seconds_ = time.perf_counter() - start
-        return self
+
+    def record_fields(self) -> dict:
+        return {**self.estimators_[0].record_fields(), "fold_losses": self.fold_losses_,
+                "second_stage_history": self.second_stage_history_}
 
     def to(self, device) -> "RepeatedCrossFit":
         """Move every fit's networks to ``device`` (see ``DMLCMR.to``); returns self."""

@@ -25,27 +25,29 @@ import time
 import numpy as np
 import pandas as pd
 
-from dmlcore.clusters import cluster_folds, groups_of
+from dmlcore.inference.clusters import cluster_folds, groups_of
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator
 from dmlcore.estimators.second_stage import SECOND_STAGES
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.estimators.splines import check_tabular
 from dmlcore.learners import (AUTO, CANDIDATES, SelectedOutcome, SelectedSampler, check_learner, make_outcome_learner,
                               learner_name, make_sampler, uses_networks)
 from dmlcore.learners.encoding import Encoded, EncodedStage, encode_image_spec, encoder_for, image_spec
 from dmlcore.learners.base import check_positive
 from dmlcore.learners.select import IMAGE_CANDIDATES, TABULAR_CANDIDATES, nuisance_default
+from dmlcore.learners.registry import LEARNER_REGISTRY, epochs_param
 from dmlcore.progress import Monitor
 
-F_MODEL_FOR = {"nn": "nn", "rf": "boost", "gb": "boost", "linear": "linear"}
+F_MODEL_FOR = {name: entry.f_model for name, entry in LEARNER_REGISTRY.items()}   # f when f_model is not given
 DRAW_BANK = 4  # the bank holds DRAW_BANK * n_draws draws per row
 
 
 def make_folds(n: int, folds: int, seed: int, groups: np.ndarray | None = None) -> list[np.ndarray]:
     """A random partition of range(n) into ``folds`` sorted index arrays of near-equal size; with
-    ``groups`` (the rows' cluster numbers) every cluster's rows in one fold (:mod:`dmlcore.clusters`)."""
+    ``groups`` (the rows' cluster numbers) every cluster's rows in one fold (:mod:`dmlcore.inference.clusters`)."""
     rng = np.random.default_rng([seed, 7])
     if groups is not None:
         fold_of = cluster_folds(groups, folds, rng)
@@ -113,14 +115,16 @@ class _TwoStageCMR(CMREstimator):
 
     cross_fit = True
     score = "orthogonal"
-    method = "dml-cmr"
     capabilities = frozenset({"predict_interval", "linear_functional", "refit_second_stage"})
     fitted_attribute = "f_"
 
-    def __init__(self, learner="nn", folds: int = 10, *, outcome_learner=None,
-                 sampler=None, f_model: str | None = None, n_draws: int = 8,
-                 epochs: int | None = None, nuisance_params: dict | None = None,
-                 f_params: dict | None = None, seed: int = 0, device: str = "auto", cluster: str | None = None):
+    # the defaults are the declared ones (dmlcore.estimators.settings)
+    def __init__(self, learner=DEFAULTS.learner, folds: int = DEFAULTS.folds, *,
+                 outcome_learner=DEFAULTS.outcome_learner, sampler=DEFAULTS.sampler,
+                 f_model: str | None = DEFAULTS.f_model, n_draws: int = DEFAULTS.n_draws,
+                 epochs: int | None = DEFAULTS.epochs, nuisance_params: dict | None = None,
+                 f_params: dict | None = None, seed: int = 0, device: str = DEFAULTS.device,
+                 cluster: str | None = None):
         self.learner = learner
         self.folds = folds
         self.outcome_learner = outcome_learner
@@ -160,7 +164,7 @@ class _TwoStageCMR(CMREstimator):
         """``nuisance_params`` belong to the main learner; an overriding learner gets only the epochs
         (named learners only: an object keeps its own settings)."""
         params = dict(self.nuisance_params or {}) if learner is self.learner or learner == self.learner else {}
-        key = {"nn": "max_epochs", "gb": "max_iter"}.get(learner) if isinstance(learner, str) else None
+        key = epochs_param(learner)
         if self.epochs is not None and key:
             params.setdefault(key, self.epochs)
         return params
@@ -264,6 +268,12 @@ class _TwoStageCMR(CMREstimator):
         self.f_model_name_ = f_model
         self.seconds_ = time.perf_counter() - start
         monitor.stage("done", start=1.0)
+
+    def record_fields(self) -> dict:
+        return {**super().record_fields(), "folds": len(self.folds_), "f_model": self.f_model_name_,
+                "nuisances": self.nuisance_selection_ or {}, "nuisance_learners": self.nuisance_learners_,
+                "device": self.device_,
+                "second_stage_history": self.second_stage_history_, "notes": list(self.f_.notes_)}
 
     def _second_stage_fit(self, data, arr, targets, draws, f_model, f_params, device, monitor):
         """Step 4: f fitted to the rows' targets and draws (``arr``: the rows' arrays)."""
@@ -373,16 +383,16 @@ class _TwoStageCMR(CMREstimator):
 class DMLCMR(_TwoStageCMR):
     """DML-CMR with K-fold cross-fitting and the Neyman-orthogonal score (s(c) - g(f, c))^2."""
 
-    cross_fit, score, method = True, "orthogonal", "dml-cmr"
+    cross_fit, score = True, "orthogonal"
 
 
 class CEDMLCMR(_TwoStageCMR):
     """CE-DML-CMR: the orthogonal score with nuisances fitted once on all rows."""
 
-    cross_fit, score, method = False, "orthogonal", "ce-dml-cmr"
+    cross_fit, score = False, "orthogonal"
 
 
 class NaivePlugIn(_TwoStageCMR):
     """The naive two-stage plug-in (DeepIV-style): minimises (Y - g(f, c))^2."""
 
-    cross_fit, score, method = False, "naive", "naive"
+    cross_fit, score = False, "naive"

@@ -17,6 +17,8 @@ from dmlcore.device import resolve_device
 from dmlcore.estimators._base import CMREstimator, input_matrix
 from dmlcore.learners import check_learner, make_outcome_learner
 from dmlcore.learners.encoding import Encoded, encode_image_spec, encoder_for, image_spec
+from dmlcore.estimators.settings import DEFAULTS
+from dmlcore.learners.registry import epochs_param
 
 
 class OutcomeRegression(CMREstimator):
@@ -24,16 +26,18 @@ class OutcomeRegression(CMREstimator):
 
     capabilities = frozenset({"ignores_conditioning"})
 
-    method = "regression"
     fitted_attribute = "model_"
 
-    def __init__(self, learner="nn", *, epochs: int | None = None, nuisance_params: dict | None = None,
-                 seed: int = 0, device: str = "auto"):
+    def __init__(self, learner=DEFAULTS.learner, *, epochs: int | None = DEFAULTS.epochs,
+                 nuisance_params: dict | None = None, seed: int = 0, device: str = DEFAULTS.device):
         self.learner = learner
         self.epochs = epochs
         self.nuisance_params = nuisance_params
         self.seed = seed
         self.device = device
+
+    def record_fields(self) -> dict:
+        return {**super().record_fields(), "device": self.device_}
 
     def _fit(self, data: CausalData, monitor) -> None:
         check_learner(self.learner)
@@ -41,7 +45,7 @@ class OutcomeRegression(CMREstimator):
         start = time.perf_counter()
         arr = data.cmr()
         params = dict(self.nuisance_params or {})
-        key = {"nn": "max_epochs", "gb": "max_iter"}.get(self.learner) if isinstance(self.learner, str) else None
+        key = epochs_param(self.learner)
         if self.epochs is not None and key:
             params.setdefault(key, self.epochs)
         enc = encoder_for(data, arr.input_names, self.learner)

@@ -62,8 +62,9 @@ class SecondStage:
     """
 
     has_bands = False
+    notes_: tuple = ()      # what a run record's notes say of this second stage's fit (SieveF: an additive basis)
 
-    def __init__(self, params: dict | None = None, n_draws: int = 8, seed: int = 0, image=None,
+    def __init__(self, params: dict | None, n_draws: int, seed: int = 0, image=None,
                  device: torch.device | str = "cpu"):
         self.params = params
         self.n_draws = n_draws

@@ -111,6 +111,15 @@ class Sieve2SLS(CMREstimator):
         self.max_features = max_features
         self.seed = seed
 
+    @classmethod
+    def check_roles(cls, data: CausalData) -> None:
+        """Sieve 2SLS compares spline bases of the columns: image pixel columns are refused."""
+        check_tabular(data, "Sieve 2SLS", "Remove it; use DML-CMR or the naive plug-in with the neural-network "
+                                          "learner on image data.")
+
+    def record_fields(self) -> dict:
+        return {**super().record_fields(), "notes": list(self.notes_)}
+
     def _fit(self, data: CausalData, monitor) -> None:
         """Choose the basis size and penalty unless given, then fit theta on all of ``data``.
 
@@ -121,8 +130,6 @@ class Sieve2SLS(CMREstimator):
             self._fit_sieve(data, monitor)
 
     def _fit_sieve(self, data, monitor):
-        check_tabular(data, "Sieve 2SLS", "Use DML-CMR or the naive plug-in with the neural-network "
-                                           "learner on image data.")
         check_identified(data)
         knot_grid = _candidates(self.n_knots, KNOT_GRID, "n_knots", integer=True)
         ridge_grid = _candidates(self.ridge, RIDGE_GRID, "ridge", integer=False)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.linalg import solve_triangular
 
-from dmlcore.covariance import check_covariance, cluster_codes, covariance_words, is_clustered
+from dmlcore.inference.covariance import check_covariance, cluster_codes, covariance_words, is_clustered
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator, check_fitted, input_matrix
@@ -42,7 +42,7 @@ class TwoStageLeastSquares(CMREstimator):
         5,000 rows) and ``fit`` raises a DMLCoreError that says what to use instead.
     cov_type : {"unadjusted", "robust", "clustered", "clustered-cr1"}, default "unadjusted"
         The standard errors: homoskedastic, heteroskedasticity-robust (HC0) or clustered by the
-        column ``cluster``, CR0 or CR1 (:mod:`dmlcore.covariance`); robust and clustered ones are
+        column ``cluster``, CR0 or CR1 (:mod:`dmlcore.inference.covariance`); robust and clustered ones are
         ``linearmodels``' IV2SLS's with the same ``cov_type`` (``debiased=False``; CR1: ``True``).
     cluster : str, optional
         The column whose values group the rows (two, "a,b": two-way), with a clustered ``cov_type`` only.
@@ -184,6 +184,11 @@ class TwoStageLeastSquares(CMREstimator):
         self.n_ = n
         self.fold_losses_ = []
 
+    def record_fields(self) -> dict:
+        return {**super().record_fields(), "notes": list(self.notes_),
+                "coefficients": {str(k): float(v) for k, v in self.coef_.items()},
+                "std_errors": {str(k): float(v) for k, v in self.std_errors_.items()}}
+
     def _check_settings(self, data: CausalData) -> None:
         """Raise for settings this method cannot honour (see subclasses)."""
 
@@ -200,7 +205,7 @@ class TwoStageLeastSquares(CMREstimator):
     def effect_functional(self, plan) -> tuple[float, float]:
         """The treatment's coefficient (its dummy's, for a categorical 0/1 treatment) and standard
         error, times the distance between the two values of a binary treatment: the effect
-        ``plan`` (:class:`dmlcore.effects.Contrast`) asks for, f being linear."""
+        ``plan`` (:class:`dmlcore.inference.average_effect.Contrast`) asks for, f being linear."""
         check_fitted(self, "coef_")
         name = plan.treatment
         values = np.unique(plan.points[name])
@@ -221,7 +226,7 @@ def linear_fit(kind, y, x, z, x_names, z_names, cov_type, clusters, extra_df=0, 
     """``(coefficients, standard errors, kappa)`` of linearmodels' IV2SLS, IVLIML or IVGMM (``kind`` "2sls",
     "liml", "fuller" with Fuller's ``alpha``, "gmm") on the (already transformed) arrays, in the order of
     ``x_names``: regressors that are also instruments are exogenous, the others endogenous. ``cov_type``
-    as :mod:`dmlcore.covariance` (CR1: ``debiased=True``); ``extra_df`` absorbed levels count in every
+    as :mod:`dmlcore.inference.covariance` (CR1: ``debiased=True``); ``extra_df`` absorbed levels count in every
     small-sample factor (Fuller's kappa, CR1), as they would with their dummies entered."""
     from linearmodels.iv import IV2SLS, IVGMM, IVLIML
     exog = [j for j, c in enumerate(x_names) if c in z_names]

@@ -44,7 +44,7 @@ Methods:
   DMLCoreError and a bad keyword TypeError at once.
 * ``submit_call(owner, label, fn, item, *, cost=None, group=None) -> str`` -- queue ``fn(item)``
   (a worker process runs it when there is an executor); its value becomes the snapshot's
-  ``result``. For studies (dmlcore.study_jobs): not kept across restarts, no pending limit.
+  ``result``. For studies (dmlcore.jobs.study_jobs): not kept across restarts, no pending limit.
 * ``estimate(method, config, n) -> float`` -- estimated seconds of such a fit.
 * ``wait_any(job_ids, owner, timeout=None) -> str | None`` -- the first of them to end.
 * ``get(job_id, owner) -> JobSnapshot | None`` -- None for an unknown id, another owner's job,

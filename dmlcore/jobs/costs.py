@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 from dmlcore.estimators import METHODS
+from dmlcore.estimators.settings import SETTINGS
+from dmlcore.learners.registry import LEARNER_REGISTRY
 
-# Rough seconds per 1,000 rows of one nuisance fit, used until a fit of the kind has been timed.
-_FIRST_GUESS = {"gb": 1.0, "rf": 1.0, "nn": 6.0, "linear": 0.05}
+# the settings a second-stage fit's cost depends on besides its rows, in the key's order
+COST_SETTINGS = ("learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit")
 
 
 def cost_key(method: str, config: dict) -> tuple:
     """What a fit's cost depends on besides its rows: the method and (DML-CMR family) its budget."""
     if method not in METHODS or not METHODS[method].second_stage:
         return (method,)
-    return (method, config.get("learner") or "nn", config.get("folds") if method == "dml-cmr" else None,
-            config.get("epochs"), config.get("n_draws") or 8, config.get("f_model"),
-            config.get("reps_crossfit") or 1)
+    reads = METHODS[method].settings
+    return (method, *(_value(config, name) if name in reads else None for name in COST_SETTINGS))
+
+
+def _value(config: dict, name: str):
+    """The config's value of the setting ``name``; its declared default when unset (None, or a value of its own)."""
+    value = config.get(name)
+    return SETTINGS[name].default if value is None and not SETTINGS[name].keeps_none else value
 
 
 class CostBook:
@@ -45,4 +52,5 @@ class CostBook:
         if method not in METHODS or not METHODS[method].second_stage:
             return 0.5
         fits = folds or 1
-        return 1.0 + (fits + 1) * _FIRST_GUESS.get(learner, 6.0) * n / 1000
+        guess = LEARNER_REGISTRY[learner].seconds_per_1000 if learner in LEARNER_REGISTRY else 6.0
+        return 1.0 + (fits + 1) * guess * n / 1000

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dmlcore.errors import DMLCoreError, FitCancelled, FitDiverged
-from dmlcore.estimators import get_method
+from dmlcore.estimators import FitSettings, get_method, refuse_unread
 from dmlcore.jobs.channel import Channel, send_stop
 from dmlcore.jobs.costs import CostBook, cost_key
 from dmlcore.jobs.jobfile import JobFile
@@ -145,10 +145,12 @@ class JobRegistry:
 
     def submit_fit(self, owner: str, label: str, *, data, method: str, truth=None, dataset: str | None = None,
                    **fit_kwargs) -> str:
-        """Queue ``fit_run(data, method, truth=truth, dataset=dataset, **fit_kwargs)``."""
+        """Queue ``fit_run(data, method, truth=truth, dataset=dataset, **fit_kwargs)``; an unknown setting, or one
+        ``method`` does not read, is refused at once."""
         get_method(method)
         inspect.signature(fit_run).bind(data, method, truth=truth, dataset=dataset, callback=None,
                                         should_stop=None, **fit_kwargs)
+        refuse_unread(FitSettings.of(**{k: v for k, v in fit_kwargs.items() if k != "data_params"}), method)
         params = fit_kwargs.get("data_params") or {}
         recipe = None
         if truth is not None and params and (params.get("dataset") or dataset):

@@ -19,13 +19,13 @@ import copy
 from dmlcore.errors import DMLCoreError
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
 from dmlcore.learners.nn import MixtureDensity, NeuralOutcome
+from dmlcore.learners.registry import LEARNER_REGISTRY, Learner
 from dmlcore.learners.select import AUTO, CANDIDATES, TABULAR_CANDIDATES, SelectedOutcome, SelectedSampler
 from dmlcore.learners.tabular import ResidualSampler, TabularOutcome, is_regressor, learner_name
 
-LEARNERS = ("nn", "rf", "gb", "linear")
+LEARNERS = tuple(LEARNER_REGISTRY)
 NUISANCE_CHOICES = (*LEARNERS, AUTO)   # outcome_learner / sampler may also be "auto" (dmlcore.learners.select)
-LEARNER_TITLES = {"nn": "neural network", "rf": "random forest", "gb": "gradient boosting",
-                  "linear": "linear"}
+LEARNER_TITLES = {name: entry.title for name, entry in LEARNER_REGISTRY.items()}
 EXPECTED = (f"one of {', '.join(LEARNERS)}, a scikit-learn regressor (an object with fit(X, y) and "
             f"predict(X)), or an OutcomeLearner / ConditionalSampler (dmlcore.learners.base)")
 
@@ -91,9 +91,12 @@ def _shown(obj) -> str:
 def uses_networks(learner) -> bool:
     """Whether a nuisance ``learner`` (a name) trains torch networks: ``nn``, or ``auto`` when nn is one of its
     tabular candidates (on image data auto's one candidate is nn, and so is the learner that reads the images)."""
-    return isinstance(learner, str) and (learner == "nn" or (learner == AUTO and
-                                                             any(CANDIDATES[c][0] == "nn" for c in TABULAR_CANDIDATES)))
+    if not isinstance(learner, str):
+        return False
+    if learner == AUTO:
+        return any(LEARNER_REGISTRY[CANDIDATES[c][0]].networks for c in TABULAR_CANDIDATES)
+    return learner in LEARNER_REGISTRY and LEARNER_REGISTRY[learner].networks
 
 
-__all__ = ["LEARNERS", "NUISANCE_CHOICES", "AUTO", "SelectedOutcome", "SelectedSampler", "uses_networks", "LEARNER_TITLES", "check_learner", "learner_name", "make_outcome_learner", "make_sampler",
+__all__ = ["LEARNER_REGISTRY", "Learner", "LEARNERS", "NUISANCE_CHOICES", "AUTO", "SelectedOutcome", "SelectedSampler", "uses_networks", "LEARNER_TITLES", "check_learner", "learner_name", "make_outcome_learner", "make_sampler",
            "OutcomeLearner", "ConditionalSampler"]

@@ -12,21 +12,22 @@ import sys
 import time
 from pathlib import Path
 
-from dmlcore.covariance import COV_CHOICES
+from dmlcore.inference.covariance import COV_CHOICES
 from dmlcore.data.io import load_table
 from dmlcore.data.roles import CausalData
 from dmlcore.data.tables import TABLE, keep_table
 from dmlcore.errors import DMLCoreError
 from dmlcore.executors import EXECUTORS
 from dmlcore.studies.runner import StudyResult, run_study
-from dmlcore.studies.spec import StudySpec, check_size, load_spec, spec_from_flags
+from dmlcore.estimators.settings import add_setting_flags
+from dmlcore.studies.spec import FIT_SETTINGS, StudySpec, check_size, load_spec, spec_from_flags
 from dmlcore.studies.report import seeds_warning
 from dmlcore.studies.summarize import compact, format_value, verdict_lines
 
 DATA_FLAGS = {"sizes": "n", "rho": "rho", "iv_strength": "iv_strength", "noise_scale": "noise_scale",
               "design": "design", "ood_test": "ood_test", "data_dir": "data_dir"}
-SETTING_FLAGS = ("learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit", "devices", "outcome_learner",
-                 "sampler")
+SETTING_DESTS = {"device": "devices"}    # the argparse names of the study's setting flags, where not the setting's
+SETTING_FLAGS = tuple(SETTING_DESTS.get(name, name) for name in FIT_SETTINGS)
 GRID_FLAGS = ("dataset", "methods", "seeds", *DATA_FLAGS, *SETTING_FLAGS)
 
 
@@ -40,7 +41,7 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
 
 def add_covariance_options(parser: argparse.ArgumentParser) -> None:
     """``--cov`` and ``--cluster``: the standard errors of 2SLS, its Anderson-Rubin set and the
-    first-stage diagnostics (dmlcore.ivinference)."""
+    first-stage diagnostics (dmlcore.inference.linear_iv)."""
     parser.add_argument("--cov", default="unadjusted", choices=COV_CHOICES,
                         help="covariance of 2SLS's standard errors, Anderson-Rubin set and first-stage F: "
                              "unadjusted (homoskedastic, default), robust (heteroskedasticity-robust) or "
@@ -126,18 +127,7 @@ def add_study_parser(sub) -> None:
     p.add_argument("--sizes", help="N, e.g. 1000,2000,5000,10000")
     p.add_argument("--methods", help="default dml-cmr,ce-dml-cmr,naive")
     p.add_argument("--seeds", help="e.g. 0-19 or 0,3,5-9 (default 0-9)")
-    p.add_argument("--learner", help="nn, rf, gb, linear (default nn)")
-    p.add_argument("--outcome-learner", help="the DML family's outcome model s(c): nn, rf, gb, linear or auto "
-                                             "(chosen by cross-fitted held-out loss; the default with learner nn or "
-                                             "gb, else the learner's)")
-    p.add_argument("--sampler", help="the DML family's distribution model: nn, rf, gb, linear or auto (the default "
-                                     "with learner nn or gb, else the learner's)")
-    p.add_argument("--folds", help="K of DML-CMR (default 10)")
-    p.add_argument("--epochs", help="maximum epochs (boosting stages) per model")
-    p.add_argument("--n-draws", help="draws per row for E[f(X)|c] (default 8)")
-    p.add_argument("--f-model", help="second stage f of the DML-CMR family: nn, boost, linear, sieve")
-    p.add_argument("--reps-crossfit", help="repeated cross-fits R (default 1)")
-    p.add_argument("--device", dest="devices", metavar="DEVICE", help="auto, cpu, cuda, cuda:N (default auto)")
+    add_setting_flags(p, grid=True, dests=SETTING_DESTS)    # one per declared setting (dmlcore.estimators.settings)
     p.add_argument("--rho", help="confounding correlation (demand-iv, digits-iv)")
     p.add_argument("--iv-strength", help="instrument strength (demand-iv, digits-iv)")
     p.add_argument("--noise-scale", help="standardized or raw (demand-iv, digits-iv)")
@@ -174,7 +164,7 @@ def study_spec(args) -> StudySpec:
             raise DMLCoreError("With --spec FILE, switch the debiased effect off in the file (debias = false), "
                                "not by --no-debias.")
         return load_spec(args.spec)
-    settings = {("device" if s == "devices" else s): getattr(args, s) for s in SETTING_FLAGS}
+    settings = {name: getattr(args, SETTING_DESTS.get(name, name)) for name in FIT_SETTINGS}
     return spec_from_flags(args.dataset or "demand-iv", methods=args.methods, seeds=args.seeds,
                            data={option: getattr(args, flag) for flag, option in DATA_FLAGS.items()},
                            settings={**settings, "cov_type": args.cov, "cluster": args.cluster, "debias": args.debias})
@@ -188,7 +178,7 @@ def _table_spec(args) -> StudySpec:
         raise DMLCoreError(f"A study of your file (--csv) takes its roles, methods, seeds and fit settings; {given[0]} "
                            f"does not apply to it.")
     options = keep_table(own_data(args), Path(args.csv).name, [args.cluster] if args.cluster else None)
-    settings = {("device" if s == "devices" else s): getattr(args, s) for s in SETTING_FLAGS}
+    settings = {name: getattr(args, SETTING_DESTS.get(name, name)) for name in FIT_SETTINGS}
     return spec_from_flags(TABLE, methods=args.methods, seeds=args.seeds, data={k: [v] for k, v in options.items()},
                            settings={**settings, "cov_type": args.cov, "cluster": args.cluster, "debias": args.debias})
 

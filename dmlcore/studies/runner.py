@@ -43,7 +43,7 @@ import pandas as pd
 
 from dmlcore.data.registry import dataset_options, load_dataset
 from dmlcore.device import gpus_needed
-from dmlcore.estimators import trains_networks
+from dmlcore.estimators import FitSettings, trains_networks
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.runs import fit_run
 from dmlcore.store import RunStore, default_store_path
@@ -59,16 +59,8 @@ def run_fit_config(config: dict) -> dict:
     start = time.perf_counter()
     try:
         loaded = _load(config["dataset"], json.dumps(config["data"], sort_keys=True), config["seed"])
-        settings = {"learner": config.get("learner") or FIT_SETTINGS["learner"],
-                    "folds": config.get("folds") or FIT_SETTINGS["folds"], "epochs": config.get("epochs"),
-                    "n_draws": config.get("n_draws") or FIT_SETTINGS["n_draws"], "f_model": config.get("f_model"),
-                    "reps_crossfit": config.get("reps_crossfit") or 1,
-                    "outcome_learner": config.get("outcome_learner"), "sampler": config.get("sampler")}
-        if config.get("device") is not None:
-            settings["device"] = config["device"]
-        settings.update({k: config[k] for k in ("cov_type", "cluster") if config.get(k) is not None})
-        run = fit_run(loaded.data, config["method"], truth=loaded.truth, dataset=config["dataset"],
-                      seed=config["seed"], data_params=loaded.params, debias=config.get("debias", True), **settings)
+        run = fit_run(loaded.data, config["method"], FitSettings.from_config(config), truth=loaded.truth,
+                      dataset=config["dataset"], data_params=loaded.params)
         record = {**json.loads(run.to_json()), "curve": curve_points(run)}
         return {"status": "done", "error": None, **record_outcomes(record), "seconds": record["seconds"],
                 "rows": record["n"], "worker_seconds": time.perf_counter() - start, "record": record}

@@ -48,23 +48,21 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from dmlcore.covariance import check_covariance
+from dmlcore.inference.covariance import check_covariance
 from dmlcore.data.ihdp import IHDP_DESIGNS
 from dmlcore.data.registry import dataset_names, dataset_options, real_dataset_names
 from dmlcore.data.simulate import NOISE_SCALES, check_iv_strength, check_n, check_noise_scale, check_rho
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS
-from dmlcore.estimators.second_stage import SECOND_STAGES
-from dmlcore.learners import AUTO, LEARNERS, NUISANCE_CHOICES
+from dmlcore.estimators.settings import SETTINGS, STUDY_SETTINGS
+from dmlcore.learners import AUTO
 from dmlcore.learners.select import nuisance_default
 
-# Fit settings with their defaults (those of `python -m dmlcore fit`).
-FIT_SETTINGS = {"learner": "nn", "folds": 10, "epochs": None, "n_draws": 8, "f_model": None,
-                "reps_crossfit": 1, "device": "auto", "outcome_learner": None, "sampler": None}
-# settings added after stores held fits: left out of a config's key while unset, so those fits are still found.
-# outcome_learner / sampler unset: "auto" with learner nn or gb (named so in the config, _named_default), else the learner's
-LATER_SETTINGS = ("outcome_learner", "sampler")
-INTEGER_SETTINGS = ("folds", "epochs", "n_draws", "reps_crossfit")
+# Fit settings with their defaults (those of `python -m dmlcore fit`): the declared ones a grid lists values of
+FIT_SETTINGS = STUDY_SETTINGS
+# settings added after stores held fits: left out of a config's key while unset, so those fits are still found
+LATER_SETTINGS = tuple(name for name in FIT_SETTINGS if SETTINGS[name].later)
+INTEGER_SETTINGS = tuple(name for name in FIT_SETTINGS if SETTINGS[name].kind == "int")
 DEFAULT_METHODS = ("dml-cmr", "ce-dml-cmr", "naive")
 DEFAULT_SEEDS = "0-9"
 COVARIANCE = {"cov_type": "unadjusted", "cluster": None}   # one choice per grid (2SLS's errors, diagnostics)
@@ -78,13 +76,13 @@ OPTION_CHECKS = {"n": check_n, "rho": check_rho, "iv_strength": check_iv_strengt
 # What a configuration computes, not the package's version: bump it only when a change (a default, an
 # algorithm) alters the fits of stored configurations, so that a store no longer reuses them. "0.2.0" is
 # the package version the keys hashed before they stopped doing so: stores made then keep their fits.
-# "0.3.0": every fit's effect became the debiased one (dmlcore.debiased), with two more refits.
+# "0.3.0": every fit's effect became the debiased one (dmlcore.inference.debiased_effect), with two more refits.
 FIT_KEY_VERSION = "0.3.0"
 
 
 def settings_used(method: str) -> frozenset[str]:
-    """The fit settings ``method`` uses (its registry entry's); the others are None in its configs."""
-    return METHODS[method].settings
+    """The study's fit settings ``method`` uses (its registry entry's); the others are None in its configs."""
+    return METHODS[method].settings & set(FIT_SETTINGS)
 
 
 def refuse_unused(dataset: str | None, data=(), methods=(), settings=(), spell=None) -> None:
@@ -297,23 +295,6 @@ def _coerce(name: str, value, default):
     return text
 
 
-def _check_setting(name: str, value) -> None:
-    if value is None:
-        return
-    if name == "learner" and value not in LEARNERS:
-        raise DMLCoreError(f"Unknown learner {value!r}; choose one of {', '.join(LEARNERS)}.")
-    if name in LATER_SETTINGS and value not in NUISANCE_CHOICES:
-        raise DMLCoreError(f"Unknown {name} {value!r}; choose one of {', '.join(NUISANCE_CHOICES)}.")
-    if name == "f_model" and value not in SECOND_STAGES:
-        raise DMLCoreError(f"Unknown f_model {value!r}; choose one of {', '.join(SECOND_STAGES)}.")
-    if name == "folds" and value < 2:
-        raise DMLCoreError(f"folds (K) must be at least 2; got {value}.")
-    if name == "device" and not re.fullmatch(r"auto|cpu|cuda(:\d+)?", value):
-        raise DMLCoreError(f"device must be auto, cpu, cuda or cuda:N; got {value!r}.")
-    if name in ("epochs", "n_draws", "reps_crossfit") and value < 1:
-        raise DMLCoreError(f"{name} must be at least 1; got {value}.")
-
-
 def _grid(block: dict) -> Grid:
     unknown = [key for key in block if key not in GRID_KEYS]
     if unknown:
@@ -340,11 +321,14 @@ def _grid(block: dict) -> Grid:
     for method in methods:
         if method not in METHODS:
             raise DMLCoreError(f"Unknown method {method!r} in the study spec; choose from {', '.join(METHODS)}.")
+    given = [name for name, default in FIT_SETTINGS.items()     # a value other than the default (to_dict lists all)
+             if any(_coerce(name, v, default) not in (None, default) for v in _values(name, block.get(name, default)))]
+    refuse_unused(dataset, (), methods, given)
     settings = {}
     for name, default in FIT_SETTINGS.items():
         values = tuple(dict.fromkeys(_coerce(name, v, default) for v in _values(name, block.get(name, default))))
         for value in values:
-            _check_setting(name, value)
+            SETTINGS[name].check(value)
         settings[name] = values
     seeds = parse_seeds(block.get("seeds", DEFAULT_SEEDS))
     covariance = (block.get("cov_type") or "unadjusted", block.get("cluster") or None)

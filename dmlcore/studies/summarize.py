@@ -10,7 +10,7 @@ arms are compared seed by seed:
   real data, which has no truth), with ``mse_fresh_median`` and ``seconds_mean``; then the
   effect estimates' ``effect_median``, ``effect_q1``, ``effect_q3``, ``effect_sd`` and the
   medians of their interval ends ``effect_ci_lower_median``, ``effect_ci_upper_median``; the
-  plug-in's and the debiased effect's (dmlcore.debiased) ``effect_plug_in_median``,
+  plug-in's and the debiased effect's (dmlcore.inference.debiased_effect) ``effect_plug_in_median``,
   ``effect_debiased_median``, ``effect_debiased_sd``, ``effect_debiased_se_mean``,
   ``effect_weak_share`` (fits reported weakly identified), ``effect_truth_mean`` and, where the
   truth is known, ``effect_plug_in_coverage`` and ``effect_debiased_coverage``; then the
@@ -45,7 +45,7 @@ from dmlcore.estimators import METHOD_TITLES, METHODS
 from dmlcore.studies.spec import FIT_SETTINGS, settings_used
 
 EFFECT_FIELDS = ("estimate", "ci_lower", "ci_upper", "level", "interval", "estimand")
-# The plug-in and debiased effects beside the headline (dmlcore.debiased), and the truth's value.
+# The plug-in and debiased effects beside the headline (dmlcore.inference.debiased_effect), and the truth's value.
 DEBIASED_FIELDS = ("effect_plug_in", "effect_plug_in_ci_lower", "effect_plug_in_ci_upper", "effect_debiased",
                    "effect_debiased_se", "effect_debiased_ci_lower", "effect_debiased_ci_upper", "effect_strength",
                    "effect_weak", "effect_truth")

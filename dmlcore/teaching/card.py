@@ -6,7 +6,7 @@ region covariates).
 :func:`linear_steps` computes, in closed form with the covariates partialled out (all
 homoskedastic, as the tool's 2SLS): the first stage (schooling on the instrument), the reduced
 form (log wage on the instrument), their ratio, OLS, the tool's 2SLS with its interval, the
-first-stage F, and the Anderson-Rubin 95 % set (:func:`dmlcore.ivinference.anderson_rubin_set`, the
+first-stage F, and the Anderson-Rubin 95 % set (:func:`dmlcore.inference.linear_iv.anderson_rubin_set`, the
 one the Results page shows).
 :func:`dml_cmr` fits DML-CMR with a spline second stage, whose effect (the average derivative
 of f in schooling) has a delta-method interval. ``python -m bench.card_exercise`` writes both for
@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from dmlcore.data.registry import load_dataset
-from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, first_stage, strength_label
-from dmlcore.ivinference import anderson_rubin_set
+from dmlcore.inference.first_stage import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, first_stage, strength_label
+from dmlcore.inference.linear_iv import anderson_rubin_set
 from dmlcore.runs import fit_run
 
 DML_SETTINGS = dict(learner="gb", f_model="sieve", folds=5, seed=0, outcome_learner="gb", sampler="gb")  # named, not auto

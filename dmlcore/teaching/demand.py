@@ -14,7 +14,7 @@ import pandas as pd
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.simulate import bridge_curve, demand_f0
-from dmlcore.diagnostics import first_stage
+from dmlcore.inference.first_stage import first_stage
 from dmlcore.errors import DMLCoreError
 from dmlcore.runs import curve_band, fit_run
 

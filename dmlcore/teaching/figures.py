@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from dmlcore.diagnostics import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F
+from dmlcore.inference.first_stage import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F
 from dmlcore.estimators import METHOD_TITLES
 from dmlcore.plots import PALETTE, TRUTH_COLOR, color_for
 from dmlcore.teaching.classroom import log_bins

@@ -25,7 +25,7 @@ import pandas as pd
 from scipy.stats import f as f_dist
 from scipy.stats import norm
 
-from dmlcore.diagnostics import strength_label
+from dmlcore.inference.first_stage import strength_label
 from dmlcore.errors import DMLCoreError
 from dmlcore.teaching.result import Experiment, check_count, check_range, summarize
 

@@ -7,13 +7,14 @@ from pathlib import Path
 import pandas as pd
 
 from dmlcore.estimators import METHOD_TITLES
+from dmlcore.estimators import METHODS as REGISTRY
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
 FILES = ("authors/demand-iv-nn-1000-2000.csv", "authors/demand-iv-nn-5000.csv", "authors/demand-iv-nn-10000.csv",
          "authors/demand-iv-gb.csv", "authors/demand-iv-rf.csv",
          "authors/digits-iv-nn-1000.csv", "authors/digits-iv-nn-5000.csv", "demand-iv-nn.csv",
          "authors/demand-pcl-nn.csv")  # the authors' demand-iv design (nn, gb, rf), digits-iv, the raw design, PCL
-METHODS = ("dml-cmr", "ce-dml-cmr", "naive")
+METHODS = tuple(name for name, entry in REGISTRY.items() if entry.second_stage)   # the DML-CMR family, as in the rows
 
 
 def measured(files=FILES, folder: Path = RESULTS) -> pd.DataFrame:

@@ -26,11 +26,13 @@ import pandas as pd
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators import METHOD_TITLES, make_estimator
+from dmlcore.estimators import METHOD_TITLES, FitSettings, for_method, make_estimator
+from dmlcore.estimators import METHODS as REGISTRY
 from dmlcore.teaching.forbidden import GRID, basis, f0
 from dmlcore.teaching.result import Experiment, check_count, check_range, summarize
 
-METHODS = ("naive", "ce-dml-cmr", "dml-cmr")
+# the DML-CMR family from the registry, from the plain plug-in to the cross-fitted orthogonal score
+METHODS = tuple(reversed([name for name, entry in REGISTRY.items() if entry.second_stage]))
 PERTURBATIONS = {
     "s": "s-hat(c) + eps sd(Y) Delta(c)",
     "shift": "price draws shifted by eps sd(price)",
@@ -77,9 +79,10 @@ def _setting(name: str) -> Setting:
 
 def _estimator(method: str, setting: Setting, folds: int, seed: int):
     # the nuisances named (not "auto", the default): the setting's learner is what the experiment varies
-    return make_estimator(method, learner=setting.learner, folds=folds, seed=seed,
-                          nuisance_params=setting.nuisance_params, f_model="sieve", f_params=F_PARAMS, device="cpu",
-                          outcome_learner=None if method == "naive" else setting.learner, sampler=setting.learner)
+    shared = FitSettings(learner=setting.learner, folds=folds, seed=seed, nuisance_params=setting.nuisance_params,
+                         f_model="sieve", f_params=F_PARAMS, device="cpu", outcome_learner=setting.learner,
+                         sampler=setting.learner)
+    return make_estimator(method, for_method(shared, method))
 
 
 def _progress(callback, should_stop, done: int, total: int, text: str):

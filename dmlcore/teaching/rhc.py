@@ -8,7 +8,7 @@ columns), the roles of Tchetgen Tchetgen et al. (2024) and Cui et al. (2023).
 * the regression of Y on A and X (no proxies: what a "no unmeasured confounding" analysis reports),
   and the same with the four proxies added as if they were confounders;
 * the proxies' strength: each outcome proxy regressed on the treatment proxies given A and X (the
-  first stage of linear proximal 2SLS, :func:`dmlcore.diagnostics.first_stage`);
+  first stage of linear proximal 2SLS, :func:`dmlcore.inference.first_stage.first_stage`);
 * linear proximal 2SLS (regress Y on A, W and X, instrumenting W with Z; the tool's ``2sls`` on these
   roles gives the same numbers), and the same with the proxies' roles swapped (Z as outcome proxies,
   W as treatment proxies), which changes the assumptions.
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from dmlcore.data.registry import load_dataset
-from dmlcore.diagnostics import first_stage
+from dmlcore.inference.first_stage import first_stage
 from dmlcore.estimators import METHOD_TITLES
 
 Z95 = 1.959963984540054

@@ -8,11 +8,17 @@ from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator, check_data, check_fitted, input_matrix
 from dmlcore.learners.encoding import encode_image_spec, encoder_for, image_spec
-from dmlcore.process import fit_threads
 from dmlcore.progress import Monitor
 
-IV_PEERS = "kiv, dfiv or deepgmm"
-PCL_PEERS = "kpv, pmmr or nmmr"
+
+def _peers(problem: str) -> str:
+    """The peer methods of ``problem`` ("KIV, DFIV or DeepGMM" for IV), from their classes' own ``problem``."""
+    titles = list(dict.fromkeys(cls.title for cls in _subclasses(PeerEstimator) if cls.problem == problem))
+    return f"{', '.join(titles[:-1])} or {titles[-1]}" if len(titles) > 1 else "".join(titles)
+
+
+def _subclasses(cls) -> list:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
 
 
 def check_problem(data: CausalData, title: str, kind: str) -> None:
@@ -22,7 +28,7 @@ def check_problem(data: CausalData, title: str, kind: str) -> None:
     if kind == "iv":
         if data.problem == "pcl":
             raise DMLCoreError(f"{title} is an IV method, but the data are set up as a proximal (PCL) problem "
-                               f"(no instrument). Use {PCL_PEERS} for PCL, or assign IV roles.")
+                               f"(no instrument). Use {_peers('pcl')} for PCL, or assign IV roles.")
         if not [c for c in data.conditioning_columns if c not in data.input_columns]:
             raise DMLCoreError(f"{title} needs an instrument: a conditioning column that is not an input of f; "
                                f"every conditioning column ({', '.join(data.conditioning_columns)}) is an input. "
@@ -30,7 +36,7 @@ def check_problem(data: CausalData, title: str, kind: str) -> None:
     elif data.problem != "pcl":
         problem = {"iv": "an IV", "cmr": "a general CMR"}[data.problem]
         raise DMLCoreError(f"{title} is a proximal (PCL) method: it needs treatment and outcome proxies, but the "
-                           f"data are set up as {problem} problem. Use {IV_PEERS} for IV, or assign PCL roles.")
+                           f"data are set up as {problem} problem. Use {_peers('iv')} for IV, or assign PCL roles.")
 
 
 def check_kernel_tabular(data: CausalData, title: str, instead: str) -> None:
@@ -110,16 +116,19 @@ class PeerEstimator(CMREstimator):
         if cls.images_instead:
             check_kernel_tabular(data, cls.title, cls.images_instead)
 
-    def fit(self, data: CausalData, *, callback=None, should_stop=None):
-        """Fit on ``data``; ``callback(event)`` gets progress and losses, ``should_stop()`` cancels. Returns self."""
-        monitor = Monitor(callback, should_stop)
-        self.check_roles(data)
+    def _fit(self, data: CausalData, monitor: Monitor) -> None:
+        """The base's fit path for every peer: each implements ``_fit_peer(data, monitor)``."""
         self.notes_ = []
         self.device_ = "cpu"     # where it ran; the networks set their torch device's name
-        with fit_threads():
-            self._fit(data, monitor)
+        self._fit_peer(data, monitor)
         monitor.stage("done", start=1.0)
-        return self
+
+    def _fit_peer(self, data: CausalData, monitor: Monitor) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement _fit_peer(data, monitor).")
+
+    def record_fields(self) -> dict:
+        return {**super().record_fields(), "device": self.device_, "notes": list(self.notes_),
+                "second_stage_history": self.second_stage_history_}
 
     def predict(self, X) -> np.ndarray:
         """f at the rows of ``X`` (a DataFrame with the input columns, or an array in their order)."""

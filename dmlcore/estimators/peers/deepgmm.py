@@ -61,7 +61,7 @@ class DeepGMM(PeerEstimator):
         self.seed = seed
         self.device = device
 
-    def _fit(self, data, monitor):
+    def _fit_peer(self, data, monitor):
         check_nn_settings(lr=self.lr, batch_size=self.batch_size, max_epochs=self.max_epochs,
                           eval_every=self.eval_every, patience=self.patience)
         check_positive("burn_in", self.burn_in, integer=True, allow_zero=True)

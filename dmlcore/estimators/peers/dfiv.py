@@ -70,7 +70,7 @@ class DFIV(PeerEstimator):
         self.seed = seed
         self.device = device
 
-    def _fit(self, data, monitor):
+    def _fit_peer(self, data, monitor):
         check_nn_settings(lam1=self.lam1, lam2=self.lam2, epochs=self.epochs, stage1_iter=self.stage1_iter,
                           covariate_iter=self.covariate_iter, stage2_iter=self.stage2_iter, lr=self.lr,
                           weight_decay=self.weight_decay, treatment_features=self.treatment_features,

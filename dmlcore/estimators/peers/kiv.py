@@ -57,7 +57,7 @@ class KIV(PeerEstimator):
         self.grid = grid
         self.seed = seed
 
-    def _fit(self, data, monitor):
+    def _fit_peer(self, data, monitor):
         check_positive("n_features", self.n_features, integer=True)
         check_fraction("split", self.split, allow_zero=False, allow_one=False)
         for name, value in (("lam1", self.lam1), ("lam2", self.lam2)):

@@ -51,7 +51,7 @@ class KPV(PeerEstimator):
         self.center = center
         self.seed = seed
 
-    def _fit(self, data, monitor):
+    def _fit_peer(self, data, monitor):
         check_positive("n_features", self.n_features, integer=True)
         check_fraction("split", self.split, allow_zero=False, allow_one=False)
         for name in ("lam1", "lam2", "scale"):

@@ -87,7 +87,7 @@ class NMMR(PeerEstimator):
         self.seed = seed
         self.device = device
 
-    def _fit(self, data, monitor):
+    def _fit_peer(self, data, monitor):
         check_choice("loss", self.loss, LOSSES)
         check_choice("kernel_scale", self.kernel_scale, KERNEL_SCALES)
         check_choice("scale", self.scale, SCALES)

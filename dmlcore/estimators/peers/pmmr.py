@@ -49,7 +49,7 @@ class PMMR(PeerEstimator):
         self.center = center
         self.seed = seed
 
-    def _fit(self, data, monitor):
+    def _fit_peer(self, data, monitor):
         check_positive("n_features", self.n_features, integer=True)
         for name in ("lam1", "lam2", "scale"):
             check_positive(name, getattr(self, name))

@@ -1,21 +1,21 @@
 """Three short notes that go beside an effect wherever one is shown (the Results page's effect
 table and its download, the CLI's summary line): whether the weak-identification flag fired and
 why, the specification spread, and how the intervals treat clusters. They read a run record's
-``effect`` (:func:`dmlcore.effects.effect_record`); nothing is computed here.
+``effect`` (:func:`dmlcore.inference.average_effect.effect_record`); nothing is computed here.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from dmlcore.debiased import WEAK_FIRST_STAGE_F, WEAK_STRENGTH
+from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F, WEAK_STRENGTH
 
 NOT_CLUSTERED = "not clustered (rows independent)"
 
 
 def identification_note(effect: dict) -> str:
     """The flag of the debiased effect in a few words, with the numbers it was checked on against
-    their bars (:func:`dmlcore.debiased.weak_reason` decides): "flagged: first-stage F 13.7 < 16.4",
+    their bars (:func:`dmlcore.inference.debiased_effect.weak_reason` decides): "flagged: first-stage F 13.7 < 16.4",
     "not flagged: first-stage F 244 ≥ 16.4, representer strength 2.27e+03 ≥ 10", or why it was not
     checked."""
     debiased = effect.get("debiased")

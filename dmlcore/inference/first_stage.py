@@ -19,9 +19,9 @@ from sklearn.model_selection import KFold
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import check_full_rank, check_not_absorbed, dummy_columns, with_dummies
-from dmlcore.covariance import FEW_CLUSTERS, check_covariance
+from dmlcore.inference.covariance import FEW_CLUSTERS, check_covariance
 from dmlcore.fixed_effects import transform_of
-from dmlcore.ivinference import first_stage_inference
+from dmlcore.inference.linear_iv import first_stage_inference
 
 # Thresholds of a first-stage F with one endogenous column, with their sources.
 WEAK_F = 10.0            # Staiger & Stock (1997): the rule of thumb below which an instrument is weak
@@ -140,7 +140,7 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
     ``(n - q - k) / q * r2 / (1 - r2)`` with r2 the smallest squared canonical correlation between
     the partialled endogenous columns and instruments: with several W it is the rank version.
 
-    ``inference`` holds :func:`dmlcore.ivinference.first_stage_inference` under the covariance
+    ``inference`` holds :func:`dmlcore.inference.linear_iv.first_stage_inference` under the covariance
     choice ``cov_type`` ("unadjusted", "robust", "clustered" by the column ``cluster``): the F
     under that covariance, the effective F (one endogenous column), Kleibergen-Paap and the
     overidentification tests; or ``{"error": why}``; None when ``inference`` is False (it refits

@@ -24,10 +24,10 @@ import pandas as pd
 from scipy.stats import norm
 
 from dmlcore.data.registry import load_dataset
-from dmlcore.debiased import weak_reason
+from dmlcore.inference.debiased_effect import weak_reason
 from dmlcore.estimators import METHODS
 
-SHIPPED = Path(__file__).resolve().parent / "data" / "files" / "effect-coverage.csv"
+SHIPPED = Path(__file__).resolve().parents[1] / "data" / "files" / "effect-coverage.csv"
 DESIGN_TITLES = {"linear": "linear", "weak": "weak instrument", "demand-iv": "demand-iv (authors')",
                  "demand-pcl": "demand-pcl (average slope)", "nonlinear-iv": "nonlinear first stage and f",
                  "hetero-iv": "heteroscedastic noise", "weak-0.15": "instrument strength 0.15",
@@ -60,7 +60,7 @@ def record_columns(record: dict | None) -> dict:
 
 
 def weak_mask(rows: pd.DataFrame) -> pd.Series:
-    """Which fits the weak-identification flag (:func:`dmlcore.debiased.weak_reason`, today's
+    """Which fits the weak-identification flag (:func:`dmlcore.inference.debiased_effect.weak_reason`, today's
     thresholds) catches, from their rows: the representer's strength, the debiased standard error
     and, where the rows have it, the linear first stage's F."""
     columns = [pd.to_numeric(rows.get(c, pd.Series(np.nan, index=rows.index)), errors="coerce")
@@ -71,7 +71,7 @@ def weak_mask(rows: pd.DataFrame) -> pd.Series:
 
 def arm_of(method: str, learner, f_model) -> str:
     """A fit's arm as the tables name it: "2sls", "dml-cmr gb boosted f", "dml-cmr gb spline f", ..."""
-    if method in ("2sls", "sieve-2sls"):
+    if method in METHODS and not METHODS[method].uses_learner:    # no learner or f to choose: the method is the arm
         return method
     return f"{method} {learner} {'spline f' if f_model == 'sieve' else 'own f'}"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-SHIPPED = Path(__file__).resolve().parent / "data" / "files" / "band-coverage.csv"
+SHIPPED = Path(__file__).resolve().parents[1] / "data" / "files" / "band-coverage.csv"
 COLUMNS = ("design", "learner", "n", "seeds", "reps", "band", "cover", "note")
 
 

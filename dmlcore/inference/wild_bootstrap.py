@@ -24,10 +24,10 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.sparse import csr_matrix
 
-from dmlcore.covariance import cluster_codes, cluster_columns
+from dmlcore.inference.covariance import cluster_codes, cluster_columns
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.ivinference import linear_iv, partialled_parts
+from dmlcore.inference.linear_iv import linear_iv, partialled_parts
 
 WEIGHT_TYPES = ("auto", "rademacher", "webb")
 FEW_FOR_RADEMACHER = 12     # below it Rademacher weights give at most 2^G distinct draws: Webb's instead

@@ -33,7 +33,7 @@ Intervals (:func:`effect_record`, level ``LEVEL``):
 
 Clusters (``cov_type="clustered"``, ``cluster``): 2SLS's interval and its Anderson-Rubin set use
 the clustered covariance, the bootstrap draws whole clusters, the debiased interval sums the score
-within clusters (:mod:`dmlcore.clusters`), and the spline second stage's delta-method interval,
+within clusters (:mod:`dmlcore.inference.clusters`), and the spline second stage's delta-method interval,
 whose sandwich takes rows as independent, is refused in one line; ``effect["clusters"]`` says
 which interval does what (:func:`cluster_treatment`).
 
@@ -48,14 +48,15 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from dmlcore.clusters import describe, groups_of, resample_clusters
-from dmlcore.covariance import cluster_columns, covariance_words, is_clustered, n_clusters
+from dmlcore.inference.clusters import describe, groups_of, resample_clusters
+from dmlcore.inference.covariance import cluster_columns, covariance_words, is_clustered, n_clusters
 from dmlcore.data.roles import CausalData
-from dmlcore.debiased import add_debiased
+from dmlcore.inference.debiased_effect import add_debiased
 from dmlcore.errors import DMLCoreError, FitCancelled
-from dmlcore.estimators import make_estimator, supports
+from dmlcore.estimators import for_estimator, make_estimator, supports
+from dmlcore.estimators.settings import as_settings
 from dmlcore.executors import get_executor
-from dmlcore.ivinference import anderson_rubin_set
+from dmlcore.inference.linear_iv import anderson_rubin_set
 
 LEVEL = 0.95
 MIN_DERIVATIVE_VALUES = 5   # fewer distinct treatment values (but more than two): no derivative
@@ -191,7 +192,7 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     given, else the estimator's closed form, else none (``interval`` says how to get one).
     ``intervals`` lists every interval computed. When the data has no effect to summarise
     (see :func:`contrast`), ``estimate`` is None and ``error`` says why. Then the debiased
-    effect (:func:`dmlcore.debiased.add_debiased`, f-hat from ``crossfit`` when given) becomes
+    effect (:func:`dmlcore.inference.debiased_effect.add_debiased`, f-hat from ``crossfit`` when given) becomes
     the headline and these numbers move to ``plug_in``; with ``debias=False`` it is not computed
     and these numbers stay the headline.
 
@@ -264,22 +265,23 @@ def check_bootstrap(refits) -> int:
     return int(refits)
 
 
-def bootstrap_effect(data: CausalData, method: str, fit_kwargs: dict, refits: int, *, seed: int = 0,
+def bootstrap_effect(data: CausalData, method: str, settings, refits: int, *, seed: int = 0,
                      level: float = LEVEL, executor: str = "local", jobs: int = 1, address: str | None = None,
                      callback=None, should_stop=None) -> dict:
-    """Refit ``method`` (``make_estimator(method, **fit_kwargs)``) on ``refits`` resamples of the
+    """Refit ``method`` (``make_estimator(method, settings)``: a FitSettings or a dict of settings by name) on ``refits`` resamples of the
     rows and return {"refits", "failed", "sd", "percentile", "interval"}: the standard deviation
     of the refits' effects, their (1 -/+ level)/2 quantiles and the interval in words.
 
     ``callback`` gets a stage event as each refit ends; ``should_stop()`` cancels between refits.
-    At least MIN_SUCCESS of the refits must succeed. With a ``cluster`` in ``fit_kwargs`` each
+    At least MIN_SUCCESS of the refits must succeed. With a ``cluster`` in ``settings`` each
     resample draws whole clusters (as many as the data has), not rows.
     """
     refits = check_bootstrap(refits)
     contrast(data)                      # no refit when there is no effect to summarise
-    cluster = fit_kwargs.get("cluster")
+    settings = as_settings(settings)
+    cluster = settings.cluster
     groups = groups_of(data.table, cluster)
-    items = [{"data": data, "method": method, "kwargs": fit_kwargs, "seed": seed, "index": b, "groups": groups}
+    items = [{"data": data, "method": method, "kwargs": for_estimator(settings, method), "seed": seed, "index": b, "groups": groups}
              for b in range(refits)]
     pool = get_executor(executor, jobs, address)
     estimates, errors = [], []
@@ -314,7 +316,7 @@ def _refit_effect(item: dict) -> float:
     groups = item.get("groups")
     rows = rng.integers(0, n, size=n) if groups is None else resample_clusters(groups, rng)
     sample = data.subset(rows)
-    estimator = make_estimator(item["method"], seed=item["seed"], **item["kwargs"])
+    estimator = make_estimator(item["method"], item["kwargs"], seed=item["seed"])
     estimator.fit(sample)
     plan = contrast(sample)
     exact = closed_form(estimator, plan)

@@ -2,7 +2,7 @@
 family of learners it offers, beside the headline of the fit as configured.
 
 A fit's record already carries the spread over what it computed
-(:func:`dmlcore.debiased.specification_spread`: the representer bases, the cross-fits of a
+(:func:`dmlcore.inference.debiased_effect.specification_spread`: the representer bases, the cross-fits of a
 repeated cross-fitting). :func:`learner_spread` refits the method once per learner family
 (``FAMILIES``: boosted trees, random forests, networks, each with its own second stage and with
 the spline one) and :func:`with_families` adds those effects to the record's spread, so that a
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dmlcore.data.roles import CausalData
-from dmlcore.debiased import SPREAD_SE
+from dmlcore.inference.debiased_effect import SPREAD_SE
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import METHODS
 from dmlcore.runs import fit_run
@@ -33,6 +33,8 @@ def learner_spread(data: CausalData, method: str, fit_kwargs: dict, families=FAM
         return []
     out = []
     for learner, f_model in families:
+        if f_model is not None and "f_model" not in METHODS[method].settings:
+            continue                       # a method without a second stage (the regression): its own f only
         what = f"{learner} nuisances, {'spline f' if f_model == 'sieve' else 'own f'}"
         kwargs = {**fit_kwargs, "learner": learner, "f_model": f_model, "heldout_folds": 0}
         try:

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from dmlcore.clusters import cluster_folds, groups_of, mean_se
+from dmlcore.inference.clusters import cluster_folds, groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators import make_estimator
+from dmlcore.estimators import for_estimator, make_estimator
+from dmlcore.estimators.settings import as_settings
 from dmlcore.estimators.splines import RIDGE_SHARE, TensorBasis, additive_basis, spd_solve, usable_tensor
 
 HELDOUT_FOLDS = 2
@@ -47,17 +48,17 @@ def check_folds(folds) -> int:
     return int(folds)
 
 
-def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = HELDOUT_FOLDS, *,
+def heldout_score(data: CausalData, method: str, settings, folds: int = HELDOUT_FOLDS, *,
                   seed: int = 0, callback=None, should_stop=None, on_fold=None) -> dict:
     """The held-out projected residual of ``method`` (module notes).
 
-    ``fit_kwargs`` go to ``make_estimator``; ``callback`` gets each refit's events with
+    ``settings`` (a FitSettings, or a dict of settings by name) make the estimator; ``callback`` gets each refit's events with
     ``progress`` over all folds; ``should_stop()`` cancels; ``on_fold(held, estimator)``, when
     given, gets each fold's held-out rows and the refit that never saw them (the debiased effect
     reuses them). Returns {"score", "relative", "std_error", "relative_std_error", "folds":
     [{"fold", "rows", "score"}], "k", "what"}: ``relative`` and its standard error are divided
     by Var(Y); the standard error is that of the mean over rows of r_i * g(c_i) (from cluster sums
-    with a ``cluster`` in ``fit_kwargs``).
+    with a ``cluster`` in ``settings``).
     """
     folds = check_folds(folds)
     _check_tabular(data, "The held-out residual")
@@ -67,13 +68,13 @@ def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = 
                            f"the data has {n}.")
     y = data.table[data.outcome].to_numpy(dtype=float)
     products, entries = np.empty(n), []
-    for k, held, estimator in fold_refits(data, method, fit_kwargs, folds, seed=seed, callback=callback,
+    for k, held, estimator in fold_refits(data, method, settings, folds, seed=seed, callback=callback,
                                           should_stop=should_stop):
         if on_fold is not None:
             on_fold(held, estimator)
         products[held] = _residual_products(estimator, data.subset(held), seed)
         entries.append({"fold": k, "rows": int(len(held)), "score": float(products[held].mean())})
-    groups = groups_of(data.table, fit_kwargs.get("cluster"))      # its standard error from cluster sums
+    groups = groups_of(data.table, as_settings(settings).cluster)      # its standard error from cluster sums
     score, se, var = float(products.mean()), mean_se(products, groups), float(np.var(y))
     return {"score": score, "relative": score / var, "std_error": se, "relative_std_error": se / var,
             "folds": entries, "k": folds,
@@ -81,15 +82,16 @@ def heldout_score(data: CausalData, method: str, fit_kwargs: dict, folds: int = 
                      f"({folds} folds), r = Y - f-hat(X); 0 when f-hat meets E[Y - f(X) | C] = 0, lower is better")}
 
 
-def fold_refits(data: CausalData, method: str, fit_kwargs: dict, folds: int, *, seed: int = 0, callback=None,
+def fold_refits(data: CausalData, method: str, settings, folds: int, *, seed: int = 0, callback=None,
                 should_stop=None, label: str = "held-out residual"):
     """Yield (k, held-out rows, the method refitted on the other rows) for each of ``folds``
-    random folds (the held-out residual's split; with a ``cluster`` in ``fit_kwargs``, each
+    random folds (the held-out residual's split; with a ``cluster`` in ``settings``, each
     cluster in one fold); ``callback`` gets the refits' events with ``progress`` over all folds,
     their stages named after ``label``."""
-    for k, (held, train) in enumerate(fold_split(data, folds, seed, fit_kwargs.get("cluster"))):
+    settings = as_settings(settings)
+    for k, (held, train) in enumerate(fold_split(data, folds, seed, settings.cluster)):
         report = None if callback is None else (lambda event, k=k: callback(_in_fold(event, k, folds, label)))
-        estimator = make_estimator(method, seed=seed, **fit_kwargs)
+        estimator = make_estimator(method, for_estimator(settings, method), seed=seed)
         estimator.fit(data.subset(train), callback=report, should_stop=should_stop)
         yield k, held, estimator
 

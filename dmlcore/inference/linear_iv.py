@@ -7,7 +7,7 @@ constant (exogenous), with the treatment proxies Z as instruments. A categorical
 dummies of its levels, the first left out.
 
 The covariance choice (``unadjusted``, ``robust``, ``clustered`` by a column) and its checks live
-in :mod:`dmlcore.covariance`.
+in :mod:`dmlcore.inference.covariance`.
 * :func:`first_stage_inference` -- per endogenous column the partial R^2, the first-stage F
   under the covariance choice (linearmodels' Wald statistic divided by the number of
   instruments), the effective F of Montiel Olea & Pflueger (2013) (one endogenous column; not
@@ -43,7 +43,7 @@ from scipy.optimize import brentq
 from scipy.stats import chi2, f as f_dist
 
 from dmlcore.data.roles import CausalData
-from dmlcore.covariance import FEW_CLUSTERS, check_covariance, cluster_codes, is_clustered, n_clusters
+from dmlcore.inference.covariance import FEW_CLUSTERS, check_covariance, cluster_codes, is_clustered, n_clusters
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import check_full_rank, check_not_absorbed, dummy_columns, with_dummies
 from dmlcore.fixed_effects import transform_of

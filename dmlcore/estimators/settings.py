@@ -1,0 +1,254 @@
+"""Every setting of a fit, declared once: its default, its constraints and where it applies.
+
+:class:`FitSettings` is the one typed object a fit's settings travel in, from the CLI
+(:meth:`FitSettings.from_args`), a study's config (:meth:`FitSettings.from_config`) or the
+dashboard's plan, to :func:`~dmlcore.estimators.make_estimator` and :func:`~dmlcore.runs.fit_run`.
+Each field's declaration (:class:`Setting`, in the field's metadata) gives the CLI flag, the study key,
+the check of a value and the help text; the method registry's ``settings`` say which methods read it.
+
+Scopes: a ``"method"`` setting is read by the methods whose registry entry lists it, and refused in one
+line (:func:`~dmlcore.estimators._registry.refuse_unread`) for any other when it is given a value other than
+its default;
+a ``"run"`` setting (the seed, the covariance, the effect's refits, the executor) applies to every fit.
+
+Adding a setting: a field here, its name in the ``settings`` of the registry entries that read it
+(dmlcore/estimators/_registry.py) and the constructor argument of the same name in the classes that
+use it. The CLI flag, the study key, the check, the run record's ``config`` and the refusal follow.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any
+
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.second_stage import SECOND_STAGES
+from dmlcore.learners.registry import LEARNER_REGISTRY
+from dmlcore.learners.tabular import learner_name
+
+AUTO = "auto"       # outcome_learner / sampler chosen by cross-fitted held-out loss (dmlcore.learners.select)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The declaration of one setting (a field of :class:`FitSettings`).
+
+    ``kind``: "int", "text", "learner" (a name of the learner registry or an object), "nuisance" (the
+    same or ``"auto"``), "dict", "bool"; ``choices``: the named values a text setting takes; ``minimum``: the smallest integer;
+    ``pattern``: a regular expression a text value matches (``expects`` says it in words); ``scope``:
+    "method", "run" or "every" (the seed: every estimator takes it; module notes);
+    ``study``: a key of a study grid; ``cli``: a flag of ``fit`` and ``bench`` (the name with dashes);
+    ``later``: added after stores held fits, so left out of a stored config's key while unset;
+    ``keeps_none``: None is a value of its own (the learner's own, no cap), not "the default".
+    """
+
+    name: str
+    default: Any
+    help: str
+    kind: str = "text"
+    choices: Any = None
+    minimum: int | None = None
+    pattern: str | None = None
+    expects: str | None = None
+    scope: str = "method"
+    study: bool = True
+    cli: bool = True
+    later: bool = False
+    keeps_none: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def named_values(self) -> tuple | None:
+        """The named values it takes (None: any value of its kind)."""
+        if self.kind == "learner":
+            return tuple(LEARNER_REGISTRY)
+        if self.kind == "nuisance":
+            return (*LEARNER_REGISTRY, AUTO)
+        return self.choices
+
+    def check(self, value) -> None:
+        """Raise a one-line DMLCoreError unless ``value`` is allowed (None always is: the default)."""
+        if value is None:
+            return
+        named = self.named_values()
+        if named is not None and isinstance(value, str) and value not in named:
+            raise DMLCoreError(f"Unknown {self.name} {value!r}; choose one of {', '.join(named)}.")
+        if self.kind == "int" and self.minimum is not None and value < self.minimum:
+            what = "folds (K)" if self.name == "folds" else self.name
+            raise DMLCoreError(f"{what} must be at least {self.minimum}; got {value}.")
+        if self.pattern is not None and not re.fullmatch(self.pattern, str(value)):
+            raise DMLCoreError(f"{self.name} must be {self.expects}; got {value!r}.")
+
+    def example(self):
+        """A value other than the default (for the tests and the docs that show the setting at work)."""
+        named = self.named_values()
+        if named is not None:
+            return next(v for v in named if v != self.default)
+        if self.kind == "int":
+            return (self.default or self.minimum or 1) + 1
+        if self.kind == "dict":
+            return {"example": 1}
+        if self.kind == "bool":
+            return not self.default
+        return "cpu" if self.name == "device" else "example"
+
+    def unset(self, value) -> bool:
+        """Whether ``value`` leaves the setting as it is by default."""
+        if value is None or value is self.default:
+            return True
+        if self.kind == "dict" and value == {}:
+            return True
+        return isinstance(value, (str, int, float, bool)) and value == self.default
+
+
+def _declare(default, help: str, **kw):
+    return field(default=default, metadata={"setting": (help, kw)})
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """The settings of one fit (module notes); every field's default is its one declared default.
+
+    Make one with ``FitSettings(learner="gb", folds=5)``, change one with ``settings.replace(n_draws=4)``
+    (unknown names are refused in one line, listing the known ones).
+    """
+
+    # read by the methods whose registry entry lists them (CLI flags and study keys, in this order)
+    learner: Any = _declare("nn", "nuisance learner", kind="learner")
+    folds: int = _declare(10, "K for DML-CMR cross-fitting", kind="int", minimum=2)
+    epochs: int | None = _declare(None, "maximum epochs (boosting stages) per model", kind="int", minimum=1,
+                                  keeps_none=True)
+    n_draws: int = _declare(8, "draws per row to estimate E[f(X)|c]", kind="int", minimum=1)
+    f_model: str | None = _declare(None, "second stage f (default: the learner's own; sieve gives confidence bands)",
+                                   choices=tuple(SECOND_STAGES), keeps_none=True)
+    reps_crossfit: int = _declare(1, "repeat the fit R times with seeds seed..seed+R-1 (median f-hat, split-spread "
+                                     "band)", kind="int", minimum=1)
+    device: str = _declare("auto", "where the networks run: auto (CUDA when torch sees one, else the CPU), cpu, "
+                                   "cuda or cuda:N", pattern=r"auto|cpu|cuda(:\d+)?",
+                          expects="auto, cpu, cuda or cuda:N")
+    outcome_learner: Any = _declare(None, "the outcome model s(c) = E[Y|C] of dml-cmr, ce-dml-cmr (default: auto with "
+                                          "--learner nn or gb, else --learner's); auto: gb or gb-small (nn on images), "
+                                          "whichever has the lower cross-fitted held-out loss (recorded in the run's "
+                                          "nuisances); name a learner (nn) to keep it alone", kind="nuisance",
+                                    later=True, keeps_none=True)
+    sampler: Any = _declare(None, "the distribution model of the treatment given C (DML family; default: auto with "
+                                  "--learner nn or gb, else --learner's); auto: gb or gb-small (nn on images) by "
+                                  "cross-fitted energy score", kind="nuisance", later=True, keeps_none=True)
+    n_knots: int | None = _declare(None, "interior knots of Sieve 2SLS's splines (default: chosen by validation on the "
+                                         "training rows)", kind="int", minimum=0, later=True, keeps_none=True)
+    # the learners' and the second stage's own settings (a dict each; no flag, no study key)
+    nuisance_params: dict | None = _declare(None, "settings of the named learner (its DEFAULTS)", kind="dict",
+                                            study=False, cli=False)
+    f_params: dict | None = _declare(None, "settings of the second stage, or a peer's or Fuller's own", kind="dict",
+                                     study=False, cli=False)
+    # every fit
+    seed: int = _declare(0, "seeds the fit (and draws a simulation's data)", kind="int", scope="every", study=False,
+                         cli=False)
+    cov_type: str = _declare("unadjusted", "the covariance of 2SLS's standard errors and the diagnostics",
+                             scope="run", study=False, cli=False)
+    cluster: str | None = _declare(None, "the column(s) whose values group the rows (clustered covariance)",
+                                   scope="run", study=False, cli=False)
+    bootstrap: int | None = _declare(None, "refits on resampled rows for the effect's bootstrap interval",
+                                     kind="int", scope="run", study=False, cli=False)
+    heldout_folds: int | None = _declare(None, "folds of the held-out residual", kind="int", scope="run",
+                                         study=False, cli=False)
+    effect_folds: int | None = _declare(None, "refits that cross-fit f-hat for the debiased effect", kind="int",
+                                        scope="run", study=False, cli=False)
+    debias: bool = _declare(True, "the debiased effect (False: the plug-in only)", kind="bool", scope="run",
+                            study=False, cli=False)
+    executor: str = _declare("local", "where bootstrap refits run", scope="run", study=False, cli=False)
+    jobs: int = _declare(1, "bootstrap refits run at once", kind="int", scope="run", study=False, cli=False)
+    address: str | None = _declare(None, "Ray cluster address", scope="run", study=False, cli=False)
+
+    def replace(self, **changes) -> "FitSettings":
+        """A copy with ``changes``; a name that is not a setting is refused in one line."""
+        unknown = [name for name in changes if name not in SETTINGS]
+        if unknown:
+            raise DMLCoreError(f"Unknown fit setting(s) {', '.join(map(repr, unknown))}; known: "
+                               f"{', '.join(SETTINGS)}.")
+        return replace(self, **changes) if changes else self
+
+    @classmethod
+    def of(cls, settings: "FitSettings | None" = None, **changes) -> "FitSettings":
+        """``settings`` (default: every default) with ``changes``."""
+        if settings is not None and not isinstance(settings, FitSettings):
+            raise DMLCoreError(f"settings must be a FitSettings; got {type(settings).__name__}.")
+        return (settings or DEFAULTS).replace(**changes)
+
+    def changed(self) -> dict:
+        """The settings set to something other than their defaults."""
+        return {name: getattr(self, name) for name, s in SETTINGS.items() if not s.unset(getattr(self, name))}
+
+    def config(self) -> dict:
+        """The settings as a run record's ``config`` holds them (learner objects by name)."""
+        out = {}
+        for name, s in SETTINGS.items():
+            value = getattr(self, name)
+            out[name] = learner_name(value) if s.kind in ("learner", "nuisance") and value is not None else value
+        return out
+
+    @classmethod
+    def from_config(cls, config: dict) -> "FitSettings":
+        """The settings of a study's config (:mod:`dmlcore.studies.spec`): a setting the config leaves None
+        takes its default unless None is a value of its own (``keeps_none``)."""
+        changes = {name: config[name] for name, s in SETTINGS.items()
+                   if name in config and (config[name] is not None or s.keeps_none)}
+        return DEFAULTS.replace(**changes)
+
+    @classmethod
+    def from_args(cls, args) -> "FitSettings":
+        """The settings of parsed command-line ``args`` (the flags :func:`add_setting_flags` adds and the run
+        options of ``fit``); an option the command does not have keeps its default."""
+        aliases = {"cov_type": "cov"}
+        changes = {name: getattr(args, aliases.get(name, name)) for name in SETTINGS
+                   if hasattr(args, aliases.get(name, name))}
+        return DEFAULTS.replace(**changes)
+
+
+def as_settings(value) -> FitSettings:
+    """``value`` as a :class:`FitSettings`: itself, or a dict of settings by name (None: the defaults)."""
+    if isinstance(value, FitSettings):
+        return value
+    if value is not None and not isinstance(value, dict):
+        raise DMLCoreError(f"Fit settings are a FitSettings or a dict of them by name; got {type(value).__name__}.")
+    return DEFAULTS.replace(**(value or {}))
+
+
+def _declarations() -> dict[str, Setting]:
+    out = {}
+    for f in fields(FitSettings):
+        help, kw = f.metadata["setting"]
+        out[f.name] = Setting(f.name, None if f.default is MISSING else f.default, help, **kw)
+    return out
+
+
+SETTINGS: dict[str, Setting] = _declarations()
+DEFAULTS = FitSettings()
+# the settings a study grid lists values of, with their defaults (those of `python -m dmlcore fit`)
+STUDY_SETTINGS: dict[str, Any] = {name: s.default for name, s in SETTINGS.items() if s.study}
+
+
+def add_setting_flags(parser, *, grid: bool = False, dests: dict | None = None) -> None:
+    """Add a flag for every declared setting with ``cli`` (``--learner``, ``--folds``, ...) to an argparse
+    parser: typed, with its choices and default (``fit``, ``bench``), or, with ``grid``, a comma list of
+    values checked by the study spec (``study``). ``dests``: a flag's argparse name where it is not the
+    setting's."""
+    for s in SETTINGS.values():
+        if not s.cli:
+            continue
+        named = s.named_values()
+        kwargs = {"dest": (dests or {}).get(s.name, s.name)}
+        if grid:
+            values = f": {', '.join(named)}" if named is not None else ""
+            default = "" if s.default is None else f" (default {s.default})"
+            kwargs.update(help=f"{s.help}{values}{default}; a comma list", metavar=s.name.upper())
+        else:
+            kwargs.update(help=s.help, default=s.default)
+            if s.kind == "int":
+                kwargs["type"] = int
+            if named is not None:
+                kwargs["choices"] = named
+        parser.add_argument(s.flag, **kwargs)

@@ -1,0 +1,44 @@
+"""The one registry of named nuisance learners: what each is, what it trains and roughly what it costs.
+
+Every list of learners (the CLI's ``--learner``, a study's ``learner`` key, the dashboard's choices, the
+cost guesses of the job queue) reads :data:`LEARNER_REGISTRY`; a scikit-learn regressor object is a
+learner too, outside the registry (:mod:`dmlcore.learners`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Learner:
+    """One named learner.
+
+    ``f_model``: the second stage f it pairs with when ``f_model`` is not given
+    (:mod:`dmlcore.estimators.second_stage`); ``epochs_param``: the setting of its ``DEFAULTS`` that
+    ``epochs`` caps (None: ``epochs`` does not apply); ``networks``: it trains torch networks;
+    ``seconds_per_1000``: a first guess of one nuisance fit's seconds per 1,000 rows, used by the job
+    queue until a fit of the kind has been timed.
+    """
+
+    name: str
+    title: str
+    f_model: str
+    epochs_param: str | None = None
+    networks: bool = False
+    seconds_per_1000: float = 1.0
+
+
+def epochs_param(learner) -> str | None:
+    """The setting that ``epochs`` caps for ``learner`` (a named learner; None for an object or a learner without
+    epochs)."""
+    entry = LEARNER_REGISTRY.get(learner) if isinstance(learner, str) else None
+    return entry.epochs_param if entry is not None else None
+
+
+LEARNER_REGISTRY: dict[str, Learner] = {entry.name: entry for entry in (
+    Learner("nn", "neural network", "nn", "max_epochs", networks=True, seconds_per_1000=6.0),
+    Learner("rf", "random forest", "boost"),
+    Learner("gb", "gradient boosting", "boost", "max_iter"),
+    Learner("linear", "linear", "linear", seconds_per_1000=0.05),
+)}
