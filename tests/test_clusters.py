@@ -146,7 +146,7 @@ def test_every_dml_family_interval_widens_with_clusters(clustered, method, f_mod
     """The naive plug-in and DML-CMR with the spline f: the debiased standard error and the held-out
     residual's come from cluster sums, so they widen on the clustered design, and the spread is read
     against the clustered standard error."""
-    fit = dict(learner="linear", folds=5, f_model=f_model, heldout_folds=2)
+    fit = dict(learner="linear", f_model=f_model, heldout_folds=2, **({"folds": 5} if method == "dml-cmr" else {}))
     plain = fit_run(clustered.data, method, truth=clustered.truth, **fit).record
     grouped = fit_run(clustered.data, method, truth=clustered.truth, cov_type="clustered", cluster="cluster",
                       **fit).record

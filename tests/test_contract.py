@@ -241,3 +241,10 @@ def test_unknown_settings_are_refused_naming_the_known_ones():
         make_estimator("dml-cmr", n_draw=4)
     with pytest.raises(DMLCoreError, match="Unknown fit setting.*'lerner'"):
         fit_run(data_for("2sls"), "2sls", lerner="gb")
+
+
+def test_every_study_setting_declares_what_a_user_reads():
+    """A study key is a column of its tables: its header comes from the declaration, so none is blank."""
+    from dmlcore.estimators.settings import SETTINGS, STUDY_SETTINGS
+    from dmlcore.studies.summarize import COLUMN_LABELS
+    assert all(SETTINGS[name].label and COLUMN_LABELS[name] == SETTINGS[name].label for name in STUDY_SETTINGS)

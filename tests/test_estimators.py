@@ -269,7 +269,7 @@ def test_linear_f_recovers_a_linear_function_from_draws():
     draws = rng.normal(size=(n, 1, 2)) + 0.5 * rng.normal(size=(n, bank, 2))
     t = (1.0 + 2.0 * draws[..., 0] - 3.0 * draws[..., 1]).mean(1)
     monitor = Monitor()
-    f = LinearF().fit(t, draws, draws[:, 0], monitor)
+    f = LinearF(None, bank).fit(t, draws, draws[:, 0], monitor)
     np.testing.assert_allclose(f.coef_, [1.0, 2.0, -3.0], atol=1e-4)
     np.testing.assert_allclose(f.predict(np.array([[1.0, 1.0], [0.0, 2.0]])), [0.0, -5.0], atol=1e-4)
     assert f.score_per_row(t, draws).max() < 1e-8

@@ -40,7 +40,8 @@ class Setting:
     "method", "run" or "every" (the seed: every estimator takes it; module notes);
     ``study``: a key of a study grid; ``cli``: a flag of ``fit`` and ``bench`` (the name with dashes);
     ``later``: added after stores held fits, so left out of a stored config's key while unset;
-    ``keeps_none``: None is a value of its own (the learner's own, no cap), not "the default".
+    ``keeps_none``: None is a value of its own (the learner's own, no cap), not "the default";
+    ``label``: what a user reads for it in tables and forms (study tables' column headers).
     """
 
     name: str
@@ -56,6 +57,7 @@ class Setting:
     cli: bool = True
     later: bool = False
     keeps_none: bool = False
+    label: str = ""
 
     @property
     def flag(self) -> str:
@@ -117,28 +119,30 @@ class FitSettings:
     """
 
     # read by the methods whose registry entry lists them (CLI flags and study keys, in this order)
-    learner: Any = _declare("nn", "nuisance learner", kind="learner")
-    folds: int = _declare(10, "K for DML-CMR cross-fitting", kind="int", minimum=2)
+    learner: Any = _declare("nn", "nuisance learner", kind="learner", label="Learner")
+    folds: int = _declare(10, "K for DML-CMR cross-fitting", kind="int", minimum=2, label="K (folds)")
     epochs: int | None = _declare(None, "maximum epochs (boosting stages) per model", kind="int", minimum=1,
-                                  keeps_none=True)
-    n_draws: int = _declare(8, "draws per row to estimate E[f(X)|c]", kind="int", minimum=1)
+                                  keeps_none=True, label="Epochs at most")
+    n_draws: int = _declare(8, "draws per row to estimate E[f(X)|c]", kind="int", minimum=1, label="Draws per row")
     f_model: str | None = _declare(None, "second stage f (default: the learner's own; sieve gives confidence bands)",
-                                   choices=tuple(SECOND_STAGES), keeps_none=True)
+                                   choices=tuple(SECOND_STAGES), keeps_none=True, label="Second stage f")
     reps_crossfit: int = _declare(1, "repeat the fit R times with seeds seed..seed+R-1 (median f-hat, split-spread "
-                                     "band)", kind="int", minimum=1)
+                                     "band)", kind="int", minimum=1, label="Cross-fits R")
     device: str = _declare("auto", "where the networks run: auto (CUDA when torch sees one, else the CPU), cpu, "
                                    "cuda or cuda:N", pattern=r"auto|cpu|cuda(:\d+)?",
-                          expects="auto, cpu, cuda or cuda:N")
+                          expects="auto, cpu, cuda or cuda:N", label="Device")
     outcome_learner: Any = _declare(None, "the outcome model s(c) = E[Y|C] of dml-cmr, ce-dml-cmr (default: auto with "
                                           "--learner nn or gb, else --learner's); auto: gb or gb-small (nn on images), "
                                           "whichever has the lower cross-fitted held-out loss (recorded in the run's "
                                           "nuisances); name a learner (nn) to keep it alone", kind="nuisance",
-                                    later=True, keeps_none=True)
+                                    later=True, keeps_none=True, label="Outcome model s(c)")
     sampler: Any = _declare(None, "the distribution model of the treatment given C (DML family; default: auto with "
                                   "--learner nn or gb, else --learner's); auto: gb or gb-small (nn on images) by "
-                                  "cross-fitted energy score", kind="nuisance", later=True, keeps_none=True)
+                                  "cross-fitted energy score", kind="nuisance", later=True, keeps_none=True,
+                            label="Distribution model")
     n_knots: int | None = _declare(None, "interior knots of Sieve 2SLS's splines (default: chosen by validation on the "
-                                         "training rows)", kind="int", minimum=0, later=True, keeps_none=True)
+                                         "training rows)", kind="int", minimum=0, later=True, keeps_none=True,
+                                   label="Interior knots (Sieve 2SLS)")
     # the learners' and the second stage's own settings (a dict each; no flag, no study key)
     nuisance_params: dict | None = _declare(None, "settings of the named learner (its DEFAULTS)", kind="dict",
                                             study=False, cli=False)

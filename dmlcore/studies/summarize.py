@@ -42,6 +42,7 @@ from scipy.stats import wilcoxon
 
 from dmlcore.data.registry import OPTION_LABELS
 from dmlcore.estimators import METHOD_TITLES, METHODS
+from dmlcore.estimators.settings import SETTINGS, STUDY_SETTINGS
 from dmlcore.studies.spec import FIT_SETTINGS, settings_used
 
 EFFECT_FIELDS = ("estimate", "ci_lower", "ci_upper", "level", "interval", "estimand")
@@ -71,9 +72,7 @@ METRIC_LABELS = {"mse": "MSE", "heldout_relative": "held-out residual"}
 COLUMN_LABELS = {
     # the design and the fit settings
     "dataset": "Data set", **OPTION_LABELS, "method": "Method (without settings)", "arm": "Method",
-    "seed": "Seed", "learner": "Learner", "folds": "K (folds)", "epochs": "Epochs at most",
-    "n_draws": "Draws per row", "f_model": "Second stage f", "reps_crossfit": "Cross-fits R", "device": "Device",
-    "outcome_learner": "Outcome model s(c)", "sampler": "Distribution model",
+    "seed": "Seed", **{name: SETTINGS[name].label for name in STUDY_SETTINGS},   # declared with each setting
     # a fit's outcomes (fits.csv)
     "mse": "MSE", "mse_fresh": "MSE on fresh draws", "mse_where": "MSE scored on", "effect_estimate": "Effect",
     "effect_ci_lower": "Interval lower end", "effect_ci_upper": "Interval upper end",
