@@ -19,7 +19,6 @@ without cross-fitting.
 
 from __future__ import annotations
 
-import copy
 import time
 
 import numpy as np
@@ -36,7 +35,6 @@ from dmlcore.learners import (AUTO, CANDIDATES, SelectedOutcome, SelectedSampler
                               learner_name, make_sampler, uses_networks)
 from dmlcore.learners.encoding import Encoded, EncodedStage, encode_image_spec, encoder_for, image_spec
 from dmlcore.learners.base import check_positive
-from dmlcore.progress import Monitor
 
 F_MODEL_FOR = {"nn": "nn", "rf": "boost", "gb": "boost", "linear": "linear"}
 DRAW_BANK = 4  # the bank holds DRAW_BANK * n_draws draws per row
@@ -110,7 +108,7 @@ class _TwoStageCMR(CMREstimator):
     cross_fit = True
     score = "orthogonal"
     method = "dml-cmr"
-    capabilities = frozenset({"predict_interval", "linear_functional", "refit_second_stage"})
+    capabilities = frozenset({"predict_interval", "linear_functional"})
     fitted_attribute = "f_"
 
     def __init__(self, learner="nn", folds: int = 10, *, outcome_learner=None,
@@ -263,26 +261,6 @@ class _TwoStageCMR(CMREstimator):
                   device=device)
         return (EncodedStage(f, enc) if enc is not None else f).fit(targets, draws, arr.inputs, monitor, **extra)
 
-    def refit_second_stage(self, data: CausalData, rows, *, callback=None, should_stop=None) -> "_TwoStageCMR":
-        """A copy of this fit whose f is refitted on ``rows`` of ``data`` (the data it was fitted on)
-        only, with the nuisances' targets and draws kept: the debiased effect's cross-fitted f-hat
-        at a tenth or so of a whole refit's cost (each row's f-hat from an f that never saw the row;
-        the nuisances that made the other rows' targets did see it, as in every cross-fit)."""
-        self._check_fitted()
-        if len(data.table) != self.n_:
-            raise DMLCoreError(f"refit_second_stage needs the {self.n_} rows this fit was made on; got "
-                               f"{len(data.table)}.")
-        f_model, f_params = self._settings()
-        rows = np.asarray(rows)
-        part = data.subset(rows)
-        monitor = Monitor(callback, should_stop)
-        monitor.stage("second stage f", start=0.0, end=1.0)
-        out = copy.copy(self)
-        out.f_ = self._second_stage_fit(part, part.cmr(), self.targets_[rows], self.draws_[rows], f_model, f_params,
-                                        resolve_device(self.device), monitor)
-        monitor.stage("done", start=1.0)
-        return out
-
     def to(self, device) -> "_TwoStageCMR":
         """Move the fitted networks and their data to ``device`` (resolved like ``device``), e.g. to
         "cpu" before the fit travels to a process without CUDA; returns self."""
@@ -321,10 +299,7 @@ class _TwoStageCMR(CMREstimator):
         return self.f_.has_bands
 
     def supports(self, capability: str) -> bool:
-        """Bands and the effect's closed-form interval come with a fitted sieve second stage only; any
-        fitted second stage can be refitted."""
-        if capability == "refit_second_stage":
-            return super().supports(capability) and hasattr(self, "f_")
+        """Bands and the effect's closed-form interval come with a fitted sieve second stage only."""
         return super().supports(capability) and hasattr(self, "f_") and self.f_.has_bands
 
     def effect_functional(self, plan) -> tuple[float, float]:
