@@ -7,7 +7,7 @@ so it is what the fits cost whatever else the machine runs).
     nice -n 19 python -m bench.debias_cost --dataset linear-iv --n 1000 --seeds 0-4 \\
         --out bench/results/debias-cost-31.jsonl
 
-The rows in bench/results/debias-cost-31.jsonl were made at commit 3605599 with a third mode,
+The rows in bench/results/debias-cost-31.jsonl (committed in 3756301) were made with a third mode,
 ``second-stage`` (the DML-CMR family's f refitted alone, the nuisances kept), a shortcut since
 dropped; their ``whole`` rows are today's procedure.
 """
