@@ -1,12 +1,15 @@
-"""What the debiased effect adds to a fit's time: fit_run with the debiased effect off, on (the
-DML-CMR family refits the second stage f alone on each half), and on with whole refits of the
-method (the path before issue 31), one after another on the same data so that each seed's three
-runs see about the same machine load. One JSON row per seed and mode, with the load average, the
-wall time and this process's CPU time (``cpu``: the fits run in this process, so it is what the
-fits cost whatever else the machine runs).
+"""What the debiased effect adds to a fit's time: fit_run with the debiased effect off, then on
+(whole refits of the method on each half, every method's procedure), one after another on the same
+data so that each seed's runs see about the same machine load. One JSON row per seed and mode, with
+the load average, the wall time and this process's CPU time (``cpu``: the fits run in this process,
+so it is what the fits cost whatever else the machine runs).
 
     nice -n 19 python -m bench.debias_cost --dataset linear-iv --n 1000 --seeds 0-4 \\
         --out bench/results/debias-cost-31.jsonl
+
+The rows in bench/results/debias-cost-31.jsonl (committed in 3756301) were made with a third mode,
+``second-stage`` (the DML-CMR family's f refitted alone, the nuisances kept), a shortcut since
+dropped; their ``whole`` rows are today's procedure.
 """
 
 from __future__ import annotations
@@ -16,29 +19,20 @@ import json
 import os
 import time
 from pathlib import Path
-from unittest import mock
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.estimators import FitSettings, for_method
-from dmlcore.estimators.dml import _TwoStageCMR
 from dmlcore.runs import fit_run
 from dmlcore.studies.spec import parse_seeds
 
-MODES = ("off", "second-stage", "whole")
-
-
-def _no_second_stage_refit(self):
-    raise AttributeError("refit_second_stage")      # hasattr is False: fit_run refits the whole method
+MODES = ("off", "whole")
 
 
 def timed(data, truth, method: str, mode: str, seed: int, kwargs: dict) -> dict:
     """One fit_run in ``mode``: its wall time, the fit's own seconds and the debiased effect."""
-    patch = (mock.patch.object(_TwoStageCMR, "refit_second_stage", new=property(_no_second_stage_refit))
-             if mode == "whole" else mock.patch.dict({}))
     start, cpu = time.perf_counter(), time.process_time()
-    with patch:
-        record = fit_run(data, method, for_method(FitSettings(**kwargs), method), truth=truth, seed=seed,
-                         debias=mode != "off").record
+    record = fit_run(data, method, for_method(FitSettings(**kwargs), method), truth=truth, seed=seed,
+                     debias=mode != "off").record
     debiased = record["effect"].get("debiased") or {}
     return {"mode": mode, "wall": time.perf_counter() - start, "cpu": time.process_time() - cpu, "fit": record["seconds"],
             "estimate": debiased.get("estimate"), "std_error": debiased.get("std_error"),

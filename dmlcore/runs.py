@@ -36,7 +36,7 @@ from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import (METHOD_TITLES, METHODS, FitSettings, for_estimator, get_method, make_estimator,
                                 record_learner, refuse_unread, supports)
 from dmlcore.inference.linear_iv import clr_set
-from dmlcore.inference.heldout_residual import HELDOUT_FOLDS, check_folds, fold_refits, fold_split, heldout_score
+from dmlcore.inference.heldout_residual import HELDOUT_FOLDS, check_folds, fold_refits, heldout_score
 
 BAND_LEVEL = 0.95
 BANDS_NOT_CLUSTERED = ("not clustered: the band's variance takes rows as independent; read the effect's "
@@ -228,15 +228,10 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
     if own_refits:
         _stage(callback, f"debiased effect: {own_refits} refits on part of the rows", done)
         try:
-            if supports(estimator, "refit_second_stage"):     # the DML-CMR family: f alone, nuisances kept
-                for held, train in fold_split(data, own_refits, s.seed, s.cluster):
-                    crossfit.add(held, estimator.refit_second_stage(data, train, should_stop=should_stop))
-                crossfit.how = "refits of the second stage f, the nuisances kept"
-            else:
-                for _, held, refit in fold_refits(data, method, s, own_refits, seed=s.seed,
-                                                  callback=_refit_events(callback, done, own_refits * share),
-                                                  should_stop=should_stop, label="debiased effect's cross-fit"):
-                    crossfit.add(held, refit)
+            for _, held, refit in fold_refits(data, method, s, own_refits, seed=s.seed,
+                                              callback=_refit_events(callback, done, own_refits * share),
+                                              should_stop=should_stop, label="debiased effect's cross-fit"):
+                crossfit.add(held, refit)
         except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: correct it as it is, say why
             crossfit.error = f"its refits failed: {exc}"
     first_stage_f = ((record.get("diagnostics") or {}).get("strength") or {}).get("f_stat")
@@ -312,17 +307,13 @@ def _debiased(method: str | None, debias: bool) -> bool:
 def fits_in_run(fit_kwargs: dict, has_truth: bool, method: str | None = None) -> int:
     """How many fits a ``fit_run`` of ``method`` with these keywords makes: the fit, its bootstrap
     refits, the held-out residual's refits (2 by default without a truth) and the debiased effect's
-    (shared with the held-out residual's; else 2 by default; none with ``debias=False``, for a
-    method that ignores C, or for the DML-CMR family without repeated cross-fitting, whose own
-    refits are of the second stage f alone, a fraction of a fit) -- what its cost scales with."""
+    (shared with the held-out residual's; else 2 by default; none with ``debias=False`` or for a
+    method that ignores C) -- what its cost scales with."""
     folds = fit_kwargs.get("heldout_folds")
     folds = (0 if has_truth else HELDOUT_FOLDS) if folds is None else folds
     effect = fit_kwargs.get("effect_folds")
     effect = (folds or EFFECT_FOLDS) if effect is None else effect
     own = int(effect) if effect != folds and _debiased(method, fit_kwargs.get("debias", True)) else 0
-    if (method in METHODS and "refit_second_stage" in METHODS[method].cls.capabilities
-            and (fit_kwargs.get("reps_crossfit") or 1) == 1):
-        own = 0                                    # refit_second_stage: f alone, not a fit (RepeatedCrossFit refits whole)
     return 1 + int(fit_kwargs.get("bootstrap") or 0) + int(folds) + own
 
 

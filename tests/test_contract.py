@@ -171,11 +171,6 @@ def test_capabilities_are_declared_not_guessed(linear_iv):
     assert holders == {"2sls", "liml", "fuller", "gmm-iv"}
     assert {m for m in METHODS if "ignores_conditioning" in METHODS[m].cls.capabilities} == {"regression"}
     assert not plain.supports("anderson_rubin") and not plain.supports("ignores_conditioning")
-    # the debiased effect's cheap cross-fit: the DML-CMR family's own fits; not repeated cross-fits
-    assert plain.supports("refit_second_stage") and sieve.supports("refit_second_stage")
-    assert not reps.supports("refit_second_stage")
-    assert {m for m in METHODS if "refit_second_stage" in METHODS[m].cls.capabilities} == {"dml-cmr", "ce-dml-cmr",
-                                                                                            "naive"}
     with pytest.raises(DMLCoreError, match="Unknown capability"):
         plain.supports("predict_proba")
 

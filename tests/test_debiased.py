@@ -230,7 +230,7 @@ def test_switched_off_makes_no_refits_and_says_why(monkeypatch, has_truth):
     fits_on = len(calls)
     off = fit_run(loaded.data, "naive", truth=truth, learner="linear", debias=False).record
     fits_off = len(calls) - fits_on
-    assert fits_on == fits_in_run({}, has_truth, "naive") == (1 if has_truth else 3)   # f alone is refitted
+    assert fits_on == fits_in_run({}, has_truth, "naive") == 3   # the fit and 2 whole refits
     assert fits_in_run({}, has_truth) == fits_in_run({}, has_truth, "sieve-2sls") == 3  # the fit and 2 refits
     assert fits_off == fits_in_run({"debias": False}, has_truth) == (1 if has_truth else 3)  # real data: held-out's
     assert on["effect"]["debiased"] is not None and on["config"]["debias"] is True
@@ -300,21 +300,19 @@ def test_the_measured_coverage_next_to_a_run_covers_the_designs_of_its_own_probl
     assert coverage_note({**record, "problem": "pcl"}, table) == "demand-pcl 0.00 (90+ seeds each)"
 
 
-def test_the_shipped_coverage_of_each_arm_was_measured_with_the_procedure_it_runs_today():
-    """The DML-CMR family's debiased effect refits f alone: its shipped coverage comes from rows measured
-    that way, and the note beside a run says so with the number of seeds; 2SLS's says whole refits."""
-    from dmlcore.inference.effect_coverage import PROCEDURES, coverage_note, measured_coverage, refits_f_alone
+def test_the_shipped_coverage_was_measured_with_whole_refits_as_runs_make_them():
+    """Every method's debiased effect refits the whole method: the shipped coverage is the 200-seed study,
+    measured that way, and the note beside a run says so with the number of seeds."""
+    from dmlcore.inference.effect_coverage import PROCEDURE, coverage_note, measured_coverage
     table = measured_coverage()
     debiased_rows = table[table["kind"] == "debiased"]
-    for arm, part in debiased_rows.groupby("arm"):
-        assert set(part["procedure"]) == {PROCEDURES[refits_f_alone(arm.split()[0])]}, arm
+    assert set(debiased_rows["procedure"]) == {PROCEDURE} == {"whole refits"}
+    assert set(table["seeds"]) == {200}
     assert table.loc[table["kind"] == "plug_in", "procedure"].isna().all()
-    record = {"method": "dml-cmr", "config": {"learner": "gb"}, "problem": "iv",
-              "effect": {"estimate": 1.0, "debiased": {"estimate": 1.0}}}
-    seeds = int(debiased_rows[debiased_rows["arm"] == "dml-cmr gb own f"].query("problem == 'iv'")["seeds"].min())
-    assert coverage_note(record, table).endswith(f"({seeds}+ seeds each; {PROCEDURES[True]})")
-    tsls = {"method": "2sls", "config": {}, "problem": "iv", "effect": {"estimate": 1.0, "debiased": {"estimate": 1.0}}}
-    assert coverage_note(tsls, table).endswith(f"(200+ seeds each; {PROCEDURES[False]})")
+    for method in ("dml-cmr", "naive", "2sls"):
+        record = {"method": method, "config": {"learner": "gb"}, "problem": "iv",
+                  "effect": {"estimate": 1.0, "debiased": {"estimate": 1.0}}}
+        assert coverage_note(record, table).endswith("(200+ seeds each; whole refits)"), method
 
 
 # ------------------------------------------------------------------ specification spread (issue 31)
@@ -346,25 +344,32 @@ def test_learner_families_join_the_spread():
     assert learner_spread(loaded.data, "2sls", {}) == []
 
 
-# ------------------------------------------------------------------ cost (issue 31): f alone refitted
-def test_second_stage_refit_keeps_the_nuisances_and_fits_f_on_the_rows_given():
-    from dmlcore.estimators import make_estimator
+# ------------------------------------------------------------------ the debiased effect's cross-fit: whole refits
+@pytest.mark.parametrize("method", ["dml-cmr", "ce-dml-cmr", "naive"])
+def test_the_dml_family_cross_fits_f_hat_by_whole_refits(monkeypatch, method):
+    """Each refit behind the debiased effect is the whole method fitted on part of the rows, its nuisances
+    included (refitting f alone with the full fit's nuisances covered less: docs/coverage.md), and
+    fits_in_run counts those refits."""
+    from dmlcore.estimators import METHODS
+    from dmlcore.runs import fits_in_run
     loaded = load_dataset("linear-iv", n=600, seed=2)
-    est = make_estimator("dml-cmr", learner="gb", folds=3, epochs=30).fit(loaded.data)
-    frame = loaded.data.table[loaded.data.input_columns]
-    same = est.refit_second_stage(loaded.data, np.arange(600))
-    assert same.s_model_ is est.s_model_ and same.f_ is not est.f_
-    assert np.allclose(same.predict(frame), est.predict(frame))          # all rows: the same f
-    half = est.refit_second_stage(loaded.data, np.arange(300))
-    assert not np.allclose(half.predict(frame), est.predict(frame))
-    with pytest.raises(debiased.DMLCoreError, match="needs the 600 rows"):
-        est.refit_second_stage(loaded.data.subset(np.arange(100)), np.arange(50))
+    refits, add = [], debiased.CrossFitted.add
 
+    def kept(self, held, estimator):
+        refits.append((held, estimator))
+        return add(self, held, estimator)
 
-def test_the_dml_family_cross_fits_f_alone_other_methods_refit_whole():
-    loaded = load_dataset("linear-iv", n=600, seed=2)
-    dml = fit_run(loaded.data, "dml-cmr", truth=loaded.truth, learner="gb", folds=3, epochs=30).record["effect"]
-    assert "2 refits of the second stage f, the nuisances kept" in dml["debiased"]["f_hat"]
+    monkeypatch.setattr(debiased.CrossFitted, "add", kept)
+    calls = count_fits(monkeypatch, METHODS[method].cls)
+    run = fit_run(loaded.data, method, truth=loaded.truth, learner="gb", folds=3, epochs=30)
+    assert len(calls) == fits_in_run({}, True, method) == 3 and len(refits) == 2
+    for held, refit in refits:
+        assert refit is not run.estimator and refit.n_ == 600 - len(held)
+        nuisances = [(getattr(refit, a), getattr(run.estimator, a)) for a in ("s_model_", "g_model_")]
+        assert any(full is not None for _, full in nuisances)
+        assert all(mine is not full for mine, full in nuisances if full is not None)    # refitted, not kept
+        assert refit.targets_.shape[0] == refit.n_ < run.estimator.targets_.shape[0]
+    assert "2 refits of the method" in run.record["effect"]["debiased"]["f_hat"]
     tsls = fit_run(loaded.data, "sieve-2sls", truth=loaded.truth).record["effect"]
     assert "2 refits of the method" in tsls["debiased"]["f_hat"]
 

@@ -3,6 +3,8 @@ new tabs state what their experiments show."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -89,6 +91,8 @@ def test_card_tab_says_what_one_binary_instrument_identifies():
     assert "**not identified**" in body and "Blandhol" in body and "age − schooling − 6" in body
     assert "#### 5. What if growing up near a college" in body or "What if growing up near a college" in body
     assert "Stock & Yogo's 16.38" in body and "but below 104.7" not in body
+    assert re.search(r"Here F is \d+\.\d, (below|above) the bar", body) and "{s[" not in body   # the fit's F, filled in
+    assert "refitted f alone, a shortcut since dropped" in body       # the bar's rows: the procedure they used
 
 
 def test_the_timings_the_learn_page_quotes_come_from_the_saved_runs():

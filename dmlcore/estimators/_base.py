@@ -26,10 +26,7 @@
   - ``"ignores_conditioning"``: f is fitted without C on purpose (the confounded baseline), so
     the debiased effect, which would turn it into an IV estimate, is not computed;
   - ``"absorb_weights"``: it honours the data's ``absorb`` (fixed effects) and ``weights``
-    (:mod:`dmlcore.fixed_effects`); ``fit`` refuses them for any other estimator;
-  - ``"refit_second_stage"``: ``refit_second_stage(data, rows) -> estimator``, a copy whose f is
-    refitted on ``rows`` with the fit's nuisances kept (the debiased effect's cross-fitted f-hat at a
-    fraction of a whole refit's cost).
+    (:mod:`dmlcore.fixed_effects`); ``fit`` refuses them for any other estimator.
 
 Subclasses implement ``_fit(data, monitor)`` (a :class:`~dmlcore.progress.Monitor`) and
 ``predict``; :meth:`CMREstimator.fit`, the one fit path, checks the data and builds the monitor.
@@ -49,7 +46,7 @@ from dmlcore.process import fit_threads
 from dmlcore.progress import Monitor
 
 CAPABILITIES = ("predict_interval", "predict_spread", "linear_functional", "anderson_rubin", "ignores_conditioning",
-                "absorb_weights", "refit_second_stage")
+                "absorb_weights")
 
 
 class CMREstimator(BaseEstimator):

@@ -19,7 +19,6 @@ without cross-fitting.
 
 from __future__ import annotations
 
-import copy
 import time
 
 import numpy as np
@@ -39,7 +38,6 @@ from dmlcore.learners.encoding import Encoded, EncodedStage, encode_image_spec, 
 from dmlcore.learners.base import check_positive
 from dmlcore.learners.select import IMAGE_CANDIDATES, TABULAR_CANDIDATES, nuisance_default
 from dmlcore.learners.registry import LEARNER_REGISTRY, epochs_param
-from dmlcore.progress import Monitor
 
 F_MODEL_FOR = {name: entry.f_model for name, entry in LEARNER_REGISTRY.items()}   # f when f_model is not given
 DRAW_BANK = 4  # the bank holds DRAW_BANK * n_draws draws per row
@@ -115,7 +113,7 @@ class _TwoStageCMR(CMREstimator):
 
     cross_fit = True
     score = "orthogonal"
-    capabilities = frozenset({"predict_interval", "linear_functional", "refit_second_stage"})
+    capabilities = frozenset({"predict_interval", "linear_functional"})
     fitted_attribute = "f_"
 
     # the defaults are the declared ones (dmlcore.estimators.settings)
@@ -284,26 +282,6 @@ class _TwoStageCMR(CMREstimator):
                   device=device)
         return (EncodedStage(f, enc) if enc is not None else f).fit(targets, draws, arr.inputs, monitor, **extra)
 
-    def refit_second_stage(self, data: CausalData, rows, *, callback=None, should_stop=None) -> "_TwoStageCMR":
-        """A copy of this fit whose f is refitted on ``rows`` of ``data`` (the data it was fitted on)
-        only, with the nuisances' targets and draws kept: the debiased effect's cross-fitted f-hat
-        at a tenth or so of a whole refit's cost (each row's f-hat from an f that never saw the row;
-        the nuisances that made the other rows' targets did see it, as in every cross-fit)."""
-        self._check_fitted()
-        if len(data.table) != self.n_:
-            raise DMLCoreError(f"refit_second_stage needs the {self.n_} rows this fit was made on; got "
-                               f"{len(data.table)}.")
-        f_model, f_params = self._settings()
-        rows = np.asarray(rows)
-        part = data.subset(rows)
-        monitor = Monitor(callback, should_stop)
-        monitor.stage("second stage f", start=0.0, end=1.0)
-        out = copy.copy(self)
-        out.f_ = self._second_stage_fit(part, part.cmr(), self.targets_[rows], self.draws_[rows], f_model, f_params,
-                                        resolve_device(self.device), monitor)
-        monitor.stage("done", start=1.0)
-        return out
-
     def to(self, device) -> "_TwoStageCMR":
         """Move the fitted networks and their data to ``device`` (resolved like ``device``), e.g. to
         "cpu" before the fit travels to a process without CUDA; returns self."""
@@ -342,10 +320,7 @@ class _TwoStageCMR(CMREstimator):
         return self.f_.has_bands
 
     def supports(self, capability: str) -> bool:
-        """Bands and the effect's closed-form interval come with a fitted sieve second stage only; any
-        fitted second stage can be refitted."""
-        if capability == "refit_second_stage":
-            return super().supports(capability) and hasattr(self, "f_")
+        """Bands and the effect's closed-form interval come with a fitted sieve second stage only."""
         return super().supports(capability) and hasattr(self, "f_") and self.f_.has_bands
 
     def effect_functional(self, plan) -> tuple[float, float]:

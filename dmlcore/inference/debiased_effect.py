@@ -245,8 +245,8 @@ class CrossFitted:
     """f-hat at every data row and contrast point from a refit that never saw the row.
 
     ``add(held, estimator)`` takes one fold's held-out rows and the method refitted without
-    them (:func:`dmlcore.inference.heldout_residual.fold_refits`, or the DML-CMR family's second stage alone:
-    ``refit_second_stage``, said by ``how``); ``complete`` once every row is covered. ``error``
+    them (:func:`dmlcore.inference.heldout_residual.fold_refits`: whole refits, nuisances included, for every method);
+    ``complete`` once every row is covered. ``error``
     says why the refits failed, when they did; ``wanted`` is the number of refits asked for.
     """
 
@@ -254,7 +254,7 @@ class CrossFitted:
         self.data, self.plan, self.wanted = data, plan, wanted
         self.f_rows = np.full(len(data.table), np.nan)
         self.f_points = np.full(len(plan.weights), np.nan)
-        self.folds, self.error, self.how = 0, None, "refits of the method"
+        self.folds, self.error = 0, None
 
     def add(self, held, estimator) -> None:
         mask = np.zeros(len(self.f_rows), dtype=bool)
@@ -285,7 +285,7 @@ def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, s
     if crossfit is not None and crossfit.complete:
         out = debias(data, plan, crossfit.f_points, crossfit.f_rows, level=level, seed=seed, folds=folds,
                      ladder=ladder, groups=groups, variants=variants)
-        out["f_hat"] = (f"cross-fitted: {crossfit.folds} {crossfit.how}, each row's f-hat from the refit "
+        out["f_hat"] = (f"cross-fitted: {crossfit.folds} refits of the method, each row's f-hat from the refit "
                         f"without it")
     else:
         f_points = predict(estimator, plan.points[data.input_columns])

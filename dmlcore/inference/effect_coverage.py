@@ -128,13 +128,7 @@ def markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-PROCEDURES = {True: "f refitted alone", False: "whole refits"}    # how the debiased effect cross-fitted f-hat
-
-
-def refits_f_alone(method: str) -> bool:
-    """Whether ``method``'s debiased effect cross-fits f-hat by refitting f alone (the DML-CMR family's
-    ``refit_second_stage``), not the whole method: the procedure its coverage must be measured with."""
-    return method in METHODS and "refit_second_stage" in METHODS[method].cls.capabilities
+PROCEDURE = "whole refits"   # how every method's debiased effect cross-fits f-hat (the summary's procedure column)
 
 
 def measured_coverage(path: Path = SHIPPED) -> pd.DataFrame:
