@@ -12,4 +12,6 @@ if [ ! -x /usr/bin/chromium ]; then
     echo "note: /usr/bin/chromium is missing; the browser tests will be skipped" >&2
   fi
 fi
-exec .venv/bin/python -m pytest -q "$@"
+# Two test processes (pytest-xdist), a file's tests kept together in one: on this project's 2-core machine,
+# idle, 2026-11-27, the whole suite took 496 s this way against 696 s in one process.
+exec .venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"

@@ -14,7 +14,7 @@ import dmlcore
 from dmlcore.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-TEST_PACKAGES = {"pytest", "hypothesis", "playwright", "ivmodels"}
+TEST_PACKAGES = {"pytest", "hypothesis", "playwright", "ivmodels", "pytest-xdist"}
 
 
 def _pins(lines) -> dict[str, str]:
