@@ -497,6 +497,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds after the first click to give up")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    load_before = os.getloadavg()        # before the server and the browsers add their own
 
     home = Path(tempfile.mkdtemp(prefix="class-load-"))
     port = free_port()
@@ -518,7 +519,8 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_implementation()} "
                    f"{platform.python_version()}",
-        "load_before": os.getloadavg(),
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
         "settings": vars(args) | {"out": str(args.out)},
         "results_seconds": quantiles(done),
         "results_complete_seconds": quantiles([s["complete_after"] for s in sessions if s.get("complete_after")]),
