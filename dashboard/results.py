@@ -215,7 +215,7 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
         if debiased and not headline:      # 2SLS: its coefficient, then the debiased average derivative
             rows.append({"run": f"{title}: debiased average derivative", "effect": debiased["estimate"],
                          f"{level:.0%} interval": _interval_text(debiased, debiased["weakly_identified"]),
-                         "kind": "debiased", **_notes({**effect, "clusters": _debiased_clusters(effect)}),
+                         "kind": "debiased", **_notes({**effect, "clusters": debiased.get("clusters")}),   # as fitted: the page's choice moves 2SLS's alone
                          "measured coverage": coverage_note(
                              {**record, "effect": {**effect, "estimate": debiased["estimate"]}}, measured)})
     frame = pd.DataFrame(rows)
@@ -241,12 +241,6 @@ def _coefficient_notes(effect: dict) -> dict:
     return {"weak identification": ("see the Anderson-Rubin set: it holds however weak" if ar and ar.get("set")
                                     is not None else identification_note(effect)),
             "spread": "one specification (linear)", "clusters": clusters_note(effect)}
-
-
-def _debiased_clusters(effect: dict) -> dict | None:
-    """The clusters of a 2SLS run's debiased average derivative as it was fitted ({"column", "count"}), which
-    the page's covariance choice does not change."""
-    return (effect.get("debiased") or {}).get("clusters")
 
 
 def text_width(values, header: str = "", px_per_char: float = 6.8, padding: int = 26) -> int:

@@ -237,7 +237,11 @@ class _TwoStageCMR(CMREstimator):
                 draws[rows] = arr.inputs[rows][:, None, :]
 
         monitor.stage("second stage f", start=0.7, end=1.0)
-        f = self._second_stage_fit(data, arr, targets, draws, f_model, f_params, device, monitor)
+        stage = SECOND_STAGES[f_model]
+        extra = dict(outcome=arr.y, names=arr.input_names) if stage.has_bands else {}
+        enc = encoder_for(data, arr.input_names, f_model)
+        f = stage(f_params, self.n_draws, self.seed, encode_image_spec(image_f, enc), device=device)
+        f = (EncodedStage(f, enc) if enc is not None else f).fit(targets, draws, arr.inputs, monitor, **extra)
 
         per_row = f.score_per_row(targets, draws)
         y_scale = float(np.std(arr.y)) or 1.0
@@ -272,15 +276,6 @@ class _TwoStageCMR(CMREstimator):
                 "nuisances": self.nuisance_selection_ or {}, "nuisance_learners": self.nuisance_learners_,
                 "device": self.device_,
                 "second_stage_history": self.second_stage_history_, "notes": list(self.f_.notes_)}
-
-    def _second_stage_fit(self, data, arr, targets, draws, f_model, f_params, device, monitor):
-        """Step 4: f fitted to the rows' targets and draws (``arr``: the rows' arrays)."""
-        stage = SECOND_STAGES[f_model]
-        extra = dict(outcome=arr.y, names=arr.input_names) if stage.has_bands else {}
-        enc = encoder_for(data, arr.input_names, f_model)
-        f = stage(f_params, self.n_draws, self.seed, encode_image_spec(image_spec(data, arr.input_names), enc),
-                  device=device)
-        return (EncodedStage(f, enc) if enc is not None else f).fit(targets, draws, arr.inputs, monitor, **extra)
 
     def to(self, device) -> "_TwoStageCMR":
         """Move the fitted networks and their data to ``device`` (resolved like ``device``), e.g. to

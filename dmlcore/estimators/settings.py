@@ -25,9 +25,8 @@ from typing import Any
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners.registry import LEARNER_REGISTRY
+from dmlcore.learners.select import AUTO   # outcome_learner / sampler chosen by cross-fitted held-out loss
 from dmlcore.learners.tabular import learner_name
-
-AUTO = "auto"       # outcome_learner / sampler chosen by cross-fitted held-out loss (dmlcore.learners.select)
 
 
 @dataclass(frozen=True)

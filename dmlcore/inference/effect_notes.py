@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dmlcore.inference.covariance import cluster_columns
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F, WEAK_STRENGTH
 
 NOT_CLUSTERED = "not clustered (rows independent)"
@@ -49,7 +50,7 @@ def clusters_note(effect: dict) -> str:
     clusters = effect.get("clusters")
     if not clusters:
         return NOT_CLUSTERED
-    columns = [c.strip() for c in str(clusters["column"]).split(",")]
+    columns = cluster_columns(clusters["column"])
     by = " and ".join(f"'{c}'" for c in columns)
     text = f"clustered by {by} ({clusters['count']:,} clusters{' in the smaller' if len(columns) == 2 else ''})"
     refused = [e["interval"] for e in clusters.get("intervals", []) if e["treatment"] == "refused"]

@@ -39,7 +39,7 @@ AUTO = "auto"
 CANDIDATES = {"nn": ("nn", {}), "gb": ("gb", {}),
               "gb-small": ("gb", {"max_leaf_nodes": 7, "learning_rate": 0.05, "max_iter": 1000})}
 # which of them auto fits. On tabular inputs the network was never the choice of either nuisance in the
-# measured selections (bench/results/nuisance-benchmark-demand-iv*.csv, docs/performance.md) and costs
+# measured selections (bench/results/nuisance-benchmark-demand-iv*.csv, docs/benchmarks.md) and costs
 # more than the two boosters together, so it is not fitted there (name outcome_learner="nn" for it);
 # boosting on pixels is no candidate, so on image data the network is the only one (fitted once).
 TABULAR_CANDIDATES = ("gb", "gb-small")
