@@ -77,7 +77,9 @@ OPTION_CHECKS = {"n": check_n, "rho": check_rho, "iv_strength": check_iv_strengt
 # algorithm) alters the fits of stored configurations, so that a store no longer reuses them. "0.2.0" is
 # the package version the keys hashed before they stopped doing so: stores made then keep their fits.
 # "0.3.0": every fit's effect became the debiased one (dmlcore.inference.debiased_effect), with two more refits.
-FIT_KEY_VERSION = "0.3.0"
+# "0.4.0": for a while under 0.3.0 the DML family's debiased effect refitted f alone (nuisances kept), which
+# covered less; every method refits the whole method again, and stores no longer reuse fits of that window.
+FIT_KEY_VERSION = "0.4.0"
 
 
 def settings_used(method: str) -> frozenset[str]:
