@@ -242,6 +242,14 @@ def test_methods_and_folds_are_checked_against_the_data_before_any_fit(store):
         spec_from_dict({**TINY, "methods": ["naive", "2sls"], "folds": 50})
 
 
+def test_a_design_needing_more_rows_than_the_simulators_minimum_passes_the_check():
+    """clustered-iv needs 100 rows (50 clusters); the check samples at the grid's own smallest N."""
+    from dmlcore.studies.checks import check_study
+
+    check_study(spec_from_dict({"dataset": "clustered-iv", "data": {"n": [1000, 2000]}, "methods": ["2sls"],
+                                "seeds": "0"}))
+
+
 def test_should_stop_cancels_the_rest_and_keeps_what_finished(store):
     done = []
     result = run_study(TINY, store=store, callback=lambda e: done.append(e), should_stop=lambda: len(done) >= 3)

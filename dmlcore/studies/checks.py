@@ -15,7 +15,6 @@ import json
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
-from dmlcore.data.simulate import N_MIN
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS
 
@@ -47,10 +46,11 @@ class _Rows:
 
 
 def _first_values(options: dict) -> dict:
-    """One value of each data option, N at its smallest allowed (the roles do not depend on the options)."""
+    """One value of each data option, N at the grid's smallest (the roles do not depend on the options;
+    a design may need more rows than the simulators' minimum, as clustered-iv does)."""
     first = {name: values[0] for name, values in options.items()}
     if "n" in first:
-        first["n"] = N_MIN
+        first["n"] = min(options["n"])
     return first
 
 
