@@ -319,3 +319,39 @@ def class_look_over(rows, file: str, seconds: str) -> str:
     data = rows.json(file)
     looks = _late_looks(data["sessions"])
     return f"{sum(v > float(seconds) for v in looks)} of {len(data['sessions'])}"
+
+
+def _browser_cpu_seconds(samples: list, since: float, until: float) -> float:
+    """CPU seconds the browsers used between two times, from a class run's samples (cores × interval)."""
+    total = 0.0
+    for before, after in zip(samples, samples[1:]):
+        if before["t"] >= since and after["t"] <= until:
+            total += after.get("browsers_cpu", 0.0) * (after["t"] - before["t"])
+    return total
+
+
+@family(r"class-browser-share:(?P<file>\S+)")
+def browser_share(rows, file: str) -> str:
+    """Where the class run's last minute went, per student: the class run's browsers' CPU after the
+    first click (its samples) against one browser alone (the newest row of page-cost.jsonl,
+    ``python -m bench.perf.page_cost``), and the time a student on a computer of their own would wait,
+    estimated from the two."""
+    data, cost = rows.json(file), rows.jsonl("page-cost.jsonl").iloc[-1]
+    s, sessions = data["summary"], data["sessions"]
+    first = min(x["clicked"] for x in sessions if x.get("clicked"))
+    last = max(x["clicked"] + x["complete_after"] for x in sessions if x.get("complete_after"))
+    used = _browser_cpu_seconds(data["samples"], first, last)
+    alone, draw = cost["demo_to_results"], cost["results_reload_median"]
+    stored = s["server_done_seconds"]["last"]
+    from dashboard.training import POLL_RUNNING
+    return (f"In `{file}` the browsers (the 20 students' tabs and the prober) used {used:.0f} CPU seconds between the "
+            f"first click and the last Results page drawn, {used / len(sessions):.1f} a student, on the cores the "
+            f"server and its workers needed too. One browser alone on a fresh server (`python -m bench.perf.page_cost`, "
+            f"{cost['date'][:16]}, load average {cost['load_before'][0]:.1f} before it from other jobs) spent "
+            f"{cost['home']['cpu_s']:.1f} CPU s opening Home, {alone['cpu_s']:.1f} CPU s from the demo's click to its "
+            f"drawn Results page ({alone['wall_s']:.1f} s), and {draw['cpu_s']:.1f} CPU s ({draw['wall_s']:.1f} s) "
+            f"drawing Results again. With each browser on its student's own computer, the last student would see "
+            f"Results about {stored + POLL_RUNNING + draw['wall_s']:.0f} s after the click: the server's last store "
+            f"({stored:.0f} s, measured in the class run), the Train page's next refresh (at most {POLL_RUNNING:g} s) "
+            f"and one drawing of Results ({draw['wall_s']:.1f} s, measured alone) — an estimate from these "
+            "measurements, not a measured class of 20 computers, which this machine cannot host.")
