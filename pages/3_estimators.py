@@ -4,6 +4,7 @@ import streamlit as st
 
 from dashboard import plan, state, ui
 from dmlcore.estimators.settings import SETTINGS
+from dmlcore.inference.covariance import FEW_CLUSTERS
 from dmlcore.learners import LEARNER_REGISTRY, LEARNER_TITLES, LEARNERS
 from dmlcore.runs import METHOD_TITLES
 
@@ -80,6 +81,16 @@ for key in ("est_f_model", "est_reps"):
 st.checkbox("Debiased effect", key="est_debias", persist_state="session", help=plan.DEBIAS_HELP)
 if not ss["est_debias"]:
     st.caption("Off: each run's effect is the plug-in, with no debiased interval (as in the one-click demo).")
+columns = [str(c) for c in data.table.columns] if data is not None else []
+if ss.get("est_cluster") not in (None, *columns):
+    ss["est_cluster"] = None          # a column of the data chosen before
+st.selectbox("Rows clustered by", columns, index=None, key="est_cluster", persist_state="session",
+             placeholder="none: rows independent", help=plan.CLUSTER_HELP)
+if "est_cluster" in errors:
+    st.error(errors["est_cluster"])
+elif ss["est_cluster"] and (groups := data.table[ss["est_cluster"]].nunique()) < FEW_CLUSTERS:
+    st.warning(f"{groups} clusters: below {FEW_CLUSTERS}, cluster-robust intervals tend to be too narrow "
+               "(Cameron & Miller 2015).", icon=":material/warning:")
 devices = plan.device_choices()
 if devices:  # only where torch sees a GPU
     st.selectbox("Device for the neural networks", devices, key="est_device", persist_state="session",

@@ -619,3 +619,19 @@ def test_real_data_results_side_by_side_with_2sls():
     metrics = next(d.value for d in at.dataframe if "MSE" in d.value)
     assert (metrics["MSE"] == "no truth").all() and metrics["held-out residual"].notna().all()
     assert "Held-out residual" in all_text(at)
+
+
+def test_estimators_cluster_choice_reaches_the_plan_and_is_checked():
+    at = simulate(start(), n=300, name="clustered-iv")
+    at.switch_page(ESTIMATORS).run()
+    choice = at.selectbox(key="est_cluster")
+    assert choice.value is None and "cluster" in choice.options
+    choice.set_value("cluster").run()
+    assert not at.exception and not at.error
+    assert any("intervals clustered by cluster" in m for m in texts(at.markdown))
+    assert not any("clusters: below" in w for w in texts(at.warning))          # 50 clusters
+    at.selectbox(key="est_cluster").set_value("z").run()                        # every row its own value
+    assert any("different value in every row" in e for e in texts(at.error))
+    simulate(at, n=300, name="demand-iv")                                        # the column is gone: choice dropped
+    at.switch_page(ESTIMATORS).run()
+    assert at.selectbox(key="est_cluster").value is None and not at.exception

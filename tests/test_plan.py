@@ -2,6 +2,7 @@
 
 import inspect
 
+import numpy as np
 import pytest
 
 from dashboard import plan
@@ -85,3 +86,35 @@ def test_the_demo_skips_the_debiased_effect_and_the_defaults_keep_it(data):
     assert plan.ESTIMATOR_DEFAULTS["est_debias"] is True
     for fit in demo:
         inspect.signature(fit_run).bind(data, fit.method, **fit.kwargs)     # keywords fit_run takes
+
+
+def test_a_cluster_column_reaches_every_method_and_is_checked():
+    from dmlcore.data.designs import simulate_design
+
+    clustered = simulate_design("clustered-iv", 300, 0).data
+    methods = ["dml-cmr", "naive", "2sls", "sieve-2sls", "regression"]
+    fits, errors = plan.build_plan(choices(est_methods=methods, est_folds=5, est_cluster="cluster"), clustered)
+    assert not errors and len(fits) == len(methods)
+    for fit in fits:
+        assert fit.kwargs["cluster"] == "cluster" and fit.kwargs["cov_type"] == "clustered"
+        assert "intervals clustered by cluster" in plan.describe(fit)
+        inspect.signature(fit_run).bind(clustered, fit.method, **fit.kwargs)
+    unclustered, _ = plan.build_plan(choices(est_methods=methods), clustered)
+    assert all("cluster" not in fit.kwargs for fit in unclustered)
+    _, missing = plan.build_plan(choices(est_cluster="region"), clustered)
+    assert "region" in missing["est_cluster"]
+    clustered.table["pair"] = np.arange(len(clustered.table)) % 3       # 3 groups cannot fill 5 folds
+    _, few = plan.build_plan(choices(est_methods=["dml-cmr"], est_folds=5, est_cluster="pair"), clustered)
+    assert "5 folds that keep clusters whole need at least 5 clusters; 'pair' has 3" in few["est_cluster"]
+    _, linear = plan.build_plan(choices(est_methods=["2sls"], est_folds=5, est_cluster="pair"), clustered)
+    assert "est_cluster" not in linear                                   # 2SLS has no folds
+    assert plan.DEMO_SETTINGS["est_cluster"] is None
+
+
+def test_a_clustered_plan_fits_with_clustered_intervals():
+    from dmlcore.data.designs import simulate_design
+
+    clustered = simulate_design("clustered-iv", 300, 0).data
+    fits, _ = plan.build_plan(choices(est_methods=["naive"], est_learner="linear", est_cluster="cluster"), clustered)
+    record = fit_run(clustered, "naive", **fits[0].kwargs).record
+    assert record["effect"]["debiased"]["clusters"]["column"] == "cluster"
