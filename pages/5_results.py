@@ -9,7 +9,7 @@ from dmlcore.inference.band_coverage import band_caption
 from dmlcore.data.datasets import OWN_DATA_UNKNOWN, REAL_DATASETS
 from dmlcore.inference.first_stage import strength_label
 from dmlcore.errors import DMLCoreError
-from dmlcore.inference.covariance import COV_CHOICES, COV_TITLES, FEW_CLUSTERS, is_clustered
+from dmlcore.inference.covariance import COV_CHOICES, COV_TITLES, FEW_CLUSTERS, cluster_columns, is_clustered
 from dmlcore.estimators import METHODS
 from dmlcore.runs import METHOD_TITLES, fit_run
 
@@ -192,6 +192,20 @@ def linear_iv_data(chosen, reference):
     if data is None or data.problem != "iv" or len(data.treatment) != 1 or data.image_columns:
         return None
     return data
+
+
+def follow_fitted_clusters(chosen):
+    """Start the "Standard errors" choice at the clusters the chosen runs were fitted with (the Estimators
+    page's "Rows clustered by", a study's or the CLI's --cluster), once per such fit: otherwise 2SLS's row
+    would show homoskedastic errors beside clustered debiased intervals of the same batch."""
+    fitted = next(((config.get("cov_type"), config["cluster"]) for item in chosen
+                   for config in [item.record.get("config") or {}] if config.get("cluster")), None)
+    if fitted is None or ss.get("res_cov_fitted") == fitted:
+        return
+    ss["res_cov_fitted"] = fitted
+    columns = cluster_columns(fitted[1])
+    ss["res_cov"] = fitted[0] if fitted[0] in COV_CHOICES and is_clustered(fitted[0]) else "clustered"
+    ss["res_cluster"], ss["res_cluster2"] = columns[0], (columns[1] if len(columns) > 1 else None)
 
 
 def covariance_choice(data):
@@ -476,6 +490,7 @@ if not items:
 else:
     chosen = choose_runs(items)
     if chosen:
+        follow_fitted_clusters(chosen)
         with ui.guarded("draw the estimated curves"):
             curves_section(chosen)
         with ui.guarded("summarize the runs"):

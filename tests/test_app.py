@@ -635,3 +635,22 @@ def test_estimators_cluster_choice_reaches_the_plan_and_is_checked():
     simulate(at, n=300, name="demand-iv")                                        # the column is gone: choice dropped
     at.switch_page(ESTIMATORS).run()
     assert at.selectbox(key="est_cluster").value is None and not at.exception
+
+
+def test_runs_fitted_with_clusters_start_the_results_covariance_at_them():
+    at = simulate(start(), n=300, name="clustered-iv")
+    at.switch_page(ESTIMATORS).run()
+    at.multiselect(key="est_methods").set_value(["naive", "2sls"]).run()
+    at.selectbox(key="est_learner").set_value("linear").run()
+    at.selectbox(key="est_cluster").set_value("cluster").run()
+    at.switch_page(TRAIN).run()
+    at.button(key="train_start").click().run()
+    wait_for_jobs(at)
+    at.switch_page(RESULTS).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="res_cov").value == "clustered" and at.selectbox(key="res_cluster").value == "cluster"
+    effects = next(d.value for d in at.dataframe if "effect" in d.value).set_index("run")
+    assert effects.loc["#1 2SLS", "kind"].startswith("2SLS s.e. (clustered")
+    assert "50 clusters" in effects.loc["#1 Naive plug-in · linear", "clusters"]
+    at.selectbox(key="res_cov").set_value("robust").run()                  # the user's choice then holds
+    assert at.selectbox(key="res_cov").value == "robust" and not at.exception
