@@ -110,7 +110,11 @@ def test_cli_clusters_by_a_column_without_a_role_and_bootstraps(tmp_path, capsys
                  "--no-debias", "--heldout-folds", "0", "--wild-bootstrap", "199", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "wild cluster bootstrap (199 draws, webb, 9 clusters)" in text
-    assert "conditional likelihood-ratio 95% set [" in text and "homoskedastic errors only" in text
+    # the CLR set assumes homoskedastic errors: under --cov clustered the line says so instead of printing it
+    assert "conditional likelihood-ratio 95% set [" not in text
+    assert "conditional likelihood-ratio set: not shown under --cov clustered (homoskedastic errors only" in text
+    assert main(["fit", "--dataset", "card", "--method", "2sls", "--no-debias", "--heldout-folds", "0"]) == 0
+    assert "conditional likelihood-ratio 95% set [" in capsys.readouterr().out
     import json
     wild = json.loads(out.read_text())["wild_bootstrap"]
     assert 0 < wild["pvalue"] < 1 and wild["n_clusters"] == 9
