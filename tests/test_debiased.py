@@ -313,6 +313,14 @@ def test_the_shipped_coverage_was_measured_with_whole_refits_as_runs_make_them()
         record = {"method": method, "config": {"learner": "gb"}, "problem": "iv",
                   "effect": {"estimate": 1.0, "debiased": {"estimate": 1.0}}}
         assert coverage_note(record, table).endswith("(200+ seeds each; whole refits)"), method
+    # the study named its nuisances (gb), before auto became the default: a run whose nuisances auto chose says so
+    assert set(table.loc[table["arm"].str.startswith("dml-cmr gb"), "nuisances"]) == {"the learner's own"}
+    chosen = {"method": "dml-cmr", "config": {"learner": "gb"}, "problem": "iv", "nuisances": {"s": {"choice": "gb"}},
+              "effect": {"estimate": 1.0, "debiased": {"estimate": 1.0}}}
+    assert coverage_note(chosen, table).endswith(
+        "(200+ seeds each; whole refits; with the learner's own nuisances, where this run's were chosen by auto)")
+    linear = {**chosen, "method": "2sls", "config": {}}
+    assert coverage_note(linear, table).endswith("(200+ seeds each; whole refits)")
 
 
 # ------------------------------------------------------------------ specification spread (issue 31)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from dmlcore.inference.effect_coverage import (DESIGN_TITLES, PROCEDURE, arm_of, calibrate_first_stage_f, coverage_by,
+from dmlcore.inference.effect_coverage import (DESIGN_TITLES, OWN_NUISANCES, PROCEDURE, arm_of, calibrate_first_stage_f, coverage_by,
                                     demand_contrast, markdown, summarize, variance_rules)
 
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
@@ -252,8 +252,11 @@ def shipped_coverage(rows) -> str:
     """The summary the Results page reads (dmlcore.inference.effect_coverage.measured_coverage): the 200-seed study,
     whose debiased effect cross-fitted f-hat by whole refits of every method as runs do today, its debiased
     rows naming that in ``procedure``."""
-    table = summarize(debiased_rows(rows)).assign(procedure=PROCEDURE)
+    fits = debiased_rows(rows)
+    auto = "outcome_learner" in fits and fits["outcome_learner"].eq("auto").any()
+    table = summarize(fits).assign(procedure=PROCEDURE, nuisances="auto" if auto else OWN_NUISANCES)
     table.loc[table["kind"] != "debiased", "procedure"] = None      # a plug-in's interval refits nothing
+    table.loc[~table["arm"].str.contains(" "), "nuisances"] = None  # the linear methods have none
     return table.to_csv(index=False)
 
 

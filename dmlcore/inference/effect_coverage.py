@@ -129,6 +129,7 @@ def markdown(table: pd.DataFrame) -> str:
 
 
 PROCEDURE = "whole refits"   # how every method's debiased effect cross-fits f-hat (the summary's procedure column)
+OWN_NUISANCES = "the learner's own"   # the summary's nuisances column: named learners, or "auto" (chosen by held-out loss)
 
 
 def measured_coverage(path: Path = SHIPPED) -> pd.DataFrame:
@@ -155,6 +156,8 @@ def coverage_note(record: dict, table: pd.DataFrame | None = None) -> str | None
         return None
     shown = " · ".join(f"{r.design} {r.coverage:.2f}" for r in part.itertuples())
     procedure = f"; {part['procedure'].iloc[0]}" if "procedure" in part and part["procedure"].notna().any() else ""
+    if record.get("nuisances") and "nuisances" in part and (part["nuisances"] == OWN_NUISANCES).any():
+        procedure += f"; with {OWN_NUISANCES} nuisances, where this run's were chosen by auto"
     return f"{shown} ({int(part['seeds'].min())}+ seeds each{procedure})"
 
 
