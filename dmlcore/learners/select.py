@@ -13,8 +13,9 @@ of its training set), so each candidate has a held-out loss on every row that ne
   that compares a mixture density network with a mean-plus-residuals sampler on equal terms.
 
 Fold model k uses the candidate with the lowest loss summed over the *other* folds' rows, so the
-choice for fold k reads none of fold k's outcomes (cross-fitted selection); in practice every
-fold gets the same candidate. With one training set (CE-DML-CMR, the naive plug-in: no held-out
+choice for fold k is not scored on fold k's rows; it is not independent of fold k's outcomes either,
+since the other folds' models trained on them (a choice among two candidates, used as measured in
+the coverage studies). In practice every fold gets the same candidate. With one training set (CE-DML-CMR, the naive plug-in: no held-out
 rows) the candidates are first cross-fitted on INNER folds of it for their losses, and the one
 with the lowest pooled loss is then fitted on the whole set.
 
