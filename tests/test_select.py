@@ -210,8 +210,12 @@ def test_one_candidate_and_one_training_set_is_fitted_once_without_an_inner_cros
 
 
 def test_settings_of_a_learner_that_auto_does_not_fit_act_or_are_refused_in_one_line(linear_iv):
-    with pytest.raises(DMLCoreError, match=r"nuisance_params \['lr'\] set the nn nuisances, but they are 'auto'"):
-        DMLCMR("nn", 2, outcome_learner="auto", nuisance_params={"lr": 0.01}).fit(linear_iv(100))
+    with pytest.raises(DMLCoreError, match=r"nuisance_params \['alpha'\] set the linear nuisances, but they are 'auto'"):
+        DMLCMR("linear", 2, outcome_learner="auto", nuisance_params={"alpha": 2.0}).fit(linear_iv(100))
+    # with the network as the learner it is one of auto's candidates, and its settings reach it
+    chosen = DMLCMR("nn", 2, n_draws=2, outcome_learner="auto", sampler="linear",
+                    nuisance_params={"max_epochs": 2}).fit(linear_iv(100))
+    assert chosen.nuisance_selection_["s"]["candidates"] == ["nn", "gb", "gb-small"]
     own = DMLCMR("nn", 2, n_draws=2, nuisance_params={"max_epochs": 2}).fit(linear_iv(100))  # the settings act
     assert own.nuisance_learners_ == {"outcome_learner": "nn", "sampler": "nn"} and own.nuisance_selection_ == {}
     est = DMLCMR("gb", 2, n_draws=2, nuisance_params={"max_iter": 4}).fit(linear_iv(200))   # gb's reach its candidates

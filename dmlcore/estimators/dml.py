@@ -36,7 +36,7 @@ from dmlcore.learners import (AUTO, CANDIDATES, SelectedOutcome, SelectedSampler
                               learner_name, make_sampler, uses_networks)
 from dmlcore.learners.encoding import Encoded, EncodedStage, encode_image_spec, encoder_for, image_spec
 from dmlcore.learners.base import check_positive
-from dmlcore.learners.select import IMAGE_CANDIDATES, TABULAR_CANDIDATES, nuisance_default
+from dmlcore.learners.select import candidates_for, nuisance_default
 from dmlcore.learners.registry import LEARNER_REGISTRY, epochs_param
 
 F_MODEL_FOR = {name: entry.f_model for name, entry in LEARNER_REGISTRY.items()}   # f when f_model is not given
@@ -171,7 +171,7 @@ class _TwoStageCMR(CMREstimator):
         """The unfitted outcome model (``role`` "s") or distribution model ("g") for ``name``; ``settings``
         (of an "auto" candidate) under the learner's own ``nuisance_params`` and ``epochs``."""
         if isinstance(name, str) and name == AUTO:
-            labels = TABULAR_CANDIDATES if image is None else IMAGE_CANDIDATES
+            labels = candidates_for(self.learner, image is not None)
             if self.nuisance_params and not any(CANDIDATES[label][0] == self.learner for label in labels):
                 raise DMLCoreError(f"nuisance_params {sorted(self.nuisance_params)} set the {self.learner} nuisances, "
                                    f"but they are 'auto' ({' or '.join(labels)} here), the default; name them "

@@ -131,12 +131,12 @@ class FitSettings:
                                    "cuda or cuda:N", pattern=r"auto|cpu|cuda(:\d+)?",
                           expects="auto, cpu, cuda or cuda:N", label="Device")
     outcome_learner: Any = _declare(None, "the outcome model s(c) = E[Y|C] of dml-cmr, ce-dml-cmr (default: auto with "
-                                          "--learner nn or gb, else --learner's); auto: gb or gb-small (nn on images), "
+                                          "--learner nn or gb, else --learner's); auto: gb or gb-small, and nn too with --learner nn (nn alone on images), "
                                           "whichever has the lower cross-fitted held-out loss (recorded in the run's "
                                           "nuisances); name a learner (nn) to keep it alone", kind="nuisance",
                                     later=True, keeps_none=True, label="Outcome model s(c)")
     sampler: Any = _declare(None, "the distribution model of the treatment given C (DML family; default: auto with "
-                                  "--learner nn or gb, else --learner's); auto: gb or gb-small (nn on images) by "
+                                  "--learner nn or gb, else --learner's); auto: gb or gb-small, and nn too with --learner nn (nn alone on images), by "
                                   "cross-fitted energy score", kind="nuisance", later=True, keeps_none=True,
                             label="Distribution model")
     n_knots: int | None = _declare(None, "interior knots of Sieve 2SLS's splines (default: chosen by validation on the "

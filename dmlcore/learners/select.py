@@ -1,8 +1,8 @@
 """Nuisances chosen by their cross-fitted held-out loss: ``outcome_learner="auto"`` / ``sampler="auto"``.
 
 Each candidate learner (gradient boosting with its defaults and ``gb-small``, boosting with smaller
-trees at half the rate, on tabular inputs; the network on images: CANDIDATES, TABULAR_CANDIDATES,
-IMAGE_CANDIDATES) fits its fold models on the training sets it is given, and the chosen one's fold
+trees at half the rate, on tabular inputs, and the network too when it is the run's learner; the network
+on images: CANDIDATES, :func:`candidates_for`) fits its fold models on the training sets it is given, and the chosen one's fold
 models are the nuisance's (never refitted). Fold model k of a cross-fitted estimator never saw the rows of fold k (the complement
 of its training set), so each candidate has a held-out loss on every row that needs no truth:
 
@@ -39,12 +39,24 @@ AUTO = "auto"
 # added after seeds 100-103 of demand-iv (docs/error-budget.md): its held-out loss was the lowest there.
 CANDIDATES = {"nn": ("nn", {}), "gb": ("gb", {}),
               "gb-small": ("gb", {"max_leaf_nodes": 7, "learning_rate": 0.05, "max_iter": 1000})}
-# which of them auto fits. On tabular inputs the network was never the choice of either nuisance in the
-# measured selections (bench/results/nuisance-benchmark-demand-iv*.csv, docs/benchmarks.md) and costs
-# more than the two boosters together, so it is not fitted there (name outcome_learner="nn" for it);
+# which of them auto fits. On demand-iv's tabular inputs the network was never the choice of either nuisance in
+# the measured selections (bench/results/nuisance-benchmark-demand-iv*.csv, docs/benchmarks.md) and costs
+# more than the two boosters together, so with the boosters as the learner it is not fitted;
 # boosting on pixels is no candidate, so on image data the network is the only one (fitted once).
 TABULAR_CANDIDATES = ("gb", "gb-small")
 IMAGE_CANDIDATES = ("nn",)
+# ... except with the network as the learner: the network is a candidate too. On demand-pcl both nuisances'
+# held-out losses chose it, and without it the boosters' fits had several times the network's MSE
+# (docs/benchmarks.md, "The defaults re-measured"): what won on one design is no rule for another.
+NETWORK_CANDIDATES = ("nn", *TABULAR_CANDIDATES)
+
+
+def candidates_for(learner, image: bool) -> tuple[str, ...]:
+    """The candidates ``auto`` fits for a nuisance of a run whose learner is ``learner``: the network alone
+    on images, the network and the boosters with the network as the learner, else the boosters."""
+    if image:
+        return IMAGE_CANDIDATES
+    return NETWORK_CANDIDATES if learner == "nn" else TABULAR_CANDIDATES
 # the learners whose nuisances are "auto" by default (outcome_learner / sampler not set): those auto chooses
 # among. rf, linear and a regressor object are not candidates, so naming one of them keeps it for the nuisances.
 AUTO_BY_DEFAULT = ("nn", "gb")
