@@ -79,7 +79,8 @@ OPTION_CHECKS = {"n": check_n, "rho": check_rho, "iv_strength": check_iv_strengt
 # "0.3.0": every fit's effect became the debiased one (dmlcore.inference.debiased_effect), with two more refits.
 # "0.4.0": for a while under 0.3.0 the DML family's debiased effect refitted f alone (nuisances kept), which
 # covered less; every method refits the whole method again, and stores no longer reuse fits of that window.
-FIT_KEY_VERSION = "0.4.0"
+# "0.5.0": with the network as the learner, "auto" nuisances count the network among their candidates.
+FIT_KEY_VERSION = "0.5.0"
 
 
 def settings_used(method: str) -> frozenset[str]:
