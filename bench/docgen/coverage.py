@@ -640,8 +640,10 @@ def rhc_every(rows, file: str) -> str:
              "|---|---|---|---|---|---|"]
     for r in frame.itertuples():
         shown = f"{_days(r.lower)} to {_days(r.upper)}" if not pd.isna(r.lower) else str(r.why)
-        debiased = (f"{_days(r.debiased)} [{_days(r.debiased_lower)}, {_days(r.debiased_upper)}]"
-                    if not pd.isna(r.debiased) else str(r.debiased_error))
+        flagged = str(r.weak).lower() == "true"      # the record's flag: its interval is not shown (the headline's line)
+        debiased = (str(r.debiased_error) if pd.isna(r.debiased) else
+                    f"{_days(r.debiased)} (flagged: no interval)" if flagged else
+                    f"{_days(r.debiased)} [{_days(r.debiased_lower)}, {_days(r.debiased_upper)}]")
         lines.append(f"| {title(r.method)} | {_days(r.estimate)} | {shown} | {_days(r.plug_in)} | {debiased} | "
                      f"{r.seconds:,.0f} |")
     return "\n".join(lines)
