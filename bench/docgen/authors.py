@@ -17,6 +17,13 @@ TABLES = {
     "demand-iv-nn-2000": ("authors/demand-iv-nn-1000-2000.csv", {"n": 2000}),
     "demand-iv-nn-5000": ("authors/demand-iv-nn-5000.csv", {}),
     "demand-iv-nn-5000-auto": ("authors/demand-iv-nn-5000-auto.csv", {}),   # the DML family on auto (issue 32)
+    "demand-iv-nn-5000-auto-check": ("authors/demand-iv-nn-5000-auto-check.csv", {}),   # auto with the network too
+    "demand-iv-nn-5000-strength0.4-auto": ("authors/demand-iv-nn-5000-strength0.4-auto.csv", {}),
+    "demand-iv-nn-5000-strength0.4-auto-boosters": ("authors/demand-iv-nn-5000-strength0.4-auto-boosters.csv", {}),
+    "demand-pcl-nn-5000-auto": ("authors/demand-pcl-nn-5000-auto.csv", {}),
+    "demand-pcl-nn-5000-auto-boosters": ("authors/demand-pcl-nn-5000-auto-boosters.csv", {}),
+    "demand-pcl-nn-5000-named": ("authors/demand-pcl-nn-5000-named.csv", {}),
+    "demand-iv-nn-5000-strength0.4-named": ("authors/demand-iv-nn-5000-strength0.4-named.csv", {}),
     "demand-iv-nn-10000": ("authors/demand-iv-nn-10000.csv", {}),
     "demand-iv-nn-5000-strength0.4": ("authors/demand-iv-nn-5000-strength0.4.csv", {}),
     "demand-iv-nn-5000-strength0.01": ("authors/demand-iv-nn-5000-strength0.01.csv", {}),
@@ -304,3 +311,12 @@ def moved_text(rows, new: str, old: str) -> str:
     seeds = sorted(set(after["seed"]))
     span = f"{seeds[0]}–{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ", ".join(map(str, seeds))
     return f"median MSE on seeds {span}, before → after: " + "; ".join(parts)
+
+
+@family(r"same:(?P<a>[^:]+):(?P<b>[^:]+)")
+def same_fits(rows, a: str, b: str) -> str:
+    """How many fits of table ``a`` have exactly the MSE of the same seed and method in table ``b``."""
+    pair = cell(rows, a).merge(cell(rows, b), on=["seed", "method"], suffixes=("_a", "_b"))
+    same = int((pair["mse_a"] == pair["mse_b"]).sum())
+    return f"every one of the {len(pair)} fits the same MSE" if same == len(pair) else \
+        f"{same} of the {len(pair)} fits the same MSE"
