@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.results import ResultItem, effects_table
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
+from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
 from dmlcore.inference.effect_notes import NOT_CLUSTERED, clusters_note, identification_note, spread_note
 from dmlcore.runs import fit_run
 from dmlcore.store import RunStore, default_store_path
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("fresh_runtime")  # tests/conftest.py
 @pytest.fixture(scope="module")
 def runs():
     clustered = load_dataset("clustered-iv", n=1200, seed=3)
-    weak = load_dataset("linear-iv", n=1000, seed=2, iv_strength=0.1)     # first-stage F 10.1: flagged
+    weak = load_dataset("linear-iv", n=1000, seed=2, iv_strength=0.07)    # first-stage F 5.03: flagged
     fit = dict(learner="linear", folds=5, heldout_folds=0)
     return {"clustered": fit_run(clustered.data, "dml-cmr", truth=clustered.truth, cov_type="clustered",
                                  cluster="cluster", **fit),
@@ -40,7 +41,7 @@ def test_the_notes_read_the_record(runs):
     assert identification_note(effect).startswith("not flagged: first-stage F ")
     weak = runs["weak"].record["effect"]
     assert weak["weakly_identified"]
-    assert identification_note(weak) == f"flagged: first-stage F {weak['debiased']['first_stage_f']:.3g} < 16.4"
+    assert identification_note(weak) == f"flagged: first-stage F {weak['debiased']['first_stage_f']:.3g} < {WEAK_FIRST_STAGE_F:g}"
     assert "first stage's F" in weak["debiased"]["weak_reason"]          # the rule's own reason agrees
     assert clusters_note(weak) == NOT_CLUSTERED
     assert identification_note({"debiased": None}).startswith("not checked")
@@ -91,7 +92,7 @@ def test_results_page_shows_flag_spread_and_clusters_beside_each_effect(runs, mo
         assert row["clusters"] == clusters_note(effect)
     assert table.loc["clustered", "clusters"].startswith("clustered by 'cluster' (")
     assert table.loc["weak", "clusters"] == NOT_CLUSTERED
-    assert table.loc["weak", "weak identification"].startswith("flagged: first-stage F 10.1 < 16.4")
+    assert table.loc["weak", "weak identification"].startswith(f"flagged: first-stage F 5.03 < {WEAK_FIRST_STAGE_F:g}")
     assert table.loc["weak", "kind"] == "weakly identified"           # the reason in its own column
     assert table.loc["weak", "95% interval"] == "weakly identified: no confident interval"
     # 2SLS: its coefficient's row (first stage, one specification) and its debiased average derivative's
@@ -139,11 +140,11 @@ def test_cli_summary_line_carries_spread_flag_and_clusters(capsys):
 def test_cli_summary_line_gives_the_reason_beside_a_flagged_2sls_derivative(capsys):
     """2SLS's headline is its coefficient; the flag belongs to the debiased average derivative beside it."""
     from dmlcore.cli import main
-    assert main(["fit", "--dataset", "linear-iv", "--iv-strength", "0.1", "--n", "1000", "--seed", "2",
+    assert main(["fit", "--dataset", "linear-iv", "--iv-strength", "0.07", "--n", "1000", "--seed", "2",
                  "--method", "2sls", "--heldout-folds", "0"]) == 0
     line = capsys.readouterr().out.splitlines()[0]
     assert "debiased average derivative=" in line and "(weakly identified: no interval)" in line
-    assert " identification=flagged: first-stage F 10.1 < 16.4" in line
+    assert f" identification=flagged: first-stage F 5.03 < {WEAK_FIRST_STAGE_F:g}" in line
     assert "clustered by" not in line
 
 

@@ -92,8 +92,7 @@ def card_tab():
         "The tool's *weakly identified* flag judges that linear weight. One of its rules fires when the linear "
         f"first stage's F is below {WEAK_FIRST_STAGE_F:g}: the smallest bar at which the debiased intervals of "
         "the fits it leaves silent covered at least 90 % pooled over the coverage study's sweep of instrument "
-        "strengths, though not on each of its designs: no bar does that (docs/coverage.md; measured while the DML-CMR "
-        f"family's debiased effect refitted f alone, a shortcut since dropped, and not yet remeasured). Here F is "
+        "strengths, though not on each of its designs: no bar does that (docs/coverage.md). Here F is "
         f"{s['f_stat']:.1f}, "
         + ("below the bar: the flag fires and the debiased effect is printed without an interval; read the "
            "Anderson–Rubin set instead. " if s["f_stat"] < WEAK_FIRST_STAGE_F else

@@ -16,8 +16,8 @@ NOT_CLUSTERED = "not clustered (rows independent)"
 
 def identification_note(effect: dict) -> str:
     """The flag of the debiased effect in a few words, with the numbers it was checked on against
-    their bars (:func:`dmlcore.inference.debiased_effect.weak_reason` decides): "flagged: first-stage F 13.7 < 16.4",
-    "not flagged: first-stage F 244 ≥ 16.4, representer strength 2.27e+03 ≥ 10", or why it was not
+    their bars (:func:`dmlcore.inference.debiased_effect.weak_reason` decides): "flagged: first-stage F 5.03 < 10",
+    "not flagged: first-stage F 244 ≥ 10, representer strength 2.27e+03 ≥ 10", or why it was not
     checked."""
     debiased = effect.get("debiased")
     if not debiased:
