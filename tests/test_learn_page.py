@@ -92,7 +92,7 @@ def test_card_tab_says_what_one_binary_instrument_identifies():
     assert "#### 5. What if growing up near a college" in body or "What if growing up near a college" in body
     assert "Stock & Yogo's 16.38" in body and "but below 104.7" not in body
     assert re.search(r"Here F is \d+\.\d, (below|above) the bar", body) and "{s[" not in body   # the fit's F, filled in
-    assert "refitted f alone, a shortcut since dropped" in body       # the bar's rows: the procedure they used
+    assert "though not on each of its designs: no bar does that (docs/coverage.md)" in body   # what the bar is
 
 
 def test_the_timings_the_learn_page_quotes_come_from_the_saved_runs():
