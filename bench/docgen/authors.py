@@ -301,7 +301,7 @@ def moved_text(rows, new: str, old: str) -> str:
     method of ``new``, on the seeds both have: medians, and the seeds on which the new row was lower."""
     after, before = cell(rows, new), cell(rows, old)
     parts = []
-    for method in [m for m in DEEP if m in set(after["method"])]:
+    for method in [m for m in DEEP if m in set(after["method"]) and m in set(before["method"])]:
         a, b = per_seed(after, method), per_seed(before, method)
         seeds = a.index.intersection(b.index)
         pair = paired(a[seeds], b[seeds])
