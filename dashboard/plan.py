@@ -21,6 +21,7 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.second_stage import BOOST_DEFAULTS, NN_DEFAULTS
 from dmlcore.estimators.settings import DEFAULTS, SETTINGS
 from dmlcore.estimators.splines import check_tabular
+from dmlcore.inference.clusters import check_cluster_folds
 from dmlcore.inference.covariance import check_covariance
 from dmlcore.learners import LEARNER_REGISTRY, LEARNER_TITLES, LEARNERS
 from dmlcore.learners.nn import DEFAULTS as NN_NUISANCE_DEFAULTS
@@ -328,10 +329,8 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
     if cluster and data is not None:
         try:
             check_covariance("clustered", cluster, data.table)
-            groups = data.table[cluster].nunique()
-            if any("folds" in METHODS[m].settings for m in methods) and groups < folds:
-                raise DMLCoreError(f"{folds} folds that keep clusters whole need at least {folds} clusters; "
-                                   f"{cluster!r} has {groups}. Use fewer folds, or a column with more groups.")
+            if any("folds" in METHODS[m].settings for m in methods):
+                check_cluster_folds(data.table[cluster].nunique(), folds)
             common.update(cov_type="clustered", cluster=cluster)
         except DMLCoreError as err:
             errors["est_cluster"] = str(err)

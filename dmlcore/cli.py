@@ -234,13 +234,12 @@ def _fit(args) -> int:
     folds = "" if rec["folds"] is None else f", folds={rec['folds']}"
     print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}{folds}, "
           f"seed={rec['seed']}): mse={mse} seconds={rec['seconds']:.1f}{extra}")
-    cov = (rec.get("config") or {}).get("cov_type") or "unadjusted"
-    if (rec.get("clr") or {}).get("pieces") is not None and cov != "unadjusted":
-        print(f"conditional likelihood-ratio set: not shown under --cov {cov} ({rec['clr']['robust_to']}); the "
+    clr, cov = rec.get("clr") or {}, (rec.get("config") or {}).get("cov_type") or "unadjusted"
+    if clr.get("pieces") is not None and cov != "unadjusted":
+        print(f"conditional likelihood-ratio set: not shown under --cov {cov} ({clr['robust_to']}); the "
               f"Anderson-Rubin set above follows --cov")
-    elif (rec.get("clr") or {}).get("pieces") is not None:
-        print(f"conditional likelihood-ratio {rec['clr']['level']:.0%} set {set_text(rec['clr']['pieces'])} "
-              f"({rec['clr']['robust_to']})")
+    elif clr.get("pieces") is not None:
+        print(f"conditional likelihood-ratio {clr['level']:.0%} set {set_text(clr['pieces'])} ({clr['robust_to']})")
     if rec.get("wild_bootstrap"):
         wild = rec["wild_bootstrap"]
         shown = "n/a (unbounded: see the Anderson-Rubin set)" if wild["interval"] is None else \

@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard import plan, state, ui
 from dmlcore.estimators.settings import SETTINGS
-from dmlcore.inference.covariance import FEW_CLUSTERS
+from dmlcore.inference.covariance import few_clusters_note
 from dmlcore.learners import LEARNER_REGISTRY, LEARNER_TITLES, LEARNERS
 from dmlcore.runs import METHOD_TITLES
 
@@ -88,9 +88,8 @@ st.selectbox("Rows clustered by", columns, index=None, key="est_cluster", persis
              placeholder="none: rows independent", help=plan.CLUSTER_HELP)
 if "est_cluster" in errors:
     st.error(errors["est_cluster"])
-elif ss["est_cluster"] and (groups := data.table[ss["est_cluster"]].nunique()) < FEW_CLUSTERS:
-    st.warning(f"{groups} clusters: below {FEW_CLUSTERS}, cluster-robust intervals tend to be too narrow "
-               "(Cameron & Miller 2015).", icon=":material/warning:")
+elif ss["est_cluster"] and (few := few_clusters_note(data.table[ss["est_cluster"]].nunique())):
+    st.warning(few, icon=":material/warning:")
 devices = plan.device_choices()
 if devices:  # only where torch sees a GPU
     st.selectbox("Device for the neural networks", devices, key="est_device", persist_state="session",

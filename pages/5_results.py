@@ -204,7 +204,7 @@ def follow_fitted_clusters(chosen):
         return
     ss["res_cov_fitted"] = fitted
     columns = cluster_columns(fitted[1])
-    ss["res_cov"] = fitted[0] if fitted[0] in COV_CHOICES and is_clustered(fitted[0]) else "clustered"
+    ss["res_cov"] = fitted[0] if is_clustered(fitted[0]) else "clustered"
     ss["res_cluster"], ss["res_cluster2"] = columns[0], (columns[1] if len(columns) > 1 else None)
 
 

@@ -37,6 +37,17 @@ def test_cluster_folds_keep_every_cluster_whole_and_balance_the_rows():
         cluster_folds(np.repeat([0, 1, 2], 10), 5, np.random.default_rng(0))
 
 
+def test_too_few_clusters_for_the_folds_or_for_the_standard_errors_are_said_in_one_line():
+    from dmlcore.inference.clusters import check_cluster_folds
+    from dmlcore.inference.covariance import FEW_CLUSTERS, few_clusters_note
+
+    check_cluster_folds(5, 5)
+    with pytest.raises(DMLCoreError, match="5 folds that keep clusters whole need at least 5 clusters; the data has 4"):
+        check_cluster_folds(4, 5)
+    assert few_clusters_note(FEW_CLUSTERS) is None and few_clusters_note(None) is None
+    assert few_clusters_note(9).startswith("Only 9 clusters: ") and "\n" not in few_clusters_note(9)
+
+
 def test_clustered_standard_error_from_cluster_sums():
     rng = np.random.default_rng(0)
     iid = rng.normal(size=4000)

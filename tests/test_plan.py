@@ -105,7 +105,7 @@ def test_a_cluster_column_reaches_every_method_and_is_checked():
     assert "region" in missing["est_cluster"]
     clustered.table["pair"] = np.arange(len(clustered.table)) % 3       # 3 groups cannot fill 5 folds
     _, few = plan.build_plan(choices(est_methods=["dml-cmr"], est_folds=5, est_cluster="pair"), clustered)
-    assert "5 folds that keep clusters whole need at least 5 clusters; 'pair' has 3" in few["est_cluster"]
+    assert "5 folds that keep clusters whole need at least 5 clusters; the data has 3" in few["est_cluster"]
     _, linear = plan.build_plan(choices(est_methods=["2sls"], est_folds=5, est_cluster="pair"), clustered)
     assert "est_cluster" not in linear                                   # 2SLS has no folds
     assert plan.DEMO_SETTINGS["est_cluster"] is None

@@ -24,6 +24,13 @@ def groups_of(table: pd.DataFrame, cluster: str | None) -> np.ndarray | None:
     return None if not cluster else cluster_codes(table, cluster)
 
 
+def check_cluster_folds(clusters: int, folds: int) -> None:
+    """Refuse, in one line, ``folds`` folds that keep clusters whole over only ``clusters`` clusters."""
+    if clusters < folds:
+        raise DMLCoreError(f"{folds} folds that keep clusters whole need at least {folds} clusters; the data has "
+                           f"{clusters}. Use fewer folds, or a cluster column with more groups.")
+
+
 def cluster_folds(groups: np.ndarray, folds: int, rng: np.random.Generator) -> np.ndarray:
     """Each row's fold 0..folds-1, every cluster's rows in one fold.
 
@@ -31,9 +38,7 @@ def cluster_folds(groups: np.ndarray, folds: int, rng: np.random.Generator) -> n
     far, so folds are near-equal in rows when clusters are near-equal in size."""
     groups = np.asarray(groups)
     labels, code = np.unique(groups, return_inverse=True)
-    if len(labels) < folds:
-        raise DMLCoreError(f"{folds} folds that keep clusters whole need at least {folds} clusters; the data has "
-                           f"{len(labels)}. Use fewer folds, or a cluster column with more groups.")
+    check_cluster_folds(len(labels), folds)
     sizes = np.bincount(code)
     fold_of_cluster, load = np.empty(len(labels), dtype=int), np.zeros(folds)
     for c in rng.permutation(len(labels)):

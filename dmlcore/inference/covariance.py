@@ -22,6 +22,14 @@ COV_TITLES = {"unadjusted": "homoskedastic (unadjusted)", "robust": "heteroskeda
 FEW_CLUSTERS = 30     # below this many clusters, cluster-robust errors are unreliable (Cameron & Miller 2015)
 
 
+def few_clusters_note(clusters: int | None) -> str | None:
+    """The caveat for fewer than FEW_CLUSTERS clusters, in one line; None with enough (or no clusters)."""
+    if clusters is None or clusters >= FEW_CLUSTERS:
+        return None
+    return (f"Only {clusters} clusters: cluster-robust standard errors and tests are unreliable with fewer than "
+            f"about {FEW_CLUSTERS} (Cameron & Miller 2015).")
+
+
 def check_covariance(cov_type: str, cluster: str | None, table: pd.DataFrame | None = None) -> None:
     """Raise unless ``cov_type`` (and ``cluster``, a column of ``table``) is a valid covariance choice."""
     if cov_type not in COV_CHOICES:

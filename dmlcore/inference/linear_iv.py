@@ -43,7 +43,8 @@ from scipy.optimize import brentq
 from scipy.stats import chi2, f as f_dist
 
 from dmlcore.data.roles import CausalData
-from dmlcore.inference.covariance import FEW_CLUSTERS, check_covariance, cluster_codes, is_clustered, n_clusters
+from dmlcore.inference.covariance import (check_covariance, cluster_codes, few_clusters_note, is_clustered,
+                                         n_clusters)
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import check_full_rank, check_not_absorbed, dummy_columns, with_dummies
 from dmlcore.fixed_effects import transform_of
@@ -194,9 +195,8 @@ def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluste
             out["notes"].append(NOT_CLUSTER_ROBUST)
         if "hansen_j_error" in out["overid"]:
             out["notes"].append(out["overid"].pop("hansen_j_error"))
-    if out["n_clusters"] is not None and out["n_clusters"] < FEW_CLUSTERS:
-        out["notes"].append(f"Only {out['n_clusters']} clusters: cluster-robust standard errors and tests are "
-                            f"unreliable with fewer than about {FEW_CLUSTERS} (Cameron & Miller 2015).")
+    if few_clusters_note(out["n_clusters"]):
+        out["notes"].append(few_clusters_note(out["n_clusters"]))
     return out
 
 

@@ -89,9 +89,8 @@ def _shown(obj) -> str:
 
 
 def uses_networks(learner) -> bool:
-    """Whether a nuisance ``learner`` (a name) trains torch networks: ``nn``, or ``auto`` when nn is one of its
-    candidates for every learner (it is not: auto fits nn only with nn as the run's learner, or on images,
-    where nn is the learner that reads them; callers ask of the run's learner too)."""
+    """Whether a nuisance ``learner`` (a name) trains torch networks: ``nn``; ``auto`` answers for its boosters
+    (it fits the network only with nn as the run's learner, which the callers ask about too)."""
     if not isinstance(learner, str):
         return False
     if learner == AUTO:

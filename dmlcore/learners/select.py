@@ -14,8 +14,8 @@ of its training set), so each candidate has a held-out loss on every row that ne
 
 Fold model k uses the candidate with the lowest loss summed over the *other* folds' rows, so the
 choice for fold k is not scored on fold k's rows; it is not independent of fold k's outcomes either,
-since the other folds' models trained on them (a choice among two candidates, used as measured in
-the coverage studies). In practice every fold gets the same candidate. With one training set (CE-DML-CMR, the naive plug-in: no held-out
+since the other folds' models trained on them (a choice among two or three candidates, used as
+measured in the coverage studies). In practice every fold gets the same candidate. With one training set (CE-DML-CMR, the naive plug-in: no held-out
 rows) the candidates are first cross-fitted on INNER folds of it for their losses, and the one
 with the lowest pooled loss is then fitted on the whole set.
 
@@ -57,6 +57,8 @@ def candidates_for(learner, image: bool) -> tuple[str, ...]:
     if image:
         return IMAGE_CANDIDATES
     return NETWORK_CANDIDATES if learner == "nn" else TABULAR_CANDIDATES
+
+
 # the learners whose nuisances are "auto" by default (outcome_learner / sampler not set): those auto chooses
 # among. rf, linear and a regressor object are not candidates, so naming one of them keeps it for the nuisances.
 AUTO_BY_DEFAULT = ("nn", "gb")
@@ -67,7 +69,8 @@ DRAWS = 16          # draws per row for the energy score
 def nuisance_default(value, learner, settings=None):
     """A nuisance's learner: ``value`` when set, else the default: ``"auto"`` when ``learner`` is one auto
     chooses among (AUTO_BY_DEFAULT), the learner itself otherwise, and also when ``settings`` (the learner's
-    ``nuisance_params``) are given for a learner auto does not fit on tabular data (nn), so that they act.
+    ``nuisance_params``) are given for the network, so that they act rather than sit on a candidate auto may
+    not choose (the boosters' settings reach both booster candidates).
     Naming the learner (``outcome_learner="nn"``) keeps the nuisance that learner's alone."""
     if value is not None:
         return value
