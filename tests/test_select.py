@@ -11,7 +11,7 @@ from dmlcore.estimators import make_estimator
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn, make_folds
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
 from dmlcore.estimators import trains_networks
-from dmlcore.learners.select import SelectedOutcome, SelectedSampler, energy_score, nuisance_default
+from dmlcore.learners.select import PILOT, SelectedOutcome, SelectedSampler, energy_score, nuisance_default
 from dmlcore.learners.tabular import TabularOutcome
 from dmlcore.progress import Monitor
 from dmlcore.studies.spec import config_key, spec_from_dict
@@ -68,11 +68,59 @@ def test_outcome_choice_is_the_lower_cross_fitted_loss(order):
     record = chosen.selection_
     assert record["heldout_loss"]["fit"] < record["heldout_loss"]["shrunk"]
     assert record["choice"] == "fit" and record["choice_per_fold"] == ["fit"] * 5
-    # the loss is the held-out one: fold k's rows scored by the model that never saw them
+    # the loss is the held-out one: the pilot folds' rows scored by the fold models that never saw them
     expected = np.mean(np.concatenate([(y[rows] - candidates["fit"].predict(k, z[rows])) ** 2
-                                       for k, rows in enumerate(folds)]))
+                                       for k, rows in enumerate(folds[:PILOT])]))
     assert record["heldout_loss"]["fit"] == pytest.approx(expected)
+    assert record["scored_folds"] == PILOT and record["rows_scored"] == sum(len(r) for r in folds[:PILOT])
     assert np.allclose(chosen.predict(2, z[:7]), candidates["fit"].predict(2, z[:7]))
+
+
+class Counting(Line):
+    """A Line that records, in the class's log (copies share it), its shrink and the number of training sets
+    of each fit."""
+
+    log = []
+
+    def fit(self, C, y, train_sets, monitor):
+        Counting.log.append((self.shrink, len(train_sets)))
+        return super().fit(C, y, train_sets, monitor)
+
+
+def test_only_the_pilot_folds_of_a_losing_candidate_are_fitted():
+    z, _, y = design()
+    folds = make_folds(len(y), 10, 0)
+    train = [np.setdiff1d(np.arange(len(y)), rows) for rows in folds]
+    Counting.log.clear()
+    chosen = SelectedOutcome({"shrunk": Counting(0.5), "fit": Counting(1.0)}, seed=0).fit(z, y, train, None)
+    # the loser's pilot folds only; the winner's pilot, then every fold
+    assert sorted(Counting.log) == [(0.5, PILOT), (1.0, PILOT), (1.0, 10)]
+    assert chosen.selection_["choice_per_fold"] == ["fit"] * 10
+    # the chosen fold models are those a fit of every fold gives: as if there had been no choice
+    alone = Line(1.0).fit(z, y, train, None)
+    for k in range(10):
+        assert np.array_equal(chosen.predict(k, z[:9]), alone.predict(k, z[:9]))
+
+
+def test_a_pilot_folds_choice_is_not_scored_on_its_own_rows():
+    # candidate "a" is the truth on fold 0's rows and poor elsewhere: fold 0's model may not pick it on that evidence
+    z, _, y = design(400)
+    folds = make_folds(len(y), 4, 0)
+    train = [np.setdiff1d(np.arange(len(y)), rows) for rows in folds]
+
+    class Patch(OutcomeLearner):
+        def __init__(self, good_rows):
+            self.good = set(good_rows.tolist())
+
+        def fit(self, C, y_, train_sets, monitor):
+            return self
+
+        def predict(self, k, C):
+            rows = [int(np.flatnonzero((z[:, 0] == c))[0]) for c in C[:, 0]]
+            return np.array([y[r] if r in self.good else y[r] + 3.0 for r in rows])
+
+    chosen = SelectedOutcome({"a": Patch(folds[0]), "b": Patch(folds[1])}, seed=0).fit(z, y, train, None)
+    assert chosen.selection_["choice_per_fold"][:2] == ["b", "a"]   # each pilot fold: the other one's evidence
 
 
 def test_one_training_set_is_scored_on_inner_folds():

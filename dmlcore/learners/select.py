@@ -12,12 +12,18 @@ of its training set), so each candidate has a held-out loss on every row that ne
   ||X_j - X_j'|| / 2: a proper scoring rule, lowest in expectation for the true conditional law,
   that compares a mixture density network with a mean-plus-residuals sampler on equal terms.
 
-Fold model k uses the candidate with the lowest loss summed over the *other* folds' rows, so the
-choice for fold k is not scored on fold k's rows; it is not independent of fold k's outcomes either,
-since the other folds' models trained on them (a choice among two or three candidates, used as
-measured in the coverage studies). In practice every fold gets the same candidate. With one training set (CE-DML-CMR, the naive plug-in: no held-out
-rows) the candidates are first cross-fitted on INNER folds of it for their losses, and the one
-with the lowest pooled loss is then fitted on the whole set.
+Only the first PILOT fold models of each candidate are fitted to be scored (the held-out rows of those
+folds); then the chosen candidate's fold models are fitted for every fold, in one call as if there had
+been no choice, so a run whose choice is the same gives the same nuisances as scoring every fold did (and
+costs PILOT fold fits per losing candidate instead of K). Fold model k outside the pilot uses the
+candidate with the lowest loss over the pilot folds' rows; a pilot fold's model uses the lowest over the
+*other* pilot folds' rows, so no fold's choice is scored on its own rows; it is not independent of fold
+k's outcomes either, since the scored models trained on them (a choice among two or three candidates,
+used as measured in the coverage studies). In practice every fold gets the same candidate
+(bench/pilot_selection.py measures how often the pilot's choice is the one scoring every fold makes).
+With one training set (CE-DML-CMR, the naive plug-in: no held-out rows) the candidates are fitted on
+PILOT of INNER inner folds of it for their losses, and the one with the lowest pooled loss is then
+fitted on the whole set.
 
 ``selection_`` records the candidates' held-out losses, the choice per fold and what the loss
 is; the run record carries it (``nuisances``). Why: with a noisy outcome the network's early
@@ -63,6 +69,7 @@ def candidates_for(learner, image: bool) -> tuple[str, ...]:
 # among. rf, linear and a regressor object are not candidates, so naming one of them keeps it for the nuisances.
 AUTO_BY_DEFAULT = ("nn", "gb")
 INNER = 5           # folds of the inner cross-fit when there is one training set
+PILOT = 2           # fold models of each candidate fitted to be scored (the rest only for the chosen one)
 DRAWS = 16          # draws per row for the energy score
 
 
@@ -122,9 +129,9 @@ class _Selection:
     def _losses(self, learner, C, target, held, k, scale, rng) -> np.ndarray:
         raise NotImplementedError
 
-    def _fit_candidates(self, C, target, train_sets, monitor, unfitted):
+    def _fit_candidates(self, C, target, train_sets, monitor, unfitted, span):
         fitted, sub = {}, {}
-        lo, hi = getattr(monitor, "span", (0.0, 1.0))
+        lo, hi = span
         for i, (name, learner) in enumerate(unfitted.items()):
             if hasattr(monitor, "stage"):
                 monitor.stage(f"{self.role}: candidate {name}", start=lo + (hi - lo) * i / len(unfitted),
@@ -140,29 +147,36 @@ class _Selection:
         rng = np.random.default_rng([self.seed, 43])
         held = held_out_sets(n, train_sets)
         names = list(self.candidates)
-        per_fold = None
-        if held is None and len(names) == 1:   # one candidate (image data) and one training set: nothing to score
-            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, self.candidates)
-            choices = names * len(train_sets)
-        elif held is None:  # one training set: inner cross-fit for the losses, then the winner on the whole set
-            rows = train_sets[0]
-            parts = inner_folds(rows, INNER, self.seed)
-            inner_train = [np.setdiff1d(rows, part) for part in parts]
-            scored, _ = self._fit_candidates(C, target, inner_train, monitor,
-                                             {k: copy.deepcopy(v) for k, v in self.candidates.items()})
-            per_fold = np.array([[self._losses(scored[name], C, target, part, j, scale, rng).sum()
-                                  for name in names] for j, part in enumerate(parts)])
-            best = names[int(np.argmin(per_fold.sum(0)))]
-            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, {best: self.candidates[best]})
-            choices = [best] * len(train_sets)
-            rows_scored = sum(len(p) for p in parts)
+        lo, hi = getattr(monitor, "span", (0.0, 1.0))
+        score = lambda fitted, parts: np.array([[self._losses(fitted[name], C, target, part, j, scale, rng).sum()
+                                                 for name in names] for j, part in enumerate(parts)])
+        # with one candidate, or no more folds than the pilot, every fold model of every candidate is the
+        # nuisance's anyway: they are fitted once and scored where there are held-out rows
+        pilot = len(names) > 1 and (held is None or len(train_sets) > PILOT)
+        if not pilot:
+            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, self.candidates, (lo, hi))
+            scored_rows = held or []
+            per_fold = score(chosen, held) if held is not None else None
         else:
-            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, self.candidates)
-            per_fold = np.array([[self._losses(chosen[name], C, target, rows, k, scale, rng).sum()
-                                  for name in names] for k, rows in enumerate(held)])
+            if held is None:   # one training set: PILOT of its INNER inner folds are scored
+                rows = train_sets[0]
+                scored_rows = inner_folds(rows, INNER, self.seed)[:PILOT]
+                scored_sets = [np.setdiff1d(rows, part) for part in scored_rows]
+            else:
+                scored_sets, scored_rows = train_sets[:PILOT], held[:PILOT]
+            mid = lo + (hi - lo) * PILOT * len(names) / (PILOT * len(names) + len(train_sets))
+            scored, _ = self._fit_candidates(C, target, scored_sets, monitor,
+                                             {k: copy.deepcopy(v) for k, v in self.candidates.items()}, (lo, mid))
+            per_fold = score(scored, scored_rows)
+        if per_fold is None:
+            choices = names * len(train_sets)
+        else:   # a scored fold's model: the lowest loss on the other scored folds' rows; the rest: on all of them
             total = per_fold.sum(0)
-            choices = [names[int(np.argmin(total - per_fold[k]))] for k in range(len(train_sets))]
-            rows_scored = n
+            choices = [names[int(np.argmin(total - per_fold[k] if held is not None and k < len(per_fold)
+                                           else total))] for k in range(len(train_sets))]
+        if pilot:   # the chosen candidates' fold models, every fold in one call
+            wanted = {name: self.candidates[name] for name in names if name in choices}
+            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, wanted, (mid, hi))
         self.fitted_ = {name: chosen[name] for name in set(choices)}   # the others are not kept
         self.choices_ = choices
         for k, name in enumerate(choices):     # the chosen fold model's loss history is the nuisance's,
@@ -170,6 +184,7 @@ class _Selection:
                 if fold == k and hasattr(monitor, "loss"):
                     for epoch, train, val in zip(history["epoch"], history["train"], history["val"]):
                         monitor.loss(model, fold, epoch, train, val)
+        rows_scored = sum(len(part) for part in scored_rows)
         losses = per_fold.sum(0) / rows_scored if per_fold is not None else [None] * len(names)
         self.selection_ = {
             "candidates": names,
@@ -178,6 +193,8 @@ class _Selection:
             "choice_per_fold": choices,
             "loss": self.loss_name,
             "inner_folds": INNER if held is None and per_fold is not None else None,
+            "scored_folds": len(per_fold) if per_fold is not None else None,
+            "rows_scored": rows_scored if per_fold is not None else None,
         }
         return self
 
