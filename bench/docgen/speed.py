@@ -381,3 +381,54 @@ def auto_candidates(rows) -> str:
     sizes = ", ".join(str(n) for n in sorted(once["n"].unique()))
     return (f"in {len(once)} selections on demand-iv (N = {sizes}; seeds × designs), the network had the lowest "
             f"held-out loss {won['s']} times for the outcome model and {won['g']} times for the distribution model")
+
+
+# ---- auto's pilot: the choice scored on PILOT folds against every fold (bench/pilot_selection.py)
+PILOT_SELECTION = "pilot-selection.csv"
+
+
+def _pilot_pairs(rows) -> pd.DataFrame:
+    """One row per (design, n, seed, setting, role): both rules' choices per fold and seconds."""
+    frame = rows.csv(PILOT_SELECTION)
+    keys = ["design", "n", "seed", "setting", "role"]
+    wide = frame.pivot_table(index=keys, columns="rule", values=["choice_per_fold", "seconds"], aggfunc="first")
+    wide.columns = [f"{value}_{rule}" for value, rule in wide.columns]
+    wide = wide.reset_index()
+    wide["same"] = wide["choice_per_fold_every"] == wide["choice_per_fold_pilot"]
+    return wide
+
+
+@block("pilot-selection")
+def pilot_selection_table(rows) -> str:
+    """Per design, N and setting: how often the pilot's choice per fold was the every-fold rule's, and the
+    selections' seconds under each rule (both nuisances, summed per seed; medians over seeds)."""
+    wide = _pilot_pairs(rows)
+    lines = ["| design | N | setting | seeds | selections (seeds × 2 nuisances) with the same choice for every fold "
+             "| the choices (every fold → pilot) | seconds, every fold | seconds, pilot | pilot / every |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for (design, n, setting), part in wide.groupby(["design", "n", "setting"], sort=True):
+        per_seed = part.groupby("seed")[["seconds_every", "seconds_pilot"]].sum()
+        every, pilot = per_seed["seconds_every"].median(), per_seed["seconds_pilot"].median()
+        choices = part.apply(lambda r: f"{r['role']}: {_short(r['choice_per_fold_every'])} → "
+                                       f"{_short(r['choice_per_fold_pilot'])}", axis=1)
+        kinds = ", ".join(f"{text} ({count})" for text, count in choices.value_counts().sort_index().items())
+        lines.append(f"| {design} | {n} | {setting} | {part['seed'].nunique()} | {int(part['same'].sum())} of "
+                     f"{len(part)} | {kinds} | {every:.1f} s | {pilot:.1f} s | {pilot / every:.2f} |")
+    return "\n".join(lines)
+
+
+def _short(per_fold: str) -> str:
+    """A choice per fold, "gb-small/gb-small/..." as "gb-small", or the mix with counts."""
+    parts = per_fold.split("/")
+    kinds = sorted(set(parts))
+    return kinds[0] if len(kinds) == 1 else " + ".join(f"{k} ×{parts.count(k)}" for k in kinds)
+
+
+@block("pilot-selection:summary")
+def pilot_selection_summary(rows) -> str:
+    """All selections: how many made the same choice for every fold under both rules."""
+    wide = _pilot_pairs(rows)
+    part = {setting: wide[wide["setting"] == setting] for setting in ("kfold", "one-set")}
+    return (f"{int(wide['same'].sum())} of {len(wide)} selections made the same choice for every fold under both "
+            f"rules ({int(part['kfold']['same'].sum())} of {len(part['kfold'])} with K folds, "
+            f"{int(part['one-set']['same'].sum())} of {len(part['one-set'])} with one training set)")

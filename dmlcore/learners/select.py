@@ -2,9 +2,9 @@
 
 Each candidate learner (gradient boosting with its defaults and ``gb-small``, boosting with smaller
 trees at half the rate, on tabular inputs, and the network too when it is the run's learner; the network
-on images: CANDIDATES, :func:`candidates_for`) fits its fold models on the training sets it is given, and the chosen one's fold
-models are the nuisance's (never refitted). Fold model k of a cross-fitted estimator never saw the rows of fold k (the complement
-of its training set), so each candidate has a held-out loss on every row that needs no truth:
+on images: CANDIDATES, :func:`candidates_for`) fits fold models on training sets it is given. Fold model
+k of a cross-fitted estimator never saw the rows of fold k (the complement of its training set), so each
+candidate has a held-out loss on those rows that needs no truth:
 
 * outcome model: the squared error (y - s_k(c))^2;
 * distribution model: the energy score of DRAWS draws from fold model k at the row's observed
@@ -14,21 +14,23 @@ of its training set), so each candidate has a held-out loss on every row that ne
 
 Only the first PILOT fold models of each candidate are fitted to be scored (the held-out rows of those
 folds); then the chosen candidate's fold models are fitted for every fold, in one call as if there had
-been no choice, so a run whose choice is the same gives the same nuisances as scoring every fold did (and
-costs PILOT fold fits per losing candidate instead of K). Fold model k outside the pilot uses the
-candidate with the lowest loss over the pilot folds' rows; a pilot fold's model uses the lowest over the
-*other* pilot folds' rows, so no fold's choice is scored on its own rows; it is not independent of fold
-k's outcomes either, since the scored models trained on them (a choice among two or three candidates,
-used as measured in the coverage studies). In practice every fold gets the same candidate
-(bench/pilot_selection.py measures how often the pilot's choice is the one scoring every fold makes).
-With one training set (CE-DML-CMR, the naive plug-in: no held-out rows) the candidates are fitted on
-PILOT of INNER inner folds of it for their losses, and the one with the lowest pooled loss is then
-fitted on the whole set.
+been no choice, so a run whose choice is the same gives the same nuisances as scoring every fold did (the
+rule before 2026-11-27 evening, under which the coverage studies' and benchmarks' rows were made), at
+PILOT fold fits per losing candidate instead of K. Fold model k outside the pilot uses the candidate with
+the lowest loss over the pilot folds' rows; a pilot fold's model the lowest over the *other* pilot
+folds' rows, so no fold's choice is scored on its own rows; it is not independent of fold k's outcomes
+either, since the scored models trained on them (a choice among two or three candidates). With one
+candidate, or no more folds than PILOT, every fold model is fitted once and scored. In practice every
+fold gets the same candidate; bench/pilot_selection.py measures how often the pilot's choice is the one
+that scoring every fold makes. With one training set (CE-DML-CMR, the naive plug-in: no held-out rows)
+the candidates are fitted on PILOT of INNER inner folds of it for their losses, and the one with the
+lowest pooled loss is then fitted on the whole set.
 
-``selection_`` records the candidates' held-out losses, the choice per fold and what the loss
-is; the run record carries it (``nuisances``). Why: with a noisy outcome the network's early
-stopping halts the outcome model near its mean (shrunk), and a shrunk s-hat shrinks f-hat
-(docs/error-budget.md); the held-out loss sees this without knowing the truth.
+``selection_`` records the candidates' held-out losses (per row scored), the choice per fold, what the
+loss is, how many folds were scored (``scored_folds``) and how many rows (``rows_scored``); the run
+record carries it (``nuisances``). Why: with a noisy outcome the network's early stopping halts the
+outcome model near its mean (shrunk), and a shrunk s-hat shrinks f-hat (docs/error-budget.md); the
+held-out loss sees this without knowing the truth.
 """
 
 from __future__ import annotations
@@ -115,9 +117,10 @@ class _Selection:
     role = ""
     loss_name = ""
 
-    def __init__(self, candidates: dict, seed: int = 0):
+    def __init__(self, candidates: dict, seed: int = 0, pilot: int | None = PILOT):
         self.candidates = candidates
         self.seed = seed
+        self.pilot = pilot     # None: every fold model of every candidate is scored (bench/pilot_selection.py)
 
     @property
     def name(self) -> str:
@@ -152,19 +155,21 @@ class _Selection:
                                                  for name in names] for j, part in enumerate(parts)])
         # with one candidate, or no more folds than the pilot, every fold model of every candidate is the
         # nuisance's anyway: they are fitted once and scored where there are held-out rows
-        pilot = len(names) > 1 and (held is None or len(train_sets) > PILOT)
+        scored_folds = (INNER if held is None else len(train_sets)) if self.pilot is None else self.pilot
+        pilot = len(names) > 1 and (held is None or len(train_sets) > scored_folds)
         if not pilot:
             chosen, sub = self._fit_candidates(C, target, train_sets, monitor, self.candidates, (lo, hi))
             scored_rows = held or []
             per_fold = score(chosen, held) if held is not None else None
         else:
-            if held is None:   # one training set: PILOT of its INNER inner folds are scored
+            if held is None:   # one training set: the first of its INNER inner folds are scored
                 rows = train_sets[0]
-                scored_rows = inner_folds(rows, INNER, self.seed)[:PILOT]
+                scored_rows = inner_folds(rows, INNER, self.seed)[:scored_folds]
                 scored_sets = [np.setdiff1d(rows, part) for part in scored_rows]
             else:
-                scored_sets, scored_rows = train_sets[:PILOT], held[:PILOT]
-            mid = lo + (hi - lo) * PILOT * len(names) / (PILOT * len(names) + len(train_sets))
+                scored_sets, scored_rows = train_sets[:scored_folds], held[:scored_folds]
+            share = len(scored_sets) * len(names)
+            mid = lo + (hi - lo) * share / (share + len(train_sets))
             scored, _ = self._fit_candidates(C, target, scored_sets, monitor,
                                              {k: copy.deepcopy(v) for k, v in self.candidates.items()}, (lo, mid))
             per_fold = score(scored, scored_rows)
@@ -211,7 +216,8 @@ class SelectedOutcome(_Selection, OutcomeLearner):
     """s(c) by the candidate with the lowest cross-fitted held-out squared error (module notes)."""
 
     role = "outcome model s(c)"
-    loss_name = "held-out mean squared error of s-hat(c) against y, on rows each fold model never saw"
+    loss_name = ("held-out mean squared error of s-hat(c) against y, on the rows of the scored (pilot) folds, "
+                 "each by the fold model that never saw them")
 
     def _losses(self, learner, C, y, rows, k, scale, rng):
         return (y[rows] - learner.predict(k, C[rows])) ** 2
@@ -225,7 +231,7 @@ class SelectedSampler(_Selection, ConditionalSampler):
 
     role = "distribution model"
     loss_name = (f"held-out energy score of {DRAWS} draws at the observed inputs (each column divided by its sd), "
-                 f"on rows each fold model never saw")
+                 f"on the rows of the scored (pilot) folds, each by the fold model that never saw them")
 
     def _losses(self, learner, C, X, rows, k, scale, rng):
         draws = learner.sample(k, C[rows], DRAWS, rng)
