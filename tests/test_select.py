@@ -102,25 +102,49 @@ def test_only_the_pilot_folds_of_a_losing_candidate_are_fitted():
         assert np.array_equal(chosen.predict(k, z[:9]), alone.predict(k, z[:9]))
 
 
-def test_a_pilot_folds_choice_is_not_scored_on_its_own_rows():
-    # candidate "a" is the truth on fold 0's rows and poor elsewhere: fold 0's model may not pick it on that evidence
-    z, _, y = design(400)
-    folds = make_folds(len(y), 4, 0)
-    train = [np.setdiff1d(np.arange(len(y)), rows) for rows in folds]
+class Offset(OutcomeLearner):
+    """Predicts the row's own y plus an error given per fold of the rows (a dict fold -> error; 0 elsewhere)."""
 
-    class Patch(OutcomeLearner):
-        def __init__(self, good_rows):
-            self.good = set(good_rows.tolist())
+    def __init__(self, y, folds, errors):
+        self.by_value = {float(row): float(y[row]) + errors.get(k, 0.0)   # the row number is the input
+                         for k, rows in enumerate(folds) for row in rows}
 
-        def fit(self, C, y_, train_sets, monitor):
-            return self
+    def fit(self, C, y_, train_sets, monitor):
+        return self
 
-        def predict(self, k, C):
-            rows = [int(np.flatnonzero((z[:, 0] == c))[0]) for c in C[:, 0]]
-            return np.array([y[r] if r in self.good else y[r] + 3.0 for r in rows])
+    def predict(self, k, C):
+        return np.array([self.by_value[float(c)] for c in C[:, 0]])
 
-    chosen = SelectedOutcome({"a": Patch(folds[0]), "b": Patch(folds[1])}, seed=0).fit(z, y, train, None)
-    assert chosen.selection_["choice_per_fold"][:2] == ["b", "a"]   # each pilot fold: the other one's evidence
+
+def _offset_case(k=6, n=300):
+    y = np.random.default_rng(0).normal(size=n)
+    C = np.arange(n, dtype=float)[:, None]     # the input is the row number
+    folds = make_folds(n, k, 0)
+    return y, C, folds, [np.setdiff1d(np.arange(n), rows) for rows in folds]
+
+
+def test_only_the_pilot_folds_rows_are_scored():
+    # "a" is exact on the pilot folds' rows and far off elsewhere; "b" slightly off on the pilot's rows only
+    y, C, folds, train = _offset_case()
+    far = {k: 5.0 for k in range(PILOT, len(folds))}
+    chosen = SelectedOutcome({"a": Offset(y, folds, far), "b": Offset(y, folds, {0: 0.5, 1: 0.5})}).fit(
+        C, y, train, None)
+    assert chosen.selection_["choice_per_fold"] == ["a"] * len(folds)
+    every = SelectedOutcome({"a": Offset(y, folds, far), "b": Offset(y, folds, {0: 0.5, 1: 0.5})},
+                            pilot=None).fit(C, y, train, None)
+    assert every.selection_["choice_per_fold"] == ["b"] * len(folds)   # scoring every fold sees a's errors
+
+
+def test_every_fold_gets_the_pilots_pooled_choice():
+    # pooled over the pilot's rows "b" is lower (errors 1 on fold 1 against 2 on fold 0), though fold 0's own
+    # rows favour "b" and fold 1's favour "a": every fold, the pilot's included, gets "b"
+    y, C, folds, train = _offset_case()
+    chosen = SelectedOutcome({"a": Offset(y, folds, {0: 2.0}), "b": Offset(y, folds, {1: 1.0})}).fit(
+        C, y, train, None)
+    assert chosen.selection_["choice_per_fold"] == ["b"] * len(folds)
+    every = SelectedOutcome({"a": Offset(y, folds, {0: 2.0}), "b": Offset(y, folds, {1: 1.0})},
+                            pilot=None).fit(C, y, train, None)
+    assert every.selection_["choice_per_fold"][:2] == ["a", "b"]   # the other folds' rows, fold by fold
 
 
 def test_one_training_set_is_scored_on_inner_folds():
@@ -268,3 +292,14 @@ def test_settings_of_a_learner_that_auto_does_not_fit_act_or_are_refused_in_one_
     assert own.nuisance_learners_ == {"outcome_learner": "nn", "sampler": "nn"} and own.nuisance_selection_ == {}
     est = DMLCMR("gb", 2, n_draws=2, nuisance_params={"max_iter": 4}).fit(linear_iv(200))   # gb's reach its candidates
     assert all(m.max_iter == 4 for m in est.s_model_.fitted_[est.s_model_.choices_[0]].models_)
+
+
+def test_on_images_auto_is_the_network_alone_fitted_as_when_named():
+    # the benchmarks' image tables (digits-iv, dsprites-pcl) made with the network named stand for auto
+    from dmlcore.data.registry import load_dataset
+    data = load_dataset("digits-iv", n=120, seed=0).data
+    fits = [DMLCMR("nn", 2, epochs=2, seed=0, **named).fit(data) for named in ({}, {"outcome_learner": "nn",
+                                                                                   "sampler": "nn"})]
+    assert fits[0].nuisance_selection_["s"]["candidates"] == ["nn"] == fits[0].nuisance_selection_["g"]["candidates"]
+    grid = data.table[data.input_columns].iloc[:20]
+    assert np.array_equal(fits[0].predict(grid), fits[1].predict(grid))

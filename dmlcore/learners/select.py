@@ -13,18 +13,20 @@ candidate has a held-out loss on those rows that needs no truth:
   that compares a mixture density network with a mean-plus-residuals sampler on equal terms.
 
 Only the first PILOT fold models of each candidate are fitted to be scored (the held-out rows of those
-folds); then the chosen candidate's fold models are fitted for every fold, in one call as if there had
-been no choice, so a run whose choice is the same gives the same nuisances as scoring every fold did (the
-rule before 2026-11-27 evening, under which the coverage studies' and benchmarks' rows were made), at
-PILOT fold fits per losing candidate instead of K. Fold model k outside the pilot uses the candidate with
-the lowest loss over the pilot folds' rows; a pilot fold's model the lowest over the *other* pilot
-folds' rows, so no fold's choice is scored on its own rows; it is not independent of fold k's outcomes
-either, since the scored models trained on them (a choice among two or three candidates). With one
-candidate, or no more folds than PILOT, every fold model is fitted once and scored. In practice every
-fold gets the same candidate; bench/pilot_selection.py measures how often the pilot's choice is the one
-that scoring every fold makes. With one training set (CE-DML-CMR, the naive plug-in: no held-out rows)
-the candidates are fitted on PILOT of INNER inner folds of it for their losses, and the one with the
-lowest pooled loss is then fitted on the whole set.
+folds), and every fold model then uses the candidate with the lowest loss over those rows: its fold
+models are fitted for every fold, in one call as if there had been no choice, so a run whose choice is
+the one the rule before 2026-11-27 evening made (every candidate fitted and scored on every fold, fold
+model k given the lowest loss over the *other* folds' rows; the coverage studies' and benchmarks' rows
+were made so) gives the same nuisances, at PILOT fold fits per losing candidate instead of K. The choice
+of a pilot fold's model is thereby scored partly on that fold's own rows, and every fold's choice
+depends on outcomes its models trained on: a choice among two or three candidates. Giving each pilot
+fold the choice of the other pilot folds' rows instead (one fold's rows with PILOT = 2) made a worse
+candidate the choice of single folds (docs/benchmarks.md, "The default fit's time",
+bench/pilot_selection.py: how often each rule makes the every-fold rule's choice). With one candidate,
+or no more folds than PILOT, every fold model is fitted once, scored, and fold model k given the lowest
+loss over the other folds' rows. With one training set (CE-DML-CMR, the naive plug-in: no held-out
+rows) the candidates are fitted on PILOT of INNER inner folds of it for their losses, and the one with
+the lowest pooled loss is then fitted on the whole set.
 
 ``selection_`` records the candidates' held-out losses (per row scored), the choice per fold, what the
 loss is, how many folds were scored (``scored_folds``) and how many rows (``rows_scored``); the run
@@ -175,10 +177,11 @@ class _Selection:
             per_fold = score(scored, scored_rows)
         if per_fold is None:
             choices = names * len(train_sets)
-        else:   # a scored fold's model: the lowest loss on the other scored folds' rows; the rest: on all of them
+        elif pilot:   # every fold model: the lowest loss over the pilot's rows
+            choices = [names[int(np.argmin(per_fold.sum(0)))]] * len(train_sets)
+        else:   # every fold scored: fold model k the lowest loss over the other folds' rows
             total = per_fold.sum(0)
-            choices = [names[int(np.argmin(total - per_fold[k] if held is not None and k < len(per_fold)
-                                           else total))] for k in range(len(train_sets))]
+            choices = [names[int(np.argmin(total - per_fold[k]))] for k in range(len(train_sets))]
         if pilot:   # the chosen candidates' fold models, every fold in one call
             wanted = {name: self.candidates[name] for name in names if name in choices}
             chosen, sub = self._fit_candidates(C, target, train_sets, monitor, wanted, (mid, hi))
