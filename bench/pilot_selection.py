@@ -16,6 +16,8 @@ candidate fit it made). Seeds outside the benchmarks' 0-19.
         --seeds 100-105 --jobs 2 --out bench/results/pilot-selection.csv
 
 docs/benchmarks.md ("The default fit's time") shows the agreement (``python bench/docs.py --write``).
+Rows of rule ``pilot-per-fold`` were made by a first version of the pilot, in which a pilot fold's model
+took the choice of the other pilot folds' rows; their folds outside the pilot got today's choice.
 """
 
 from __future__ import annotations

@@ -32,6 +32,15 @@ TABLES = {
     "digits-iv-nn-1000": ("authors/digits-iv-nn-1000.csv", {}),
     "digits-iv-nn-5000": ("authors/digits-iv-nn-5000.csv", {}),
     **{f"demand-pcl-nn-{n}": ("authors/demand-pcl-nn.csv", {"n": n}) for n in (1000, 2000, 5000, 10000)},
+    # today's auto (candidates scored on the pilot folds, 2026-11-27 evening)
+    "demand-iv-nn-5000-pilot": ("authors/demand-iv-nn-5000-pilot.csv", {}),
+    "demand-iv-nn-5000-strength0.4-pilot": ("authors/demand-iv-nn-5000-strength0.4-pilot.csv", {}),
+    "demand-pcl-nn-5000-pilot": ("authors/demand-pcl-nn-5000-pilot.csv", {}),
+    **{f"demand-iv-nn-{n}-auto": ("authors/demand-iv-nn-1000-2000-auto.csv", {"n": n}) for n in (1000, 2000)},
+    **{f"demand-pcl-nn-{n}-auto": ("authors/demand-pcl-nn-1000-2000-auto.csv", {"n": n}) for n in (1000, 2000)},
+    "demand-iv-nn-5000-strength0.01-auto": ("authors/demand-iv-nn-5000-strength0.01-auto.csv", {}),
+    **{f"demand-iv-gb-{n}-auto": ("authors/demand-iv-gb-auto.csv", {"n": n}) for n in (2000, 5000)},
+    "demand-iv-nn-10000-auto": ("authors/demand-iv-nn-10000-auto.csv", {}),
 }
 
 

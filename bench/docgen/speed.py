@@ -352,7 +352,7 @@ def default_fit_text(row) -> str:
             f"named: {r['outcome_learner']}, {r['sampler']}")
         lines.append(f"| `{r['command']}` | {r['command_seconds']:.1f} s | {r['fit_seconds']:.1f} s | {chosen} | "
                      f"{r['load_before'][0]:.1f} → {r['load_after'][0]:.1f} |")
-    dml = next(r for r in runs if r["method"] == "dml-cmr" and not r["named"])
+    dml = next(r for r in runs if r["method"] == "dml-cmr" and not r["named"] and r.get("debias", True))
     verdict = (f"DML-CMR's command takes {row['ratio']:.2f} times CE-DML-CMR's (target ≤ {row['ratio_target']}: "
                f"{'met' if row['ratio_met'] else 'not met'}) and {dml['command_seconds']:.1f} s (target ≤ "
                f"{row['seconds_target']:.0f} s on 2 idle cores: ")
@@ -367,6 +367,11 @@ def default_fit_text(row) -> str:
     if isinstance(cost, dict) and cost:
         verdict += ("; auto's time over the nuisances named nn (the default before auto): " +
                     ", ".join(f"{'DML-CMR' if m == 'dml-cmr' else 'CE-DML-CMR'} {v:.2f}x" for m, v in cost.items()))
+    effect = row.get("effect_seconds")
+    if isinstance(effect, dict) and effect:
+        verdict += ("; the debiased effect (its two refits of the method, the representer and the specification "
+                    "spread) adds " + " and ".join(f"{v:.1f} s to {'DML-CMR' if m == 'dml-cmr' else 'CE-DML-CMR'}'s"
+                                                   for m, v in effect.items()) + " command")
     return "\n".join(lines) + "\n\n" + verdict + "."
 
 
@@ -385,16 +390,26 @@ def auto_candidates(rows) -> str:
 
 # ---- auto's pilot: the choice scored on PILOT folds against every fold (bench/pilot_selection.py)
 PILOT_SELECTION = "pilot-selection.csv"
+PILOT_FOLDS = 2   # dmlcore.learners.select.PILOT when the rows were made
 
 
 def _pilot_pairs(rows) -> pd.DataFrame:
-    """One row per (design, n, seed, setting, role): both rules' choices per fold and seconds."""
+    """One row per (design, n, seed, setting, role): the choices per fold of scoring every fold, of the pilot
+    (today's rule: every fold the pooled choice) and of the per-fold variant, and the seconds. Rows of the
+    per-fold variant (``pilot-per-fold``: a pilot fold chose on the other pilot folds' rows) also give
+    today's choice exactly: the pooled choice is the one its folds outside the pilot got, from the same fits."""
     frame = rows.csv(PILOT_SELECTION)
     keys = ["design", "n", "seed", "setting", "role"]
     wide = frame.pivot_table(index=keys, columns="rule", values=["choice_per_fold", "seconds"], aggfunc="first")
     wide.columns = [f"{value}_{rule}" for value, rule in wide.columns]
     wide = wide.reset_index()
+    if "choice_per_fold_pilot" not in wide:
+        variant = wide["choice_per_fold_pilot-per-fold"].str.split("/")
+        wide["choice_per_fold_pilot"] = variant.apply(lambda c: "/".join([c[min(PILOT_FOLDS, len(c) - 1)]] * len(c)))
+        wide["seconds_pilot"] = wide["seconds_pilot-per-fold"]
     wide["same"] = wide["choice_per_fold_every"] == wide["choice_per_fold_pilot"]
+    if "choice_per_fold_pilot-per-fold" in wide:
+        wide["same_variant"] = wide["choice_per_fold_every"] == wide["choice_per_fold_pilot-per-fold"]
     return wide
 
 
@@ -403,17 +418,20 @@ def pilot_selection_table(rows) -> str:
     """Per design, N and setting: how often the pilot's choice per fold was the every-fold rule's, and the
     selections' seconds under each rule (both nuisances, summed per seed; medians over seeds)."""
     wide = _pilot_pairs(rows)
-    lines = ["| design | N | setting | seeds | selections (seeds × 2 nuisances) with the same choice for every fold "
-             "| the choices (every fold → pilot) | seconds, every fold | seconds, pilot | pilot / every |",
+    lines = ["| design | N | setting | seeds | same choice for every fold: pilot (per-fold variant), of seeds × 2 "
+             "nuisances | where the pilot's choice differs (every fold → pilot) | seconds, every fold | "
+             "seconds, pilot | pilot / every |",
              "|---|---|---|---|---|---|---|---|---|"]
     for (design, n, setting), part in wide.groupby(["design", "n", "setting"], sort=True):
         per_seed = part.groupby("seed")[["seconds_every", "seconds_pilot"]].sum()
         every, pilot = per_seed["seconds_every"].median(), per_seed["seconds_pilot"].median()
-        choices = part.apply(lambda r: f"{r['role']}: {_short(r['choice_per_fold_every'])} → "
-                                       f"{_short(r['choice_per_fold_pilot'])}", axis=1)
-        kinds = ", ".join(f"{text} ({count})" for text, count in choices.value_counts().sort_index().items())
-        lines.append(f"| {design} | {n} | {setting} | {part['seed'].nunique()} | {int(part['same'].sum())} of "
-                     f"{len(part)} | {kinds} | {every:.1f} s | {pilot:.1f} s | {pilot / every:.2f} |")
+        differ = part[~part["same"]]
+        choices = differ.apply(lambda r: f"{r['role']}: {_short(r['choice_per_fold_every'])} → "
+                                         f"{_short(r['choice_per_fold_pilot'])}", axis=1)
+        kinds = ", ".join(f"{text} ({count})" for text, count in choices.value_counts().sort_index().items()) or "–"
+        variant = f" ({int(part['same_variant'].sum())})" if "same_variant" in part and setting == "kfold" else ""
+        lines.append(f"| {design} | {n} | {setting} | {part['seed'].nunique()} | {int(part['same'].sum())}{variant} "
+                     f"of {len(part)} | {kinds} | {every:.1f} s | {pilot:.1f} s | {pilot / every:.2f} |")
     return "\n".join(lines)
 
 
@@ -429,6 +447,10 @@ def pilot_selection_summary(rows) -> str:
     """All selections: how many made the same choice for every fold under both rules."""
     wide = _pilot_pairs(rows)
     part = {setting: wide[wide["setting"] == setting] for setting in ("kfold", "one-set")}
-    return (f"{int(wide['same'].sum())} of {len(wide)} selections made the same choice for every fold under both "
+    text = (f"{int(wide['same'].sum())} of {len(wide)} selections made the same choice for every fold under both "
             f"rules ({int(part['kfold']['same'].sum())} of {len(part['kfold'])} with K folds, "
             f"{int(part['one-set']['same'].sum())} of {len(part['one-set'])} with one training set)")
+    if "same_variant" in wide:
+        text += (f"; the per-fold variant, with K folds, {int(part['kfold']['same_variant'].sum())} of "
+                 f"{len(part['kfold'])}")
+    return text

@@ -39,7 +39,10 @@ def select(fits: pd.DataFrame, **cell) -> pd.DataFrame:
 
 
 def study_table(fits: pd.DataFrame, *, unit: str = "MSE", reps_label: str = "reps") -> str:
-    """The markdown table of one cell's fits (every method, in the rows' order)."""
+    """The markdown table of one cell's fits (every method, in the rows' order, DML-CMR first: rows of fits run
+    in parallel are written as they finish)."""
+    first = fits["method"] == REFERENCE
+    fits = pd.concat([fits[first], fits[~first]])
     summary, pairs = summary_table(fits), paired_table(fits)
     fresh = summary["mse_fresh_median"].notna().any()
     head = (f"| method | {reps_label} | median {unit} [q1, q3] | mean | vs DML-CMR: wins of DML-CMR / of method, "

@@ -12,10 +12,12 @@ the whole command's wall time (what the user waits for, imports included), the f
 the run record, the nuisances auto chose and their held-out losses, and the targets: DML-CMR's command
 within 1.5 times CE-DML-CMR's and within 30 s on 2 idle cores. ``--named`` adds the same two runs with
 the nuisances named (``--outcome-learner nn --sampler nn``, the default before auto) to measure what
-auto costs. docs/benchmarks.md ("The default fit's time") is generated from the newest row::
+auto costs; ``--no-debias-too`` adds both with ``--no-debias`` (what the debiased effect's refits cost).
+docs/benchmarks.md ("The default fit's time") is generated from the newest row::
 
     python -m bench.perf.default_fit                    # about 1-2 min on 2 idle cores
     python -m bench.perf.default_fit --named            # and the nuisances named nn (auto's cost)
+    python -m bench.perf.default_fit --no-debias-too    # and without the debiased effect (its cost)
     python bench/docs.py --write
 """
 
@@ -36,6 +38,7 @@ OUT = ROOT / "bench" / "results" / "default-fit.jsonl"
 SETTINGS = ["--dataset", "demand-iv", "--learner", "nn"]   # and --n (5000); DML-CMR --folds 10 (CE has none)
 METHODS = ("dml-cmr", "ce-dml-cmr")
 NAMED = ["--outcome-learner", "nn", "--sampler", "nn"]
+NO_DEBIAS = ["--no-debias"]
 RATIO_TARGET, SECONDS_TARGET = 1.5, 30.0
 
 
@@ -74,7 +77,7 @@ def run_once(method: str, extra: list[str], seed: int, n: int) -> dict:
     effect = record.get("effect") or {}
     return {"method": method, "command": "dmlcore " + " ".join(a for a in argv if not a.endswith("run.json")
                                                                and a != "--json"),
-            "named": bool(extra), "command_seconds": round(wall, 2), "fit_seconds": round(record["seconds"], 2),
+            "named": NAMED[0] in extra, "debias": NO_DEBIAS[0] not in extra, "command_seconds": round(wall, 2), "fit_seconds": round(record["seconds"], 2),
             "mse": record.get("mse"), "effect": (effect.get("interval") or "").split(":")[0] or None,
             "nuisances": {role: {"choice": sel["choice"], "heldout_loss": sel["heldout_loss"]}
                           for role, sel in (record.get("nuisances") or {}).items()},
@@ -84,13 +87,16 @@ def run_once(method: str, extra: list[str], seed: int, n: int) -> dict:
 
 def summary(runs: list[dict]) -> dict:
     """The targets on the default (auto) runs: DML-CMR / CE-DML-CMR and DML-CMR's seconds."""
-    own = {r["method"]: r["command_seconds"] for r in runs if not r["named"]}
+    own = {r["method"]: r["command_seconds"] for r in runs if not r["named"] and r.get("debias", True)}
     ratio = own["dml-cmr"] / own["ce-dml-cmr"]
     out = {"ratio": round(ratio, 3), "ratio_target": RATIO_TARGET, "ratio_met": ratio <= RATIO_TARGET,
            "seconds_target": SECONDS_TARGET, "seconds_met": own["dml-cmr"] <= SECONDS_TARGET}
     named = {r["method"]: r["command_seconds"] for r in runs if r["named"]}
     if named:
         out["auto_cost"] = {m: round(own[m] / named[m], 3) for m in named}   # auto's time over the named nn's
+    bare = {r["method"]: r["command_seconds"] for r in runs if not r.get("debias", True)}
+    if bare:   # seconds the debiased effect adds to each method's command
+        out["effect_seconds"] = {m: round(own[m] - bare[m], 2) for m in bare}
     return out
 
 
@@ -100,6 +106,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n", type=int, default=5000, help="rows (5000: the issue's setting; smaller to try it)")
     parser.add_argument("--named", action="store_true", help="also time the nuisances named nn (auto's cost)")
+    parser.add_argument("--no-debias-too", action="store_true",
+                        help="also time both methods with --no-debias (the debiased effect's cost)")
     parser.add_argument("--note", default="", help="what the machine was doing (recorded)")
     args = parser.parse_args(argv)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -107,6 +115,8 @@ def main(argv=None) -> int:
     runs = [run_once(method, [], args.seed, args.n) for method in METHODS]
     if args.named:
         runs += [run_once(method, NAMED, args.seed, args.n) for method in METHODS]
+    if args.no_debias_too:
+        runs += [run_once(method, NO_DEBIAS, args.seed, args.n) for method in METHODS]
     row = {"date": started, "machine": machine(), **code, "python": platform.python_version(),
            "n": args.n, "seed": args.seed, "note": args.note, "runs": runs, **summary(runs)}
     out = Path(args.out)

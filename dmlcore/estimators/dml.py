@@ -78,9 +78,9 @@ class _TwoStageCMR(CMREstimator):
         default, the learner's own, is kept by naming it (``outcome_learner="nn"``). Else a name, a regressor, or an
         :class:`~dmlcore.learners.base.OutcomeLearner` / :class:`~dmlcore.learners.base.ConditionalSampler`
         (the per-fold interface, e.g. an oracle that knows the truth), or ``"auto"``: the candidate
-        (``gb``, ``gb-small`` on tabular inputs, ``nn`` alone on image data) with the lowest cross-fitted held-out loss,
-        chosen per fold without reading that fold (:mod:`dmlcore.learners.select`); the choice and
-        the losses are in ``nuisance_selection_``.
+        (``gb``, ``gb-small`` on tabular inputs, and ``nn`` too with ``learner="nn"``; ``nn`` alone on image
+        data) with the lowest held-out loss on the first two folds' rows, fitted for every fold
+        (:mod:`dmlcore.learners.select`); the choice and the losses are in ``nuisance_selection_``.
     f_model : {"nn", "boost", "linear", "sieve"}, optional
         The second stage (:mod:`dmlcore.estimators.second_stage`); default the learner's own
         (``nn`` for nn, ``linear`` for linear, ``boost`` otherwise). ``sieve`` gives

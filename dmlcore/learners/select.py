@@ -20,8 +20,8 @@ model k given the lowest loss over the *other* folds' rows; the coverage studies
 were made so) gives the same nuisances, at PILOT fold fits per losing candidate instead of K. The choice
 of a pilot fold's model is thereby scored partly on that fold's own rows, and every fold's choice
 depends on outcomes its models trained on: a choice among two or three candidates. Giving each pilot
-fold the choice of the other pilot folds' rows instead (one fold's rows with PILOT = 2) made a worse
-candidate the choice of single folds (docs/benchmarks.md, "The default fit's time",
+fold the choice of the other pilot folds' rows instead (one fold's rows with PILOT = 2) gave single folds
+a candidate that scoring every fold ranked lower (docs/benchmarks.md, "The default fit's time",
 bench/pilot_selection.py: how often each rule makes the every-fold rule's choice). With one candidate,
 or no more folds than PILOT, every fold model is fitted once, scored, and fold model k given the lowest
 loss over the other folds' rows. With one training set (CE-DML-CMR, the naive plug-in: no held-out
