@@ -151,6 +151,7 @@ def test_one_training_set_is_scored_on_inner_folds():
     z, _, y = design()
     chosen = SelectedOutcome({"shrunk": Line(0.5), "fit": Line(1.0)}, seed=0).fit(z, y, [np.arange(len(y))], None)
     assert chosen.selection_["choice"] == "fit" and chosen.selection_["inner_folds"] == 5
+    assert chosen.selection_["scored_folds"] == 5      # every inner fold scored (the K-fold pilot is not used)
     assert chosen.selection_["heldout_loss"]["fit"] < chosen.selection_["heldout_loss"]["shrunk"]
 
 

@@ -25,8 +25,10 @@ a candidate that scoring every fold ranked lower (docs/benchmarks.md, "The defau
 bench/pilot_selection.py: how often each rule makes the every-fold rule's choice). With one candidate,
 or no more folds than PILOT, every fold model is fitted once, scored, and fold model k given the lowest
 loss over the other folds' rows. With one training set (CE-DML-CMR, the naive plug-in: no held-out
-rows) the candidates are fitted on PILOT of INNER inner folds of it for their losses, and the one with
-the lowest pooled loss is then fitted on the whole set.
+rows) the candidates are fitted on all INNER inner folds of it for their losses, and the one with the
+lowest pooled loss is then fitted on the whole set: for a while on 2026-11-27 two of the inner folds
+were scored, which changed the choice of 4 of 20 seeds at IV strength 0.4 and made CE-DML-CMR's and the
+naive plug-in's error higher on all four (docs/benchmarks.md), for a method whose fit is not the slow one.
 
 ``selection_`` records the candidates' held-out losses (per row scored), the choice per fold, what the
 loss is, how many folds were scored (``scored_folds``) and how many rows (``rows_scored``); the run
@@ -122,7 +124,7 @@ class _Selection:
     def __init__(self, candidates: dict, seed: int = 0, pilot: int | None = PILOT):
         self.candidates = candidates
         self.seed = seed
-        self.pilot = pilot     # None: every fold model of every candidate is scored (bench/pilot_selection.py)
+        self.pilot = pilot     # K-fold: fold models scored; None: every one (the rule before; bench/pilot_selection.py)
 
     @property
     def name(self) -> str:
@@ -155,21 +157,22 @@ class _Selection:
         lo, hi = getattr(monitor, "span", (0.0, 1.0))
         score = lambda fitted, parts: np.array([[self._losses(fitted[name], C, target, part, j, scale, rng).sum()
                                                  for name in names] for j, part in enumerate(parts)])
-        # with one candidate, or no more folds than the pilot, every fold model of every candidate is the
-        # nuisance's anyway: they are fitted once and scored where there are held-out rows
-        scored_folds = (INNER if held is None else len(train_sets)) if self.pilot is None else self.pilot
-        pilot = len(names) > 1 and (held is None or len(train_sets) > scored_folds)
-        if not pilot:
+        # with one candidate, or K folds no more than the pilot, every fold model of every candidate is the
+        # nuisance's anyway: they are fitted once and scored where there are held-out rows; otherwise the
+        # scored fits (the pilot's folds, or every inner fold of one training set) are apart from the kept ones
+        pilot = held is not None and self.pilot is not None and len(train_sets) > self.pilot
+        apart = len(names) > 1 and (held is None or pilot)
+        if not apart:
             chosen, sub = self._fit_candidates(C, target, train_sets, monitor, self.candidates, (lo, hi))
             scored_rows = held or []
             per_fold = score(chosen, held) if held is not None else None
         else:
-            if held is None:   # one training set: the first of its INNER inner folds are scored
+            if held is None:   # one training set: its INNER inner folds are scored
                 rows = train_sets[0]
-                scored_rows = inner_folds(rows, INNER, self.seed)[:scored_folds]
+                scored_rows = inner_folds(rows, INNER, self.seed)
                 scored_sets = [np.setdiff1d(rows, part) for part in scored_rows]
             else:
-                scored_sets, scored_rows = train_sets[:scored_folds], held[:scored_folds]
+                scored_sets, scored_rows = train_sets[:self.pilot], held[:self.pilot]
             share = len(scored_sets) * len(names)
             mid = lo + (hi - lo) * share / (share + len(train_sets))
             scored, _ = self._fit_candidates(C, target, scored_sets, monitor,
@@ -177,12 +180,12 @@ class _Selection:
             per_fold = score(scored, scored_rows)
         if per_fold is None:
             choices = names * len(train_sets)
-        elif pilot:   # every fold model: the lowest loss over the pilot's rows
+        elif held is None or pilot:   # every fold model: the lowest loss over the scored rows
             choices = [names[int(np.argmin(per_fold.sum(0)))]] * len(train_sets)
         else:   # every fold scored: fold model k the lowest loss over the other folds' rows
             total = per_fold.sum(0)
             choices = [names[int(np.argmin(total - per_fold[k]))] for k in range(len(train_sets))]
-        if pilot:   # the chosen candidates' fold models, every fold in one call
+        if apart:   # the chosen candidates' fold models, every fold in one call
             wanted = {name: self.candidates[name] for name in names if name in choices}
             chosen, sub = self._fit_candidates(C, target, train_sets, monitor, wanted, (mid, hi))
         self.fitted_ = {name: chosen[name] for name in set(choices)}   # the others are not kept
