@@ -17,7 +17,9 @@ candidate fit it made). Seeds outside the benchmarks' 0-19.
 
 docs/benchmarks.md ("The default fit's time") shows the agreement (``python bench/docs.py --write``).
 Rows of rule ``pilot-per-fold`` were made by a first version of the pilot, in which a pilot fold's model
-took the choice of the other pilot folds' rows; their folds outside the pilot got today's choice.
+took the choice of the other pilot folds' rows (their folds outside the pilot got today's choice), and
+which scored two of the five inner folds with one training set; today that setting scores every inner
+fold under both rules, so its rows of a new run are the same twice.
 """
 
 from __future__ import annotations

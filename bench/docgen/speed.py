@@ -8,6 +8,7 @@ import re
 import pandas as pd
 
 from .registry import block, family
+from .tables import title
 from .words import num
 
 
@@ -399,7 +400,7 @@ def _pilot_pairs(rows) -> pd.DataFrame:
     per-fold variant (``pilot-per-fold``: a pilot fold chose on the other pilot folds' rows) also give
     today's choice exactly: the pooled choice is the one its folds outside the pilot got, from the same fits."""
     frame = rows.csv(PILOT_SELECTION)
-    keys = ["design", "n", "seed", "setting", "role"]
+    keys = ["design", "n", "folds", "seed", "setting", "role"]
     wide = frame.pivot_table(index=keys, columns="rule", values=["choice_per_fold", "seconds"], aggfunc="first")
     wide.columns = [f"{value}_{rule}" for value, rule in wide.columns]
     wide = wide.reset_index()
@@ -418,11 +419,11 @@ def pilot_selection_table(rows) -> str:
     """Per design, N and setting: how often the pilot's choice per fold was the every-fold rule's, and the
     selections' seconds under each rule (both nuisances, summed per seed; medians over seeds)."""
     wide = _pilot_pairs(rows)
-    lines = ["| design | N | setting | seeds | same choice for every fold: pilot (per-fold variant), of seeds × 2 "
+    lines = ["| design | N | folds | seeds | same choice for every fold: pilot (per-fold variant), of seeds × 2 "
              "nuisances | where the pilot's choice differs (every fold → pilot) | seconds, every fold | "
              "seconds, pilot | pilot / every |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for (design, n, setting), part in wide.groupby(["design", "n", "setting"], sort=True):
+    for (design, n, setting), part in wide[wide["setting"] == "kfold"].groupby(["design", "n", "setting"], sort=True):
         per_seed = part.groupby("seed")[["seconds_every", "seconds_pilot"]].sum()
         every, pilot = per_seed["seconds_every"].median(), per_seed["seconds_pilot"].median()
         differ = part[~part["same"]]
@@ -430,7 +431,7 @@ def pilot_selection_table(rows) -> str:
                                          f"{_short(r['choice_per_fold_pilot'])}", axis=1)
         kinds = ", ".join(f"{text} ({count})" for text, count in choices.value_counts().sort_index().items()) or "–"
         variant = f" ({int(part['same_variant'].sum())})" if "same_variant" in part and setting == "kfold" else ""
-        lines.append(f"| {design} | {n} | {setting} | {part['seed'].nunique()} | {int(part['same'].sum())}{variant} "
+        lines.append(f"| {design} | {n} | {part['folds'].iloc[0]} | {part['seed'].nunique()} | {int(part['same'].sum())}{variant} "
                      f"of {len(part)} | {kinds} | {every:.1f} s | {pilot:.1f} s | {pilot / every:.2f} |")
     return "\n".join(lines)
 
@@ -444,13 +445,30 @@ def _short(per_fold: str) -> str:
 
 @block("pilot-selection:summary")
 def pilot_selection_summary(rows) -> str:
-    """All selections: how many made the same choice for every fold under both rules."""
+    """K-fold selections: how many made the same choice for every fold under both rules (and the variant)."""
     wide = _pilot_pairs(rows)
-    part = {setting: wide[wide["setting"] == setting] for setting in ("kfold", "one-set")}
-    text = (f"{int(wide['same'].sum())} of {len(wide)} selections made the same choice for every fold under both "
-            f"rules ({int(part['kfold']['same'].sum())} of {len(part['kfold'])} with K folds, "
-            f"{int(part['one-set']['same'].sum())} of {len(part['one-set'])} with one training set)")
-    if "same_variant" in wide:
-        text += (f"; the per-fold variant, with K folds, {int(part['kfold']['same_variant'].sum())} of "
-                 f"{len(part['kfold'])}")
+    kfold = wide[wide["setting"] == "kfold"]
+    text = f"{int(kfold['same'].sum())} of {len(kfold)} K-fold selections made the same choice for every fold"
+    if "same_variant" in kfold:
+        text += f" (the per-fold variant {int(kfold['same_variant'].sum())})"
     return text
+
+
+@block("pilot-selection:inner")
+def pilot_selection_inner(rows) -> str:
+    """One training set, two of the five inner folds scored (dropped): the bench's agreement, and the 20-seed
+    rows of IV strength 0.4 against those made scoring every inner fold."""
+    wide = _pilot_pairs(rows)
+    one = wide[wide["setting"] == "one-set"]
+    two = rows.csv("authors/demand-iv-nn-5000-strength0.4-pilot-inner2.csv")
+    every = rows.csv("authors/demand-iv-nn-5000-strength0.4-auto.csv")
+    pair = two.merge(every, on=["seed", "method"], suffixes=("_two", "_every"))
+    parts = []
+    for method in ("ce-dml-cmr", "naive"):
+        part = pair[pair["method"] == method]
+        moved = part[part["mse_two"] != part["mse_every"]]
+        name = "the naive plug-in" if method == "naive" else title(method)
+        parts.append(f"{name} differed on {len(moved)} of {len(part)} seeds (seeds "
+                     f"{', '.join(str(x) for x in sorted(moved['seed']))}), higher on {int((moved['mse_two'] > moved['mse_every']).sum())}")
+    return (f"made the every-fold choice in {int(one['same'].sum())} of {len(one)} selections of the bench above, but "
+            f"on the 20 seeds of IV strength 0.4 (N = 5000) " + "; ".join(parts))
