@@ -313,6 +313,9 @@ def moved_text(rows, new: str, old: str) -> str:
     for method in [m for m in DEEP if m in set(after["method"]) and m in set(before["method"])]:
         a, b = per_seed(after, method), per_seed(before, method)
         seeds = a.index.intersection(b.index)
+        if (a[seeds] == b[seeds]).all():
+            parts.append(f"{title(method)} {num(a[seeds].median())} (the same MSE on all {len(seeds)} seeds)")
+            continue
         pair = paired(a[seeds], b[seeds])
         word = "lower" if pair.a_ahead else "higher" if pair.b_ahead else "no significant change"
         parts.append(f"{title(method)} {num(b[seeds].median())} → {num(a[seeds].median())} "
