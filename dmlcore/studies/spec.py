@@ -80,8 +80,9 @@ OPTION_CHECKS = {"n": check_n, "rho": check_rho, "iv_strength": check_iv_strengt
 # "0.4.0": for a while under 0.3.0 the DML family's debiased effect refitted f alone (nuisances kept), which
 # covered less; every method refits the whole method again, and stores no longer reuse fits of that window.
 # "0.5.0": with the network as the learner, "auto" nuisances count the network among their candidates.
-# "0.6.0": "auto" scores its candidates on the first PILOT fold models only (dmlcore.learners.select): the same
-# nuisances where the choice is the same, but the records' held-out losses are the pilot's.
+# "0.6.0": with K folds "auto" scores its candidates on the first PILOT fold models only and gives every fold the
+# pooled choice (dmlcore.learners.select): the same nuisances where the choice is the same, but the records'
+# held-out losses are the pilot's.
 FIT_KEY_VERSION = "0.6.0"
 
 
