@@ -11,6 +11,7 @@ from dmlcore.inference.first_stage import strength_label
 from dmlcore.errors import DMLCoreError
 from dmlcore.inference.covariance import COV_CHOICES, COV_TITLES, FEW_CLUSTERS, cluster_columns, is_clustered
 from dmlcore.estimators import METHODS
+from dmlcore.learners.select import describe as describe_selection
 from dmlcore.runs import METHOD_TITLES, fit_run
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
@@ -430,6 +431,8 @@ def details_section(chosen):
             st.caption("Losses are on the standardized scale; g reports a negative log-likelihood (neural "
                        "network) or a squared error (trees, linear). Each fold's nuisances are trained on the "
                        "other folds; the second-stage loss of fold k uses only them.")
+        for role, selection in (item.record.get("nuisances") or {}).items():   # what "auto" chose, and on what
+            st.caption(describe_selection(selection, role))
     else:
         st.caption(f"{METHOD_TITLES.get(item.method, item.method)} has no nuisance models, so no fold-wise losses.")
     for note in item.record.get("notes") or []:

@@ -11,7 +11,7 @@ from dmlcore.estimators import make_estimator
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn, make_folds
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
 from dmlcore.estimators import trains_networks
-from dmlcore.learners.select import PILOT, SelectedOutcome, SelectedSampler, energy_score, nuisance_default
+from dmlcore.learners.select import PILOT, SelectedOutcome, SelectedSampler, describe, energy_score, nuisance_default
 from dmlcore.learners.tabular import TabularOutcome
 from dmlcore.progress import Monitor
 from dmlcore.studies.spec import config_key, spec_from_dict
@@ -304,3 +304,18 @@ def test_on_images_auto_is_the_network_alone_fitted_as_when_named():
     assert fits[0].nuisance_selection_["s"]["candidates"] == ["nn"] == fits[0].nuisance_selection_["g"]["candidates"]
     grid = data.table[data.input_columns].iloc[:20]
     assert np.array_equal(fits[0].predict(grid), fits[1].predict(grid))
+
+
+def test_a_recorded_choice_is_described_with_its_losses_and_rows():
+    z, _, y = design()
+    folds = make_folds(len(y), 10, 0)
+    train = [np.setdiff1d(np.arange(len(y)), rows) for rows in folds]
+    record = SelectedOutcome({"shrunk": Line(0.5), "fit": Line(1.0)}, seed=0).fit(z, y, train, None).selection_
+    text = describe(record, "s")
+    assert text.startswith("Outcome model s(c): auto chose fit; held-out mean squared error on the 200 rows of the "
+                           "first 2 folds, lower is better: fit ")
+    assert text.index("fit ") < text.index("shrunk ")       # the lowest loss first
+    mixed = {**record, "choice_per_fold": ["fit"] * 9 + ["shrunk"]}
+    assert "auto chose fit for 9 of 10 folds (shrunk for 1)" in describe(mixed, "s")
+    one = {"candidates": ["nn"], "heldout_loss": {"nn": None}, "choice": "nn", "choice_per_fold": ["nn"] * 3}
+    assert describe(one, "g") == "Distribution model: auto chose nn (its only candidate here)."

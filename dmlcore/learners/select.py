@@ -245,3 +245,29 @@ class SelectedSampler(_Selection, ConditionalSampler):
 
     def sample(self, k, C, n_draws, rng):
         return self.fitted_[self.choices_[k]].sample(k, C, n_draws, rng)
+
+
+ROLES = {"s": ("outcome model s(c)", "mean squared error"), "g": ("distribution model", "energy score")}
+
+
+def describe(selection: dict, role: str) -> str:
+    """One sentence on a recorded choice (a run record's ``nuisances[role]``, this module's ``selection_``)."""
+    name, loss = ROLES.get(role, (role, "loss"))
+    per_fold = list(selection.get("choice_per_fold") or [])
+    choice = selection["choice"]
+    text = f"{name[0].upper()}{name[1:]}: auto chose {choice}"
+    if len(set(per_fold)) > 1:
+        text += f" for {per_fold.count(choice)} of {len(per_fold)} folds (" + ", ".join(
+            f"{other} for {per_fold.count(other)}" for other in sorted(set(per_fold) - {choice})) + ")"
+    losses = {k: v for k, v in (selection.get("heldout_loss") or {}).items() if v is not None}
+    if not losses:
+        return text + (" (its only candidate here)." if len(selection.get("candidates") or []) == 1 else ".")
+    if selection.get("inner_folds"):
+        where = f"{selection['inner_folds']} inner folds of the training rows"
+    elif selection.get("scored_folds") and selection.get("rows_scored"):
+        where = f"the {selection['rows_scored']:,} rows of the first {selection['scored_folds']} folds"
+    else:
+        where = "the rows each fold model never saw"
+    ranked = sorted(losses.items(), key=lambda kv: kv[1])
+    return (text + f"; held-out {loss} on {where}, lower is better: "
+            + ", ".join(f"{k} {v:.4g}" for k, v in ranked) + ".")
