@@ -305,16 +305,18 @@ def regression_rho_ranges(rows) -> str:
 
 
 @family(r"moved:(?P<new>[^:]+):(?P<old>[^:]+)")
-def moved_text(rows, new: str, old: str) -> str:
+def moved_text(rows, new: str, old: str, column: str = "mse") -> str:
     """What moved from table ``old`` to table ``new`` (the same cell, other settings), per DML-family
-    method of ``new``, on the seeds both have: medians, and the seeds on which the new row was lower."""
+    method of ``new``, on the seeds both have: medians of ``column`` (the grid's MSE, or ``mse_fresh``), and
+    the seeds on which the new row was lower."""
     after, before = cell(rows, new), cell(rows, old)
+    what = "MSE" if column == "mse" else "fresh-draw MSE"
     parts = []
     for method in [m for m in DEEP if m in set(after["method"]) and m in set(before["method"])]:
-        a, b = per_seed(after, method), per_seed(before, method)
+        a, b = per_seed(after, method, column), per_seed(before, method, column)
         seeds = a.index.intersection(b.index)
         if (a[seeds] == b[seeds]).all():
-            parts.append(f"{title(method)} {num(a[seeds].median())} (the same MSE on all {len(seeds)} seeds)")
+            parts.append(f"{title(method)} {num(a[seeds].median())} (the same {what} on all {len(seeds)} seeds)")
             continue
         pair = paired(a[seeds], b[seeds])
         word = "lower" if pair.a_ahead else "higher" if pair.b_ahead else "no significant change"
@@ -322,7 +324,13 @@ def moved_text(rows, new: str, old: str) -> str:
                      f"({word}: lower after on {pair.counts()})")
     seeds = sorted(set(after["seed"]))
     span = f"{seeds[0]}–{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ", ".join(map(str, seeds))
-    return f"median MSE on seeds {span}, before → after: " + "; ".join(parts)
+    return f"median {what} on seeds {span}, before → after: " + "; ".join(parts)
+
+
+@family(r"moved-fresh:(?P<new>[^:]+):(?P<old>[^:]+)")
+def moved_fresh_text(rows, new: str, old: str) -> str:
+    """:func:`moved_text` on fresh draws (``mse_fresh``)."""
+    return moved_text(rows, new, old, "mse_fresh")
 
 
 @family(r"same:(?P<a>[^:]+):(?P<b>[^:]+)")
