@@ -408,7 +408,7 @@ def _bench(args) -> int:
                            **{name: getattr(args, name) for name in FIT_SETTINGS if name in getattr(args, "given", ())},
                            "debias": args.debias})
     out = Path(args.out)
-    design = [o for o in ("noise_scale", "design") if o in dataset_options(args.dataset)]  # which problem
+    design = [o for o in dataset_options(args.dataset) if o != "n"]   # which problem: every option the data set takes
     chosen = ["outcome_learner", "sampler", *(s for s in LATER_SETTINGS if s not in ("outcome_learner", "sampler")
                                               and getattr(args, s) is not None)]   # the nuisances as used: every table says
     fields = ["dataset", "n", "seed", "method", "learner", "folds", "mse", "mse_fresh", "seconds", *design, *chosen]

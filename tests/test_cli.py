@@ -190,22 +190,24 @@ def test_bench_writes_rows_and_prints_summary(capsys, tmp_path):
     assert len(text) == 1 + 8 and text.count(text[0]) == 1
 
 
-def test_bench_rows_record_the_noise_scale(capsys, tmp_path):
-    argv = ["bench", "--sizes", "200", "--reps", "1", "--methods", "2sls", "--out"]
+def test_bench_rows_record_every_data_option(capsys, tmp_path):
+    argv = ["bench", "--sizes", "200", "--reps", "1", "--methods", "2sls", "--iv-strength", "0.5", "--rho", "0.7",
+            "--out"]
     mse = {}
     for scale in ("raw", "standardized"):
         code, out, err = run_main(capsys, *argv, str(tmp_path / f"{scale}.csv"), "--noise-scale", scale)
         assert code == 0, err
         with (tmp_path / f"{scale}.csv").open() as handle:
             rows = list(csv.DictReader(handle))
-        assert [r["noise_scale"] for r in rows] == [scale]
+        assert [(r["noise_scale"], r["iv_strength"], r["rho"], r["ood_test"]) for r in rows] == [
+            (scale, "0.5", "0.7", "False")]
         mse[scale] = float(rows[0]["mse"])
     assert mse["raw"] != mse["standardized"]          # the option reached the simulator
     # a file begun before the column existed keeps its header; a note says what its rows leave out
     old = tmp_path / "old.csv"
     old.write_text("dataset,n,seed,method,learner,folds,mse,mse_fresh,seconds\n")
     code, out, err = run_main(capsys, *argv, str(old))
-    assert code == 0 and "without the column(s) noise_scale" in err
+    assert code == 0 and "without the column(s) rho, iv_strength, noise_scale, ood_test" in err
     lines = old.read_text().splitlines()
     assert len(lines) == 2 and lines[1].count(",") == 8
 

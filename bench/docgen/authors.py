@@ -41,6 +41,8 @@ TABLES = {
     "demand-iv-nn-5000-strength0.01-auto": ("authors/demand-iv-nn-5000-strength0.01-auto.csv", {}),
     **{f"demand-iv-gb-{n}-auto": ("authors/demand-iv-gb-auto.csv", {"n": n}) for n in (2000, 5000)},
     "demand-iv-nn-10000-auto": ("authors/demand-iv-nn-10000-auto.csv", {}),
+    "demand-iv-gb-10000-auto": ("authors/demand-iv-gb-10000-auto.csv", {}),
+    "demand-pcl-nn-10000-auto": ("authors/demand-pcl-nn-10000-auto.csv", {}),
 }
 
 

@@ -424,7 +424,7 @@ DEFAULT_IV = {(1000, 1.0): "authors/demand-iv-nn-1000-2000-auto.csv", (2000, 1.0
               (5000, 0.4): "authors/demand-iv-nn-5000-strength0.4-pilot.csv",
               (5000, 0.01): "authors/demand-iv-nn-5000-strength0.01-auto.csv"}
 DEFAULT_PCL = {1000: "authors/demand-pcl-nn-1000-2000-auto.csv", 2000: "authors/demand-pcl-nn-1000-2000-auto.csv",
-               5000: "authors/demand-pcl-nn-5000-pilot.csv"}
+               5000: "authors/demand-pcl-nn-5000-pilot.csv", 10000: "authors/demand-pcl-nn-10000-auto.csv"}
 
 
 def _default_dml(rows, file: str, n: int, strength: float | None = None) -> pd.Series:
