@@ -118,3 +118,15 @@ def test_a_clustered_plan_fits_with_clustered_intervals():
     fits, _ = plan.build_plan(choices(est_methods=["naive"], est_learner="linear", est_cluster="cluster"), clustered)
     record = fit_run(clustered, "naive", **fits[0].kwargs).record
     assert record["effect"]["debiased"]["clusters"]["column"] == "cluster"
+
+
+def test_the_plan_says_which_nuisances_auto_chooses():
+    def line(method, learner="nn", **kwargs):
+        return plan.describe(plan.PlannedFit(method=method, label=method, learner=learner,
+                                             kwargs={"learner": learner, **kwargs}))
+
+    assert "outcome model and distribution model chosen by held-out loss (auto)" in line("dml-cmr")
+    assert "· distribution model chosen by held-out loss (auto)" in line("naive")     # it has no outcome model
+    assert "auto" not in line("dml-cmr", outcome_learner="nn", sampler="nn")          # named: the learner alone
+    assert "· distribution model chosen" in line("dml-cmr", outcome_learner="nn")
+    assert "auto" not in line("dml-cmr", learner="rf")                                # auto never chooses for rf
