@@ -29,8 +29,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
+from bench.csv_rows import append
 from bench.error_budget import _ReusedOutcome, _ReusedSampler, nuisance_errors
 from dmlcore.data.simulate import simulate_demand_iv
 from dmlcore.estimators.dml import DMLCMR
@@ -105,10 +105,7 @@ def main() -> None:
              for seed in parse_seeds(args.seeds) for k in args.iv_strength.split(",")]
     with ProcessPoolExecutor(args.jobs) as pool:
         for rows in pool.map(one, tasks):
-            frame = pd.DataFrame(rows)
-            if out.exists():
-                frame = pd.concat([pd.read_csv(out), frame], ignore_index=True)
-            frame.to_csv(out, index=False)
+            append(out, rows)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
+from bench.csv_rows import append
 from dmlcore.data.simulate import Y_STD, simulate_demand_iv
 from dmlcore.estimators.dml import make_folds
 from dmlcore.learners.tabular import TabularOutcome
@@ -66,11 +65,7 @@ def main() -> None:
                                  seconds=time.perf_counter() - start))
                 print(f"  strength={strength:g} seed={seed} {name}: heldout={rows[-1]['heldout']:.0f} "
                       f"s_mse={rows[-1]['s_mse']:.4f}", flush=True)
-    frame = pd.DataFrame(rows)
-    out = Path(args.out)
-    if out.exists():
-        frame = pd.concat([pd.read_csv(out), frame], ignore_index=True)
-    frame.to_csv(out, index=False)
+    append(args.out, rows)
 
 
 if __name__ == "__main__":

@@ -26,17 +26,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
-from threadpoolctl import threadpool_limits
 
+from bench.csv_rows import append
 from dmlcore.data.registry import load_dataset
 from dmlcore.estimators.dml import DMLCMR, make_folds
+from dmlcore.executors import get_executor
 from dmlcore.learners.select import PILOT
-from dmlcore.process import scoped_threads
 from dmlcore.studies.spec import parse_seeds
 
 DESIGNS = {"demand-iv": ("demand-iv", {}), "demand-iv-0.4": ("demand-iv", {"iv_strength": 0.4}),
@@ -46,30 +43,29 @@ RULES = {"every": None, "pilot": PILOT}
 
 def one(task: dict) -> list[dict]:
     dataset, options = DESIGNS[task["design"]]
-    with scoped_threads(1), threadpool_limits(1):   # one core per task (boosting's OpenMP too)
-        data = load_dataset(dataset, n=task["n"], seed=task["seed"], **options).data
-        arr = data.cmr()
-        n = arr.n
-        folds = make_folds(n, task["folds"], task["seed"])
-        settings = {"kfold": [np.setdiff1d(np.arange(n), rows) for rows in folds], "one-set": [np.arange(n)]}
-        est = DMLCMR("nn", task["folds"], seed=task["seed"], device="cpu")
-        rows = []
-        for setting, train_sets in settings.items():
-            for role, target in (("s", arr.y), ("g", arr.modelled)):
-                for rule, pilot in RULES.items():
-                    model = est._nuisance(role, "auto", data, arr.conditioning_names, None, "cpu")
-                    model.pilot = pilot
-                    start = time.perf_counter()
-                    model.fit(arr.conditioning, target, train_sets, None)
-                    seconds = time.perf_counter() - start
-                    record = model.selection_
-                    rows.append({"design": task["design"], "n": n, "seed": task["seed"], "folds": task["folds"],
-                                 "setting": setting, "role": role, "rule": rule, "scored_folds": record["scored_folds"],
-                                 "choice": record["choice"], "choice_per_fold": "/".join(record["choice_per_fold"]),
-                                 **{f"loss_{k}": v for k, v in record["heldout_loss"].items()},
-                                 "seconds": round(seconds, 2)})
-                    print(f"  {task['design']} n={n} seed={task['seed']} {setting} {role} {rule}: "
-                          f"{record['choice']} ({seconds:.1f} s)", flush=True)
+    data = load_dataset(dataset, n=task["n"], seed=task["seed"], **options).data
+    arr = data.cmr()
+    n = arr.n
+    folds = make_folds(n, task["folds"], task["seed"])
+    settings = {"kfold": [np.setdiff1d(np.arange(n), rows) for rows in folds], "one-set": [np.arange(n)]}
+    est = DMLCMR("nn", task["folds"], seed=task["seed"], device="cpu")
+    rows = []
+    for setting, train_sets in settings.items():
+        for role, target in (("s", arr.y), ("g", arr.modelled)):
+            for rule, pilot in RULES.items():
+                model = est._nuisance(role, "auto", data, arr.conditioning_names, None, "cpu")
+                model.pilot = pilot
+                start = time.perf_counter()
+                model.fit(arr.conditioning, target, train_sets, None)
+                seconds = time.perf_counter() - start
+                record = model.selection_
+                rows.append({"design": task["design"], "n": n, "seed": task["seed"], "folds": task["folds"],
+                             "setting": setting, "role": role, "rule": rule, "scored_folds": record["scored_folds"],
+                             "choice": record["choice"], "choice_per_fold": "/".join(record["choice_per_fold"]),
+                             **{f"loss_{k}": v for k, v in record["heldout_loss"].items()},
+                             "seconds": round(seconds, 2)})
+                print(f"  {task['design']} n={n} seed={task['seed']} {setting} {role} {rule}: "
+                      f"{record['choice']} ({seconds:.1f} s)", flush=True)
     return rows
 
 
@@ -82,15 +78,13 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--out", required=True)
     args = p.parse_args()
-    out = Path(args.out)
     tasks = [dict(design=d, n=int(n), seed=seed, folds=args.folds) for n in args.n.split(",")
              for seed in parse_seeds(args.seeds) for d in args.designs.split(",")]
-    with ProcessPoolExecutor(args.jobs) as pool:
-        for rows in pool.map(one, tasks):
-            frame = pd.DataFrame(rows)
-            if out.exists():
-                frame = pd.concat([pd.read_csv(out), frame], ignore_index=True)
-            frame.to_csv(out, index=False)
+    with get_executor("local", args.jobs, threads=1) as executor:   # one core per task (boosting's OpenMP too)
+        for _, rows in executor.map(one, tasks):
+            if isinstance(rows, Exception):
+                raise rows
+            append(args.out, rows)
 
 
 if __name__ == "__main__":

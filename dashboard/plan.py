@@ -25,7 +25,7 @@ from dmlcore.inference.clusters import check_cluster_folds
 from dmlcore.inference.covariance import check_covariance
 from dmlcore.learners import LEARNER_REGISTRY, LEARNER_TITLES, LEARNERS
 from dmlcore.learners.nn import DEFAULTS as NN_NUISANCE_DEFAULTS
-from dmlcore.learners.select import AUTO, nuisance_default
+from dmlcore.learners.select import AUTO, SelectedOutcome, SelectedSampler, nuisance_default
 from dmlcore.learners.tabular import DEFAULTS as TABULAR_DEFAULTS
 from dmlcore.estimators import METHOD_TITLES, METHODS
 
@@ -396,10 +396,9 @@ def describe(fit: PlannedFit) -> str:
         parts.append(f"networks on {k['device']}")
     if k.get("reps_crossfit", 1) > 1:
         parts.append(f"{k['reps_crossfit']} repeated cross-fits (median; {k['reps_crossfit']}× the time)")
-    roles = [(setting, name) for setting, name in (("outcome_learner", "outcome model"), ("sampler", "distribution model"))
-             if setting in METHODS[fit.method].settings]
-    chosen = [name for setting, name in roles
-              if nuisance_default(k.get(setting), fit.learner, k.get("nuisance_params")) == AUTO]
+    chosen = [selection.role for setting, selection in (("outcome_learner", SelectedOutcome), ("sampler", SelectedSampler))
+              if setting in METHODS[fit.method].settings
+              and nuisance_default(k.get(setting), fit.learner, k.get("nuisance_params")) == AUTO]
     if chosen:   # "auto" (the default with nn or gb): the learner is one candidate of those nuisances
         parts.append(f"{' and '.join(chosen)} chosen by held-out loss (auto)")
     changed = {**(k.get("nuisance_params") or {}), **{f"f.{a}": b for a, b in (k.get("f_params") or {}).items()}}

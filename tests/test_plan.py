@@ -125,7 +125,7 @@ def test_the_plan_says_which_nuisances_auto_chooses():
         return plan.describe(plan.PlannedFit(method=method, label=method, learner=learner,
                                              kwargs={"learner": learner, **kwargs}))
 
-    assert "outcome model and distribution model chosen by held-out loss (auto)" in line("dml-cmr")
+    assert "outcome model s(c) and distribution model chosen by held-out loss (auto)" in line("dml-cmr")
     assert "· distribution model chosen by held-out loss (auto)" in line("naive")     # it has no outcome model
     assert "auto" not in line("dml-cmr", outcome_learner="nn", sampler="nn")          # named: the learner alone
     assert "· distribution model chosen" in line("dml-cmr", outcome_learner="nn")

@@ -10,6 +10,7 @@ import pandas as pd
 
 from dmlcore.studies.figures import mse_figure
 
+from .authors import cell
 from .registry import block, figure
 from .tables import per_seed, title
 from .words import num, p_text, paired
@@ -418,21 +419,12 @@ def nmmr_standardized_growth(rows) -> str:
     return f"NMMR-U {med.iloc[0]:.1f} → {med.iloc[-1]:.1f} from N = {med.index[0]} to {med.index[-1]}, medians of {seeds} seeds"
 
 
-# DML-CMR on today's defaults (auto nuisances, scored on the pilot folds) per cell: (file, n, strength)
-DEFAULT_IV = {(1000, 1.0): "authors/demand-iv-nn-1000-2000-auto.csv", (2000, 1.0): "authors/demand-iv-nn-1000-2000-auto.csv",
-              (5000, 1.0): "authors/demand-iv-nn-5000-pilot.csv", (10000, 1.0): "authors/demand-iv-nn-10000-auto.csv",
-              (5000, 0.4): "authors/demand-iv-nn-5000-strength0.4-pilot.csv",
-              (5000, 0.01): "authors/demand-iv-nn-5000-strength0.01-auto.csv"}
-DEFAULT_PCL = {1000: "authors/demand-pcl-nn-1000-2000-auto.csv", 2000: "authors/demand-pcl-nn-1000-2000-auto.csv",
-               5000: "authors/demand-pcl-nn-5000-pilot.csv", 10000: "authors/demand-pcl-nn-10000-auto.csv"}
-
-
-def _default_dml(rows, file: str, n: int, strength: float | None = None) -> pd.Series:
-    fits = rows.fits(file)
-    fits = fits[fits["n"] == n]
-    if strength is not None:
-        fits = fits[fits["iv_strength"] == strength]
-    return per_seed(fits, "dml-cmr")
+# DML-CMR on today's defaults (auto nuisances) per cell: the tables of docs/benchmarks.md (authors.TABLES)
+DEFAULT_IV = {(1000, 1.0): "demand-iv-nn-1000-auto", (2000, 1.0): "demand-iv-nn-2000-auto",
+              (5000, 1.0): "demand-iv-nn-5000-pilot", (10000, 1.0): "demand-iv-nn-10000-auto",
+              (5000, 0.4): "demand-iv-nn-5000-strength0.4-pilot", (5000, 0.01): "demand-iv-nn-5000-strength0.01-auto"}
+DEFAULT_PCL = {1000: "demand-pcl-nn-1000-auto", 2000: "demand-pcl-nn-2000-auto", 5000: "demand-pcl-nn-5000-pilot",
+               10000: "demand-pcl-nn-10000-auto"}
 
 
 @block("peers:vs-default")
@@ -441,17 +433,15 @@ def peers_vs_default(rows) -> str:
     lines = []
     for method, name in (("kiv", "KIV"), ("dfiv", "DFIV"), ("deepgmm", "DeepGMM")):
         groups = {}
-        for (n, strength), file in DEFAULT_IV.items():
-            pair = paired(per_seed(iv_cell(rows, n, strength), method), _default_dml(rows, file, n, strength))
-            word = "ahead of" if pair.a_ahead else "behind" if pair.b_ahead else "level with"
-            groups.setdefault(word, []).append(f"{_cell_name(n, strength)} ({pair.wins_a} of {pair.pairs})")
+        for (n, strength), table in DEFAULT_IV.items():
+            pair = paired(per_seed(iv_cell(rows, n, strength), method), per_seed(cell(rows, table), "dml-cmr"))
+            groups.setdefault(pair.word, []).append(f"{_cell_name(n, strength)} ({pair.wins_a} of {pair.pairs})")
         lines.append(f"- **{name}**: " + "; ".join(f"{word} DML-CMR at {', '.join(cells)}"
                                                   for word, cells in groups.items()) + ".")
     for method, name in (("nmmr", "NMMR-U"), ("nmmr-v", "NMMR-V"), ("kpv", "KPV"), ("pmmr", "PMMR")):
         cells = []
-        for n, file in DEFAULT_PCL.items():
-            pair = paired(per_seed(pcl_cell(rows, n), method), _default_dml(rows, file, n))
-            word = "ahead of" if pair.a_ahead else "behind" if pair.b_ahead else "level with"
-            cells.append(f"{word} DML-CMR at N = {n} (lower on {pair.wins_a} of {pair.pairs}, {p_text(pair.p)})")
+        for n, table in DEFAULT_PCL.items():
+            pair = paired(per_seed(pcl_cell(rows, n), method), per_seed(cell(rows, table), "dml-cmr"))
+            cells.append(f"{pair.word} DML-CMR at N = {n} (lower on {pair.wins_a} of {pair.pairs}, {p_text(pair.p)})")
         lines.append(f"- **{name}** (demand-pcl): " + ", ".join(cells) + ".")
     return "\n".join(lines)

@@ -423,14 +423,14 @@ def pilot_selection_table(rows) -> str:
              "nuisances | where the pilot's choice differs (every fold → pilot) | seconds, every fold | "
              "seconds, pilot | pilot / every |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for (design, n, setting), part in wide[wide["setting"] == "kfold"].groupby(["design", "n", "setting"], sort=True):
+    for (design, n), part in wide[wide["setting"] == "kfold"].groupby(["design", "n"], sort=True):
         per_seed = part.groupby("seed")[["seconds_every", "seconds_pilot"]].sum()
         every, pilot = per_seed["seconds_every"].median(), per_seed["seconds_pilot"].median()
         differ = part[~part["same"]]
         choices = differ.apply(lambda r: f"{r['role']}: {_short(r['choice_per_fold_every'])} → "
                                          f"{_short(r['choice_per_fold_pilot'])}", axis=1)
         kinds = ", ".join(f"{text} ({count})" for text, count in choices.value_counts().sort_index().items()) or "–"
-        variant = f" ({int(part['same_variant'].sum())})" if "same_variant" in part and setting == "kfold" else ""
+        variant = f" ({int(part['same_variant'].sum())})" if "same_variant" in part else ""
         lines.append(f"| {design} | {n} | {part['folds'].iloc[0]} | {part['seed'].nunique()} | {int(part['same'].sum())}{variant} "
                      f"of {len(part)} | {kinds} | {every:.1f} s | {pilot:.1f} s | {pilot / every:.2f} |")
     return "\n".join(lines)
@@ -471,4 +471,4 @@ def pilot_selection_inner(rows) -> str:
         parts.append(f"{name} differed on {len(moved)} of {len(part)} seeds (seeds "
                      f"{', '.join(str(x) for x in sorted(moved['seed']))}), higher on {int((moved['mse_two'] > moved['mse_every']).sum())}")
     return (f"made the every-fold choice in {int(one['same'].sum())} of {len(one)} selections of the bench above, but "
-            f"on the 20 seeds of IV strength 0.4 (N = 5000) " + "; ".join(parts))
+            f"on the {pair['seed'].nunique()} seeds of IV strength 0.4 (N = {two['n'].iloc[0]}) " + "; ".join(parts))

@@ -50,6 +50,11 @@ class Paired:
     def b_ahead(self) -> bool:
         return verdict(self.p, self.median_diff) == "behind"
 
+    @property
+    def word(self) -> str:
+        """a's relation to b: "ahead of", "behind" or "level with"."""
+        return "ahead of" if self.a_ahead else "behind" if self.b_ahead else "level with"
+
     def counts(self) -> str:
         return f"{self.wins_a} of {self.pairs} seeds, {p_text(self.p)}"
 
@@ -64,6 +69,5 @@ def paired(a: pd.Series, b: pd.Series) -> Paired:
 
 def relation(pair: Paired, a: str, b: str) -> str:
     """"a is ahead of b (lower on W of N seeds, p = ...)", "... behind ...", or "... level with ..."."""
-    word = "ahead of" if pair.a_ahead else "behind" if pair.b_ahead else "level with"
-    text = f"{a} is {word} {b} (lower on {pair.counts()})"
+    text = f"{a} is {pair.word} {b} (lower on {pair.counts()})"
     return text[0].upper() + text[1:]

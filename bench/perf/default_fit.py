@@ -77,7 +77,8 @@ def run_once(method: str, extra: list[str], seed: int, n: int) -> dict:
     effect = record.get("effect") or {}
     return {"method": method, "command": "dmlcore " + " ".join(a for a in argv if not a.endswith("run.json")
                                                                and a != "--json"),
-            "named": NAMED[0] in extra, "debias": NO_DEBIAS[0] not in extra, "command_seconds": round(wall, 2), "fit_seconds": round(record["seconds"], 2),
+            "named": NAMED[0] in extra, "debias": NO_DEBIAS[0] not in extra, "command_seconds": round(wall, 2),
+            "fit_seconds": round(record["seconds"], 2),
             "mse": record.get("mse"), "effect": (effect.get("interval") or "").split(":")[0] or None,
             "nuisances": {role: {"choice": sel["choice"], "heldout_loss": sel["heldout_loss"]}
                           for role, sel in (record.get("nuisances") or {}).items()},

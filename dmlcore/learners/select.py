@@ -119,6 +119,7 @@ class _Selection:
     """Fits the candidates, scores them on held-out rows and keeps the choice per fold model."""
 
     role = ""
+    loss_short = ""     # the loss in a few words (:func:`describe`)
     loss_name = ""
 
     def __init__(self, candidates: dict, seed: int = 0, pilot: int | None = PILOT):
@@ -222,6 +223,7 @@ class SelectedOutcome(_Selection, OutcomeLearner):
     """s(c) by the candidate with the lowest cross-fitted held-out squared error (module notes)."""
 
     role = "outcome model s(c)"
+    loss_short = "mean squared error"
     loss_name = ("held-out mean squared error of s-hat(c) against y, on the rows of the scored (pilot) folds, "
                  "each by the fold model that never saw them")
 
@@ -236,6 +238,7 @@ class SelectedSampler(_Selection, ConditionalSampler):
     """The distribution model by the candidate with the lowest cross-fitted energy score (module notes)."""
 
     role = "distribution model"
+    loss_short = "energy score"
     loss_name = (f"held-out energy score of {DRAWS} draws at the observed inputs (each column divided by its sd), "
                  f"on the rows of the scored (pilot) folds, each by the fold model that never saw them")
 
@@ -247,12 +250,12 @@ class SelectedSampler(_Selection, ConditionalSampler):
         return self.fitted_[self.choices_[k]].sample(k, C, n_draws, rng)
 
 
-ROLES = {"s": ("outcome model s(c)", "mean squared error"), "g": ("distribution model", "energy score")}
+ROLES = {"s": SelectedOutcome, "g": SelectedSampler}   # a run record's nuisances by role
 
 
 def describe(selection: dict, role: str) -> str:
     """One sentence on a recorded choice (a run record's ``nuisances[role]``, this module's ``selection_``)."""
-    name, loss = ROLES.get(role, (role, "loss"))
+    name, loss = ROLES[role].role, ROLES[role].loss_short
     per_fold = list(selection.get("choice_per_fold") or [])
     choice = selection["choice"]
     text = f"{name[0].upper()}{name[1:]}: auto chose {choice}"
