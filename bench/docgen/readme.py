@@ -29,8 +29,10 @@ def weak_grid(rows) -> str:
 def threads(rows) -> str:
     plan = rows.jsonl("speed.jsonl")
     base = plan[(plan["method"] == "dml-cmr") & (plan["learner"] == "nn") & (plan["n"] == 5000) & (plan["folds"] == 10)]
-    one, two = (base.loc[base["torch_threads"] == t, "seconds"].iloc[0] for t in (1, 2))
-    return f"{two / one:.1f}x"
+    one, two = (base[base["torch_threads"] == t].iloc[0] for t in (1, 2))
+    return (f"{two['seconds'] / one['seconds']:.1f}x: one fit each, {one['seconds']:.0f} s with one thread at a 1-minute "
+            f"load of {one['load_avg_1min']:g} and {two['seconds']:.0f} s with two at {two['load_avg_1min']:g}, so the "
+            "factor mixes the threads with the load")
 
 
 @block("readme:image-memory")
