@@ -7,6 +7,9 @@
   has every heading after its title moved one level down, so that the table of contents shows them.
 * A link to a file outside docs/ (rows in bench/results, scripts, tests) becomes its text: the site
   holds docs/ only, and such a path is meant to be read in a checkout.
+* A Sphinx cross-reference role in a docstring (``:mod:`dmlcore.x```, ``:class:`~dmlcore.x.Y```) is
+  rendered by mkdocstrings as the role's name before a code span; the role is dropped and the code span
+  kept (``~`` keeps the last dotted name, as Sphinx shows it).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\((?P<target>[^)\s]+)\)")
 EXTERNAL = re.compile(r"[a-z][a-z0-9+.-]*:|#")
 MARKERS = re.compile(r"<!-- (?:BEGIN|END) generated:\S+ -->")
+ROLE = re.compile(r":(?:py:)?(?:mod|class|func|meth|attr|data|obj|exc|const):<code>(?P<tilde>~?)(?P<name>[^<]+)</code>")
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
@@ -35,6 +39,14 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         return m[0] if path.is_relative_to(docs) and path.exists() else m["text"]
 
     return _one_title(LINK.sub(link_or_text, markdown))
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    """Sphinx roles left in the rendered docstrings become plain code spans."""
+    def code(m: re.Match) -> str:
+        name = m["name"].rsplit(".", 1)[-1] if m["tilde"] else m["name"]
+        return f"<code>{name}</code>"
+    return ROLE.sub(code, html)
 
 
 def _one_title(markdown: str) -> str:
