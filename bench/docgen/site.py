@@ -1,6 +1,5 @@
 """MkDocs hooks of the documentation site (mkdocs.yml, ``bash scripts/docs.sh``).
 
-* The home page (docs/index.md) is README.md, its ``docs/...`` links made relative to the site.
 * The generated blocks' markers (bench/docs.py) are dropped: a marker that starts a line would
   otherwise open an HTML block and break the paragraph or list around it.
 * A page with several top-level headings (docs/teaching.md's sessions, docs/coverage.md's parts)
@@ -17,7 +16,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
 LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\((?P<target>[^)\s]+)\)")
 EXTERNAL = re.compile(r"[a-z][a-z0-9+.-]*:|#")
 MARKERS = re.compile(r"<!-- (?:BEGIN|END) generated:\S+ -->")
@@ -25,8 +23,6 @@ ROLE = re.compile(r":(?:py:)?(?:mod|class|func|meth|attr|data|obj|exc|const):<co
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    if page.file.src_uri == "index.md":
-        markdown = (ROOT / "README.md").read_text().replace("](docs/", "](")
     markdown = MARKERS.sub("", markdown)
     docs = Path(config["docs_dir"]).resolve()
     here = (docs / page.file.src_uri).parent
