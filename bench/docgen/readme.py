@@ -12,7 +12,7 @@ def bands(rows) -> str:
     out = {s["band"]: s for s in gb["rows"]}["outcome"]
     lin = {s["band"]: s for s in linear["rows"]}["outcome"]
     return (f"on demand-iv at N = {gb['args']['n']} the default band contained the true f at {out['cover']:.1%} of the grid "
-            f"with gradient-boosting nuisances ({gb['args']['seeds']} seeds; standard errors {out['se_sd']:.1f} times "
+            f"with gradient-boosting nuisances (the learner's own, before `auto`; {gb['args']['seeds']} seeds; standard errors {out['se_sd']:.1f} times "
             f"f-hat's spread, so conservative) and at {lin['cover']:.1%} with linear nuisances, whose bias it does not "
             "cover")
 
