@@ -404,8 +404,8 @@ class CEDMLCMR(_TwoStageCMR):
         regressor object f is fitted as with the tree learners: by gradient boosting of the score
         (``f_model="boost"``) unless ``f_model`` says otherwise.
     folds : int, default 10
-        Not used: this method fits its nuisances once on all rows (no cross-fitting). The command
-        line and study grids refuse ``--folds`` for it.
+        Not used: this method fits its nuisances once on all rows (no cross-fitting). ``fit_run``, the
+        command line and study grids refuse a value other than the default for it.
     outcome_learner : str or object, default None
         The outcome model s(c) = E[Y | C]. None: ``"auto"`` when ``learner`` is ``"nn"`` or ``"gb"``,
         else ``learner``'s own. The default before ``auto`` is kept by naming it
@@ -493,8 +493,8 @@ class NaivePlugIn(_TwoStageCMR):
         regressor object f is fitted as with the tree learners: by gradient boosting of the score
         (``f_model="boost"``) unless ``f_model`` says otherwise.
     folds : int, default 10
-        Not used: this method fits its nuisances once on all rows (no cross-fitting). The command
-        line and study grids refuse ``--folds`` for it.
+        Not used: this method fits its nuisances once on all rows (no cross-fitting). ``fit_run``, the
+        command line and study grids refuse a value other than the default for it.
     outcome_learner : None
         Must be left out: the naive score uses the observed outcome, so there is no outcome model, and
         a value is refused with a ``DMLCoreError`` (``sampler`` sets the distribution model).
