@@ -24,6 +24,7 @@ from dmlcore.data.registry import load_dataset
 from dmlcore.estimators import FitSettings, for_method
 from dmlcore.runs import fit_run
 from dmlcore.studies.spec import parse_seeds
+from bench.perf import load as bench_load
 
 MODES = ("off", "whole")
 
@@ -48,6 +49,7 @@ def main() -> None:
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--seeds", default="0-4")
     p.add_argument("--out", default="bench/results/debias-cost-31.jsonl")
+    p.add_argument("--other-work", help="what else the machine is running (recorded in every row)")
     args = p.parse_args()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -55,10 +57,12 @@ def main() -> None:
         loaded = load_dataset(args.dataset, n=args.n, seed=seed)
         for method in args.methods.split(","):
             for mode in MODES:
+                load_start = bench_load.start()
                 row = {"dataset": args.dataset, "n": args.n, "method": method, "learner": args.learner, "seed": seed,
                        **timed(loaded.data, loaded.truth, method, mode, seed,
                                {"learner": args.learner, "folds": args.folds}),
                        "load": os.getloadavg()[0], "cpus": os.cpu_count(),
+                       **bench_load.fields(load_start, args.other_work),
                        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
                 with out.open("a") as handle:
                     handle.write(json.dumps(row) + "\n")

@@ -9,7 +9,9 @@ ID names a renderer registered in bench/docgen/ (``--list`` prints them). Only s
 are read (CSV, JSON, logs): no fit runs, and the check takes seconds. ``--check`` also fails when
 
 * a figure outside a generated block (in the docs, README.md or a string of dashboard/learn/*.py)
-  differs from its record in bench/docgen/recorded/figures/ (bench/docgen/recorded.py);
+  differs from its record in bench/docgen/recorded/figures/ (bench/docgen/recorded.py), or a verdict
+  word (met, missed, ahead, behind, level, faster, covers, ...) outside a block of README.md or a doc
+  differs from its record in bench/docgen/recorded/words/;
 * an image under docs/img/ differs from its recorded hash, or its rows changed since it was drawn;
 * a doc shows an image that is missing, or a box plot of docs/img/ that no rows produce; an image under
   docs/img/ is shown or linked by no doc;
@@ -149,6 +151,7 @@ def check_all(root: Path, rows: Rows, rendered: Rendered) -> list[str]:
             problems.append(f"{rel} is stale: `python bench/docs.py --write` derives it from the rows")
     problems += [f"block {name} is registered but shown in no doc" for name in sorted(set(BLOCKS) - used)]
     problems += recorded.check_literals(root, doc_files(root), MARKERS)
+    problems += recorded.check_words(root, doc_files(root), MARKERS)
     problems += recorded.check_images(root, rows, FIGURES)
     problems += unshown_images(root)
     return problems + unused_rows(rows)
@@ -197,6 +200,8 @@ def write_all(root: Path, rows: Rows, rendered: Rendered, figures: bool = True) 
             path.write_text(text)
             print(f"wrote {path}")
     for path in recorded.write_literals(root, doc_files(root), MARKERS):
+        print(f"recorded {path}")
+    for path in recorded.write_words(root, doc_files(root), MARKERS):
         print(f"recorded {path}")
     if recorded.write_images(root, rows, FIGURES, redrawn=figures and not drawn):
         print(f"recorded {root / recorded.FOLDER / 'images.tsv'}")

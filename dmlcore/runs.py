@@ -48,7 +48,33 @@ __all__ = ["METHODS", "METHOD_TITLES", "Run", "fit_run", "make_estimator", "band
 
 @dataclass
 class Run:
-    """A fitted estimator with its record, its data and (for simulations) its ground truth."""
+    """A fitted estimator with its record, its data and (for simulations) its ground truth; what
+    ``fit_run`` returns, and what the run store keeps.
+
+    Parameters
+    ----------
+    record : dict
+        The run record, JSON-serialisable (``to_json``): ``method``, ``dataset``, ``n``, ``seed``,
+        ``config`` (every setting), ``mse`` (None without a truth), ``metrics``, ``seconds``,
+        ``fold_losses``, ``effect`` (with its intervals), ``diagnostics``, ``heldout``, ``nuisances``
+        and, with a band, ``bands``; the command-line reference (docs/cli.md) lists the fields. Its
+        field names are a contract: they are extended, never renamed.
+    estimator : object
+        The fitted estimator (a ``CMREstimator``).
+    data : CausalData
+        The data it was fitted on.
+    truth : GroundTruth, default None
+        The simulation's ground truth (None for real data).
+
+    Examples
+    --------
+    >>> from dmlcore import fit_run, load_dataset
+    >>> sim = load_dataset("demand-iv", n=1000, seed=0)
+    >>> run = fit_run(sim.data, "2sls", truth=sim.truth)
+    >>> run.record["mse"], run.record["effect"]["estimate"]
+    >>> run.curve().head()        # estimate and truth of f along the treatment
+    >>> run.to_json()[:60]        # the record as JSON
+    """
 
     record: dict
     estimator: object
@@ -137,6 +163,43 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
     one nuisance of the DML-CMR family (``"auto"``: chosen by cross-fitted held-out loss, the default with
     ``learner`` nn or gb; ``nuisances`` then records the candidates' losses and the choice); the record's
     ``config`` names the nuisances as used.
+
+    Parameters
+    ----------
+    data : CausalData
+        The data with its roles.
+    method : str
+        A registered method (``dmlcore.METHODS``: "dml-cmr", "ce-dml-cmr", "naive", "2sls", "liml",
+        "fuller", "gmm-iv", "sieve-2sls", "regression" and the peers).
+    settings : FitSettings, default None
+        Every setting of the fit and the run (``dmlcore.estimators.settings``); None: the declared
+        defaults.
+    truth : GroundTruth, default None
+        A simulation's ground truth: the record then has ``mse`` (and the other ``metrics``), the
+        bands' coverage and each interval's ``covered``.
+    dataset : str, default None
+        The data set's registry name, for the record; ``data_params`` its options (N, seed, ...).
+    data_params : dict, default None
+        See ``dataset``.
+    callback : callable, default None
+        Called with each progress event of the fit (``dmlcore.progress``).
+    should_stop : callable, default None
+        Polled during the fit; returning True raises ``FitCancelled``.
+    **changes
+        Settings by name that change ``settings`` (``learner="gb"``, ``folds=5``, ``seed=1``,
+        ``cov_type="robust"``, ``bootstrap=200``, ``debias=False``, ...).
+
+    Returns
+    -------
+    Run
+        The fitted estimator with its JSON-serialisable record.
+
+    Examples
+    --------
+    >>> from dmlcore import fit_run, load_dataset
+    >>> sim = load_dataset("demand-iv", n=1000, seed=0)
+    >>> run = fit_run(sim.data, "dml-cmr", truth=sim.truth, learner="gb", folds=5)
+    >>> run.record["mse"], run.record["effect"]["ci_lower"], run.record["nuisances"]
     """
     s = FitSettings.of(settings, **changes)
     get_method(method)

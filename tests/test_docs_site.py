@@ -30,12 +30,27 @@ def _page(src_uri: str):
     return SimpleNamespace(file=SimpleNamespace(src_uri=src_uri))
 
 
-def test_the_home_page_is_the_readme_with_site_relative_links():
+def test_the_home_page_is_a_short_introduction_with_the_readme_commands():
+    """The site's Home is docs/index.md (not the README's option tables): the README's two promised
+    commands, a link to the results on today's defaults first, and no option table."""
+    home = (ROOT / "docs" / "index.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    for command in ("bash scripts/run.sh", "bash scripts/test.sh"):
+        assert f"    {command}\n" in home and f"    {command}\n" in readme, command
+    links = [line for line in home.splitlines() if line.startswith("- [")]
+    assert links and links[0].startswith("- [Results today](results-today.md)")
+    assert "| option |" not in home and len(home.splitlines()) < 80
     hooks = _hooks()
-    text = hooks.on_page_markdown("stub", _page("index.md"), {"docs_dir": str(ROOT / "docs")}, None)
-    first = (ROOT / "README.md").read_text().splitlines()[0]
-    assert text.splitlines()[0] == first
-    assert "](docs/" not in text and "(class.md)" in text
+    assert hooks.on_page_markdown(home, _page("index.md"), {"docs_dir": str(ROOT / "docs")}, None) == home
+
+
+def test_sphinx_roles_in_rendered_docstrings_become_code_spans():
+    hooks = _hooks()
+    html = ("see :mod:<code>dmlcore.learners.select</code> and :class:<code>~dmlcore.data.roles.CausalData</code>, "
+            ":func:<code>fit_run</code>; <code>:not a role</code>")
+    assert hooks.on_page_content(html, _page("api.md"), {}, None) == (
+        "see <code>dmlcore.learners.select</code> and <code>CausalData</code>, <code>fit_run</code>; "
+        "<code>:not a role</code>")
 
 
 def test_markers_are_dropped_and_links_outside_docs_become_text():
@@ -73,7 +88,9 @@ def test_the_site_builds_strictly_from_the_checkout(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     site = tmp_path / "site"
     index, api, cli_page = ((site / name).read_text() for name in ("index.html", "api.html", "cli.html"))
-    assert "DML-CMR for IV regression" in index
+    assert "DML-CMR for IV regression" in index and 'href="results-today.html"' in index
+    assert ":mod:" not in api and ":class:" not in api and ":func:" not in api
+    assert "outcome_learner" in api.split('id="dmlcore.DMLCMR"', 1)[1].split('id="dmlcore.CEDMLCMR"', 1)[0]
     assert "generated:" not in index and "generated:" not in (site / "benchmarks.html").read_text()
     assert 'id="dmlcore.CausalData"' in api and "Parameters" in api
     assert "--reps-crossfit" in cli_page

@@ -12,7 +12,7 @@ def bands(rows) -> str:
     out = {s["band"]: s for s in gb["rows"]}["outcome"]
     lin = {s["band"]: s for s in linear["rows"]}["outcome"]
     return (f"on demand-iv at N = {gb['args']['n']} the default band contained the true f at {out['cover']:.1%} of the grid "
-            f"with gradient-boosting nuisances ({gb['args']['seeds']} seeds; standard errors {out['se_sd']:.1f} times "
+            f"with gradient-boosting nuisances (the learner's own, before `auto`; {gb['args']['seeds']} seeds; standard errors {out['se_sd']:.1f} times "
             f"f-hat's spread, so conservative) and at {lin['cover']:.1%} with linear nuisances, whose bias it does not "
             "cover")
 
@@ -29,8 +29,10 @@ def weak_grid(rows) -> str:
 def threads(rows) -> str:
     plan = rows.jsonl("speed.jsonl")
     base = plan[(plan["method"] == "dml-cmr") & (plan["learner"] == "nn") & (plan["n"] == 5000) & (plan["folds"] == 10)]
-    one, two = (base.loc[base["torch_threads"] == t, "seconds"].iloc[0] for t in (1, 2))
-    return f"{two / one:.1f}x"
+    one, two = (base[base["torch_threads"] == t].iloc[0] for t in (1, 2))
+    return (f"{two['seconds'] / one['seconds']:.1f}x: one fit each, {one['seconds']:.0f} s with one thread at a 1-minute "
+            f"load of {one['load_avg_1min']:g} and {two['seconds']:.0f} s with two at {two['load_avg_1min']:g}, so the "
+            "factor mixes the threads with the load")
 
 
 @block("readme:image-memory")

@@ -5,6 +5,11 @@
   with its line and a few words around it. Such a figure is a constant of a design (N, seeds, a
   strength, a date, a version), never a measured value; changing, adding or removing one fails
   ``--check`` until ``--write`` records it again, so every such change shows in the recorded file's diff.
+* ``words/<file>.tsv``: the same for every verdict word (met, missed, ahead, behind, level, faster,
+  covers and their forms, and the fractions half, third, quarter, twice) that README.md or a doc shows
+  outside a generated block: a verdict measured from rows is written by a renderer inside a block (and
+  ``--check`` compares it with the rows); one typed by hand fails ``--check`` when it is edited, until
+  ``--write`` records it again, so the change shows in the record's diff.
 * ``images.tsv``: the SHA-256 of every PNG under docs/img/ and, for a box plot drawn from rows, the
   SHA-256 of those rows; ``--check`` fails when an image differs from its record, when its rows
   changed since it was drawn, and when an image has no record.
@@ -21,6 +26,8 @@ from pathlib import Path
 
 FOLDER = Path("bench/docgen/recorded")
 NUMBER = re.compile(r"(?<![A-Za-z_\d])\d+(?:[.,]\d+)*")
+WORDS = re.compile(r"(?<![\w-])(?:met|meets?|miss(?:es|ed)?|ahead|behind|level|faster|slower|covers?|covered|"
+                   r"halves|half|thirds?|quarters?|twice)(?![\w-])", re.I)
 WRITE = "`python bench/docs.py --write`"
 SHOWN = 6  # differences named per file (the rest counted)
 
@@ -30,8 +37,8 @@ def sources(root: Path, docs: list[Path]) -> list[Path]:
     return [*docs, *sorted((root / "dashboard" / "learn").glob("*.py"))]
 
 
-def _record_path(root: Path, source: Path) -> Path:
-    return root / FOLDER / "figures" / (source.relative_to(root).as_posix().replace("/", "__") + ".tsv")
+def _record_path(root: Path, source: Path, kind: str = "figures") -> Path:
+    return root / FOLDER / kind / (source.relative_to(root).as_posix().replace("/", "__") + ".tsv")
 
 
 def _texts(source: Path, text: str, blocks: re.Pattern | list) -> list[tuple[int, str]]:
@@ -45,11 +52,12 @@ def _texts(source: Path, text: str, blocks: re.Pattern | list) -> list[tuple[int
     return [(tok.start[0], tok.string) for tok in tokens if tok.type == tokenize.STRING]
 
 
-def literals(source: Path, text: str, blocks) -> list[tuple[int, str, str]]:
-    """(line, figure, context) of every figure outside the generated blocks of ``source``."""
+def literals(source: Path, text: str, blocks, pattern: re.Pattern = NUMBER) -> list[tuple[int, str, str]]:
+    """(line, figure, context) of every figure (or, with ``pattern=WORDS``, verdict word) outside the
+    generated blocks of ``source``."""
     found = []
     for first, part in _texts(source, text, blocks):
-        for m in NUMBER.finditer(part):
+        for m in pattern.finditer(part):
             line = first + part.count("\n", 0, m.start())
             start, end = part.rfind("\n", 0, m.start()) + 1, part.find("\n", m.end())
             row = part[start:end if end >= 0 else len(part)]
@@ -90,7 +98,48 @@ def check_literals(root: Path, docs: list[Path], blocks) -> list[str]:
     return problems
 
 
-def _differences(rel: str, old, new) -> list[str]:
+def check_words(root: Path, docs: list[Path], blocks) -> list[str]:
+    """Each verdict word outside a generated block of README.md or a doc that differs from the record."""
+    problems, expected = [], set()
+    for source in docs:
+        rel, record = source.relative_to(root).as_posix(), _record_path(root, source, "words")
+        expected.add(record)
+        now = literals(source, source.read_text(), blocks, WORDS)
+        if not record.exists():
+            problems.append(f"{rel}: its {len(now)} verdict words outside generated blocks are not recorded; "
+                            f"{WRITE} records them")
+            continue
+        problems += _differences(rel, _read(record), now, WORD_NOTE)
+    folder = root / FOLDER / "words"
+    for stale in sorted(set(folder.glob("*.tsv")) - expected) if folder.is_dir() else []:
+        problems.append(f"{stale.relative_to(root).as_posix()} records a file that is gone; {WRITE} removes it")
+    return problems
+
+
+def write_words(root: Path, docs: list[Path], blocks) -> list[Path]:
+    """Record the verdict words of README.md and every doc outside their blocks; the paths written."""
+    written, keep = [], set()
+    for source in docs:
+        record = _record_path(root, source, "words")
+        keep.add(record)
+        if _write(record, literals(source, source.read_text(), blocks, WORDS)):
+            written.append(record)
+    folder = root / FOLDER / "words"
+    for stale in set(folder.glob("*.tsv")) - keep if folder.is_dir() else ():
+        stale.unlink()
+        written.append(stale)
+    return written
+
+
+FIGURE_NOTE = ("{rel}: a figure outside a generated block changed: a measured one belongs in a block "
+               "(docs/making.md); a design's constant is re-recorded by " + WRITE)
+WORD_NOTE = ("{rel}: a verdict word outside a generated block changed: a verdict measured from rows belongs in "
+             "a block whose renderer chooses it (bench/docgen/words.py, docs/making.md); wording that is no "
+             "measurement is re-recorded by " + WRITE)
+
+
+def _differences(rel: str, old, new, note: str = FIGURE_NOTE) -> list[str]:
+    label = "word" if note is WORD_NOTE else "figure"
     lines = []
     matcher = difflib.SequenceMatcher(None, [f for _, f, _ in old], [f for _, f, _ in new], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -98,15 +147,13 @@ def _differences(rel: str, old, new) -> list[str]:
             continue
         was = ", ".join(f"{f} ('{c}', line {n})" for n, f, c in old[i1:i2]) or "nothing"
         for n, f, c in new[j1:j2] or [(old[i1][0], "", "")]:
-            now = f"figure {f} in '{c}'" if f else "a recorded figure removed"
+            now = f"{label} {f} in '{c}'" if f else f"a recorded {label} removed"
             lines.append(f"{rel}:{n}: {now}, recorded: {was}")
             was = "(same change)"
     if not lines:
         return []
     more = [f"{rel}: ... and {len(lines) - SHOWN} more changed figures"] if len(lines) > SHOWN else []
-    note = (f"{rel}: a figure outside a generated block changed: a measured one belongs in a block "
-            f"(docs/making.md); a design's constant is re-recorded by {WRITE}")
-    return [note, *lines[:SHOWN], *more]
+    return [note.format(rel=rel), *lines[:SHOWN], *more]
 
 
 def write_literals(root: Path, docs: list[Path], blocks) -> list[str]:

@@ -60,7 +60,8 @@ class Rows:
         rows = rows.drop(columns=["learner", "folds", "file", "outcome_learner", "sampler"],   # settings: the
                          errors="ignore").assign(status="done")                      # tables' nuisance line says them
         rows["rows"] = rows["n"]
-        outcomes = ("method", "seed", "mse", "mse_fresh", "seconds", "status", "rows")
+        outcomes = ("method", "seed", "mse", "mse_fresh", "seconds", "status", "rows",
+                    "load_1min_start", "load_1min_end", "cores", "other_work")   # a timing's load: no design
         design = [c for c in rows.columns if c not in ("dataset", "n", *outcomes)]
         return add_arms(rows[["dataset", "n", *design, *[c for c in outcomes if c in rows]]])
 

@@ -38,16 +38,29 @@ def select(fits: pd.DataFrame, **cell) -> pd.DataFrame:
     return fits
 
 
+LOAD = ("load_1min_start", "load_1min_end")   # what a timing row records beside its seconds (bench/perf/load.py)
+
+
+def timed(rows: pd.DataFrame) -> bool:
+    """Whether every row records the load its seconds were measured under: only then are they quoted as times."""
+    return all(c in rows for c in LOAD) and bool(rows[list(LOAD)].notna().all().all())
+
+
 def study_table(fits: pd.DataFrame, *, unit: str = "MSE", reps_label: str = "reps") -> str:
     """The markdown table of one cell's fits (every method, in the rows' order, DML-CMR first: rows of fits run
-    in parallel are written as they finish)."""
+    in parallel are written as they finish). The mean seconds per fit are a column only when every row records
+    the load they were measured under (``timed``)."""
     first = fits["method"] == REFERENCE
     fits = pd.concat([fits[first], fits[~first]])
+    seconds = timed(fits)
+    loads = (fits[LOAD[0]].min(), fits[LOAD[1]].max()) if seconds else None
+    fits = fits.drop(columns=[*LOAD, "cores", "other_work"], errors="ignore")   # the summary groups by the rest
     summary, pairs = summary_table(fits), paired_table(fits)
     fresh = summary["mse_fresh_median"].notna().any()
     head = (f"| method | {reps_label} | median {unit} [q1, q3] | mean | vs DML-CMR: wins of DML-CMR / of method, "
-            f"Wilcoxon p |{' median fresh-draw MSE |' if fresh else ''} mean s/fit |")
-    lines = [head, "|" + "---|" * (7 if fresh else 6)]
+            f"Wilcoxon p |{' median fresh-draw MSE |' if fresh else ''}"
+            + (f" mean s/fit (1-minute load {loads[0]:g}–{loads[1]:g}) |" if seconds else ""))
+    lines = [head, "|" + "---|" * (5 + fresh + seconds)]
     for _, row in summary.iterrows():
         versus = ""
         if row["method"] != REFERENCE:
@@ -59,7 +72,8 @@ def study_table(fits: pd.DataFrame, *, unit: str = "MSE", reps_label: str = "rep
                  f"{row['median']:.4g} [{row['q1']:.4g}, {row['q3']:.4g}]", f"{row['mean']:.4g}", versus]
         if fresh:
             cells.append("" if pd.isna(row["mse_fresh_median"]) else f"{row['mse_fresh_median']:.4g}")
-        cells.append(f"{row['seconds_mean']:.1f}")
+        if seconds:
+            cells.append(f"{row['seconds_mean']:.1f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -28,6 +28,7 @@ import time
 
 
 from dmlcore.studies import get_executor, run_fit_config, spec_from_dict
+from bench.perf import load as bench_load
 
 EXECUTORS = {"local-jobs1": ("local", 1), "local-jobs2": ("local", 2), "ray-local-2cpus": ("ray", 2)}
 
@@ -38,7 +39,7 @@ def timed_fit(config: dict) -> tuple:
     return os.getpid(), start, time.time(), row["status"]
 
 
-def measure(name: str, fits: int) -> dict:
+def measure(name: str, fits: int, other_work: str | None = None) -> dict:
     configs = spec_from_dict({"dataset": "demand-iv", "data": {"n": 200}, "methods": ["naive"], "learner": "linear",
                               "n_draws": 4, "seeds": f"0-{fits - 1}"}).configs()
     kind, jobs = EXECUTORS[name]
@@ -59,7 +60,8 @@ def measure(name: str, fits: int) -> dict:
             "gap_s": round(statistics.median(gaps), 4), "gap_mean_s": round(statistics.mean(gaps), 4),
             "return_s": round(statistics.median(g[4] - g[2] for g in got), 4),
             "fits_per_s": round((len(received) - 1) / (received[-1] - received[0]), 2),
-            "load_before": round(load, 2), "psutil": importlib.util.find_spec("psutil") is not None, "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+            "load_before": round(load, 2), **bench_load.fields(round(load, 2), other_work),
+            "psutil": importlib.util.find_spec("psutil") is not None, "machine": f"{platform.machine()}, {os.cpu_count()} cores",
             "date": time.strftime("%Y-%m-%d %H:%M")}
 
 
@@ -68,10 +70,11 @@ def main() -> None:
     parser.add_argument("--fits", type=int, default=40)
     parser.add_argument("--executors", default=",".join(EXECUTORS))
     parser.add_argument("--out", default="bench/results/executor-overhead.jsonl")
+    parser.add_argument("--other-work", help="what else the machine is running (recorded in every row)")
     args = parser.parse_args()
     with open(args.out, "a") as handle:
         for name in args.executors.split(","):
-            row = measure(name, args.fits)
+            row = measure(name, args.fits, args.other_work)
             print(json.dumps(row), flush=True)
             handle.write(json.dumps(row) + "\n")
 

@@ -18,10 +18,12 @@ import sys
 import time
 from pathlib import Path
 
+from bench.perf import load
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def one(folds: int, batch: int, side: int, steps: int) -> dict:
+def one(folds: int, batch: int, side: int, steps: int, other_work: str | None = None) -> dict:
     import torch
 
     from dmlcore.learners.image import BatchedImageMLP, keep_freed_memory
@@ -36,6 +38,7 @@ def one(folds: int, batch: int, side: int, steps: int) -> dict:
         model(x).pow(2).mean().backward()
 
     step()                                                   # warm-up
+    load_start = load.start()
     before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     for _ in range(steps):
         step()
@@ -46,7 +49,7 @@ def one(folds: int, batch: int, side: int, steps: int) -> dict:
             "user_s": round((after.ru_utime - before.ru_utime) / steps, 3),
             "system_s": round((after.ru_stime - before.ru_stime) / steps, 3),
             "minor_faults": (after.ru_minflt - before.ru_minflt) // steps,
-            "peak_rss_mb": after.ru_maxrss // 1024}
+            "peak_rss_mb": after.ru_maxrss // 1024, **load.fields(load_start, other_work)}
 
 
 def main() -> int:
@@ -57,13 +60,15 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--repeats", type=int, default=2, help="processes per setting, alternating")
     p.add_argument("--out", help="append the JSON lines here")
+    p.add_argument("--other-work", help="what else the machine is running (recorded in every row)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(one(args.folds, args.batch, args.side, args.steps)))
+        print(json.dumps(one(args.folds, args.batch, args.side, args.steps, args.other_work)))
         return 0
     cmd = [sys.executable, "-m", __spec__.name, "--child", "--folds", str(args.folds), "--batch", str(args.batch),
-           "--side", str(args.side), "--steps", str(args.steps)]
+           "--side", str(args.side), "--steps", str(args.steps),
+           *(["--other-work", args.other_work] if args.other_work else [])]
     lines = []
     for _ in range(args.repeats):
         for keep in ("0", "1"):

@@ -10,7 +10,10 @@ model at a time) and how the cost grows with N and K.
     python -m bench.perf.speed --plan auto --seeds 1,2,3 --out bench/results/speed-auto.jsonl  # outcome_learner="auto"
     python -m bench.perf.speed --only one --outcome-learner auto --out bench/results/speed-auto-one.jsonl  # one fit, its row kept
 
-Every row records the demand-iv design it timed (`noise_scale`; `--noise-scale raw` for the appendix's text).
+Every row records the demand-iv design it timed (`noise_scale`; `--noise-scale raw` for the appendix's text)
+and the load it was timed under (bench/perf/load.py): the 1-minute load average at the fit's start and end,
+the cores, and `--other-work` (what else the machine was running; "not stated" without it); `load_avg_1min`,
+the load at the end, is kept for the rows before those fields.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from bench.perf import load
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,13 +56,14 @@ def one(method: str, learner: str, n: int, folds: int, seed: int, noise_scale: s
     from dmlcore.estimators import FitSettings, for_method
 
     sim = simulate_demand_iv(n, seed=seed, noise_scale=noise_scale)
+    load_start = load.start()
     if method == "sequential-folds":
-        return {**sequential_nuisances(sim.data, folds, seed), "noise_scale": noise_scale}
+        return {**sequential_nuisances(sim.data, folds, seed), "noise_scale": noise_scale, "load_1min_start": load_start}
     shared = FitSettings(learner=learner, folds=folds, seed=seed, outcome_learner=outcome_learner, effect_folds=0)
     run = fit_run(sim.data, method, for_method(shared, method), truth=sim.truth)   # no refits: the fit alone is timed
     return {"method": method, "learner": learner, "n": n, "folds": folds, "seed": seed, "noise_scale": noise_scale,
             "outcome_learner": outcome_learner, "seconds": run.record["seconds"], "mse": run.record["mse"],
-            "peak_rss_mb": _peak_mb()}
+            "peak_rss_mb": _peak_mb(), "load_1min_start": load_start}
 
 
 def sequential_nuisances(data, folds: int, seed: int) -> dict:
@@ -100,6 +106,7 @@ def main() -> None:
     parser.add_argument("--learner", default="nn")
     parser.add_argument("--n", type=int, default=5000)
     parser.add_argument("--folds", type=int, default=10)
+    parser.add_argument("--other-work", help="what else the machine is running (recorded in every row)")
     parser.add_argument("--noise-scale", default="standardized", choices=tuple(NOISE_SCALES),
                         help="demand-iv outcome noise: standardized (the authors' code, default) or raw")
     args = parser.parse_args()
@@ -107,7 +114,7 @@ def main() -> None:
     if args.only:
         row = one(args.method, args.learner, args.n, args.folds, seeds[0], args.noise_scale, args.outcome_learner)
         if args.out:
-            _append(Path(args.out), {**row, "torch_threads": default_threads()})
+            _append(Path(args.out), {**row, "torch_threads": default_threads()}, args.other_work)
         else:
             print(json.dumps(row), flush=True)
         return
@@ -129,12 +136,15 @@ def main() -> None:
             if res.returncode != 0:
                 print(f"{method} {learner} n={n} K={folds}: failed\n{res.stderr[-500:]}", file=sys.stderr)
                 continue
-            _append(out, {**json.loads(res.stdout.strip().splitlines()[-1]), "torch_threads": int(threads)})
+            _append(out, {**json.loads(res.stdout.strip().splitlines()[-1]), "torch_threads": int(threads)},
+                    args.other_work)
 
 
-def _append(out: Path, row: dict) -> None:
-    """Append ``row`` with the machine's 1-minute load average at its end to ``out`` (JSON lines) and print it."""
-    line = json.dumps({**row, "load_avg_1min": round(os.getloadavg()[0], 2)})
+def _append(out: Path, row: dict, other_work: str | None = None) -> None:
+    """Append ``row`` with the load it ran under (its start, recorded by the fit; the end, now; the cores;
+    ``other_work``) to ``out`` (JSON lines) and print it."""
+    end = load.fields(row.pop("load_1min_start", None), other_work)
+    line = json.dumps({**row, **end, "load_avg_1min": end["load_1min_end"]})
     with out.open("a") as handle:
         handle.write(line + "\n")
     print(line, flush=True)

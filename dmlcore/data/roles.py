@@ -52,21 +52,51 @@ def _as_list(value) -> list[str]:
 
 @dataclass
 class CausalData:
-    """A table with the role of each column.
+    """A table with the role of each column: what every method and diagnostic of dmlcore fits.
+
+    The roles are checked when the object is made (columns that exist, are numeric and finite, no
+    column in two roles, the roles the problem needs); a problem raises a ``DMLCoreError`` that names the column and
+    says what to change. IV: f(treatment, covariates), conditioning on (instrument, covariates). PCL:
+    the bridge h(treatment, outcome proxy, covariates), conditioning on (treatment, treatment proxy,
+    covariates). General CMR: ``inputs`` and ``conditioning`` given directly.
 
     Parameters
     ----------
     table : pandas.DataFrame
+        The rows; a column without a role is kept (to cluster, absorb or weight by) but not fitted.
     problem : {"iv", "pcl", "cmr"}
+        Instrumental variables, proximal causal learning, or a general conditional moment restriction.
     outcome : str
-    treatment, instrument, treatment_proxy, outcome_proxy, covariates : str or list of str
-    inputs, conditioning : list of str, only for ``problem="cmr"``
-    categorical : str or list of str, columns whose numbers are codes of categories (2 to
-        MAX_LEVELS levels): neural networks one-hot encode them, 2SLS uses dummies
-    name : str, a label for reports
-    absorb : str or list of str, one or two columns whose fixed effects the linear IV methods
-        absorb (2SLS, LIML, Fuller, GMM and their diagnostics; the other methods refuse them)
-    weights : str, a column of positive regression weights for the same methods
+        The outcome column Y.
+    treatment, instrument, treatment_proxy, outcome_proxy, covariates : str or list of str, default []
+        The roles' columns (a single name is taken as a list of one). IV needs ``treatment`` and
+        ``instrument``; PCL needs ``treatment``, ``treatment_proxy`` and ``outcome_proxy``.
+    inputs, conditioning : list of str, default []
+        f's inputs X and the conditioning columns C, only for ``problem="cmr"``.
+    name : str, default "data"
+        A label for reports.
+    image_shape : tuple of int, default None
+        The (height, width) of the images whose pixels are the ``image_columns`` (the image data sets).
+    image_columns : list of str, default []
+        The pixel columns of an image input.
+    categorical : str or list of str, default []
+        Columns whose numbers are codes of categories (2 to 50 levels, ``MAX_LEVELS``): networks and
+        linear models see one 0/1 column per level, 2SLS uses dummies, trees split on the codes.
+    absorb : str or list of str, default []
+        One or two columns whose fixed effects the linear IV methods absorb (2SLS, LIML, Fuller, GMM
+        and their diagnostics; the other methods refuse them).
+    weights : str, default None
+        A column of positive regression weights for the same methods.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from dmlcore import CausalData, fit_run
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=500); u = rng.normal(size=500); a = z + u + rng.normal(size=500)
+    >>> table = pd.DataFrame({"z": z, "a": a, "y": 2 * a + u + rng.normal(size=500)})
+    >>> data = CausalData(table, "iv", outcome="y", treatment="a", instrument="z")
+    >>> fit_run(data, "2sls").record["effect"]["estimate"]   # close to 2
     """
 
     table: pd.DataFrame

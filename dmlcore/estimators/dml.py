@@ -56,60 +56,8 @@ def make_folds(n: int, folds: int, seed: int, groups: np.ndarray | None = None) 
 
 class _TwoStageCMR(CMREstimator):
     """Shared fit/predict of DML-CMR, CE-DML-CMR and the naive plug-in (subclasses set
-    ``cross_fit`` and ``score``; module notes).
-
-    Parameters
-    ----------
-    learner : str or object, default "nn"
-        Both nuisances: ``"nn"`` (an MLP and a mixture density network), ``"rf"``, ``"gb"``,
-        ``"linear"`` (scikit-learn models; the distribution model is the conditional mean plus
-        resampled out-of-sample residuals, :mod:`dmlcore.learners.tabular`), or any
-        scikit-learn regressor, e.g. ``DMLCMR(learner=HistGradientBoostingRegressor())``: the
-        outcome model is that regressor and the distribution model its conditional mean plus
-        residuals, both cloned per fold. With a regressor object f is fitted as with the tree
-        learners: by gradient boosting of the score (``f_model="boost"``) unless ``f_model`` says
-        otherwise.
-    folds : int, default 10
-        K of the K-fold cross-fitting (DML-CMR only).
-    outcome_learner, sampler : str or object, optional
-        The outcome model s(c) = E[Y | C] and the distribution model of f's modelled inputs given C.
-        Not set (None): ``"auto"`` when ``learner`` is ``nn`` or ``gb``, else ``learner``'s own (rf, linear,
-        a regressor: auto does not choose among them, nor nn when ``nuisance_params`` set it); the old
-        default, the learner's own, is kept by naming it (``outcome_learner="nn"``). Else a name, a regressor, or an
-        :class:`~dmlcore.learners.base.OutcomeLearner` / :class:`~dmlcore.learners.base.ConditionalSampler`
-        (the per-fold interface, e.g. an oracle that knows the truth), or ``"auto"``: the candidate
-        (``gb``, ``gb-small`` on tabular inputs, and ``nn`` too with ``learner="nn"``; ``nn`` alone on image
-        data) with the lowest held-out loss on the first two folds' rows, fitted for every fold
-        (:mod:`dmlcore.learners.select`); the choice and the losses are in ``nuisance_selection_``.
-    f_model : {"nn", "boost", "linear", "sieve"}, optional
-        The second stage (:mod:`dmlcore.estimators.second_stage`); default the learner's own
-        (``nn`` for nn, ``linear`` for linear, ``boost`` otherwise). ``sieve`` gives
-        ``predict_interval`` and a closed-form effect interval.
-    n_draws : int, default 8
-        Draws of f's inputs averaged per row in the second stage's loss.
-    epochs : int, optional
-        Maximum epochs (boosting stages) of the named nn / gb nuisances and of an nn or boost f.
-    nuisance_params, f_params : dict, optional
-        Settings of the named learner (its ``DEFAULTS``) and of the second stage.
-    seed : int, default 0
-        Seeds the fold split, the learners and the draws: the same seed gives the same numbers.
-    device : str, default "auto"
-        Where the torch models (nn nuisances, nn f) and their data live: "auto" (CUDA when torch
-        sees one, else the CPU), "cpu", "cuda" or "cuda:N".
-    cluster : str, optional
-        A column of the table whose values group the rows (``cov_type="clustered"``): the K folds
-        keep each cluster whole (DML-CMR; the other two do not split rows).
-
-    Attributes
-    ----------
-    f_ : the fitted second stage; s_model_, g_model_ : the nuisances (None when unused).
-    nuisance_selection_ : {"s": ..., "g": ...}, the selection record of each ``"auto"`` nuisance.
-    nuisance_learners_ : {"outcome_learner": ..., "sampler": ...}, the nuisances' learners as used (None: no such model).
-    fold_losses_ : per fold, the rows, the second-stage loss and the nuisances' loss histories.
-    second_stage_history_, folds_, fold_of_, targets_, draws_, input_columns_,
-    conditioning_columns_, n_, f_model_name_, seconds_ : as named.
-    device_ : the device the fit's networks used ("cpu" when it had none).
-    """
+    ``cross_fit`` and ``score``; module notes). The parameters, defaults and attributes are documented
+    on the public classes, ``DMLCMR``, ``CEDMLCMR`` and ``NaivePlugIn``."""
 
     cross_fit = True
     score = "orthogonal"
@@ -351,18 +299,264 @@ class _TwoStageCMR(CMREstimator):
 
 
 class DMLCMR(_TwoStageCMR):
-    """DML-CMR with K-fold cross-fitting and the Neyman-orthogonal score (s(c) - g(f, c))^2."""
+    """DML-CMR: the Neyman-orthogonal score with K-fold cross-fitting (the paper's Algorithm 1).
+
+    Fits the outcome model s(c) = E[Y | C] and the distribution of f's modelled inputs given C on
+    the K - 1 training folds of each fold, then f minimises the orthogonal loss
+    mean_i (s_k(c_i) - mean_j f(x_ij))^2 over the draws x_ij of fold k's distribution model.
+
+    Parameters
+    ----------
+    learner : str or object, default "nn"
+        Both nuisances: ``"nn"`` (an MLP and a mixture density network), ``"rf"``, ``"gb"``,
+        ``"linear"`` (scikit-learn models; the distribution model is the conditional mean plus
+        resampled out-of-sample residuals, ``dmlcore.learners.tabular``), or any scikit-learn
+        regressor, e.g. ``HistGradientBoostingRegressor()``: the outcome model is that regressor and
+        the distribution model its conditional mean plus residuals, both cloned per fold. With a
+        regressor object f is fitted as with the tree learners: by gradient boosting of the score
+        (``f_model="boost"``) unless ``f_model`` says otherwise.
+    folds : int, default 10
+        K of the K-fold cross-fitting: the nuisances of fold k are fitted on the other K - 1 folds.
+        Each fold needs at least 10 rows (``CausalData.check_folds``).
+    outcome_learner : str or object, default None
+        The outcome model s(c) = E[Y | C]. None: ``"auto"`` when ``learner`` is ``"nn"`` or ``"gb"``,
+        else ``learner``'s own. The default before ``auto`` is kept by naming it
+        (``outcome_learner="nn"``). Else a learner name, a regressor, a
+        ``dmlcore.learners.base.OutcomeLearner`` (the per-fold interface), or ``"auto"``: the
+        candidate with the lowest held-out squared error on the first two folds' rows (``gb``,
+        ``gb-small``, and ``nn`` too with ``learner="nn"``), fitted for every fold.
+    sampler : str or object, default None
+        The distribution model of f's modelled inputs given C. None: ``"auto"`` when ``learner`` is
+        ``"nn"`` or ``"gb"``, else ``learner``'s own (rf, linear, a regressor: auto does not choose
+        among them, nor nn when ``nuisance_params`` set it). The default before ``auto``, the learner's
+        own, is kept by naming it (``sampler="nn"``). Else a learner name, a regressor, a
+        ``dmlcore.learners.base.ConditionalSampler`` (the per-fold interface, e.g. an oracle that knows
+        the true law), or ``"auto"``: the candidate (``gb``, ``gb-small`` on tabular inputs, and ``nn``
+        too with ``learner="nn"``; ``nn`` alone on image data) with the lowest held-out energy score,
+        fitted for every fold (``dmlcore.learners.select``); the choice and the losses are in
+        ``nuisance_selection_``.
+    f_model : {"nn", "boost", "linear", "sieve"}, default None
+        The second stage (``dmlcore.estimators.second_stage``). None: the learner's own (``"nn"`` for
+        nn, ``"linear"`` for linear, ``"boost"`` otherwise). ``"sieve"`` gives ``predict_interval`` (a
+        95 % confidence band) and a closed-form interval for the effect.
+    n_draws : int, default 8
+        Draws of f's inputs averaged per row in the second stage's loss.
+    epochs : int, default None
+        Maximum epochs (boosting stages) of the named nn / gb nuisances and of an nn or boost f;
+        None: each learner's own default.
+    nuisance_params : dict, default None
+        Settings of the named learner (its ``DEFAULTS``).
+    f_params : dict, default None
+        Settings of the second stage.
+    seed : int, default 0
+        Seeds the fold split, the learners and the draws: the same seed gives the same numbers.
+    device : str, default "auto"
+        Where the torch models (nn nuisances, nn f) and their data live: ``"auto"`` (CUDA when torch
+        sees one, else the CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. A CUDA device torch cannot
+        see is refused before any work.
+    cluster : str, default None
+        A column of the table whose values group the rows: the K folds keep each cluster whole.
+
+    Attributes
+    ----------
+    f_ : object
+        The fitted second stage.
+    s_model_, g_model_ : object
+        The fitted outcome and distribution models (None when unused).
+    nuisance_selection_ : dict
+        ``{"s": ..., "g": ...}``: the selection record of each ``"auto"`` nuisance.
+    nuisance_learners_ : dict
+        ``{"outcome_learner": ..., "sampler": ...}``: the nuisances' learners as used (None: no such model).
+    fold_losses_ : list of dict
+        Per fold: the rows, the second-stage loss and the nuisances' loss histories.
+    device_ : str
+        The device the fit's networks used (``"cpu"`` when it had none).
+    second_stage_history_, folds_, fold_of_, targets_, draws_ : object
+        As named.
+    input_columns_, conditioning_columns_, n_, f_model_name_, seconds_ : object
+        As named.
+
+    Examples
+    --------
+    >>> from dmlcore import DMLCMR, simulate_demand_iv
+    >>> sim = simulate_demand_iv(n=2000, seed=0)
+    >>> est = DMLCMR(learner="gb", folds=5, seed=0).fit(sim.data)
+    >>> f_hat = est.predict(sim.data.table[sim.data.input_columns])
+    >>> sim.truth.score(est)          # {'mse': ..., 'mse_fresh': ...}
+    >>> est.nuisance_selection_["s"]  # what "auto" chose for the outcome model, and the losses
+    """
 
     cross_fit, score = True, "orthogonal"
 
 
 class CEDMLCMR(_TwoStageCMR):
-    """CE-DML-CMR: the orthogonal score with nuisances fitted once on all rows."""
+    """CE-DML-CMR: the orthogonal score with the nuisances fitted once on all rows (the paper's
+    Algorithm 2; cheaper than DML-CMR, no cross-fitting).
+
+    Parameters
+    ----------
+    learner : str or object, default "nn"
+        Both nuisances: ``"nn"`` (an MLP and a mixture density network), ``"rf"``, ``"gb"``,
+        ``"linear"`` (scikit-learn models; the distribution model is the conditional mean plus
+        resampled out-of-sample residuals, ``dmlcore.learners.tabular``), or any scikit-learn
+        regressor, e.g. ``HistGradientBoostingRegressor()``: the outcome model is that regressor and
+        the distribution model its conditional mean plus residuals, both cloned per fold. With a
+        regressor object f is fitted as with the tree learners: by gradient boosting of the score
+        (``f_model="boost"``) unless ``f_model`` says otherwise.
+    folds : int, default 10
+        Not used: this method fits its nuisances once on all rows (no cross-fitting). ``fit_run``, the
+        command line and study grids refuse a value other than the default for it.
+    outcome_learner : str or object, default None
+        The outcome model s(c) = E[Y | C]. None: ``"auto"`` when ``learner`` is ``"nn"`` or ``"gb"``,
+        else ``learner``'s own. The default before ``auto`` is kept by naming it
+        (``outcome_learner="nn"``). Else a learner name, a regressor, a
+        ``dmlcore.learners.base.OutcomeLearner`` (the per-fold interface), or ``"auto"``: the
+        candidate with the lowest held-out squared error (with one training set the candidates are
+        scored on five inner folds of it, and the winner is fitted on all rows).
+    sampler : str or object, default None
+        The distribution model of f's modelled inputs given C. None: ``"auto"`` when ``learner`` is
+        ``"nn"`` or ``"gb"``, else ``learner``'s own (rf, linear, a regressor: auto does not choose
+        among them, nor nn when ``nuisance_params`` set it). The default before ``auto``, the learner's
+        own, is kept by naming it (``sampler="nn"``). Else a learner name, a regressor, a
+        ``dmlcore.learners.base.ConditionalSampler`` (the per-fold interface, e.g. an oracle that knows
+        the true law), or ``"auto"``: the candidate (``gb``, ``gb-small`` on tabular inputs, and ``nn``
+        too with ``learner="nn"``; ``nn`` alone on image data) with the lowest held-out energy score,
+        fitted for every fold (``dmlcore.learners.select``); the choice and the losses are in
+        ``nuisance_selection_``.
+    f_model : {"nn", "boost", "linear", "sieve"}, default None
+        The second stage (``dmlcore.estimators.second_stage``). None: the learner's own (``"nn"`` for
+        nn, ``"linear"`` for linear, ``"boost"`` otherwise). ``"sieve"`` gives ``predict_interval`` (a
+        95 % confidence band) and a closed-form interval for the effect.
+    n_draws : int, default 8
+        Draws of f's inputs averaged per row in the second stage's loss.
+    epochs : int, default None
+        Maximum epochs (boosting stages) of the named nn / gb nuisances and of an nn or boost f;
+        None: each learner's own default.
+    nuisance_params : dict, default None
+        Settings of the named learner (its ``DEFAULTS``).
+    f_params : dict, default None
+        Settings of the second stage.
+    seed : int, default 0
+        Seeds the fold split, the learners and the draws: the same seed gives the same numbers.
+    device : str, default "auto"
+        Where the torch models (nn nuisances, nn f) and their data live: ``"auto"`` (CUDA when torch
+        sees one, else the CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. A CUDA device torch cannot
+        see is refused before any work.
+    cluster : str, default None
+        A column of the table whose values group the rows. This method splits no rows, so its fit does
+        not use it (DML-CMR keeps each cluster in one fold); a run's clustered intervals follow
+        ``fit_run``'s ``cov_type`` and ``cluster``.
+
+    Attributes
+    ----------
+    f_ : object
+        The fitted second stage.
+    s_model_, g_model_ : object
+        The fitted outcome and distribution models (None when unused).
+    nuisance_selection_ : dict
+        ``{"s": ..., "g": ...}``: the selection record of each ``"auto"`` nuisance.
+    nuisance_learners_ : dict
+        ``{"outcome_learner": ..., "sampler": ...}``: the nuisances' learners as used (None: no such model).
+    fold_losses_ : list of dict
+        Per fold: the rows, the second-stage loss and the nuisances' loss histories.
+    device_ : str
+        The device the fit's networks used (``"cpu"`` when it had none).
+    second_stage_history_, folds_, fold_of_, targets_, draws_ : object
+        As named.
+    input_columns_, conditioning_columns_, n_, f_model_name_, seconds_ : object
+        As named.
+
+    Examples
+    --------
+    >>> from dmlcore import CEDMLCMR, simulate_demand_iv
+    >>> sim = simulate_demand_iv(n=2000, seed=0)
+    >>> est = CEDMLCMR(learner="gb", seed=0).fit(sim.data)
+    >>> sim.truth.score(est)          # {'mse': ..., 'mse_fresh': ...}
+    """
 
     cross_fit, score = False, "orthogonal"
 
 
 class NaivePlugIn(_TwoStageCMR):
-    """The naive two-stage plug-in (DeepIV-style): minimises (Y - g(f, c))^2."""
+    """The naive two-stage plug-in (DeepIV-style): f minimises mean_i (y_i - mean_j f(x_ij))^2, the
+    observed outcome in place of the orthogonal score's s(c); biased when the first stage is off.
+
+    Parameters
+    ----------
+    learner : str or object, default "nn"
+        The distribution model (this method has no outcome model): ``"nn"`` (an MLP and a mixture
+        density network), ``"rf"``, ``"gb"``,
+        ``"linear"`` (scikit-learn models; the distribution model is the conditional mean plus
+        resampled out-of-sample residuals, ``dmlcore.learners.tabular``), or any scikit-learn
+        regressor, e.g. ``HistGradientBoostingRegressor()``: the outcome model is that regressor and
+        the distribution model its conditional mean plus residuals, both cloned per fold. With a
+        regressor object f is fitted as with the tree learners: by gradient boosting of the score
+        (``f_model="boost"``) unless ``f_model`` says otherwise.
+    folds : int, default 10
+        Not used: this method fits its nuisances once on all rows (no cross-fitting). ``fit_run``, the
+        command line and study grids refuse a value other than the default for it.
+    outcome_learner : None
+        Must be left out: the naive score uses the observed outcome, so there is no outcome model, and
+        a value is refused with a ``DMLCoreError`` (``sampler`` sets the distribution model).
+    sampler : str or object, default None
+        The distribution model of f's modelled inputs given C. None: ``"auto"`` when ``learner`` is
+        ``"nn"`` or ``"gb"``, else ``learner``'s own (rf, linear, a regressor: auto does not choose
+        among them, nor nn when ``nuisance_params`` set it). The default before ``auto``, the learner's
+        own, is kept by naming it (``sampler="nn"``). Else a learner name, a regressor, a
+        ``dmlcore.learners.base.ConditionalSampler`` (the per-fold interface, e.g. an oracle that knows
+        the true law), or ``"auto"``: the candidate (``gb``, ``gb-small`` on tabular inputs, and ``nn``
+        too with ``learner="nn"``; ``nn`` alone on image data) with the lowest held-out energy score,
+        fitted for every fold (``dmlcore.learners.select``); the choice and the losses are in
+        ``nuisance_selection_``.
+    f_model : {"nn", "boost", "linear", "sieve"}, default None
+        The second stage (``dmlcore.estimators.second_stage``). None: the learner's own (``"nn"`` for
+        nn, ``"linear"`` for linear, ``"boost"`` otherwise). ``"sieve"`` gives ``predict_interval`` (a
+        95 % confidence band) and a closed-form interval for the effect.
+    n_draws : int, default 8
+        Draws of f's inputs averaged per row in the second stage's loss.
+    epochs : int, default None
+        Maximum epochs (boosting stages) of the named nn / gb nuisances and of an nn or boost f;
+        None: each learner's own default.
+    nuisance_params : dict, default None
+        Settings of the named learner (its ``DEFAULTS``).
+    f_params : dict, default None
+        Settings of the second stage.
+    seed : int, default 0
+        Seeds the fold split, the learners and the draws: the same seed gives the same numbers.
+    device : str, default "auto"
+        Where the torch models (nn nuisances, nn f) and their data live: ``"auto"`` (CUDA when torch
+        sees one, else the CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. A CUDA device torch cannot
+        see is refused before any work.
+    cluster : str, default None
+        A column of the table whose values group the rows. This method splits no rows, so its fit does
+        not use it (DML-CMR keeps each cluster in one fold); a run's clustered intervals follow
+        ``fit_run``'s ``cov_type`` and ``cluster``.
+
+    Attributes
+    ----------
+    f_ : object
+        The fitted second stage.
+    s_model_, g_model_ : object
+        The fitted outcome and distribution models (None when unused).
+    nuisance_selection_ : dict
+        ``{"s": ..., "g": ...}``: the selection record of each ``"auto"`` nuisance.
+    nuisance_learners_ : dict
+        ``{"outcome_learner": ..., "sampler": ...}``: the nuisances' learners as used (None: no such model).
+    fold_losses_ : list of dict
+        Per fold: the rows, the second-stage loss and the nuisances' loss histories.
+    device_ : str
+        The device the fit's networks used (``"cpu"`` when it had none).
+    second_stage_history_, folds_, fold_of_, targets_, draws_ : object
+        As named.
+    input_columns_, conditioning_columns_, n_, f_model_name_, seconds_ : object
+        As named.
+
+    Examples
+    --------
+    >>> from dmlcore import NaivePlugIn, simulate_demand_iv
+    >>> sim = simulate_demand_iv(n=2000, seed=0)
+    >>> est = NaivePlugIn(learner="gb", seed=0).fit(sim.data)
+    >>> sim.truth.score(est)          # {'mse': ..., 'mse_fresh': ...}
+    """
 
     cross_fit, score = False, "naive"

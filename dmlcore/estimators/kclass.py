@@ -19,16 +19,63 @@ from dmlcore.estimators.tsls import TwoStageLeastSquares
 
 
 class LIML(TwoStageLeastSquares):
-    """Limited-information maximum likelihood (k-class, kappa estimated); parameters and attributes as
-    :class:`~dmlcore.estimators.tsls.TwoStageLeastSquares`, plus ``kappa_``."""
+    """Limited-information maximum likelihood (k-class, kappa estimated): linear IV, less biased than
+    2SLS with many or weak instruments, equal to 2SLS with one instrument. Attributes as
+    ``TwoStageLeastSquares``'s, with the estimated kappa in ``kappa_``.
+
+    Parameters
+    ----------
+    add_constant : bool, default True
+        Add an intercept named ``"const"`` to the regressors and the instruments.
+    drop_constant : bool, default True
+        Leave out constant input and conditioning columns (listed in ``dropped_columns_``).
+    max_columns : int, default 1000
+        Most regressors or instruments accepted.
+    cov_type : {"unadjusted", "robust", "clustered", "clustered-cr1"}, default "unadjusted"
+        The standard errors (as ``TwoStageLeastSquares``).
+    cluster : str, default None
+        The column whose values group the rows (two, "a,b": two-way), with a clustered ``cov_type``
+        only.
+
+    Examples
+    --------
+    >>> from dmlcore import LIML, load_dataset
+    >>> card = load_dataset("card").data
+    >>> est = LIML(cov_type="robust").fit(card)
+    >>> est.coef_["educ"], est.std_errors_["educ"]
+    >>> est.kappa_
+    """
 
     kind, title = "liml", "LIML"
 
 
 class Fuller(TwoStageLeastSquares):
-    """Fuller's modified LIML, kappa = LIML's - ``alpha`` / (n - L).
+    """Fuller's modified LIML, kappa = LIML's - ``alpha`` / (n - L) (L: the instruments, the constant and
+    absorbed levels counted): with ``alpha=1`` finite moments, nearly unbiased under weak instruments.
+    Attributes as ``TwoStageLeastSquares``'s, with kappa in ``kappa_``.
 
-    Parameters as :class:`~dmlcore.estimators.tsls.TwoStageLeastSquares`, and ``alpha`` (default 1).
+    Parameters
+    ----------
+    add_constant : bool, default True
+        Add an intercept named ``"const"`` to the regressors and the instruments.
+    drop_constant : bool, default True
+        Leave out constant input and conditioning columns (listed in ``dropped_columns_``).
+    max_columns : int, default 1000
+        Most regressors or instruments accepted.
+    cov_type : {"unadjusted", "robust", "clustered", "clustered-cr1"}, default "unadjusted"
+        The standard errors (as ``TwoStageLeastSquares``).
+    cluster : str, default None
+        The column whose values group the rows (two, "a,b": two-way), with a clustered ``cov_type``
+        only.
+    alpha : float, default 1.0
+        Fuller's constant.
+
+    Examples
+    --------
+    >>> from dmlcore import Fuller, load_dataset
+    >>> card = load_dataset("card").data
+    >>> est = Fuller(alpha=4).fit(card)
+    >>> est.coef_["educ"], est.std_errors_["educ"]
     """
 
     kind, title = "fuller", "Fuller"
@@ -44,8 +91,30 @@ class Fuller(TwoStageLeastSquares):
 
 
 class GMMIV(TwoStageLeastSquares):
-    """Efficient two-step GMM under the covariance choice; parameters and attributes as
-    :class:`~dmlcore.estimators.tsls.TwoStageLeastSquares`."""
+    """Efficient two-step linear GMM, weighted under the covariance choice (robust or clustered);
+    equal to 2SLS with homoskedastic errors. Attributes as ``TwoStageLeastSquares``'s.
+
+    Parameters
+    ----------
+    add_constant : bool, default True
+        Add an intercept named ``"const"`` to the regressors and the instruments.
+    drop_constant : bool, default True
+        Leave out constant input and conditioning columns (listed in ``dropped_columns_``).
+    max_columns : int, default 1000
+        Most regressors or instruments accepted.
+    cov_type : {"unadjusted", "robust", "clustered", "clustered-cr1"}, default "unadjusted"
+        The standard errors, and the weight matrix of the second step.
+    cluster : str, default None
+        The column whose values group the rows (one column: two-way clustering is refused), with a
+        clustered ``cov_type`` only.
+
+    Examples
+    --------
+    >>> from dmlcore import GMMIV, load_dataset
+    >>> card = load_dataset("card").data
+    >>> est = GMMIV(cov_type="robust").fit(card)
+    >>> est.coef_["educ"], est.std_errors_["educ"]
+    """
 
     kind, title = "gmm", "GMM"
 

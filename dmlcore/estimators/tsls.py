@@ -81,6 +81,13 @@ class TwoStageLeastSquares(CMREstimator):
     The data's ``absorb`` and ``weights`` (:mod:`dmlcore.fixed_effects`) act on every number: the
     rows are demeaned within the absorbed groups (no ``"const"`` then; ``offset_`` holds the fixed
     effects' weighted mean, which ``predict`` adds) and weighted by the square root of the weights.
+
+    Examples
+    --------
+    >>> from dmlcore import TwoStageLeastSquares, load_dataset
+    >>> card = load_dataset("card").data
+    >>> est = TwoStageLeastSquares(cov_type="robust").fit(card)
+    >>> est.coef_["educ"], est.std_errors_["educ"]
     """
 
     capabilities = frozenset({"linear_functional", "anderson_rubin", "absorb_weights"})
