@@ -136,7 +136,8 @@ _PEER_HELP = " Its own settings: docs/peers.md."
 
 def _peer_entry(name, cls, title, learner, help, problems, epochs_arg=None, fixed=()):
     return Method(name, title, help + _PEER_HELP, cls, _peer, problems=problems, networks=learner == "nn",
-                  record_learner=learner, settings=frozenset({"epochs", "device", "f_params"}), peer=True,
+                  record_learner=learner, peer=True,
+                  settings=frozenset({"device", "f_params"} | ({"epochs"} if epochs_arg else set())),
                   epochs_arg=epochs_arg,
                   fixed=fixed)
 
