@@ -197,6 +197,13 @@ def test_naive_reports_no_outcome_model():
     assert events[-1]["progress"] == 1.0
 
 
+@pytest.mark.parametrize("cls", [CEDMLCMR, NaivePlugIn])
+def test_methods_without_cross_fitting_refuse_folds(cls):
+    with pytest.raises(DMLCoreError, match="folds=5 does not apply"):
+        cls("linear", folds=5).fit(demand(200))
+    assert cls("linear").fit(demand(200)).folds_ is not None      # the default is fine
+
+
 @pytest.mark.parametrize("stop_on", ["s", "f"])
 def test_should_stop_cancels_the_fit(stop_on):
     seen = []

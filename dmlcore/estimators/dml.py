@@ -94,6 +94,9 @@ class _TwoStageCMR(CMREstimator):
             raise DMLCoreError(f"{type(self).__name__} has no outcome model, so outcome_learner="
                                f"{learner_name(self.outcome_learner)!r} does not apply; leave it out (sampler= sets "
                                f"its distribution model).")
+        if not self.cross_fit and self.folds != DEFAULTS.folds:
+            raise DMLCoreError(f"{type(self).__name__} fits its nuisances once on all rows (no cross-fitting), so "
+                               f"folds={self.folds!r} does not apply; leave it out (DMLCMR cross-fits over folds).")
         f_model = self.f_model or (F_MODEL_FOR[self.learner] if isinstance(self.learner, str) else "boost")
         if f_model not in SECOND_STAGES:
             raise DMLCoreError(f"Unknown f_model {f_model!r}; choose one of {', '.join(SECOND_STAGES)}.")
@@ -404,8 +407,9 @@ class CEDMLCMR(_TwoStageCMR):
         regressor object f is fitted as with the tree learners: by gradient boosting of the score
         (``f_model="boost"``) unless ``f_model`` says otherwise.
     folds : int, default 10
-        Not used: this method fits its nuisances once on all rows (no cross-fitting). ``fit_run``, the
-        command line and study grids refuse a value other than the default for it.
+        Not used: this method fits its nuisances once on all rows (no cross-fitting). A value other than
+        the default is refused with a ``DMLCoreError`` (by the class, ``fit_run``, the command line and
+        study grids).
     outcome_learner : str or object, default None
         The outcome model s(c) = E[Y | C]. None: ``"auto"`` when ``learner`` is ``"nn"`` or ``"gb"``,
         else ``learner``'s own. The default before ``auto`` is kept by naming it
@@ -493,8 +497,9 @@ class NaivePlugIn(_TwoStageCMR):
         regressor object f is fitted as with the tree learners: by gradient boosting of the score
         (``f_model="boost"``) unless ``f_model`` says otherwise.
     folds : int, default 10
-        Not used: this method fits its nuisances once on all rows (no cross-fitting). ``fit_run``, the
-        command line and study grids refuse a value other than the default for it.
+        Not used: this method fits its nuisances once on all rows (no cross-fitting). A value other than
+        the default is refused with a ``DMLCoreError`` (by the class, ``fit_run``, the command line and
+        study grids).
     outcome_learner : None
         Must be left out: the naive score uses the observed outcome, so there is no outcome model, and
         a value is refused with a ``DMLCoreError`` (``sampler`` sets the distribution model).
