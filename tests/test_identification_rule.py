@@ -64,6 +64,8 @@ def test_robust_reads_the_effective_f_and_several_columns_kleibergen_paap():
     failed = identification_statistic("first-stage F", 40.0, "clustered", {"error": "singular"})
     assert failed["fallback"] and "homoskedastic" in failed["statistic"] and "singular" in failed["caveat"]
     assert identification_statistic("first-stage F", 40.0, "unadjusted", None)["value"] == 40.0
+    proxies = identification_statistic("proxy first-stage F", 40.0, "robust", {"effective_f": 4.3, "n_clusters": None})
+    assert proxies["statistic"] == "proxy effective F (robust)" and proxies["value"] == 4.3
 
 
 def test_the_same_number_on_stderr_in_the_record_the_table_and_the_summary(tmp_path, capsys):

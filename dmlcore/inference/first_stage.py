@@ -284,7 +284,8 @@ def identification_statistic(homoskedastic_name: str, homoskedastic_value: float
                           f"assumes homoskedastic errors")
         return out
     where = f"{cov_type}, {g:,} clusters" if g is not None else cov_type
-    out.update(statistic=f"{name} ({where})", value=float(value), n_clusters=g)
+    proxy = "proxy " if homoskedastic_name.startswith("proxy") else ""     # PCL: of the treatment proxies for W
+    out.update(statistic=f"{proxy}{name} ({where})", value=float(value), n_clusters=g)
     if g is not None and g < FEW_CLUSTERS:
         out["caveat"] = (f"only {g} clusters, fewer than {FEW_CLUSTERS}: a clustered statistic is itself imprecise, "
                          f"read it as a rough guide")
