@@ -165,7 +165,8 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
         ``{"problem", "n", "instruments", "covariates", "treatments" (IV) or "outcome_proxies"
         (PCL): {name: {"partial_r2", "f_stat", "f_pvalue", "df_num", "df_denom", "np_r2",
         "np_r2_covariates", "np_r2_gain"}}, "cragg_donald_f", "weak", "strength": {"level",
-        "f_stat", "text", "statistic"}, "warning", "cov_type", "cluster", "inference", "note"}``;
+        "f_stat", "text", "statistic", "n_clusters", "caveat"}, "warning", "dropped", "dropped_note",
+        "cov_type", "cluster", "inference", "note"}``;
         the ``np_*`` entries are None when ``nonparametric`` is False or the data absorb fixed effects
         or carry weights (``absorb``, ``weights``: then every linear number above is of the demeaned,
         weighted rows, and ``absorbed_df`` levels count in the F's degrees of freedom); ``warning`` is None unless
