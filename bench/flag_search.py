@@ -110,7 +110,7 @@ def evaluate(rows: pd.DataFrame, signal: str, bar: float, better: str) -> pd.Dat
     return out.drop(columns="silent_covered").reset_index().assign(signal=signal, bar=bar, better=better)
 
 
-TODAY = "coverage-31"           # rows of today's procedure (whole refits); coverage-fonly's are indicative only
+TODAY = "coverage-31"           # rows whose refits were whole, as today; coverage-fonly's are indicative only
 MISUSE = ("clustered-iv-ignored",)   # clusters left out on purpose: its remedy is --cov clustered, not this flag
 
 
