@@ -151,3 +151,5 @@ def test_diagnostics_that_fail_are_said_beside_the_effect(monkeypatch):
     note = identification_note(effect)
     assert note.startswith("not flagged: representer strength ") and note.endswith(reason)
     assert "first-stage F" not in note
+    from dmlcore.inference.debiased_effect import unchecked_text
+    assert len(unchecked_text("Among the covariates, column 'x' is all zeros. " * 10)) <= 200

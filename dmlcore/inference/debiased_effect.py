@@ -548,8 +548,8 @@ def unchecked_text(error: str) -> str:
     """The effect's one line when the first-stage diagnostics could not be computed: the flag then rests on
     the representer's strength alone, and the line says so."""
     why = str(error).strip().rstrip(".")
-    if len(why) > 120:
-        why = why[:117] + "..."
+    if len(why) > 88:                      # the line stays within 200 characters
+        why = why[:85] + "..."
     return f"identification not checked on the first stage (its diagnostics failed: {why}); only the representer's strength was"
 
 
