@@ -213,6 +213,8 @@ def _fit(args) -> int:
         print(f"warning: {diagnostics['warning']}", file=sys.stderr)
     elif (diagnostics.get("strength") or {}).get("level") == "moderate":   # labels: diagnostics.strength_label
         print(f"note: instrument strength {diagnostics['strength']['text']}", file=sys.stderr)
+    if diagnostics.get("dropped_note"):      # a constant or collinear covariate: one line
+        print(f"note: {diagnostics['dropped_note']}", file=sys.stderr)
     for note in (diagnostics.get("inference") or {}).get("notes") or []:
         print(f"note: {note}", file=sys.stderr)
     if args.json:

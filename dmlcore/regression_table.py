@@ -103,7 +103,21 @@ def regression_table(data: CausalData, methods=DEFAULT_METHODS, *, cov_type: str
     stats = _statistics(data, models, columns, iv_titles, stages, cov_type, cluster, level, diag)
     frame = pd.DataFrame(rows + stats, columns=[""] + columns).fillna("")
     return Table(frame, caption=f"{_dependent(data)}: linear IV estimates ({data.name})",
-                 notes=_notes(data, cov_type, cluster) + list((diag.get("inference") or {}).get("notes") or []))
+                 notes=_notes(data, cov_type, cluster) + list((diag.get("inference") or {}).get("notes") or [])
+                 + _strength_notes(diag))
+
+
+def _strength_notes(diag: dict) -> list[str]:
+    """The one strength statistic of the diagnostics (the one the CLI, the run record and the effect's flag
+    read) and the covariates they left out, each in one line."""
+    strength = diag.get("strength") or {}
+    out = []
+    if strength.get("f_stat") is not None:
+        out.append(f"Instrument strength as the diagnostics and the effect's flag read it: {strength['statistic']} "
+                   f"{strength['f_stat']:.2f}" + (f" ({strength['caveat']})." if strength.get("caveat") else "."))
+    if diag.get("dropped_note"):
+        out.append(diag["dropped_note"][0].upper() + diag["dropped_note"][1:] + ".")
+    return out
 
 
 def _dependent(data: CausalData) -> str:

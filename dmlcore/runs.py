@@ -297,11 +297,13 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
                 crossfit.add(held, refit)
         except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: correct it as it is, say why
             crossfit.error = f"its refits failed: {exc}"
-    first_stage_f = ((record.get("diagnostics") or {}).get("strength") or {}).get("f_stat")
+    strength = (record.get("diagnostics") or {}).get("strength") or {}
     record["effect"] = effect_record(estimator, data, bootstrap=boot, crossfit=crossfit,
                                      debias=s.debias and not linear_only,
                                      cluster=s.cluster if is_clustered(s.cov_type) else None,
-                                     first_stage_f=first_stage_f)
+                                     first_stage_f=strength.get("f_stat"),
+                                     first_stage_statistic=strength.get("statistic"),
+                                     first_stage_error=(record.get("diagnostics") or {}).get("error"))
     if linear_only:
         record["effect"]["debiased_error"] = LINEAR_ONLY_DEBIASED
     record.update(absorb=list(data.absorb), weights=data.weights)
@@ -425,8 +427,8 @@ def _first_stage(data: CausalData, cov_type: str = "unadjusted", cluster: str | 
     if data.image_columns and data.problem == "pcl":
         return {"error": "no proxy diagnostics with an image treatment"}
     try:
-        return first_stage(data, nonparametric=False, cov_type=cov_type, cluster=cluster,
-                           inference=data.problem == "iv")
+        return first_stage(data, nonparametric=False, cov_type=cov_type, cluster=cluster,   # PCL: robust F when asked
+                           inference=data.problem == "iv" or cov_type != "unadjusted")
     except DMLCoreError as exc:
         return {"error": str(exc)}
 

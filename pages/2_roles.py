@@ -171,6 +171,8 @@ def diagnostics(ds: state.Dataset, data: CausalData):
                   help="Smallest canonical correlation between the treatment proxies and the outcome proxies, as an "
                        "F: whether the proxies move every outcome proxy in an independent direction (linear).")
     strength = result["strength"]
+    if result.get("dropped_note"):
+        st.info(result["dropped_note"].capitalize(), icon=":material/info:")
     if result["weak"]:
         st.warning(result["warning"], icon=":material/warning:")
     elif strength["level"] == "moderate":

@@ -38,7 +38,9 @@ def test_the_notes_read_the_record(runs):
     spread = effect["spread"]
     assert spread_note(effect).startswith(f"{spread['low']:.4g} to {spread['high']:.4g}, "
                                           f"{len(spread['specifications'])} specifications")
-    assert identification_note(effect).startswith("not flagged: first-stage F ")
+    count = effect["clusters"]["count"]     # clustered: the flag reads the effective F under clusters, and says so
+    assert identification_note(effect).startswith(f"not flagged: effective F (clustered, {count} clusters) ")
+    assert effect["debiased"]["first_stage_f"] == runs["clustered"].record["diagnostics"]["inference"]["effective_f"]
     weak = runs["weak"].record["effect"]
     assert weak["weakly_identified"]
     assert identification_note(weak) == f"flagged: first-stage F {weak['debiased']['first_stage_f']:.3g} < {WEAK_FIRST_STAGE_F:g}"
@@ -132,7 +134,7 @@ def test_cli_summary_line_carries_spread_flag_and_clusters(capsys):
     assert main(["fit", "--dataset", "clustered-iv", "--n", "1200", "--method", "dml-cmr", "--learner", "linear",
                  "--folds", "5", "--cov", "clustered-cr1", "--cluster", "cluster", "--heldout-folds", "0"]) == 0
     line = capsys.readouterr().out.splitlines()[0]
-    assert " identification=not flagged: first-stage F " in line
+    assert " identification=not flagged: effective F (clustered-cr1, 50 clusters) " in line   # the clustered statistic
     assert " spread=" in line and " specifications, " in line
     assert "clustered by 'cluster' (" in line
 
@@ -153,4 +155,4 @@ def test_proximal_2sls_without_an_anderson_rubin_set_shows_the_flag_on_its_coeff
     run = fit_run(noisy_proxies(3.0), "2sls", heldout_folds=0)
     table = effects_table([ResultItem("1", "p2sls", run.record, run=run)]).set_index("run")
     assert "Anderson-Rubin set" not in table.columns or table.loc["p2sls", "Anderson-Rubin set"] == "—"
-    assert table.loc["p2sls", "weak identification"].startswith("flagged: first-stage F ")
+    assert table.loc["p2sls", "weak identification"].startswith("flagged: proxy first-stage F ")

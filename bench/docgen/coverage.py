@@ -705,3 +705,59 @@ def moderate_bias(rows) -> str:
                 lines.append(f"| {arm}, {kind} | {len(err)} | {err.mean():+.3f} | {err.mean() / base:.2f} | "
                              f"{'yes' if abs(err.mean()) <= base / 4 else 'no'} |")
     return "\n".join(lines).replace("| -", "| −")
+
+
+FLAG_SIGNALS = {"sieve": "distance of the debiased estimate from the sieve check / √(se² + se_sieve²)",
+                "correction": "size of the correction (debiased − plug-in) / se",
+                "spread": "specification spread / se", "rungs": "largest distance of a basis's estimate from the debiased / se",
+                "sieve_or_spread": "larger of the sieve disagreement and half the spread",
+                "se_ratio": "sieve check's se / debiased se",
+                "se_ratio_or_sieve": "larger of the se ratio and the sieve disagreement / 1.5"}
+FLAG_BETTER = {"none": "none", "sieve": "the sieve check's", "hull": "the hull of both intervals",
+               "wide": "the debiased estimate ± 1.96 × the larger se"}
+
+
+def _pct(x: float) -> str:
+    return "" if pd.isna(x) else f"{x:.0%}"
+
+
+def _cov(x: float) -> str:
+    return "" if pd.isna(x) else f"{x:.2f}"
+
+
+@block("flag-search:closest")
+def flag_search_closest(rows) -> str:
+    """Per signal of bench/flag_search.py, the bar and interval beside a flag that come closest to issue 44's targets."""
+    summary = rows.csv("flag-search/summary.csv")
+    best = summary.sort_values(["distance", "bar"]).groupby("signal", sort=False).head(1)
+    lines = ["| flag when | bar | interval beside a flag | strong designs flagged (most) | moderate-pcl flagged | "
+             "moderate-pcl silent fits cover | moderate-pcl shown interval covers | its width / needed | short of the targets |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in best.itertuples():
+        lines.append(f"| {FLAG_SIGNALS[r.signal]} | {num(r.bar)} | {FLAG_BETTER[r.better]} | "
+                     f"{_pct(r.strong_flagged_max)} ({r.strong_flagged_worst}) | {_pct(r.moderate_pcl_flagged)} | "
+                     f"{_cov(r.moderate_pcl_silent_coverage)} ({int(r.moderate_pcl_silent)}) | "
+                     f"{_cov(r.moderate_pcl_shown_coverage)} | {_cov(r.moderate_pcl_width_ratio)} | {r.distance:.2f} |")
+    return "\n".join(lines)
+
+
+@block("flag-search:designs")
+def flag_search_designs(rows) -> str:
+    """The closest rule's figures per design, and where the other designs would put its bar."""
+    summary = rows.csv("flag-search/summary.csv").sort_values(["distance", "bar"])
+    top = summary.iloc[0]
+    rules = rows.csv("flag-search/rules.csv")
+    table = rules[(rules["signal"] == top["signal"]) & (rules["bar"] == top["bar"]) & (rules["better"] == top["better"])]
+    lodo = rows.csv("flag-search/leave-one-design-out.csv").set_index("design")
+    lines = [f"Flag when the {FLAG_SIGNALS[top['signal']]} exceeds {num(top['bar'])}, with the interval "
+             f"'{FLAG_BETTER[top['better']]}' beside a flag (DML-CMR own f, naive, DML-CMR spline f together; rows: coverage-31, or "
+             f"coverage-fonly where a design has none there):", "",
+             "| design | rows | fits | flagged | weak flag | silent fits cover (fits) | shown interval covers | "
+             "width / needed | bar chosen without it | flagged there | silent cover there |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in table.sort_values("design").itertuples():
+        left = lodo.loc[r.design]
+        lines.append(f"| {DESIGN_TITLES.get(r.design, r.design)} | {r.rows} | {r.fits} | {_pct(r.flagged)} | {_pct(r.weak)} | "
+                     f"{_cov(r.silent_coverage)} ({int(r.silent)}) | {_cov(r.shown_coverage)} | {_cov(r.width_ratio)} | "
+                     f"{num(left['bar'])} | {_pct(left['flagged'])} | {_cov(left['silent_coverage'])} |")
+    return "\n".join(lines)

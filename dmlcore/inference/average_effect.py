@@ -185,7 +185,8 @@ def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: flo
 
 def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: dict | None = None,
                   crossfit=None, debias: bool = True, cluster: str | None = None,
-                  first_stage_f: float | None = None) -> dict:
+                  first_stage_f: float | None = None, first_stage_statistic: str | None = None,
+                  first_stage_error: str | None = None) -> dict:
     """The run record's ``effect``: {estimand, estimate, ci_lower, ci_upper, level, interval}.
 
     The interval is the bootstrap's when ``bootstrap`` (from :func:`bootstrap_effect`) is
@@ -228,7 +229,8 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     weak_robust = anderson_rubin_entry(estimator, data, plan, level)   # listed, never the headline
     if weak_robust is not None:
         out["intervals"].append(weak_robust)
-    out = add_debiased(out, estimator, data, plan, level, crossfit, debias, cluster, first_stage_f)
+    out = add_debiased(out, estimator, data, plan, level, crossfit, debias, cluster, first_stage_f,
+                       first_stage_statistic=first_stage_statistic, first_stage_error=first_stage_error)
     if cluster:
         out["clusters"] = cluster_treatment(out, data, cluster)
     return out

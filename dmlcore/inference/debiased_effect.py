@@ -435,7 +435,8 @@ def check_effect_folds(folds) -> int:
 
 def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float = 0.95,
                  crossfit: CrossFitted | None = None, debias: bool = True, cluster: str | None = None,
-                 first_stage_f: float | None = None) -> dict:
+                 first_stage_f: float | None = None, *, first_stage_statistic: str | None = None,
+                 first_stage_error: str | None = None) -> dict:
     """``effect`` (the record of :func:`dmlcore.inference.average_effect.effect_record`) with the debiased effect.
 
     The plug-in's numbers move to ``effect["plug_in"]``; ``effect["debiased"]`` is
@@ -447,7 +448,10 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     ``debiased`` is None and ``debiased_error`` says why in one line.
     ``crossfit`` holds the refits' f-hat (:class:`CrossFitted`); ``cluster`` the column whose
     clusters the interval accounts for; ``first_stage_f`` the linear first stage's F of the run's
-    diagnostics, which the weak-identification flag reads (:func:`weak_reason`).
+    diagnostics, which the weak-identification flag reads (:func:`weak_reason`), under the covariance the
+    user chose (``first_stage_statistic`` names it: :func:`dmlcore.inference.first_stage.identification_statistic`);
+    ``first_stage_error``: why the diagnostics could not be computed, which the effect then says in
+    ``debiased["unchecked_reason"]`` and its ``warning`` (never a silent "not flagged").
     """
     effect["plug_in"] = {k: effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "interval")}
     effect["debiased"], effect["weakly_identified"] = None, None
@@ -466,8 +470,11 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     except DMLCoreError as exc:
         effect["debiased_error"] = f"no debiased effect: {exc}."
         return effect
-    reason = weak_reason(result["strength"], result["std_error"], first_stage_f)
-    result.update(weakly_identified=reason is not None, weak_reason=reason, first_stage_f=first_stage_f)
+    reason = weak_reason(result["strength"], result["std_error"], first_stage_f, first_stage_statistic)
+    unchecked = (unchecked_text(first_stage_error) if first_stage_error and data.problem in ("iv", "pcl")
+                 else None)
+    result.update(weakly_identified=reason is not None, weak_reason=reason, first_stage_f=first_stage_f,
+                  first_stage_statistic=first_stage_statistic, unchecked_reason=unchecked)
     weak = result["weakly_identified"]
     effect.update(debiased=result, weakly_identified=weak, spread=specification_spread(result))
     effect["intervals"].append({"interval": result["interval"], "ci_lower": result["ci_lower"],
@@ -475,6 +482,8 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
                                 "estimand": plan.estimand, "source": "debiased", "weakly_identified": weak})
     if weak:
         effect["warning"] = weak_text(result)
+    elif unchecked:
+        effect["warning"] = unchecked
     if supports(estimator, "anderson_rubin"):
         return effect
     effect.update(estimate=result["estimate"], ci_lower=result["ci_lower"], ci_upper=result["ci_upper"],
@@ -515,20 +524,33 @@ def specification_spread(result: dict) -> dict:
             "low": low, "high": high, "range_over_se": ratio, "sensitive": sensitive, "text": text}
 
 
-def weak_reason(strength: float, std_error: float, first_stage_f: float | None = None) -> str | None:
+def weak_reason(strength: float, std_error: float, first_stage_f: float | None = None,
+                statistic: str | None = None) -> str | None:
     """Why the debiased effect counts as weakly identified, in one line, or None when it does not:
     a standard error that is not finite, the representer's strength below WEAK_STRENGTH, or the
-    linear first stage's F (the run's diagnostics) below WEAK_FIRST_STAGE_F. Both bars come from
-    the coverage measured across instrument strengths (docs/coverage.md)."""
+    linear first stage's strength statistic (the run's diagnostics, under the covariance chosen;
+    ``statistic`` names it) below WEAK_FIRST_STAGE_F. Both bars come from the coverage measured
+    across instrument strengths (docs/coverage.md; the first-stage bar on homoskedastic F)."""
     if not np.isfinite(std_error):
         return "its standard error is not finite"
     if not strength >= WEAK_STRENGTH:
         return (f"the representer's strength {strength:.3g} is below {WEAK_STRENGTH:g}: C barely moves f's inputs "
                 f"where the effect needs")
     if first_stage_f is not None and np.isfinite(first_stage_f) and first_stage_f < WEAK_FIRST_STAGE_F:
-        return (f"the linear first stage's F {first_stage_f:.3g} is below {WEAK_FIRST_STAGE_F:g}, where such "
+        which = ("" if statistic in (None, "first-stage F", "proxy first-stage F") else
+                 f" ({statistic.replace(' (', ', ').rstrip(')')})")     # the statistic under the covariance chosen
+        return (f"the linear first stage's F {first_stage_f:.3g}{which} is below {WEAK_FIRST_STAGE_F:g}, where such "
                 f"intervals covered under 90 %")
     return None
+
+
+def unchecked_text(error: str) -> str:
+    """The effect's one line when the first-stage diagnostics could not be computed: the flag then rests on
+    the representer's strength alone, and the line says so."""
+    why = str(error).strip().rstrip(".")
+    if len(why) > 88:                      # the line stays within 200 characters
+        why = why[:85] + "..."
+    return f"identification not checked on the first stage (its diagnostics failed: {why}); only the representer's strength was"
 
 
 def weak_text(result: dict) -> str:

@@ -17,18 +17,23 @@ NOT_CLUSTERED = "not clustered (rows independent)"
 def identification_note(effect: dict) -> str:
     """The flag of the debiased effect in a few words, with the numbers it was checked on against
     their bars (:func:`dmlcore.inference.debiased_effect.weak_reason` decides): "flagged: first-stage F 5.03 < 10",
-    "not flagged: first-stage F 244 ≥ 10, representer strength 2.27e+03 ≥ 10", or why it was not
+    "not flagged: first-stage F 244 ≥ 10, representer strength 2.27e+03 ≥ 10" (the first stage's
+    statistic named as the diagnostics chose it: "effective F (clustered, 24 clusters)"), with the
+    one line saying the first stage was not checked when its diagnostics failed, or why nothing was
     checked."""
     debiased = effect.get("debiased")
     if not debiased:
         return "not checked: no debiased effect"
-    checks = [("first-stage F", debiased.get("first_stage_f"), WEAK_FIRST_STAGE_F),
-              ("representer strength", debiased.get("strength"), WEAK_STRENGTH)]
+    checks = [(debiased.get("first_stage_statistic") or "first-stage F", debiased.get("first_stage_f"),
+               WEAK_FIRST_STAGE_F), ("representer strength", debiased.get("strength"), WEAK_STRENGTH)]
     checks = [(name, value, bar) for name, value, bar in checks if value is not None and np.isfinite(value)]
     if debiased.get("weakly_identified"):
         below = [f"{name} {value:.3g} < {bar:g}" for name, value, bar in checks if value < bar]
         return "flagged: " + (", ".join(below) if below else debiased.get("weak_reason") or "see the warning")
-    return "not flagged: " + ", ".join(f"{name} {value:.3g} ≥ {bar:g}" for name, value, bar in checks)
+    text = "not flagged: " + ", ".join(f"{name} {value:.3g} ≥ {bar:g}" for name, value, bar in checks)
+    if debiased.get("unchecked_reason"):
+        text += "; " + debiased["unchecked_reason"]
+    return text
 
 
 def spread_note(effect: dict) -> str:

@@ -16,9 +16,9 @@ from scipy.stats import f as f_dist
 from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.model_selection import KFold
 
-from dmlcore.data.roles import CausalData
+from dmlcore.data.roles import ROLE_NAMES, CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators.tsls import check_full_rank, check_not_absorbed, dummy_columns, with_dummies
+from dmlcore.estimators.tsls import _RANK_TOL, check_full_rank, check_not_absorbed, dummy_columns, with_dummies
 from dmlcore.inference.covariance import FEW_CLUSTERS, check_covariance
 from dmlcore.fixed_effects import transform_of
 from dmlcore.inference.linear_iv import first_stage_inference
@@ -150,10 +150,14 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
     endogenous column on (instruments, exogenous columns) minus that on the exogenous columns
     alone (the fold mean without them), on at most ``max_rows`` random rows.
 
-    ``weak`` is True when any F (or the Cragg-Donald F) is below 10, the Staiger-Stock rule of
-    thumb; ``strength`` is :func:`strength_label` of the smallest of them (unadjusted), or of the
-    effective F with a robust or clustered covariance -- but not with fewer than FEW_CLUSTERS
-    clusters, where a clustered F can be huge and means little.
+    ``strength`` is :func:`strength_label` of the one statistic of :func:`identification_statistic`:
+    the smallest F (or the Cragg-Donald F) when unadjusted; under a robust or clustered covariance the
+    effective F (one endogenous column) or the Kleibergen-Paap rk F, the cluster count in its name and,
+    below FEW_CLUSTERS clusters, a caveat beside it (``strength["caveat"]``) -- never a swap to the
+    homoskedastic F. ``weak`` is True when that statistic is below 10, the Staiger-Stock rule of
+    thumb, and, unadjusted, also when any column's own F is. Covariates that are constant or collinear
+    in these rows (:func:`redundant_covariates`) are left out and named in ``dropped`` and the one line
+    ``dropped_note``.
 
     Returns
     -------
@@ -161,7 +165,8 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
         ``{"problem", "n", "instruments", "covariates", "treatments" (IV) or "outcome_proxies"
         (PCL): {name: {"partial_r2", "f_stat", "f_pvalue", "df_num", "df_denom", "np_r2",
         "np_r2_covariates", "np_r2_gain"}}, "cragg_donald_f", "weak", "strength": {"level",
-        "f_stat", "text", "statistic"}, "warning", "cov_type", "cluster", "inference", "note"}``;
+        "f_stat", "text", "statistic", "n_clusters", "caveat"}, "warning", "dropped", "dropped_note",
+        "cov_type", "cluster", "inference", "note"}``;
         the ``np_*`` entries are None when ``nonparametric`` is False or the data absorb fixed effects
         or carry weights (``absorb``, ``weights``: then every linear number above is of the demeaned,
         weighted rows, and ``absorbed_df`` levels count in the F's degrees of freedom); ``warning`` is None unless
@@ -179,6 +184,8 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
         raise DMLCoreError(f"First-stage diagnostics are for IV and PCL problems; this data defines a "
                            f"'{data.problem}' problem. Use problem='iv' with an instrument column.")
     check_covariance(cov_type, cluster, data.table)
+    data, dropped = without_redundant_covariates(data)
+    exogenous = [c for c in exogenous if c not in {d["column"] for d in dropped}]
     levels = {c: np.unique(data.table[c].to_numpy(dtype=float)) for c in data.categorical
               if c in exogenous or c in excluded}
     table = with_dummies(data.table, levels, drop_first=True)
@@ -225,23 +232,114 @@ def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
         inference = first_stage_inference(data, cov_type, cluster) if inference else None
     except DMLCoreError as exc:
         inference = {"error": str(exc)}
-    statistic, value = "first-stage F" if key == "treatments" else "proxy first-stage F", min(f_stat.min(), cragg_donald)
-    if len(endogenous) > 1:
-        statistic = "Cragg-Donald F"
-    few = (inference or {}).get("n_clusters") is not None and inference["n_clusters"] < FEW_CLUSTERS
-    if cov_type != "unadjusted" and (inference or {}).get("effective_f") is not None and not few:
-        statistic, value = f"effective F ({cov_type})", inference["effective_f"]
-    label = strength_label(value, q, statistic=statistic, cov_type=cov_type, n_endogenous=len(endogenous),
+    chosen = identification_statistic(
+        "Cragg-Donald F" if len(endogenous) > 1 else "first-stage F" if key == "treatments" else "proxy first-stage F",
+        min(f_stat.min(), cragg_donald), cov_type, inference)
+    statistic = chosen["statistic"]
+    label = strength_label(chosen["value"], q, statistic=statistic, cov_type=cov_type, n_endogenous=len(endogenous),
                            proximal=key == "outcome_proxies")
-    weak = label.level == "weak" or bool(np.any(f_stat < WEAK_F)) or cragg_donald < WEAK_F
+    homoskedastic = cov_type == "unadjusted" or chosen["fallback"]
+    weak = label.level == "weak" or (homoskedastic and (bool(np.any(f_stat < WEAK_F)) or cragg_donald < WEAK_F))
+    text = label.text + (f" Note: {chosen['caveat']}." if chosen["caveat"] else "")
     return {"problem": data.problem, "n": n, "instruments": list(excluded), "covariates": list(exogenous),
             key: columns, "cragg_donald_f": cragg_donald, "weak": weak,
-            "strength": {"level": label.level, "f_stat": label.f_stat, "text": label.text, "statistic": statistic},
-            "warning": _warning(data, key, columns, cragg_donald, label, statistic) if weak else None,
+            "strength": {"level": label.level, "f_stat": label.f_stat, "text": text, "statistic": statistic,
+                         "n_clusters": chosen["n_clusters"], "caveat": chosen["caveat"]},
+            "warning": (_warning(data, key, columns, cragg_donald, label, statistic, homoskedastic, chosen["caveat"])
+                        if weak else None),
+            "dropped": dropped, "dropped_note": dropped_note(dropped),
             "cov_type": cov_type, "cluster": cluster, "inference": inference,
             "note": PROXY_NOTE if key == "outcome_proxies" else NONPARAMETRIC_NOTE,
             "absorb": list(data.absorb), "weights": data.weights,
             "absorbed_df": transform.df}
+
+
+def identification_statistic(homoskedastic_name: str, homoskedastic_value: float, cov_type: str,
+                             inference: dict | None) -> dict:
+    """The one strength statistic of a first stage under the covariance the user chose: what the strength
+    label, the warning, the CLI, the run record and the weak-identification flag of the effect all read.
+
+    Homoskedastic (``cov_type`` "unadjusted"): the smallest first-stage F (or the Cragg-Donald F),
+    ``homoskedastic_value``. Robust or clustered: Montiel Olea & Pflueger's effective F with one
+    endogenous column, the Kleibergen-Paap rk F with several; with clusters their count is named and,
+    below FEW_CLUSTERS, ``caveat`` says the statistic is itself imprecise (the statistic is not swapped).
+    When the robust statistic could not be computed (``inference`` holds an error or is None) the
+    homoskedastic one is used and ``statistic`` and ``caveat`` say so (``fallback`` True).
+
+    Returns ``{"statistic", "value", "n_clusters", "caveat", "fallback"}``.
+    """
+    out = {"statistic": homoskedastic_name, "value": float(homoskedastic_value), "n_clusters": None,
+           "caveat": None, "fallback": False}
+    if cov_type == "unadjusted":
+        return out
+    inference = inference or {"error": "not computed"}
+    g = inference.get("n_clusters")
+    if inference.get("effective_f") is not None:
+        name, value = "effective F", inference["effective_f"]
+    elif inference.get("kleibergen_paap_f") is not None:
+        name, value = "Kleibergen-Paap rk F", inference["kleibergen_paap_f"]
+    else:
+        why = inference.get("error") or "no robust statistic"
+        out.update(statistic=f"{homoskedastic_name} (homoskedastic)", fallback=True,
+                   caveat=f"the {cov_type} statistic could not be computed ({str(why).rstrip('.')}), so this F "
+                          f"assumes homoskedastic errors")
+        return out
+    where = f"{cov_type}, {g:,} clusters" if g is not None else cov_type
+    proxy = "proxy " if homoskedastic_name.startswith("proxy") else ""     # PCL: of the treatment proxies for W
+    out.update(statistic=f"{proxy}{name} ({where})", value=float(value), n_clusters=g)
+    if g is not None and g < FEW_CLUSTERS:
+        out["caveat"] = (f"only {g} clusters, fewer than {FEW_CLUSTERS}: a clustered statistic is itself imprecise, "
+                         f"read it as a rough guide")
+    return out
+
+
+def redundant_covariates(data: CausalData) -> list[dict]:
+    """Covariates the linear diagnostics cannot use: a column that is constant (all zeros, or the
+    constant again) or a linear combination of the constant and the covariates before it, in the
+    rows at hand (a rare category absent from a subsample, say). ``[{"column", "why"}]`` in column
+    order; empty when they are of full rank. Fixed effects and weights: the constant test is of the
+    raw column; what the absorbed groups take is checked where the diagnostics are computed."""
+    covariates = [c for c in data.covariates if c not in data.categorical]
+    if not covariates:
+        return []
+    table = data.table
+    n = len(table)
+    kept, out = [np.ones(n) / np.sqrt(n)], []
+    basis = kept[0][:, None]
+    for c in covariates:
+        v = table[c].to_numpy(dtype=float)
+        norm = np.linalg.norm(v)
+        if norm == 0 or np.ptp(v) == 0:
+            out.append({"column": c, "why": "all zeros" if norm == 0 else "constant"})
+            continue
+        r = v / norm - basis @ (basis.T @ (v / norm))
+        if np.linalg.norm(r) < _RANK_TOL * max(1, n) ** 0.5:      # check_full_rank's tolerance
+            out.append({"column": c, "why": "a linear combination of the constant and the covariates before it"})
+            continue
+        basis = np.column_stack([basis, r / np.linalg.norm(r)])
+    return out
+
+
+def without_redundant_covariates(data: CausalData) -> tuple[CausalData, list[dict]]:
+    """``data`` less its :func:`redundant_covariates` (the same rows and other roles), and the list."""
+    dropped = redundant_covariates(data)
+    if not dropped:
+        return data, []
+    names = {d["column"] for d in dropped}
+    roles = {role: getattr(data, role) for role in ROLE_NAMES[1:]}
+    roles["covariates"] = [c for c in data.covariates if c not in names]
+    return CausalData(data.table, data.problem, data.outcome, name=data.name, image_shape=data.image_shape,
+                      image_columns=data.image_columns, categorical=data.categorical, absorb=data.absorb,
+                      weights=data.weights, **roles), dropped
+
+
+def dropped_note(dropped: list[dict]) -> str | None:
+    """One line naming the covariates left out of the linear diagnostics and why; None when none were."""
+    if not dropped:
+        return None
+    shown = "; ".join(f"'{d['column']}' ({d['why']})" for d in dropped[:5])
+    more = f"; and {len(dropped) - 5} more" if len(dropped) > 5 else ""
+    return f"left out of the first-stage diagnostics, which need covariates of full rank: {shown}{more}"
 
 
 def _residualize(v, x):
@@ -277,9 +375,13 @@ def _held_out_r2(features, target, split, random_state):
     return float(1.0 - np.sum((target - pred) ** 2) / np.sum((target - target.mean()) ** 2))
 
 
-def _warning(data, key, columns, cragg_donald, label, statistic):
+def _warning(data, key, columns, cragg_donald, label, statistic, homoskedastic=True, caveat=None):
     instruments = ", ".join(data.instrument if key == "treatments" else data.treatment_proxy)
     parts = []
+    if not homoskedastic:           # the statistic under the covariance chosen is the one the warning quotes
+        who = "instrument(s)" if key == "treatments" else "treatment proxies"
+        return f"The {who} {instruments} look {label.text} Here the {statistic} is {label.f_stat:.2f}" + (
+            f"; {caveat}." if caveat else ".")
     for name, d in columns.items():
         if d["f_stat"] < WEAK_F:
             parts.append(f"the first-stage F for '{name}' is {d['f_stat']:.2f} (partial R^2 "
