@@ -1,0 +1,43 @@
+"""A run's refits in worker processes beside the fit (``jobs`` > 1, the CLI's default): the same record as in
+process, and a cancel still stops them (issue 45)."""
+
+import json
+
+import pytest
+
+from dmlcore.data.simulate import simulate_demand_iv
+from dmlcore.errors import FitCancelled
+from dmlcore.runs import fit_run
+
+# real-data conditions (no truth): the held-out residual's 2 refits and the debiased effect's own 3
+SETTINGS = dict(learner="gb", folds=2, seed=1, heldout_folds=2, effect_folds=3, epochs=20)
+WORKERS = "(worker processes)"
+
+
+def _record(run) -> dict:
+    record = json.loads(run.to_json())
+    for key in ("seconds", "created"):      # when and how long, not what was computed
+        record.pop(key)
+    return record
+
+
+def test_refits_in_workers_give_the_record_of_refits_in_process():
+    data = simulate_demand_iv(300, seed=0).data
+    here, there = [], []
+    inline = fit_run(data, "dml-cmr", jobs=1, callback=here.append, **SETTINGS)
+    workers = fit_run(data, "dml-cmr", jobs=2, callback=there.append, **SETTINGS)
+    assert not any(WORKERS in str(e.get("stage")) for e in here)
+    done = [e["stage"] for e in there if WORKERS in str(e.get("stage"))]
+    assert len(done) == 2 + 3, done          # every refit came back from a worker
+    assert inline.record["heldout"]["folds"] and inline.record["effect"]["debiased"]["f_hat"].startswith("cross-fitted: 3")
+    assert _record(workers) == _record(inline)
+    assert [e["progress"] for e in there] == sorted(e["progress"] for e in there)   # the bar never goes back
+
+
+def test_cancel_stops_the_refits_in_workers():
+    data = simulate_demand_iv(300, seed=0).data
+    events = []
+    after_fit = lambda: any("held-out residual" in str(e.get("stage")) for e in events)   # noqa: E731
+    with pytest.raises(FitCancelled):
+        fit_run(data, "dml-cmr", jobs=2, callback=events.append, should_stop=after_fit, **SETTINGS)
+    assert not any(WORKERS in str(e.get("stage")) for e in events)   # stopped while waiting, before any came back
