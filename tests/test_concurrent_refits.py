@@ -2,9 +2,11 @@
 process, and a cancel still stops them (issue 45)."""
 
 import json
+import os
 
 import pytest
 
+from dmlcore import cli
 from dmlcore.data.simulate import simulate_demand_iv
 from dmlcore.errors import FitCancelled
 from dmlcore.runs import fit_run
@@ -41,3 +43,17 @@ def test_cancel_stops_the_refits_in_workers():
     with pytest.raises(FitCancelled):
         fit_run(data, "dml-cmr", jobs=2, callback=events.append, should_stop=after_fit, **SETTINGS)
     assert not any(WORKERS in str(e.get("stage")) for e in events)   # stopped while waiting, before any came back
+
+
+def test_dmlcore_fit_refits_in_workers_by_default(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "FIT_JOBS", 2)          # the CLI's own default (tests run with 1: conftest)
+    seen = []
+
+    def fit_run(data, method, settings, **kwargs):
+        seen.append(settings.jobs)
+        raise SystemExit(0)
+    monkeypatch.setattr(cli, "fit_run", fit_run)
+    for extra in ([], ["--jobs", "1"]):
+        with pytest.raises(SystemExit):
+            cli.main(["fit", "--dataset", "demand-iv", "--n", "200", "--method", "dml-cmr", *extra])
+    assert seen == [min(2, os.cpu_count() or 1), 1]
