@@ -9,6 +9,7 @@ import pytest
 from dmlcore import cli
 from dmlcore.data.simulate import simulate_demand_iv
 from dmlcore.errors import FitCancelled
+from dmlcore.inference import heldout_residual
 from dmlcore.runs import fit_run
 
 # real-data conditions (no truth): the held-out residual's 2 refits and the debiased effect's own 3
@@ -36,13 +37,16 @@ def test_refits_in_workers_give_the_record_of_refits_in_process():
     assert [e["progress"] for e in there] == sorted(e["progress"] for e in there)   # the bar never goes back
 
 
-def test_cancel_stops_the_refits_in_workers():
+def test_cancel_stops_the_refits_in_workers(monkeypatch):
     data = simulate_demand_iv(300, seed=0).data
-    events = []
+    events, closed = [], []
+    close = heldout_residual.StartedRefits.close
+    monkeypatch.setattr(heldout_residual.StartedRefits, "close", lambda self: (closed.append(self), close(self)))
     after_fit = lambda: any("held-out residual" in str(e.get("stage")) for e in events)   # noqa: E731
     with pytest.raises(FitCancelled):
         fit_run(data, "dml-cmr", jobs=2, callback=events.append, should_stop=after_fit, **SETTINGS)
     assert not any(WORKERS in str(e.get("stage")) for e in events)   # stopped while waiting, before any came back
+    assert closed and closed[0]._pool._pool is None                  # and its workers were stopped
 
 
 def test_dmlcore_fit_refits_in_workers_by_default(monkeypatch, capsys):

@@ -31,7 +31,7 @@ import numpy as np
 from dmlcore.executors import get_executor
 from dmlcore.inference.clusters import cluster_folds, groups_of, mean_se
 from dmlcore.data.roles import CausalData
-from dmlcore.errors import DMLCoreError
+from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import for_estimator, make_estimator
 from dmlcore.estimators.settings import as_settings
 from dmlcore.estimators.splines import RIDGE_SHARE, TensorBasis, additive_basis, spd_solve, usable_tensor
@@ -142,11 +142,16 @@ class StartedRefits:
         wanted = [i for i, key in enumerate(self.keys) if key[0] == folds]
         for done, i in enumerate(wanted, start=1):
             while i not in self._ready:
-                index, result = next(self._results)
+                try:
+                    index, result = next(self._results)
+                except BaseException:      # cancelled (FitCancelled), or the executor failed: stop the workers
+                    self.close()
+                    raise
                 self._ready[index] = result
             result = self._ready.pop(i)
             if isinstance(result, BaseException):
-                self.close()
+                if not isinstance(result, (DMLCoreError, FitDiverged)):   # a run keeps its other refits after these
+                    self.close()
                 raise result
             if callback is not None:
                 callback({"type": "stage", "stage": f"{label}: {done} of {folds} refits done (worker processes)",
