@@ -8,7 +8,7 @@ import pytest
 
 from dmlcore import cli
 from dmlcore.data.simulate import simulate_demand_iv
-from dmlcore.errors import FitCancelled
+from dmlcore.errors import DMLCoreError, FitCancelled
 from dmlcore.inference import heldout_residual
 from dmlcore.runs import fit_run
 
@@ -61,3 +61,9 @@ def test_dmlcore_fit_refits_in_workers_by_default(monkeypatch, capsys):
         with pytest.raises(SystemExit):
             cli.main(["fit", "--dataset", "demand-iv", "--n", "200", "--method", "dml-cmr", *extra])
     assert seen == [min(2, os.cpu_count() or 1), 1]
+
+
+def test_jobs_below_one_is_refused_before_the_fit():
+    data = simulate_demand_iv(300, seed=0).data
+    with pytest.raises(DMLCoreError, match="jobs must be an integer of at least 1; got 0"):
+        fit_run(data, "dml-cmr", jobs=0, **SETTINGS)

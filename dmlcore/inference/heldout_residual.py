@@ -111,7 +111,7 @@ def start_refits(data: CausalData, method: str, settings, fold_counts, *, seed: 
     it with the executors' threads), so the numbers do not depend on where it ran."""
     settings = as_settings(settings)
     counts = sorted({int(c) for c in fold_counts if c})
-    if not counts or data.image_columns or (settings.executor == "local" and (settings.jobs or 1) <= 1):
+    if not counts or data.image_columns or (settings.executor == "local" and settings.jobs == 1):
         return None
     return StartedRefits(data, method, settings, counts, seed)
 
