@@ -20,14 +20,17 @@ import json
 import math
 import platform
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from dmlcore.inference.covariance import check_covariance, cluster_columns, is_clustered
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
+from dmlcore.process import default_threads
 from dmlcore.data.simulate import GroundTruth, bridge_curve
 from dmlcore.inference.debiased_effect import EFFECT_FOLDS, CrossFitted, check_effect_folds, score_effect
 from dmlcore.inference.first_stage import first_stage
@@ -168,7 +171,8 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
     started = _start_refits(data, method, s, score_folds, own_refits)   # None: they run here after the fit
     start = time.perf_counter()
     try:
-        estimator.fit(data, callback=_scaled(callback, 0.0, share), should_stop=should_stop)
+        with _beside(started):
+            estimator.fit(data, callback=_scaled(callback, 0.0, share), should_stop=should_stop)
     except BaseException:
         if started is not None:
             started.close()
@@ -357,6 +361,13 @@ def _start_refits(data: CausalData, method: str, s: FitSettings, score_folds: in
     if score_folds and not data.image_columns and len(data.table) >= 20 * score_folds:
         counts.append(score_folds)
     return start_refits(data, method, s, counts, seed=s.seed)
+
+
+def _beside(started):
+    """The context of a fit with refits running in workers beside it: its BLAS and OpenMP threads limited to the
+    workers' count (one each by default; restored after), so that the fit and its workers share the cores as a
+    study's workers do. The numbers do not change with it (tests/test_concurrent_refits.py)."""
+    return nullcontext() if started is None else threadpool_limits(limits=default_threads())
 
 
 def _refit_events(callback, start: float, width: float):
