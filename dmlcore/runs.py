@@ -125,7 +125,9 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
 
     ``effect`` is the treatment's average effect or derivative with an interval
     (:mod:`dmlcore.inference.average_effect`); ``bootstrap`` B adds an interval from B refits on resampled rows,
-    run on ``executor`` ("local" or "ray") with ``jobs`` workers (Ray at ``address``).
+    run on ``executor`` ("local" or "ray") with ``jobs`` workers (Ray at ``address``); so are the held-out
+    residual's and the debiased effect's refits, started before the fit so that they run beside it (local with
+    ``jobs`` = 1, the default: one after another in this process after the fit; the record is the same).
     ``heldout`` is the held-out projected residual (:mod:`dmlcore.inference.heldout_residual`) from
     ``heldout_folds`` refits; None computes it with 2 folds when there is no ``truth`` (real
     data: nothing else compares the methods) and not otherwise, 0 never. The debiased effect
