@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 import textwrap
 import time
@@ -89,6 +90,7 @@ class _Parser(argparse.ArgumentParser):
                 action.default = default
 
 
+FIT_JOBS = 2       # `fit`'s worker processes for a run's refits (the library's default is 1: in process)
 DATA_ALIASES = {"sizes": "n"}   # bench's grid of N is the data sets' option n
 
 
@@ -163,8 +165,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "else 2; 0: correct the full-sample fit, measured biased)")
     add_debias_option(fit)
     fit.add_argument("--executor", default="local", choices=("local", "ray"),
-                     help="where bootstrap refits run: local processes or a Ray cluster")
-    fit.add_argument("--jobs", type=int, default=1, help="bootstrap refits run at once")
+                     help="where refits run (bootstrap, held-out residual, debiased effect): local processes or a "
+                          "Ray cluster")
+    fit.add_argument("--jobs", type=int,
+                     help=f"refits run at once in worker processes, the held-out residual's and the debiased "
+                          f"effect's beside the fit (default {FIT_JOBS}, or the cores when fewer; 1: one after "
+                          f"another in this process); the numbers are the same")
     fit.add_argument("--address", help="Ray cluster address for --executor ray (default: a local Ray)")
     add_covariance_options(fit)
     add_own_data_options(fit)
@@ -202,6 +208,7 @@ def _fit(args) -> int:
                               design=args.design)
         data, truth, params, dataset = loaded.data, loaded.truth, loaded.params, args.dataset
     data = with_linear_options(args, data)
+    args.jobs = min(FIT_JOBS, os.cpu_count() or 1) if args.jobs is None else args.jobs
     settings = for_method(FitSettings.from_args(args), args.method)   # a flag the method does not read was refused
     run = fit_run(data, args.method, settings, truth=truth, dataset=dataset, data_params=params)
     rec = run.record

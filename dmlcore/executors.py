@@ -7,6 +7,11 @@ processes (loky), or as Ray tasks.
   ``result`` is ``fn(item)`` or the exception it raised (never raised here). ``fn`` must be a
   picklable top-level function and ``items`` picklable. Stopping the iteration early cancels the
   items not yet started.
+* ``start(fn, items, *, should_stop=None)`` is ``map`` for work that runs beside the caller's own:
+  worker processes get their first items at once, before the caller iterates (in this process the
+  items still run when iterated); ``should_stop()`` is asked while it waits and ends the iteration
+  with :class:`~dmlcore.errors.FitCancelled` (the caller then closes the executor, which stops its
+  workers). A run's refits start this way beside its fit (:mod:`dmlcore.inference.heldout_residual`).
 * ``close()`` stops the workers (a Ray instance it started is shut down; one it found is left).
 
 Kinds:
@@ -37,11 +42,12 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 from urllib.parse import urlsplit
 
-from dmlcore.errors import DMLCoreError
+from dmlcore.errors import DMLCoreError, FitCancelled
 from dmlcore.process import default_threads, scoped_threads
 
 EXECUTORS = ("local", "ray")
 CONNECT_TIMEOUT = 5.0  # seconds to reach a Ray address before giving up
+POLL = 0.25            # seconds between should_stop() questions while start() waits on workers
 
 
 class WorkerDied(RuntimeError):
@@ -83,6 +89,13 @@ class Executor(ABC):
     @abstractmethod
     def map(self, fn: Callable, items: Sequence, *, resources: dict | None = None) -> Iterator[tuple[int, object]]:
         ...
+
+    def start(self, fn: Callable, items: Sequence, *, should_stop=None) -> Iterator[tuple[int, object]]:
+        """``map`` for work beside the caller's (module notes); here: ``map`` with ``should_stop()``
+        asked after each item."""
+        for index, result in self.map(fn, items):
+            yield index, result
+            _check_stop(should_stop)
 
     def close(self) -> None:
         """Release the workers."""
@@ -140,11 +153,21 @@ class ProcessExecutor(Executor):
             self._pool = None
 
     def map(self, fn, items, *, resources=None):
+        return self._results(fn, items, {}, deque(range(len(items))))
+
+    def start(self, fn, items, *, should_stop=None):
+        """``map`` with the first ``workers`` items handed to the workers now, before iteration."""
+        waiting, running = deque(range(len(items))), {}
+        while waiting and len(running) < self.workers:
+            index = waiting.popleft()
+            running[self._get_pool().submit(call_with_threads, fn, items[index], self.threads)] = index
+        return self._results(fn, items, running, waiting, should_stop)
+
+    def _results(self, fn, items, running: dict, waiting: deque, should_stop=None):
         from concurrent.futures.process import BrokenProcessPool
 
-        waiting = deque(range(len(items)))   # not submitted yet
         suspects: deque[int] = deque()       # held by a pool that broke: rerun one at a time
-        running: dict = {}                   # future -> index
+        # running: future -> index; waiting: not submitted yet
         try:
             while waiting or suspects or running:
                 source, limit = (suspects, 1) if suspects else (waiting, self.workers)
@@ -158,7 +181,11 @@ class ProcessExecutor(Executor):
                             self._drop_pool()
                         break
                     running[future] = index
-                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                done = set()
+                while running and not done:     # polled, so that should_stop is asked while workers fit
+                    done, _ = wait(list(running), timeout=None if should_stop is None else POLL,
+                                   return_when=FIRST_COMPLETED)
+                    _check_stop(should_stop)
                 broke = False
                 for future in done:
                     index = running.pop(future)
@@ -249,6 +276,11 @@ class RayExecutor(Executor):
         if self._started and self._ray.is_initialized():
             self._ray.shutdown()
         self._started = False
+
+
+def _check_stop(should_stop) -> None:
+    if should_stop is not None and should_stop():
+        raise FitCancelled("The refits were cancelled.")
 
 
 def _ray_cause(ray, exc: Exception) -> Exception:

@@ -20,14 +20,17 @@ import json
 import math
 import platform
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from dmlcore.inference.covariance import check_covariance, cluster_columns, is_clustered
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
+from dmlcore.process import default_threads
 from dmlcore.data.simulate import GroundTruth, bridge_curve
 from dmlcore.inference.debiased_effect import EFFECT_FOLDS, CrossFitted, check_effect_folds, score_effect
 from dmlcore.inference.first_stage import first_stage
@@ -36,7 +39,7 @@ from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import (METHOD_TITLES, METHODS, FitSettings, for_estimator, get_method, make_estimator,
                                 record_learner, refuse_unread, supports)
 from dmlcore.inference.linear_iv import clr_set
-from dmlcore.inference.heldout_residual import HELDOUT_FOLDS, check_folds, fold_refits, heldout_score
+from dmlcore.inference.heldout_residual import HELDOUT_FOLDS, check_folds, fold_refits, heldout_score, start_refits
 
 BAND_LEVEL = 0.95
 BANDS_NOT_CLUSTERED = ("not clustered: the band's variance takes rows as independent; read the effect's "
@@ -148,7 +151,9 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
 
     ``effect`` is the treatment's average effect or derivative with an interval
     (:mod:`dmlcore.inference.average_effect`); ``bootstrap`` B adds an interval from B refits on resampled rows,
-    run on ``executor`` ("local" or "ray") with ``jobs`` workers (Ray at ``address``).
+    run on ``executor`` ("local" or "ray") with ``jobs`` workers (Ray at ``address``); so are the held-out
+    residual's and the debiased effect's refits, started before the fit so that they run beside it (local with
+    ``jobs`` = 1, the default: one after another in this process after the fit; the record is the same).
     ``heldout`` is the held-out projected residual (:mod:`dmlcore.inference.heldout_residual`) from
     ``heldout_folds`` refits; None computes it with 2 folds when there is no ``truth`` (real
     data: nothing else compares the methods) and not otherwise, 0 never. The debiased effect
@@ -228,8 +233,15 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
     extra = (s.bootstrap or 0) + score_folds + own_refits      # refits after the fit, for the progress bar
     share = 1.0 / (1.0 + extra)
     estimator = make_estimator(method, for_estimator(s, method))
+    started = _start_refits(data, method, s, score_folds, own_refits)   # None: they run here after the fit
     start = time.perf_counter()
-    estimator.fit(data, callback=_scaled(callback, 0.0, share), should_stop=should_stop)
+    try:
+        with _beside(started):
+            estimator.fit(data, callback=_scaled(callback, 0.0, share), should_stop=should_stop)
+    except BaseException:
+        if started is not None:
+            started.close()
+        raise
     seconds = time.perf_counter() - start
     metrics = truth.score(estimator) if truth is not None else {}
     bands = band_summary(estimator, data, truth)
@@ -284,7 +296,7 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
         try:
             record["heldout"] = heldout_score(data, method, s, score_folds, seed=s.seed,
                                               callback=_refit_events(callback, done, score_folds * share),
-                                              should_stop=should_stop, on_fold=shared)
+                                              should_stop=should_stop, on_fold=shared, started=started)
         except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: keep it, say why
             record["heldout"] = {"error": f"no held-out residual: {exc}"}
         done += score_folds * share
@@ -293,10 +305,13 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
         try:
             for _, held, refit in fold_refits(data, method, s, own_refits, seed=s.seed,
                                               callback=_refit_events(callback, done, own_refits * share),
-                                              should_stop=should_stop, label="debiased effect's cross-fit"):
+                                              should_stop=should_stop, label="debiased effect's cross-fit",
+                                              started=started):
                 crossfit.add(held, refit)
         except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: correct it as it is, say why
             crossfit.error = f"its refits failed: {exc}"
+    if started is not None:
+        started.close()
     strength = (record.get("diagnostics") or {}).get("strength") or {}
     record["effect"] = effect_record(estimator, data, bootstrap=boot, crossfit=crossfit,
                                      debias=s.debias and not linear_only,
@@ -403,6 +418,23 @@ def _effect_crossfit(data: CausalData, effect_folds: int | None, score_folds: in
         return CrossFitted(data, contrast(data), wanted)
     except DMLCoreError:
         return None
+
+
+def _start_refits(data: CausalData, method: str, s: FitSettings, score_folds: int, own_refits: int):
+    """The held-out residual's and the debiased effect's refits started on ``s``' executor beside the fit
+    (:func:`dmlcore.inference.heldout_residual.start_refits`; None with one local job: they run after the fit,
+    here). The held-out residual's only when :func:`heldout_score` will take them (tabular data, 20 rows a fold)."""
+    counts = [own_refits]
+    if score_folds and not data.image_columns and len(data.table) >= 20 * score_folds:
+        counts.append(score_folds)
+    return start_refits(data, method, s, counts, seed=s.seed)
+
+
+def _beside(started):
+    """The context of a fit with refits running in workers beside it: its BLAS and OpenMP threads limited to the
+    workers' count (one each by default; restored after), so that the fit and its workers share the cores as a
+    study's workers do. The numbers do not change with it (tests/test_concurrent_refits.py)."""
+    return nullcontext() if started is None else threadpool_limits(limits=default_threads())
 
 
 def _refit_events(callback, start: float, width: float):

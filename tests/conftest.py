@@ -49,6 +49,13 @@ def linear_pcl():
     return make_linear_pcl
 
 
+@pytest.fixture(autouse=True)
+def refits_in_process(monkeypatch):
+    """`dmlcore fit` run by a test refits in its own process (no worker processes started per test; the
+    CLI's default starts them: tests/test_concurrent_refits.py checks they give the same record)."""
+    monkeypatch.setattr("dmlcore.cli.FIT_JOBS", 1)
+
+
 @pytest.fixture
 def fresh_runtime(tmp_path, monkeypatch):
     """A new job registry and run store per test (DMLCORE_HOME in a temporary folder); fits run

@@ -353,7 +353,8 @@ def default_fit_text(row) -> str:
             f"named: {r['outcome_learner']}, {r['sampler']}")
         lines.append(f"| `{r['command']}` | {r['command_seconds']:.1f} s | {r['fit_seconds']:.1f} s | {chosen} | "
                      f"{r['load_before'][0]:.1f} → {r['load_after'][0]:.1f} |")
-    dml = next(r for r in runs if r["method"] == "dml-cmr" and not r["named"] and r.get("debias", True))
+    dml = next(r for r in runs if r["method"] == "dml-cmr" and not r["named"] and r.get("debias", True)
+               and r.get("refits") != "in process")
     verdict = (f"DML-CMR's command takes {row['ratio']:.2f} times CE-DML-CMR's (target ≤ {row['ratio_target']}: "
                f"{'met' if row['ratio_met'] else 'not met'}) and {dml['command_seconds']:.1f} s (target ≤ "
                f"{row['seconds_target']:.0f} s on 2 idle cores: ")
@@ -373,6 +374,13 @@ def default_fit_text(row) -> str:
         verdict += ("; the debiased effect (its two refits of the method, the representer and the specification "
                     "spread) adds " + " and ".join(f"{v:.1f} s to {'DML-CMR' if m == 'dml-cmr' else 'CE-DML-CMR'}'s"
                                                    for m, v in effect.items()) + " command")
+    saved = row.get("workers_save_seconds")
+    if isinstance(saved, dict) and saved:   # --jobs-one-too (issue 45): the refits in process after the fit
+        verdict += ("; the refits in worker processes beside the fit (the default) instead of after it in the "
+                    "command's process (`--jobs 1`) save " +
+                    " and ".join(f"{v:.1f} s of {'DML-CMR' if m == 'dml-cmr' else 'CE-DML-CMR'}'s" for m, v in
+                                 saved.items()) + " command, with "
+                    + ("the same record" if row.get("records_identical") else "a DIFFERENT record (a bug)"))
     return "\n".join(lines) + "\n\n" + verdict + "."
 
 

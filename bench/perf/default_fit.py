@@ -12,18 +12,24 @@ the whole command's wall time (what the user waits for, imports included), the f
 the run record, the nuisances auto chose and their held-out losses, and the targets: DML-CMR's command
 within 1.5 times CE-DML-CMR's and within 30 s on 2 idle cores. ``--named`` adds the same two runs with
 the nuisances named (``--outcome-learner nn --sampler nn``, the default before auto) to measure what
-auto costs; ``--no-debias-too`` adds both with ``--no-debias`` (what the debiased effect's refits cost).
+auto costs; ``--no-debias-too`` adds both with ``--no-debias`` (what the debiased effect's refits cost);
+``--jobs-one-too`` adds both with ``--jobs 1``: the refits one after another in the command's own process
+after the fit, as before they ran in worker processes beside it (issue 45), to measure what that saves (the
+records must be the same: the row says whether they are). The row also has the machine's load at its start
+and end and ``--other-work`` (bench/perf/load.py).
 docs/benchmarks.md ("The default fit's time") is generated from the newest row::
 
     python -m bench.perf.default_fit                    # about 1-2 min on 2 idle cores
     python -m bench.perf.default_fit --named            # and the nuisances named nn (auto's cost)
     python -m bench.perf.default_fit --no-debias-too    # and without the debiased effect (its cost)
+    python -m bench.perf.default_fit --jobs-one-too --other-work "nothing"   # and the refits in process (issue 45)
     python bench/docs.py --write
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -33,12 +39,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.perf import load
+
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "bench" / "results" / "default-fit.jsonl"
 SETTINGS = ["--dataset", "demand-iv", "--learner", "nn"]   # and --n (5000); DML-CMR --folds 10 (CE has none)
 METHODS = ("dml-cmr", "ce-dml-cmr")
 NAMED = ["--outcome-learner", "nn", "--sampler", "nn"]
 NO_DEBIAS = ["--no-debias"]
+IN_PROCESS = ["--jobs", "1"]      # the refits after the fit in the command's process (before issue 45)
 RATIO_TARGET, SECONDS_TARGET = 1.5, 30.0
 
 
@@ -75,9 +84,13 @@ def run_once(method: str, extra: list[str], seed: int, n: int) -> dict:
             raise SystemExit(f"dmlcore {' '.join(argv)} failed:\n{done.stderr[-2000:]}")
         record = json.loads(record_path.read_text())
     effect = record.get("effect") or {}
+    computed = {k: v for k, v in record.items() if k not in ("seconds", "created")}   # what the run computed
     return {"method": method, "command": "dmlcore " + " ".join(a for a in argv if not a.endswith("run.json")
                                                                and a != "--json"),
-            "named": NAMED[0] in extra, "debias": NO_DEBIAS[0] not in extra, "command_seconds": round(wall, 2),
+            "named": NAMED[0] in extra, "debias": NO_DEBIAS[0] not in extra,
+            "refits": "in process" if IN_PROCESS[0] in extra else "workers",
+            "record_sha256": hashlib.sha256(json.dumps(computed, sort_keys=True).encode()).hexdigest(),
+            "command_seconds": round(wall, 2),
             "fit_seconds": round(record["seconds"], 2),
             "mse": record.get("mse"), "effect": (effect.get("interval") or "").split(":")[0] or None,
             "nuisances": {role: {"choice": sel["choice"], "heldout_loss": sel["heldout_loss"]}
@@ -88,7 +101,8 @@ def run_once(method: str, extra: list[str], seed: int, n: int) -> dict:
 
 def summary(runs: list[dict]) -> dict:
     """The targets on the default (auto) runs: DML-CMR / CE-DML-CMR and DML-CMR's seconds."""
-    own = {r["method"]: r["command_seconds"] for r in runs if not r["named"] and r.get("debias", True)}
+    own = {r["method"]: r["command_seconds"] for r in runs
+           if not r["named"] and r.get("debias", True) and r.get("refits") != "in process"}
     ratio = own["dml-cmr"] / own["ce-dml-cmr"]
     out = {"ratio": round(ratio, 3), "ratio_target": RATIO_TARGET, "ratio_met": ratio <= RATIO_TARGET,
            "seconds_target": SECONDS_TARGET, "seconds_met": own["dml-cmr"] <= SECONDS_TARGET}
@@ -98,6 +112,12 @@ def summary(runs: list[dict]) -> dict:
     bare = {r["method"]: r["command_seconds"] for r in runs if not r.get("debias", True)}
     if bare:   # seconds the debiased effect adds to each method's command
         out["effect_seconds"] = {m: round(own[m] - bare[m], 2) for m in bare}
+    inline = {r["method"]: r for r in runs if r.get("refits") == "in process"}
+    if inline:   # seconds the refits in worker processes save, and whether the records are the same
+        same = {r["method"]: r["record_sha256"] for r in runs if r["method"] in inline and not r["named"]
+                and r.get("debias", True) and r.get("refits") != "in process"}
+        out["workers_save_seconds"] = {m: round(inline[m]["command_seconds"] - own[m], 2) for m in inline}
+        out["records_identical"] = all(inline[m]["record_sha256"] == same[m] for m in inline)
     return out
 
 
@@ -109,17 +129,24 @@ def main(argv=None) -> int:
     parser.add_argument("--named", action="store_true", help="also time the nuisances named nn (auto's cost)")
     parser.add_argument("--no-debias-too", action="store_true",
                         help="also time both methods with --no-debias (the debiased effect's cost)")
+    parser.add_argument("--jobs-one-too", action="store_true",
+                        help="also time both methods with --jobs 1 (the refits in process after the fit)")
     parser.add_argument("--note", default="", help="what the machine was doing (recorded)")
+    parser.add_argument("--other-work", help="what else the machine is running (recorded; bench/perf/load.py)")
     args = parser.parse_args(argv)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     code = commit()          # the code the runs import, taken before them
+    load_start = load.start()
     runs = [run_once(method, [], args.seed, args.n) for method in METHODS]
     if args.named:
         runs += [run_once(method, NAMED, args.seed, args.n) for method in METHODS]
     if args.no_debias_too:
         runs += [run_once(method, NO_DEBIAS, args.seed, args.n) for method in METHODS]
+    if args.jobs_one_too:
+        runs += [run_once(method, IN_PROCESS, args.seed, args.n) for method in METHODS]
     row = {"date": started, "machine": machine(), **code, "python": platform.python_version(),
-           "n": args.n, "seed": args.seed, "note": args.note, "runs": runs, **summary(runs)}
+           "n": args.n, "seed": args.seed, "note": args.note, "runs": runs, **summary(runs),
+           **load.fields(load_start, args.other_work)}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a") as handle:
@@ -128,6 +155,8 @@ def main(argv=None) -> int:
         print(f"{r['command']}: {r['command_seconds']:.1f} s (fit {r['fit_seconds']:.1f} s), load "
               f"{r['load_before'][0]:.2f} -> {r['load_after'][0]:.2f}")
     print(f"DML-CMR / CE-DML-CMR = {row['ratio']:.2f} (target {RATIO_TARGET}); wrote {out}")
+    if "records_identical" in row:
+        print(f"refits in workers save {row['workers_save_seconds']} s; records identical: {row['records_identical']}")
     return 0
 
 

@@ -162,8 +162,8 @@ class FitSettings:
                                         scope="run", study=False, cli=False)
     debias: bool = _declare(True, "the debiased effect (False: the plug-in only)", kind="bool", scope="run",
                             study=False, cli=False)
-    executor: str = _declare("local", "where bootstrap refits run", scope="run", study=False, cli=False)
-    jobs: int = _declare(1, "bootstrap refits run at once", kind="int", scope="run", study=False, cli=False)
+    executor: str = _declare("local", "where a run's refits run (bootstrap, held-out residual, debiased effect)", scope="run", study=False, cli=False)
+    jobs: int = _declare(1, "refits run at once (more than 1: in worker processes, beside the fit)", kind="int", scope="run", study=False, cli=False)
     address: str | None = _declare(None, "Ray cluster address", scope="run", study=False, cli=False)
 
     def replace(self, **changes) -> "FitSettings":

@@ -24,11 +24,14 @@ agrees with the true MSE's in simulations.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
+from dmlcore.executors import get_executor
 from dmlcore.inference.clusters import cluster_folds, groups_of, mean_se
 from dmlcore.data.roles import CausalData
-from dmlcore.errors import DMLCoreError
+from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import for_estimator, make_estimator
 from dmlcore.estimators.settings import as_settings
 from dmlcore.estimators.splines import RIDGE_SHARE, TensorBasis, additive_basis, spd_solve, usable_tensor
@@ -49,13 +52,13 @@ def check_folds(folds) -> int:
 
 
 def heldout_score(data: CausalData, method: str, settings, folds: int = HELDOUT_FOLDS, *,
-                  seed: int = 0, callback=None, should_stop=None, on_fold=None) -> dict:
+                  seed: int = 0, callback=None, should_stop=None, on_fold=None, started=None) -> dict:
     """The held-out projected residual of ``method`` (module notes).
 
     ``settings`` (a FitSettings, or a dict of settings by name) make the estimator; ``callback`` gets each refit's events with
     ``progress`` over all folds; ``should_stop()`` cancels; ``on_fold(held, estimator)``, when
     given, gets each fold's held-out rows and the refit that never saw them (the debiased effect
-    reuses them). Returns {"score", "relative", "std_error", "relative_std_error", "folds":
+    reuses them); ``started`` (:func:`start_refits`) gives refits already running in workers. Returns {"score", "relative", "std_error", "relative_std_error", "folds":
     [{"fold", "rows", "score"}], "k", "what"}: ``relative`` and its standard error are divided
     by Var(Y); the standard error is that of the mean over rows of r_i * g(c_i) (from cluster sums
     with a ``cluster`` in ``settings``).
@@ -69,7 +72,7 @@ def heldout_score(data: CausalData, method: str, settings, folds: int = HELDOUT_
     y = data.table[data.outcome].to_numpy(dtype=float)
     products, entries = np.empty(n), []
     for k, held, estimator in fold_refits(data, method, settings, folds, seed=seed, callback=callback,
-                                          should_stop=should_stop):
+                                          should_stop=should_stop, started=started):
         if on_fold is not None:
             on_fold(held, estimator)
         products[held] = _residual_products(estimator, data.subset(held), seed)
@@ -83,17 +86,87 @@ def heldout_score(data: CausalData, method: str, settings, folds: int = HELDOUT_
 
 
 def fold_refits(data: CausalData, method: str, settings, folds: int, *, seed: int = 0, callback=None,
-                should_stop=None, label: str = "held-out residual"):
+                should_stop=None, label: str = "held-out residual", started=None):
     """Yield (k, held-out rows, the method refitted on the other rows) for each of ``folds``
     random folds (the held-out residual's split; with a ``cluster`` in ``settings``, each
     cluster in one fold); ``callback`` gets the refits' events with ``progress`` over all folds,
-    their stages named after ``label``."""
+    their stages named after ``label``. ``started`` (:func:`start_refits`, holding these folds)
+    yields the refits its workers fitted instead, in the same order and with the same numbers."""
+    if started is not None and started.has(folds):
+        yield from started.take(folds, callback=callback, should_stop=should_stop, label=label)
+        return
     settings = as_settings(settings)
     for k, (held, train) in enumerate(fold_split(data, folds, seed, settings.cluster)):
         report = None if callback is None else (lambda event, k=k: callback(_in_fold(event, k, folds, label)))
         estimator = make_estimator(method, for_estimator(settings, method), seed=seed)
         estimator.fit(data.subset(train), callback=report, should_stop=should_stop)
         yield k, held, estimator
+
+
+def start_refits(data: CausalData, method: str, settings, fold_counts, *, seed: int = 0):
+    """The refits of :func:`fold_refits` for each count in ``fold_counts``, started now on ``settings``'
+    executor (``executor``, ``jobs`` workers, ``address``) so that they run beside the caller's own fit;
+    None when that executor runs in this process (local, 1 job), for image data, or with nothing to refit.
+    Each refit is the one :func:`fold_refits` makes here (same split, settings and seed; its workers run
+    it with the executors' threads), so the numbers do not depend on where it ran."""
+    settings = as_settings(settings)
+    counts = sorted({int(c) for c in fold_counts if c})
+    if not counts or data.image_columns or (settings.executor == "local" and settings.jobs == 1):
+        return None
+    return StartedRefits(data, method, settings, counts, seed)
+
+
+class StartedRefits:
+    """Fold refits running on an executor's workers (:func:`start_refits`); ``take`` yields one
+    count's refits in fold order as they finish, ``close`` stops the workers (also when dropped)."""
+
+    def __init__(self, data: CausalData, method: str, settings, counts: list[int], seed: int):
+        kwargs = for_estimator(settings, method)
+        self.keys, items = [], []
+        for folds in counts:
+            for k, (held, train) in enumerate(fold_split(data, folds, seed, settings.cluster)):
+                self.keys.append((folds, k, held))
+                items.append({"data": data.subset(train), "method": method, "kwargs": kwargs, "seed": seed})
+        self._pool = get_executor(settings.executor, settings.jobs, settings.address)
+        self._close = weakref.finalize(self, self._pool.close)
+        self._should_stop = None
+        self._results = self._pool.start(_refit, items, should_stop=lambda: bool(self._should_stop and
+                                                                                 self._should_stop()))
+        self._ready: dict = {}
+
+    def has(self, folds: int) -> bool:
+        return any(key[0] == folds for key in self.keys)
+
+    def take(self, folds: int, *, callback=None, should_stop=None, label: str = "held-out residual"):
+        self._should_stop = should_stop
+        wanted = [i for i, key in enumerate(self.keys) if key[0] == folds]
+        for done, i in enumerate(wanted, start=1):
+            while i not in self._ready:
+                try:
+                    index, result = next(self._results)
+                except BaseException:      # cancelled (FitCancelled), or the executor failed: stop the workers
+                    self.close()
+                    raise
+                self._ready[index] = result
+            result = self._ready.pop(i)
+            if isinstance(result, BaseException):
+                if not isinstance(result, (DMLCoreError, FitDiverged)):   # a run keeps its other refits after these
+                    self.close()
+                raise result
+            if callback is not None:
+                callback({"type": "stage", "stage": f"{label}: {done} of {folds} refits done (worker processes)",
+                          "fold": None, "progress": done / folds})
+            _, k, held = self.keys[i]
+            yield k, held, result
+
+    def close(self) -> None:
+        self._close()
+
+
+def _refit(item: dict):
+    """One fold refit (picklable): the method fitted on the fold's other rows."""
+    estimator = make_estimator(item["method"], item["kwargs"], seed=item["seed"])
+    return estimator.fit(item["data"])
 
 
 def fold_split(data: CausalData, folds: int, seed: int = 0, cluster: str | None = None) -> list[tuple]:

@@ -1,0 +1,69 @@
+"""A run's refits in worker processes beside the fit (``jobs`` > 1, the CLI's default): the same record as in
+process, and a cancel still stops them (issue 45)."""
+
+import json
+import os
+
+import pytest
+
+from dmlcore import cli
+from dmlcore.data.simulate import simulate_demand_iv
+from dmlcore.errors import DMLCoreError, FitCancelled
+from dmlcore.inference import heldout_residual
+from dmlcore.runs import fit_run
+
+# real-data conditions (no truth): the held-out residual's 2 refits and the debiased effect's own 3
+SETTINGS = dict(learner="gb", folds=2, seed=1, heldout_folds=2, effect_folds=3, epochs=20)
+WORKERS = "(worker processes)"
+
+
+def _record(run) -> dict:
+    record = json.loads(run.to_json())
+    for key in ("seconds", "created"):      # when and how long, not what was computed
+        record.pop(key)
+    return record
+
+
+def test_refits_in_workers_give_the_record_of_refits_in_process():
+    data = simulate_demand_iv(300, seed=0).data
+    here, there = [], []
+    inline = fit_run(data, "dml-cmr", jobs=1, callback=here.append, **SETTINGS)
+    workers = fit_run(data, "dml-cmr", jobs=2, callback=there.append, **SETTINGS)
+    assert not any(WORKERS in str(e.get("stage")) for e in here)
+    done = [e["stage"] for e in there if WORKERS in str(e.get("stage"))]
+    assert len(done) == 2 + 3, done          # every refit came back from a worker
+    assert inline.record["heldout"]["folds"] and inline.record["effect"]["debiased"]["f_hat"].startswith("cross-fitted: 3")
+    assert _record(workers) == _record(inline)
+    assert [e["progress"] for e in there] == sorted(e["progress"] for e in there)   # the bar never goes back
+
+
+def test_cancel_stops_the_refits_in_workers(monkeypatch):
+    data = simulate_demand_iv(300, seed=0).data
+    events, closed = [], []
+    close = heldout_residual.StartedRefits.close
+    monkeypatch.setattr(heldout_residual.StartedRefits, "close", lambda self: (closed.append(self), close(self)))
+    after_fit = lambda: any("held-out residual" in str(e.get("stage")) for e in events)   # noqa: E731
+    with pytest.raises(FitCancelled):
+        fit_run(data, "dml-cmr", jobs=2, callback=events.append, should_stop=after_fit, **SETTINGS)
+    assert not any(WORKERS in str(e.get("stage")) for e in events)   # stopped while waiting, before any came back
+    assert closed and closed[0]._pool._pool is None                  # and its workers were stopped
+
+
+def test_dmlcore_fit_refits_in_workers_by_default(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "FIT_JOBS", 2)          # the CLI's own default (tests run with 1: conftest)
+    seen = []
+
+    def fit_run(data, method, settings, **kwargs):
+        seen.append(settings.jobs)
+        raise SystemExit(0)
+    monkeypatch.setattr(cli, "fit_run", fit_run)
+    for extra in ([], ["--jobs", "1"]):
+        with pytest.raises(SystemExit):
+            cli.main(["fit", "--dataset", "demand-iv", "--n", "200", "--method", "dml-cmr", *extra])
+    assert seen == [min(2, os.cpu_count() or 1), 1]
+
+
+def test_jobs_below_one_is_refused_before_the_fit():
+    data = simulate_demand_iv(300, seed=0).data
+    with pytest.raises(DMLCoreError, match="jobs must be an integer of at least 1; got 0"):
+        fit_run(data, "dml-cmr", jobs=0, **SETTINGS)
