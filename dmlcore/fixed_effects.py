@@ -99,6 +99,8 @@ class LinearTransform:
             return out
         flat = out.ndim == 1
         out = out.reshape(len(out), -1)
+        if out.shape[1] == 0:         # no columns (no covariates beside the fixed effects): nothing to demean
+            return out
         w = np.ones(len(out)) if self.weights is None else self.weights
         sums = [np.bincount(c, weights=w) for c in self.codes]
         scale = np.maximum(np.abs(out).max(axis=0), 1e-300)

@@ -254,7 +254,13 @@ def linear_fit(kind, y, x, z, x_names, z_names, cov_type, clusters, extra_df=0, 
         if kind == "2sls":
             model = IV2SLS(*parts)
         else:
-            kappa = float(IVLIML(*parts).fit(cov_type="unadjusted").kappa)
+            try:
+                kappa = float(IVLIML(*parts).fit(cov_type="unadjusted").kappa)
+            except (ValueError, np.linalg.LinAlgError):   # linearmodels: the residuals' cross product is singular
+                raise DMLCoreError("LIML's kappa cannot be estimated: the instruments and covariates fit the outcome "
+                                   "and the treatment jointly without error (their residuals are linearly "
+                                   "dependent). Check for an outcome computed from the other columns, or use "
+                                   "2sls.") from None
             if kind == "fuller":       # Fuller (1977): kappa - alpha / (n - instruments), absorbed levels counted
                 kappa -= alpha / (len(y) - z.shape[1] - extra_df)
             model = IVLIML(*parts, kappa=kappa)

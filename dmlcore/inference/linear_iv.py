@@ -510,10 +510,16 @@ def clr_set(data: CausalData, level: float = 0.95, scale: float = 1.0) -> dict:
     name = model.endog.columns[0]
     step = max(float(centre.std_errors[name]), 1e-8 * (1.0 + abs(float(centre.params[name]))))
     from linearmodels.iv import IVLIML
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        b0 = float(IVLIML(model.y, model.exog if model.exog.shape[1] else None, model.endog,
-                          model.instruments).fit(cov_type="unadjusted").params[name])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            b0 = float(IVLIML(model.y, model.exog if model.exog.shape[1] else None, model.endog,
+                              model.instruments).fit(cov_type="unadjusted").params[name])
+    except (ValueError, np.linalg.LinAlgError):      # linearmodels: the residuals' cross product is singular
+        raise DMLCoreError("The conditional likelihood-ratio set is not defined here: the instruments and covariates "
+                           "fit the outcome and the treatment jointly without error (their residuals are linearly "
+                           "dependent), so LIML's kappa cannot be estimated. Check for an outcome computed from "
+                           "the other columns.") from None
     alpha = 1.0 - level
 
     def excess(t):        # > 0 inside the set
