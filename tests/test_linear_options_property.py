@@ -53,7 +53,7 @@ def _run(argv: list[str]) -> tuple[int, str]:
 
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(method=st.sampled_from(METHODS), covariates=st.integers(0, 2), instruments=st.integers(1, 2),
        absorb=st.sampled_from(ABSORB), weights=st.booleans(), cov=st.sampled_from(COVS),

@@ -34,7 +34,7 @@ ALL_PROBLEMS = ("iv", "pcl", "cmr")
 # the fit settings (dmlcore.estimators.settings) the DML-CMR family's estimators read
 SECOND_STAGE_SETTINGS = frozenset({"learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit", "device",
                                    "outcome_learner", "sampler", "nuisance_params", "f_params", "cluster"})
-LINEAR_IV_SETTINGS = frozenset({"cov_type", "cluster"})
+LINEAR_IV_SETTINGS = frozenset({"cov_type", "cluster", "small", "fixef_k", "cluster_df"})
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,8 @@ def _fuller(entry: Method, settings: FitSettings, seed: int):
     unknown = sorted(set(f_params or {}) - {"alpha"})
     if unknown:
         raise DMLCoreError(f"Unknown Fuller setting(s) {', '.join(map(repr, unknown))}; known: alpha.")
-    return entry.cls(cov_type=settings.cov_type, cluster=settings.cluster, **(f_params or {}))
+    return entry.cls(cov_type=settings.cov_type, cluster=settings.cluster, small=settings.small,
+                     fixef_k=settings.fixef_k, cluster_df=settings.cluster_df, **(f_params or {}))
 
 
 def _peer(entry: Method, settings: FitSettings, seed: int):

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from scipy.stats import norm, t as t_dist
 
 from dmlcore.inference.clusters import describe, groups_of, resample_clusters
 from dmlcore.inference.covariance import cluster_columns, covariance_words, is_clustered, n_clusters
@@ -153,7 +153,8 @@ def closed_form(estimator, plan: Contrast, level: float = LEVEL) -> dict | None:
     that ``supports("linear_functional")`` gives ``effect_functional(plan)`` and ``interval_how``."""
     if not supports(estimator, "linear_functional"):
         return None
-    z = float(norm.ppf(0.5 + level / 2))
+    df = getattr(estimator, "df_", None)       # Stata's small: t with the estimator's degrees of freedom
+    z = float(t_dist.ppf(0.5 + level / 2, df) if df else norm.ppf(0.5 + level / 2))
     estimate, se = estimator.effect_functional(plan)
     return {"estimate": estimate, "ci_lower": estimate - z * se, "ci_upper": estimate + z * se,
             "std_error": se, "interval": estimator.interval_how(z)}

@@ -44,7 +44,7 @@ from scipy.stats import chi2, f as f_dist
 
 from dmlcore.data.roles import CausalData
 from dmlcore.inference.covariance import (check_covariance, cluster_codes, few_clusters_note, is_clustered,
-                                         n_clusters)
+                                         lm_cov, n_clusters)
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import check_full_rank, check_not_absorbed, dummy_columns, with_dummies
 from dmlcore.fixed_effects import transform_of
@@ -105,7 +105,7 @@ def _lm_options(model: LinearIV, cov_type: str, debiased: bool) -> dict:
     """linearmodels' ``fit`` keywords of the covariance choice: CR1 is its clustered ``debiased=True``;
     absorbed levels count in the small-sample factors (``extra_df``)."""
     clustered = is_clustered(cov_type)
-    out = {"cov_type": "clustered" if clustered else cov_type, "debiased": debiased or cov_type == "clustered-cr1"}
+    out = {"cov_type": lm_cov(cov_type), "debiased": debiased or cov_type in ("clustered-cr1", "robust-hc1")}
     if clustered:
         out["clusters"] = model.clusters
     if model.extra_df:
@@ -226,7 +226,7 @@ def overid_tests(model: LinearIV, fit, cov_type: str) -> dict:
     out["hansen_j"] = None
     if cov_type != "unadjusted" and (model.clusters is None or model.clusters.ndim == 1):
         from linearmodels.iv import IVGMM
-        kind = "clustered" if is_clustered(cov_type) else cov_type
+        kind = lm_cov(cov_type)
         kwargs = {"clusters": model.clusters} if is_clustered(cov_type) else {}
         try:
             with warnings.catch_warnings():
