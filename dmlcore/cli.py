@@ -220,20 +220,27 @@ def _fit(args) -> int:
     if args.predictions:
         run.predictions().to_csv(args.predictions, index=False)
     mse = "n/a (no ground truth)" if rec["mse"] is None else f"{rec['mse']:.4f}"
+    # a linear IV method's line says what it estimates: its coefficients, effect, intervals -- not the learner's
+    # held-out residual, DML-CMR's debiased derivative or a spread, which stay in --json
+    linear = "anderson_rubin" in METHODS[args.method].cls.capabilities
     extra = _coefficients_text(rec)
     if rec["band_width"] is not None:
         covered = "n/a" if rec["band_coverage"] is None else f"{rec['band_coverage']:.3f}"
         extra += f" band_coverage={covered} band_width={rec['band_width']:.4g}"
-    extra += _effect_text(rec["effect"])
+    extra += _effect_text(rec["effect"], linear=linear)
     for role, chosen in (rec.get("nuisances") or {}).items():   # "auto" nuisances: which candidate won
         extra += f" {role}-hat=auto:{chosen['choice']}"
-    if rec.get("heldout"):
+    if rec.get("heldout") and not linear:
         held = rec["heldout"]
         extra += (f" heldout=n/a ({held['error']})" if "error" in held else
                   f" heldout={held['relative']:.4g} (projected residual / Var(Y))")
     folds = "" if rec["folds"] is None else f", folds={rec['folds']}"
-    print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}{folds}, "
-          f"seed={rec['seed']}): mse={mse} seconds={rec['seconds']:.1f}{extra}")
+    if linear:
+        shown_mse = "" if rec["mse"] is None else f" mse={mse}"
+        print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}):{shown_mse} seconds={rec['seconds']:.1f}{extra}")
+    else:
+        print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}{folds}, "
+              f"seed={rec['seed']}): mse={mse} seconds={rec['seconds']:.1f}{extra}")
     clr, cov = rec.get("clr") or {}, (rec.get("config") or {}).get("cov_type") or "unadjusted"
     if clr.get("pieces") is not None and cov != "unadjusted":
         print(f"conditional likelihood-ratio set: not shown under --cov {cov} ({clr['robust_to']}); the "
@@ -262,14 +269,16 @@ def _coefficients_text(rec: dict, most: int = 4) -> str:
     config = rec.get("config") or {}
     cov = config.get("cov_type") or "unadjusted"
     cov += f" by {config['cluster']}" if config.get("cluster") else ""
+    cov += ", small" if config.get("small") else ""
     shown = ", ".join(f"{c}={coefficients[c]:.4g}" + (f" ({errors[c]:.4g})" if c in errors else "") for c in names)
     more = f", ... ({len(coefficients) - most} more in --json)" if len(coefficients) > most else ""
     return f" coefficients (s.e. {cov}): {shown}{more}" if errors else f" coefficients {shown}{more}"
 
 
-def _effect_text(effect: dict) -> str:
+def _effect_text(effect: dict, linear: bool = False) -> str:
     """The effect for the one-line summary: estimate [interval] (how), or why there is none; the
-    plug-in beside a debiased headline, the debiased average derivative beside 2SLS's slope."""
+    plug-in beside a debiased headline, the debiased average derivative beside another method's f. ``linear``
+    (a linear IV method): the coefficient's interval and Anderson-Rubin set only."""
     if effect.get("estimate") is None:
         return f" effect=n/a ({effect.get('error')})"
     text = f" effect={effect['estimate']:.4g}"
@@ -288,6 +297,8 @@ def _effect_text(effect: dict) -> str:
     for entry in effect.get("intervals") or []:
         if entry["interval"].startswith("Anderson-Rubin") and entry.get("set") is not None:
             text += f" anderson_rubin={set_text(entry['set'])} ({entry['kind']})"
+    if linear:
+        return text
     plug = effect.get("plug_in") or {}
     if headline and plug.get("estimate") is not None:
         text += f" plug-in={plug['estimate']:.4g}"

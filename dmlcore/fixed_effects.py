@@ -54,7 +54,7 @@ def check_weights(table: pd.DataFrame, weights: str) -> np.ndarray:
     bad = ~np.isfinite(w) | (w <= 0)
     if bad.any():
         raise DMLCoreError(f"Weights column '{weights}' has {int(bad.sum())} value(s) that are missing, zero or "
-                           f"negative (first: {w[bad][0]!r}); weights must be positive. Drop those rows first.")
+                           f"negative (first: {float(w[bad][0]):g}); weights must be positive. Drop those rows first.")
     return w
 
 

@@ -105,7 +105,7 @@ def test_fixed_effects_k_and_two_way_g_equal_pyfixest(anchors):
         interval = effect_record(est, data)["intervals"][0]
         lo, hi = model["ci"]["d"]
         worst = max(worst, _relative([interval["ci_lower"], interval["ci_upper"]], [lo, hi]))
-        assert "t(" in interval["interval"] and names
+        assert f"t with {model['df_t']} df" in interval["interval"] and names
     assert worst < TOL, worst
 
 
@@ -119,8 +119,8 @@ def test_small_intervals_use_t_and_the_default_says_normal(anchors):
     b, s = float(small.coef_["d"]), float(small.std_errors_["d"])
     entry = effect_record(small, data)["intervals"][0]
     assert entry["ci_upper"] == pytest.approx(b + t_dist.ppf(0.975, 7) * s, rel=1e-12)
-    assert "t(7)" in entry["interval"]
-    assert "t(" not in effect_record(plain, data)["intervals"][0]["interval"]
+    assert "small: t with 7 df" in entry["interval"]
+    assert "t with" not in effect_record(plain, data)["intervals"][0]["interval"]
     assert "1.96" in effect_record(plain, data)["intervals"][0]["interval"]
 
 

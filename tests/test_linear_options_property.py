@@ -2,8 +2,8 @@
 
 A property test (hypothesis) over the options of ``python -m dmlcore fit`` that the linear IV methods read:
 absorbed fixed effects (none, one, two columns) with or without covariates, weights, clusters one-way or
-two-way, one or several instruments, each covariance, the method (2SLS, LIML, Fuller, GMM) and the
-regression table. The command runs in process: exit status 0 (a fit), or 2 with one line on stderr (a
+two-way, one or several instruments, each covariance, the small-sample conventions (``--small``,
+``--fixef-k``, ``--cluster-df``), the method (2SLS, LIML, Fuller, GMM) and the regression table. The command runs in process: exit status 0 (a fit), or 2 with one line on stderr (a
 refusal, a DMLCoreError); status 1 is an unexpected exception, a bug.
 """
 
@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from dmlcore import cli
 
 METHODS = ("2sls", "liml", "fuller", "gmm-iv")
-COVS = ("unadjusted", "robust", "clustered", "clustered-cr1")
+COVS = ("unadjusted", "robust", "robust-hc1", "clustered", "clustered-cr1")
 ABSORB = (None, "unit", "year", "unit,year")
 CLUSTERS = (None, "unit", "g", "g,year", "unit,year")
 
@@ -53,13 +53,15 @@ def _run(argv: list[str]) -> tuple[int, str]:
 
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
+@settings(max_examples=50, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(method=st.sampled_from(METHODS), covariates=st.integers(0, 2), instruments=st.integers(1, 2),
        absorb=st.sampled_from(ABSORB), weights=st.booleans(), cov=st.sampled_from(COVS),
-       cluster=st.sampled_from(CLUSTERS), table=st.booleans())
+       cluster=st.sampled_from(CLUSTERS), table=st.booleans(), small=st.booleans(),
+       fixef_k=st.sampled_from((None, "full", "nested")), cluster_df=st.sampled_from((None, "conventional", "min")))
 def test_every_option_combination_fits_or_is_refused_in_one_line(panel_csv, tmp_path_factory, method, covariates,
-                                                                 instruments, absorb, weights, cov, cluster, table):
+                                                                 instruments, absorb, weights, cov, cluster, table,
+                                                                 small, fixef_k, cluster_df):
     argv = ["fit", "--csv", str(panel_csv), "--problem", "iv", "--outcome", "y", "--treatment", "d",
             "--instrument", ",".join(["z1", "z2"][:instruments]), "--method", method, "--cov", cov]
     if covariates:
@@ -70,6 +72,12 @@ def test_every_option_combination_fits_or_is_refused_in_one_line(panel_csv, tmp_
         argv += ["--weights", "w"]
     if cluster:
         argv += ["--cluster", cluster]
+    if small:
+        argv += ["--small"]
+    if fixef_k:
+        argv += ["--fixef-k", fixef_k]
+    if cluster_df:
+        argv += ["--cluster-df", cluster_df]
     if table:
         argv += ["--table", str(tmp_path_factory.mktemp("table") / "t.md")]
     status, err = _run(argv)

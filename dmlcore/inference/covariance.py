@@ -119,8 +119,8 @@ def covariance_words(estimator) -> str:
         words += ", CR1" if cov == "clustered" else ", HC1"
     kind = f"'{lm_cov(cov)}'" + (", debiased" if has_small_factor(cov, small) else "")
     df = getattr(estimator, "df_", None)
-    critical = f"; t({df}) critical values (small)" if small and df else ""
-    return f"{words}, as linearmodels IV2SLS {kind}{critical}"
+    critical = f", small: t with {df} df" if small and df else ""
+    return f"{words}{critical}, as linearmodels IV2SLS {kind}"
 
 
 def n_clusters(clusters: np.ndarray | None) -> int | None:
