@@ -3,8 +3,9 @@ and the study summaries share.
 
 A :class:`Table` is a frame of already-formatted cells (strings), a caption and notes (the standard
 errors' kind, the test behind a p-value). ``to_markdown`` writes a GitHub-style pipe table with the
-notes below it; ``to_latex`` writes a ``booktabs`` tabular inside a ``table`` float with the notes in
-a ``tablenotes``-free footnote row, so that it compiles with the ``booktabs`` package alone.
+notes below it; ``to_latex`` writes a ``booktabs`` tabular inside a ``table`` float with the notes
+below it in a paragraph as wide as the text (``\parbox{\linewidth}``), where they wrap, so that it compiles
+with the ``booktabs`` package alone and a long note does not run past the page.
 """
 
 from __future__ import annotations
@@ -66,8 +67,9 @@ class Table:
         out += [r"\begin{tabular}{" + spec + "}", r"\toprule",
                 " & ".join(latex_escape(h) for h in header) + r" \\", r"\midrule"]
         out += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in rows]
-        out.append(r"\bottomrule")
-        for note in self.notes:
-            out.append(r"\multicolumn{" + str(len(header)) + r"}{l}{\footnotesize " + latex_escape(note) + r"} \\")
-        out += [r"\end{tabular}", r"\end{table}"]
+        out += [r"\bottomrule", r"\end{tabular}"]
+        if self.notes:        # a paragraph the width of the text: long notes wrap instead of widening the table
+            out += [r"\par\smallskip", r"\parbox{\linewidth}{\footnotesize\raggedright",
+                    r"\\".join(latex_escape(note) for note in self.notes) + "}"]
+        out.append(r"\end{table}")
         return "\n".join(out) + "\n"

@@ -142,3 +142,35 @@ def test_a_convention_that_cannot_act_is_refused_in_one_line(anchors, options, m
     assert "\n" not in str(err.value)
     with pytest.raises(DMLCoreError, match="not to dml-cmr"):
         make_estimator("dml-cmr", small=True)
+
+
+def test_r2_equals_statas():
+    """The run record's R^2 (1 - RSS / TSS, weighted) equals Stata's e(r2), weighted or not."""
+    worst, count = 0.0, 0
+    for key, model, var, small, weighted, exog, two, stata, data in _stata_cases():
+        if small or var != "vce(unadjusted)":
+            continue
+        frame = CausalData(data, "iv", STATA_COV[var][1], treatment=["x1"], instrument=["z1", "z2"],
+                           covariates=["x3", "x4", "x5"] if exog else [], weights="weights" if weighted else None)
+        est = make_estimator(METHOD[model]).fit(frame)
+        worst, count = max(worst, abs(est.r2_ - stata.rsquared) / stata.rsquared), count + 1
+    assert count == 10 and worst < TOL, (count, worst)
+
+
+def test_small_anderson_rubin_set_ends_where_the_f_test_rejects(anchors):
+    """small: the AR set's ends are where the reduced form's Wald statistic (CR1) equals F(0.95; 1, G - 1)."""
+    from linearmodels.iv import IV2SLS
+    from scipy.stats import f as f_dist
+
+    from dmlcore.inference.linear_iv import anderson_rubin_set
+
+    table = pd.DataFrame(anchors["rows"])
+    data = CausalData(table, "iv", "y", treatment=["d"], instrument=["z1"], covariates=["x1"])
+    pieces = anderson_rubin_set(data, "clustered", "g", small=True)["pieces"]
+    assert len(pieces) == 1
+    exog = table[["x1"]].assign(const=1.0)
+    for b in pieces[0]:
+        fit = IV2SLS(table.y - b * table.d, pd.concat([exog, table[["z1"]]], axis=1), None, None).fit(
+            cov_type="clustered", clusters=table.g, debiased=True)
+        wald = float(fit.params["z1"] ** 2 / fit.cov.loc["z1", "z1"])
+        assert wald == pytest.approx(f_dist.ppf(0.95, 1, table.g.nunique() - 1), rel=1e-7)

@@ -200,6 +200,10 @@ class TwoStageLeastSquares(CMREstimator):
         # with absorbed fixed effects, f's level is their (weighted) mean: predict adds it
         w = np.ones(n) if transform.weights is None else transform.weights
         self.offset_ = float(np.average(raw_y - raw_x @ beta, weights=w)) if transform.codes else 0.0
+        # R^2 as Stata's ivregress and the regression with the fixed effects' dummies: 1 - RSS / (weighted) TSS
+        resid = y - x @ beta
+        self.r2_ = float(1.0 - resid @ resid / np.sum(w * (raw_y - np.average(raw_y, weights=w)) ** 2))
+        self.n_clusters_ = n_clusters(clusters)
         self.input_columns_ = list(all_inputs)
         self.dropped_columns_ = dropped
         self.notes_ = [_dropped_note(dropped)] if dropped else []
@@ -209,7 +213,9 @@ class TwoStageLeastSquares(CMREstimator):
     def record_fields(self) -> dict:
         return {**super().record_fields(), "notes": list(self.notes_),
                 "coefficients": {str(k): float(v) for k, v in self.coef_.items()},
-                "std_errors": {str(k): float(v) for k, v in self.std_errors_.items()}}
+                "std_errors": {str(k): float(v) for k, v in self.std_errors_.items()},
+                "linear": {"r2": self.r2_, "df_t": self.df_, "kappa": self.kappa_, "n_clusters": self.n_clusters_,
+                           "covariance": covariance_words(self).split(", as linearmodels")[0]}}
 
     def _check_settings(self, data: CausalData) -> None:
         """Raise for settings this method cannot honour (see subclasses)."""

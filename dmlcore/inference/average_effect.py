@@ -175,7 +175,8 @@ def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: flo
     scale = float(values[-1] - values[0]) if len(values) == 2 and plan.treatment not in data.categorical else 1.0
     head = f"Anderson-Rubin set ({covariance_words(estimator).split(', as linearmodels')[0]}; robust to weak instruments)"
     try:
-        ar = anderson_rubin_set(data, estimator.cov_type_, estimator.cluster_, level, scale)
+        ar = anderson_rubin_set(data, estimator.cov_type_, estimator.cluster_, level, scale,
+                                small=getattr(estimator, "small_", False))
     except DMLCoreError as err:
         return {"interval": f"{head}: not computed: {err}", "ci_lower": None, "ci_upper": None, "set": None,
                 "kind": None}

@@ -256,7 +256,7 @@ def _test(result) -> dict | None:
 
 # ------------------------------------------------------------------ Anderson-Rubin
 def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: str | None = None,
-                       level: float = 0.95, scale: float = 1.0) -> dict:
+                       level: float = 0.95, scale: float = 1.0, small: bool = False) -> dict:
     """The Anderson-Rubin ``level`` confidence set of the endogenous column's coefficient beta.
 
     AR(b) tests that the instruments' coefficients pi(b) are zero in the regression of y - b d on
@@ -269,6 +269,8 @@ def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: 
     instrument: a quadratic inequality). The set is a bounded interval, the union of two rays,
     the whole line, or empty (with several instruments, in general a union of such pieces). It is
     unbounded exactly when the instruments are not significant in the first stage at the same level.
+    ``small`` (Stata's): the covariance with its small-sample factor (HC1, CR1) and the F form W(b)/q against
+    F(q, n - k), or F(q, G - 1) when clustered.
 
     ``scale`` multiplies the coefficient (the distance between a binary treatment's two values).
     Returns ``{"pieces": [[lo, hi], ...] (None for an infinite end), "kind", "text", "cov_type",
@@ -283,7 +285,7 @@ def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: 
     if model.endog.shape[1] != 1:
         raise DMLCoreError(f"The Anderson-Rubin set needs one endogenous column; the categorical treatment "
                            f"'{data.treatment[0]}' enters as {model.endog.shape[1]} dummies. Recode it as 0/1.")
-    debiased = cov_type == "unadjusted"      # CR1's factor comes with its cov_type (_lm_options)
+    debiased = cov_type == "unadjusted" or bool(small)     # CR1's and HC1's factor come with their cov_type
     centre = fit_iv(model, cov_type)
     name = model.endog.columns[0]
     b0 = float(centre.params[name])
@@ -299,7 +301,9 @@ def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: 
 
     (p_minus, v_minus, _), (p_zero, v_zero, df_resid), (p_plus, v_plus, _) = (
         reduced(b0 + step * t) for t in (-1.0, 0.0, 1.0))
-    if debiased:
+    if small and is_clustered(cov_type):
+        critical, statistic = q * float(f_dist.ppf(level, q, n_clusters(model.clusters) - 1)), "F"
+    elif debiased:
         critical, statistic = q * float(f_dist.ppf(level, q, df_resid)), "F"
     else:
         critical, statistic = float(chi2.ppf(level, q)), "chi2"
