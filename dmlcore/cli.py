@@ -29,8 +29,8 @@ from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.inference.effect_notes import clusters_note, identification_note, spread_note
 from dmlcore.inference.linear_iv import set_text
-from dmlcore.linear_cli import (add_linear_options, check_table, check_wild_bootstrap, formula_data,
-                                table_from_args, wild_bootstrap_record, with_linear_options)
+from dmlcore.linear_cli import (add_linear_options, add_table_command, check_table, check_wild_bootstrap, formula_data,
+                                table_command, table_from_args, wild_bootstrap_record, with_linear_options)
 from dmlcore.process import set_threads
 from dmlcore.estimators import for_method
 from dmlcore.estimators.settings import SETTINGS, FitSettings, add_setting_flags
@@ -181,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_debias_option(bench)
     add_executor_options(bench)
     add_study_parser(sub)
+    add_table_command(sub)        # several fit --json records side by side (dmlcore.linear_cli)
     parser.commands = sub.choices
     return parser
 
@@ -478,7 +479,8 @@ def main(argv: list[str] | None = None) -> int:
         set_threads(args.threads)
     try:
         resolve_device(getattr(args, "device", "auto"))  # before any data is made
-        return {"fit": _fit, "bench": _bench, "study": study_command, "list": _list}[args.command](args)
+        return {"fit": _fit, "bench": _bench, "study": study_command, "list": _list,
+                "table": table_command}[args.command](args)
     except (DMLCoreError, FitDiverged) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -27,6 +27,11 @@ def _markdown_cell(text) -> str:
     return "" if text is None or (isinstance(text, float) and pd.isna(text)) else str(text).replace("|", r"\|")
 
 
+def _markdown_note(text: str) -> str:
+    """A note set in italics: its own asterisks (significance stars) escaped, so they print as stars."""
+    return str(text).replace("*", r"\*")
+
+
 @dataclass
 class Table:
     """Formatted cells with a caption and notes; ``index`` names the first column when the frame's
@@ -52,7 +57,7 @@ class Table:
         lines += ["| " + " | ".join(row) + " |" for row in rows]
         if self.notes:
             lines.append("")
-            lines += [f"*{note}*" if note else "" for note in self.notes]
+            lines += [f"*{_markdown_note(note)}*" if note else "" for note in self.notes]
         return "\n".join(lines) + "\n"
 
     def to_latex(self, label: str | None = None) -> str:
