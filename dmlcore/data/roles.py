@@ -125,9 +125,10 @@ class CausalData:
             if role not in ALLOWED[self.problem] and getattr(self, role) not in ("", []):
                 raise DMLCoreError(f"The role '{role}' is not used by the {self.problem.upper()} "
                                    f"problem; remove it or choose another problem.")
-        if self.problem in ("iv", "pcl") and len(self.treatment) > 1 and not self.image_columns:
+        if self.problem == "pcl" and len(self.treatment) > 1 and not self.image_columns:
             raise DMLCoreError(f"Give one treatment column; got {len(self.treatment)}: "
                                f"{', '.join(self.treatment)}.")
+        # IV with several endogenous treatments: the linear IV estimators only (estimators._base.check_linear_options)
         seen: dict[str, str] = {}
         for role, cols in self.roles().items():
             twice = next((c for c in cols if cols.count(c) > 1), None)

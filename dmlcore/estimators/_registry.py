@@ -14,6 +14,7 @@ from typing import Callable
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators._base import several_treatments
 from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn
 from dmlcore.estimators.kclass import LIML, Fuller, GMMIV
@@ -83,6 +84,8 @@ class Method:
         if data.problem not in self.problems:
             return (f"{self.title} does not take {data.problem.upper()} problems; it takes "
                     f"{', '.join(p.upper() for p in self.problems)}.")
+        if several_treatments(data) and "absorb_weights" not in self.cls.capabilities:
+            return f"{self.title}: {several_treatments(data)}"
         if data.linear_options() and "absorb_weights" not in self.cls.capabilities:
             return (f"{self.title} takes no absorbed fixed effects or weights (set on Roles, or by --absorb / "
                     f"--weights); only the linear IV methods do.")

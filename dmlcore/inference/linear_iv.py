@@ -154,7 +154,7 @@ def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluste
     """First-stage strength and overidentification under the covariance choice (module notes).
 
     Returns ``{"cov_type", "cluster", "n_clusters", "n_instruments", "endogenous": {name:
-    {"partial_r2", "f_stat_cov", "f_cov_pvalue", "f_cov_dist"}}, "effective_f" (None with several
+    {"partial_r2", "f_stat_cov", "f_cov_pvalue", "f_cov_dist", "sanderson_windmeijer_f"}}, "effective_f" (None with several
     endogenous columns), "kleibergen_paap_f", "kleibergen_paap": {"stat", "pvalue", "df", "null"},
     "overid": None or {test: {"stat", "pvalue", "df", "null"}}, "notes": [...]}``. ``f_stat_cov``
     is the Wald statistic of the instruments in linearmodels' first-stage regression under the
@@ -182,6 +182,8 @@ def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluste
         endogenous[name] = {"partial_r2": float(explained @ explained / (target @ target)), "f_stat_cov": wald / q,
                             "f_cov_pvalue": float(pvalue),
                             "f_cov_dist": "F" if cov_type == "unadjusted" else "chi2 / q"}
+    for name, value in sanderson_windmeijer(model, cov_type).items():
+        endogenous[name]["sanderson_windmeijer_f"] = value
     out = {"cov_type": cov_type, "cluster": cluster,
            "n_clusters": n_clusters(model.clusters),
            "n_instruments": q, "endogenous": endogenous,
@@ -197,6 +199,39 @@ def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluste
             out["notes"].append(out["overid"].pop("hansen_j_error"))
     if few_clusters_note(out["n_clusters"]):
         out["notes"].append(few_clusters_note(out["n_clusters"]))
+    return out
+
+
+def sanderson_windmeijer(model: LinearIV, cov_type: str = "unadjusted") -> dict:
+    """Sanderson & Windmeijer's (2016) conditional first-stage F of each endogenous column: ``{name: F}``.
+
+    For column j of p endogenous columns: the 2SLS residual e_j of d_j on the other endogenous columns
+    (instrumented by the instruments, with the exogenous columns), then the Wald statistic of the q instruments
+    in the regression of e_j on them and the exogenous columns under the covariance choice (linearmodels,
+    ``debiased=True``: homoskedastic, its F form), divided by q - p + 1. It measures whether the instruments move
+    d_j apart from the other endogenous columns; with one endogenous column it is the first-stage F. Absorbed
+    levels count in the small-sample factor as everywhere (``extra_df``)."""
+    names, q = list(model.endog.columns), model.instruments.shape[1]
+    p = len(names)
+    exog = model.exog if model.exog.shape[1] else None
+    out = {}
+    for name in names:
+        others = [c for c in names if c != name]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if others:
+                from linearmodels.iv import IV2SLS
+                resid = IV2SLS(model.endog[name], exog, model.endog[others], model.instruments).fit().resids
+            else:
+                resid = model.endog[name]
+        regressors = pd.concat([model.exog, model.instruments], axis=1)
+        fit = _ols(pd.Series(np.asarray(resid), name=name), regressors, model, cov_type, True)
+        instruments = list(model.instruments.columns)
+        pi = fit.params[instruments].to_numpy()
+        k = regressors.shape[1]
+        scale = (model.n - k) / (model.n - k - model.extra_df) if model.extra_df else 1.0
+        wald = float(pi @ np.linalg.solve(fit.cov.loc[instruments, instruments].to_numpy() * scale, pi))
+        out[name] = _finite(wald / (q - p + 1))
     return out
 
 
