@@ -351,6 +351,14 @@ def _model_statistics(records, titles, treatments, labels, level) -> tuple[list[
                      .get(treatment) or {})
             row[t] = f"{entry['f_stat_cov']:.2f}" if entry.get("f_stat_cov") is not None else ""
         rows.append(row)
+    for treatment in treatments if len(treatments) > 1 else []:     # several endogenous: each one's conditional F
+        row = {"": f"Sanderson-Windmeijer F ({labels.get(treatment, treatment)})"}
+        for t, r in per:
+            entry = ((((r.get("diagnostics") or {}).get("inference") or {}).get("endogenous") or {})
+                     .get(treatment) or {})
+            value = entry.get("sanderson_windmeijer_f")
+            row[t] = f"{value:.2f}" if value is not None else ""
+        rows.append(row)
     ar_row, clr_row, left_out = {"": f"Anderson-Rubin {level:.0%} set"}, {"": f"CLR {level:.0%} set"}, []
     for t, r in per:
         ar = next((e for e in (r.get("effect") or {}).get("intervals") or []

@@ -2,7 +2,7 @@
 
 A property test (hypothesis) over the options of ``python -m dmlcore fit`` that the linear IV methods read:
 absorbed fixed effects (none, one, two columns) with or without covariates, weights, clusters one-way or
-two-way, one or several instruments, each covariance, the small-sample conventions (``--small``,
+two-way, one or several instruments and endogenous treatments, each covariance, the small-sample conventions (``--small``,
 ``--fixef-k``, ``--cluster-df``), the method (2SLS, LIML, Fuller, GMM) and the regression table. The command runs in process: exit status 0 (a fit), or 2 with one line on stderr (a
 refusal, a DMLCoreError); status 1 is an unexpected exception, a bug.
 """
@@ -34,6 +34,7 @@ def _panel(units=25, periods=4, seed=0) -> pd.DataFrame:
         table[name] = rng.normal(size=n) + 0.2 * (unit % 3)
     u = rng.normal(size=n)
     table["d"] = table.z1 + 0.5 * table.z2 + 0.3 * table.x1 + u + 0.1 * unit
+    table["d2"] = table.z2 - 0.4 * table.z1 + 0.5 * u + rng.normal(size=n)
     table["y"] = 1.5 * table.d + table.x1 - table.x2 + u + 0.05 * year + rng.normal(size=n)
     return table
 
@@ -56,13 +57,15 @@ def _run(argv: list[str]) -> tuple[int, str]:
 @settings(max_examples=50, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(method=st.sampled_from(METHODS), covariates=st.integers(0, 2), instruments=st.integers(1, 2),
+       treatments=st.integers(1, 2),
        absorb=st.sampled_from(ABSORB), weights=st.booleans(), cov=st.sampled_from(COVS),
        cluster=st.sampled_from(CLUSTERS), table=st.booleans(), small=st.booleans(),
        fixef_k=st.sampled_from((None, "full", "nested")), cluster_df=st.sampled_from((None, "conventional", "min")))
 def test_every_option_combination_fits_or_is_refused_in_one_line(panel_csv, tmp_path_factory, method, covariates,
                                                                  instruments, absorb, weights, cov, cluster, table,
-                                                                 small, fixef_k, cluster_df):
-    argv = ["fit", "--csv", str(panel_csv), "--problem", "iv", "--outcome", "y", "--treatment", "d",
+                                                                 small, fixef_k, cluster_df, treatments):
+    argv = ["fit", "--csv", str(panel_csv), "--problem", "iv", "--outcome", "y", "--treatment",
+            ",".join(["d", "d2"][:treatments]),
             "--instrument", ",".join(["z1", "z2"][:instruments]), "--method", method, "--cov", cov]
     if covariates:
         argv += ["--covariates", ",".join(["x1", "x2"][:covariates])]
