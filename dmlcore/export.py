@@ -64,7 +64,7 @@ class Table:
         """A ``booktabs`` table float (first column left-aligned, the rest centred)."""
         header, rows = self._cells()
         spec = "l" + "c" * (len(header) - 1)
-        out = [r"\begin{table}[htbp]", r"\centering"]
+        out = [r"\begin{table}[htbp]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}"]
         if self.caption:
             out.append(r"\caption{" + latex_escape(self.caption) + "}")
         if label:

@@ -316,7 +316,7 @@ def models_table(models, *, labels: dict | None = None, digits: int = 3, caption
             else:
                 coef_row[title] = se_row[title] = ""
         rows += [coef_row, se_row]
-    stats, notes = _model_statistics(records, titles, treatments, labels, level)
+    stats, notes = _model_statistics(records, titles, treatments, labels, level, digits)
     if hidden:
         shown = ", ".join(labels.get(n, "the constant" if n == "const" else n) for n in hidden)
         notes.insert(1, f"Also in the models, not shown: {shown}.")
@@ -327,7 +327,7 @@ def models_table(models, *, labels: dict | None = None, digits: int = 3, caption
     return Table(frame, caption=caption or f"Dependent variable: {dependent}", notes=notes)
 
 
-def _model_statistics(records, titles, treatments, labels, level) -> tuple[list[dict], list[str]]:
+def _model_statistics(records, titles, treatments, labels, level, digits=3) -> tuple[list[dict], list[str]]:
     per = list(zip(titles, (r for r, _ in records)))
     config = {t: r.get("config") or {} for t, r in per}
     linear = {t: r.get("linear") or {} for t, r in per}
@@ -363,10 +363,10 @@ def _model_statistics(records, titles, treatments, labels, level) -> tuple[list[
     for t, r in per:
         ar = next((e for e in (r.get("effect") or {}).get("intervals") or []
                    if e["interval"].startswith("Anderson-Rubin") and e.get("set") is not None), None)
-        ar_row[t] = set_text(ar["set"]) if ar else ""
+        ar_row[t] = _set_text(ar["set"], digits) if ar else ""
         clr = r.get("clr") or {}
         if clr.get("pieces") is not None and (config[t].get("cov_type") or "unadjusted") == "unadjusted":
-            clr_row[t] = set_text(clr["pieces"])
+            clr_row[t] = _set_text(clr["pieces"], digits)
         else:
             clr_row[t] = ""
             if clr.get("pieces") is not None:
@@ -378,7 +378,9 @@ def _model_statistics(records, titles, treatments, labels, level) -> tuple[list[
     smalls = sorted({linear[t]["df_t"] for t, _ in per if linear[t].get("df_t")})
     stars = ("two-sided p-values from t with each column's degrees of freedom (Stata's small) where the standard "
              "errors row says so, else from the normal" if smalls else "two-sided p-values from the normal")
-    notes = [f"Standard errors in parentheses, under each column's covariance (the standard errors row). "
+    notes = [f"Standard errors in parentheses, under each column's covariance (the standard errors row: "
+             f"homoskedastic; HC0 / HC1 heteroskedasticity-robust without / with n/(n-k); CR0 / CR1 cluster-robust "
+             f"without / with G/(G-1) (n-1)/(n-k); t(df): Stata's small). "
              f"* p < 0.10, ** p < 0.05, *** p < 0.01: {stars}."]
     if left_out:
         notes.append(f"The conditional likelihood-ratio (CLR) set assumes homoskedastic errors (Moreira 2003): left "
@@ -393,9 +395,31 @@ def _model_statistics(records, titles, treatments, labels, level) -> tuple[list[
     return rows, notes
 
 
+SE_SHORT = {"unadjusted": "homoskedastic", "robust": "HC0", "robust-hc1": "HC1", "clustered": "CR0",
+            "clustered-cr1": "CR1"}
+
+
 def _se_words(config: dict, linear: dict) -> str:
-    words = linear.get("covariance") or COV_TITLES.get(config.get("cov_type") or "unadjusted", "")
-    return words.replace("clustered by 'clustered by", "clustered by")
+    """A column's standard errors in a few words: "HC1", "CR1 by region, t(8)" (the notes spell them out)."""
+    cov = config.get("cov_type") or "unadjusted"
+    small = bool(config.get("small"))
+    short = SE_SHORT.get(cov, cov)
+    if small and cov in ("robust", "clustered"):
+        short = {"robust": "HC1", "clustered": "CR1"}[cov]
+    if config.get("cluster"):
+        short += " by " + " and ".join(cluster_columns(config["cluster"]))
+    if small and linear.get("df_t"):
+        short += f", t({linear['df_t']})"
+    return short
+
+
+def _set_text(pieces, digits: int) -> str:
+    """A confidence set's pieces with ``digits`` decimals, as the table's coefficients."""
+    if not pieces:
+        return "empty"
+    fmt = lambda v, inf: inf if v is None else f"{v:.{digits}f}"     # noqa: E731
+    return " U ".join(f"{'(' if lo is None else '['}{fmt(lo, '-inf')}, {fmt(hi, '+inf')}{')' if hi is None else ']'}"
+                      for lo, hi in pieces)
 
 
 __all__ = ["regression_table", "models_table", "write_table", "table_format", "TABLE_METHODS", "DEFAULT_METHODS"]

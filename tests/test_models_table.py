@@ -17,7 +17,7 @@ from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import make_estimator
 from dmlcore.estimators.tsls import TwoStageLeastSquares
-from dmlcore.inference.linear_iv import anderson_rubin_set, clr_set, first_stage_inference, set_text
+from dmlcore.inference.linear_iv import anderson_rubin_set, clr_set, first_stage_inference
 from dmlcore.regression_table import models_table, regression_table
 
 
@@ -71,17 +71,19 @@ def test_each_column_is_its_models_own_fit_under_its_covariance(frames, table):
     assert _cell(table, "Weights", 4) == "w" and _cell(table, "Weights", 1) == "no"
     assert _cell(table, "R²", 4) == f"{clustered.r2_:.3f}"
     assert _cell(table, "kappa (k-class)", 3) == f"{liml.kappa_:.4f}"
-    assert _cell(table, "Standard errors", 4) == "clustered by 'g', CR1, small: t with 7 df"
+    assert _cell(table, "Standard errors", 4) == "CR1 by g, t(7)" and _cell(table, "Standard errors", 3) == "HC0"
     robust_f = first_stage_inference(plain, "robust")["endogenous"]["d"]["f_stat_cov"]
     assert _cell(table, "First-stage F", 3) == f"{robust_f:.2f}" and _cell(table, "First-stage F", 1) == ""
-    assert _cell(table, "Anderson-Rubin 95% set", 4) == set_text(
-        anderson_rubin_set(fe, "clustered", "g", small=True)["pieces"])
-    assert _cell(table, "Anderson-Rubin 95% set", 3) == set_text(anderson_rubin_set(plain, "robust")["pieces"])
+    (lo, hi), = anderson_rubin_set(fe, "clustered", "g", small=True)["pieces"]
+    assert _cell(table, "Anderson-Rubin 95% set", 4) == f"[{lo:.3f}, {hi:.3f}]"
+    (lo, hi), = anderson_rubin_set(plain, "robust")["pieces"]
+    assert _cell(table, "Anderson-Rubin 95% set", 3) == f"[{lo:.3f}, {hi:.3f}]"
 
 
 def test_clr_only_beside_a_homoskedastic_column_and_a_note_says_so(frames, table):
     _, plain, _ = frames
-    assert _cell(table, "CLR 95% set", 2) == set_text(clr_set(plain)["pieces"])
+    (lo, hi), = clr_set(plain)["pieces"]
+    assert _cell(table, "CLR 95% set", 2) == f"[{lo:.3f}, {hi:.3f}]"
     assert _cell(table, "CLR 95% set", 3) == _cell(table, "CLR 95% set", 4) == ""
     assert any("left out for columns (3), (4)" in note for note in table.notes)
 
