@@ -17,10 +17,11 @@ from dmlcore.inference.covariance import COV_TITLES, FEW_CLUSTERS, check_covaria
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.inference.first_stage import first_stage as diagnostics
-from dmlcore.estimators import make_estimator
+from dmlcore.estimators import METHODS, make_estimator
 from dmlcore.estimators.tsls import TwoStageLeastSquares
 from dmlcore.export import Table
 from dmlcore.inference.linear_iv import anderson_rubin_set, clr_set, set_text
+from dmlcore.runs import fit_run
 
 TABLE_METHODS = ("ols", "2sls", "liml", "fuller", "gmm-iv")
 DEFAULT_METHODS = ("ols", "2sls", "liml")
@@ -228,8 +229,6 @@ def _record_of(model) -> tuple[dict, str | None]:
     """``(run record, label)`` of one column: a run record (a dict, e.g. a ``--json`` file read back), a
     :class:`~dmlcore.runs.Run`, or a spec ``{"data": CausalData, "method": "ols" or a linear IV method,
     "label": ..., and fit settings (cov_type, cluster, small, fixef_k, cluster_df)}``, fitted here."""
-    from dmlcore.runs import fit_run
-
     if hasattr(model, "record") and hasattr(model, "estimator"):
         return model.record, None
     if not isinstance(model, dict):
@@ -261,7 +260,6 @@ def _p_value(estimate: float, std_error: float, df) -> float:
 
 
 def _column_title(record: dict) -> str:
-    from dmlcore.estimators import METHODS
     method = record.get("method")
     return "OLS" if method == "ols" else METHODS[method].title if method in METHODS else str(method)
 
