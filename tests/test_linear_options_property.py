@@ -54,7 +54,7 @@ def _run(argv: list[str]) -> tuple[int, str]:
 
 
 
-@settings(max_examples=50, deadline=None, derandomize=True,
+@settings(max_examples=35, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(method=st.sampled_from(METHODS), covariates=st.integers(0, 2), instruments=st.integers(1, 2),
        treatments=st.integers(1, 2),
