@@ -207,11 +207,12 @@ class CausalData:
                      weights: str | None = None) -> "CausalData":
         """The IV problem of ``formula``, ``y ~ 1 + x + [d ~ z]`` (linearmodels' convention; see
         :mod:`dmlcore.formula`), on ``table``; ``absorb`` and ``weights`` as in the constructor. The
-        intercept ``1`` is required unless fixed effects are absorbed (every method fits a constant)."""
+        intercept is implicit; removing it (``0`` or ``- 1``) is refused unless fixed effects are absorbed (every
+        method fits a constant)."""
         frame, roles, intercept = parse_iv_formula(formula, table)
         if not intercept and not absorb:
-            raise DMLCoreError(f"The formula {formula!r} has no intercept, but every method here fits one; write "
-                               f"'1 +' after '~' (linearmodels' convention), or absorb fixed effects.")
+            raise DMLCoreError(f"The formula {formula!r} removes the intercept, but every method here fits one; "
+                               f"leave out the '0' or '- 1', or absorb fixed effects.")
         return cls(frame, "iv", name=name, absorb=absorb or [], weights=weights, **roles)
 
     def linear_options(self) -> dict:
