@@ -204,9 +204,6 @@ def write_table(table: Table, path: str) -> str:
     return suffix
 
 
-
-
-
 # ------------------------------------------------------------------ several models side by side
 MODEL_KEYS = ("data", "method", "label")
 
@@ -215,7 +212,7 @@ def _ols_record(data: CausalData, settings: dict) -> dict:
     """A run-record-like dict of OLS (the inputs of f instrumenting themselves) under ``settings``."""
     est = TwoStageLeastSquares(**{k: v for k, v in settings.items() if k in _CONVENTIONS}).fit(
         _exogenous(data, data.outcome, data.input_columns))
-    return {"method": "ols", "n": est.n_, "roles": {"treatment": list(data.treatment)},
+    return {"method": "ols", "n": est.n_, "roles": {"outcome": [data.outcome], "treatment": list(data.treatment)},
             "coefficients": {str(k): float(v) for k, v in est.coef_.items()},
             "std_errors": {str(k): float(v) for k, v in est.std_errors_.items()},
             "linear": est.record_fields()["linear"], "config": dict(settings), "absorb": list(data.absorb),
