@@ -145,7 +145,8 @@ class FitSettings:
                                    label="Interior knots (Sieve 2SLS)")
     # the linear IV methods' small-sample conventions (docs/linear-iv.md, "Conventions")
     small: bool = _declare(False, "Stata's small: the n/(n-k) factor (HC1; clustered: CR1) and t / F with n - k or "
-                                  "G - 1 degrees of freedom in intervals, stars and tests (linear IV methods)",
+                                  "G - 1 degrees of freedom in intervals, stars and the Anderson-Rubin set "
+                                  "(linear IV methods)",
                            kind="bool", later=True, label="small (t, F)")
     fixef_k: str = _declare("full", "absorbed levels counted in a clustered CR1 / small factor's k: full (Stata areg, "
                                     "ivreg2 with dummies) or nested (not those nested in a cluster column: fixest, "

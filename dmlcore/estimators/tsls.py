@@ -51,7 +51,7 @@ class TwoStageLeastSquares(CMREstimator):
     small : bool, default False
         Stata's ``small``: the small-sample factor in the covariance (n/(n-k): HC1 when robust; CR1,
         G/(G-1) (n-1)/(n-k), when clustered) and t critical values with n - k degrees of freedom (clustered:
-        G - 1, G the smaller of two-way clusters) in the interval and the tests; ``df_`` holds them.
+        G - 1, G the smaller of two-way clusters) in the interval and the Anderson-Rubin set; ``df_`` holds them.
         Without it the intervals use the normal.
     fixef_k : {"full", "nested"}, default "full"
         Which absorbed levels count in k of a clustered covariance's small-sample factor: all (Stata's
