@@ -4,7 +4,7 @@ and the study summaries share.
 A :class:`Table` is a frame of already-formatted cells (strings), a caption and notes (the standard
 errors' kind, the test behind a p-value). ``to_markdown`` writes a GitHub-style pipe table with the
 notes below it; ``to_latex`` writes a ``booktabs`` tabular inside a ``table`` float with the notes
-below it in a paragraph as wide as the text (``\parbox{\linewidth}``), where they wrap, so that it compiles
+below it in a paragraph as wide as the text (a ``parbox`` of ``linewidth``), where they wrap, so that it compiles
 with the ``booktabs`` package alone and a long note does not run past the page.
 """
 
