@@ -229,6 +229,9 @@ def _fit(args) -> int:
         covered = "n/a" if rec["band_coverage"] is None else f"{rec['band_coverage']:.3f}"
         extra += f" band_coverage={covered} band_width={rec['band_width']:.4g}"
     extra += _effect_text(rec["effect"], linear=linear)
+    if not linear and "cluster" in METHODS[args.method].settings and (rec.get("config") or {}).get("cluster"):
+        # the DML-CMR family's folds keep clusters whole: the clustering changes the fit, not only its intervals
+        extra += f" folds=clusters of '{rec['config']['cluster']}' kept whole (the estimate depends on --cluster)"
     for role, chosen in (rec.get("nuisances") or {}).items():   # "auto" nuisances: which candidate won
         extra += f" {role}-hat=auto:{chosen['choice']}"
     if rec.get("heldout") and not linear:

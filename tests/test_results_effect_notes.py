@@ -137,6 +137,7 @@ def test_cli_summary_line_carries_spread_flag_and_clusters(capsys):
     assert " identification=not flagged: first-stage F " in line
     assert " spread=" in line and " specifications, " in line
     assert "clustered by 'cluster' (" in line
+    assert "folds=clusters of 'cluster' kept whole (the estimate depends on --cluster)" in line   # issue 46
 
 
 def test_cli_summary_line_of_2sls_prints_what_2sls_estimates(capsys, tmp_path):
