@@ -25,7 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = ROOT / "bench" / "results" / "cli-examples.jsonl"
-CARD_COVARIATES = "exper,expersq,black,smsa,south,smsa66," + ",".join(f"reg66{r}" for r in range(2, 10))
+CARD_BASE = "exper,expersq,black,smsa,south,smsa66"
+CARD_COVARIATES = CARD_BASE + "," + ",".join(f"reg66{r}" for r in range(2, 10))
 # name -> the commands as a reader types them (``dmlcore`` is the console script, here run as python -m dmlcore)
 EXAMPLES = {
     "card-2sls-robust": ["dmlcore fit --dataset card --method 2sls --cov robust"],
@@ -34,6 +35,19 @@ EXAMPLES = {
         "t['region'] = t.filter(like='reg66').to_numpy().argmax(1) + 1; t.to_csv('card.csv', index=False)\"",
         f"dmlcore fit --csv card.csv --outcome lwage --treatment educ --instrument nearc4 --covariates "
         f"{CARD_COVARIATES} --method 2sls --cov clustered --cluster region"],
+    "card-table": [
+        "python -c \"from linearmodels.datasets import card; t = card.load(); "
+        "t['region'] = t.filter(like='reg66').to_numpy().argmax(1) + 1; t.to_csv('card.csv', index=False)\"",
+        *(f"dmlcore fit --csv card.csv --outcome lwage --treatment educ --instrument nearc4 {options} --json {name}.json"
+          for name, options in (
+              ("2sls", f"--covariates {CARD_COVARIATES} --method 2sls --cov robust"),
+              ("liml", f"--covariates {CARD_COVARIATES} --method liml --cov robust"),
+              ("fe", f"--covariates {CARD_BASE} --absorb region --method 2sls --cov robust"),
+              ("clustered", f"--covariates {CARD_BASE} --absorb region --method 2sls --cov clustered --cluster region "
+                            f"--small --fixef-k nested"))),
+        "dmlcore table ols:2sls.json 2sls.json liml.json fe.json clustered.json --keep educ,exper,expersq,black "
+        "--label 'educ=Years of schooling' --label 'lwage=log wage' --title OLS --title 2SLS --title LIML "
+        "--title '2SLS, region FE' --title '2SLS, region FE, clustered'"],
     "card-dml-cmr": ["dmlcore fit --dataset card --method dml-cmr --learner gb"],
     "rhc-2sls": ["dmlcore fit --dataset rhc --method 2sls"],
     "rhc-dml-cmr": ["dmlcore fit --dataset rhc --method dml-cmr --learner gb --folds 5"],

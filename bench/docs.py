@@ -50,7 +50,8 @@ MARKER = re.compile(r"<!-- BEGIN generated:(?P<id>\S+) -->(?P<body>.*?)<!-- END 
 MARKERS = (MARKER,)  # what bench/docgen/recorded.py blanks before recording the figures outside blocks
 IMAGE = re.compile(r"!\[[^\]]*\]\((?P<path>[^)\s]+\.png)\)")
 PNG_LINK = re.compile(r"\]\((?P<path>[^)\s]+\.png)\)")  # a picture shown, or linked to
-SCREENSHOTS = ("img/teaching/", "img/study/", "img/results/")  # pictures of the dashboard, not of rows
+SCREENSHOTS = ("img/teaching/", "img/study/", "img/results/",   # pictures of the dashboard, not of rows
+               "img/linear-iv/")   # compiled LaTeX of a CLI table (bench/card_table_pdf.sh), not drawn from rows
 
 
 def doc_files(root: Path) -> list[Path]:

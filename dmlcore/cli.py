@@ -30,8 +30,8 @@ from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.inference.effect_notes import clusters_note, identification_note, spread_note
 from dmlcore.inference.linear_iv import set_text
-from dmlcore.linear_cli import (add_linear_options, check_table, check_wild_bootstrap, formula_data,
-                                table_from_args, wild_bootstrap_record, with_linear_options)
+from dmlcore.linear_cli import (add_linear_options, add_table_command, check_table, check_wild_bootstrap, formula_data,
+                                table_command, table_from_args, wild_bootstrap_record, with_linear_options)
 from dmlcore.process import set_threads
 from dmlcore.estimators import for_method
 from dmlcore.estimators.settings import SETTINGS, FitSettings, add_setting_flags
@@ -187,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_debias_option(bench)
     add_executor_options(bench)
     add_study_parser(sub)
+    add_table_command(sub)        # several fit --json records side by side (dmlcore.linear_cli)
     parser.commands = sub.choices
     return parser
 
@@ -229,20 +230,30 @@ def _fit(args) -> int:
     if args.predictions:
         run.predictions().to_csv(args.predictions, index=False)
     mse = "n/a (no ground truth)" if rec["mse"] is None else f"{rec['mse']:.4f}"
+    # a linear IV method's line says what it estimates: its coefficients, effect, intervals -- not the learner's
+    # held-out residual, DML-CMR's debiased derivative or a spread, which stay in --json
+    linear = "anderson_rubin" in METHODS[args.method].cls.capabilities
     extra = _coefficients_text(rec)
     if rec["band_width"] is not None:
         covered = "n/a" if rec["band_coverage"] is None else f"{rec['band_coverage']:.3f}"
         extra += f" band_coverage={covered} band_width={rec['band_width']:.4g}"
-    extra += _effect_text(rec["effect"])
+    extra += _effect_text(rec["effect"], linear=linear)
+    if not linear and "cluster" in METHODS[args.method].settings and (rec.get("config") or {}).get("cluster"):
+        # the DML-CMR family's folds keep clusters whole: the clustering changes the fit, not only its intervals
+        extra += f" folds=clusters of '{rec['config']['cluster']}' kept whole (the estimate depends on --cluster)"
     for role, chosen in (rec.get("nuisances") or {}).items():   # "auto" nuisances: which candidate won
         extra += f" {role}-hat=auto:{chosen['choice']}"
-    if rec.get("heldout"):
+    if rec.get("heldout") and not linear:
         held = rec["heldout"]
         extra += (f" heldout=n/a ({held['error']})" if "error" in held else
                   f" heldout={held['relative']:.4g} (projected residual / Var(Y))")
     folds = "" if rec["folds"] is None else f", folds={rec['folds']}"
-    print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}{folds}, "
-          f"seed={rec['seed']}): mse={mse} seconds={rec['seconds']:.1f}{extra}")
+    if linear:
+        shown_mse = "" if rec["mse"] is None else f" mse={mse}"
+        print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}):{shown_mse} seconds={rec['seconds']:.1f}{extra}")
+    else:
+        print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}{folds}, "
+              f"seed={rec['seed']}): mse={mse} seconds={rec['seconds']:.1f}{extra}")
     clr, cov = rec.get("clr") or {}, (rec.get("config") or {}).get("cov_type") or "unadjusted"
     if clr.get("pieces") is not None and cov != "unadjusted":
         print(f"conditional likelihood-ratio set: not shown under --cov {cov} ({clr['robust_to']}); the "
@@ -271,14 +282,16 @@ def _coefficients_text(rec: dict, most: int = 4) -> str:
     config = rec.get("config") or {}
     cov = config.get("cov_type") or "unadjusted"
     cov += f" by {config['cluster']}" if config.get("cluster") else ""
+    cov += ", small" if config.get("small") else ""
     shown = ", ".join(f"{c}={coefficients[c]:.4g}" + (f" ({errors[c]:.4g})" if c in errors else "") for c in names)
     more = f", ... ({len(coefficients) - most} more in --json)" if len(coefficients) > most else ""
     return f" coefficients (s.e. {cov}): {shown}{more}" if errors else f" coefficients {shown}{more}"
 
 
-def _effect_text(effect: dict) -> str:
+def _effect_text(effect: dict, linear: bool = False) -> str:
     """The effect for the one-line summary: estimate [interval] (how), or why there is none; the
-    plug-in beside a debiased headline, the debiased average derivative beside 2SLS's slope."""
+    plug-in beside a debiased headline, the debiased average derivative beside another method's f. ``linear``
+    (a linear IV method): the coefficient's interval and Anderson-Rubin set only."""
     if effect.get("estimate") is None:
         return f" effect=n/a ({effect.get('error')})"
     text = f" effect={effect['estimate']:.4g}"
@@ -297,6 +310,8 @@ def _effect_text(effect: dict) -> str:
     for entry in effect.get("intervals") or []:
         if entry["interval"].startswith("Anderson-Rubin") and entry.get("set") is not None:
             text += f" anderson_rubin={set_text(entry['set'])} ({entry['kind']})"
+    if linear:
+        return text
     plug = effect.get("plug_in") or {}
     if headline and plug.get("estimate") is not None:
         text += f" plug-in={plug['estimate']:.4g}"
@@ -476,7 +491,8 @@ def main(argv: list[str] | None = None) -> int:
         set_threads(args.threads)
     try:
         resolve_device(getattr(args, "device", "auto"))  # before any data is made
-        return {"fit": _fit, "bench": _bench, "study": study_command, "list": _list}[args.command](args)
+        return {"fit": _fit, "bench": _bench, "study": study_command, "list": _list,
+                "table": table_command}[args.command](args)
     except (DMLCoreError, FitDiverged) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -3,8 +3,9 @@ and the study summaries share.
 
 A :class:`Table` is a frame of already-formatted cells (strings), a caption and notes (the standard
 errors' kind, the test behind a p-value). ``to_markdown`` writes a GitHub-style pipe table with the
-notes below it; ``to_latex`` writes a ``booktabs`` tabular inside a ``table`` float with the notes in
-a ``tablenotes``-free footnote row, so that it compiles with the ``booktabs`` package alone.
+notes below it; ``to_latex`` writes a ``booktabs`` tabular inside a ``table`` float with the notes
+below it in a paragraph as wide as the text (a ``parbox`` of ``linewidth``), where they wrap, so that it compiles
+with the ``booktabs`` package alone and a long note does not run past the page.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ def latex_escape(text: str) -> str:
 
 def _markdown_cell(text) -> str:
     return "" if text is None or (isinstance(text, float) and pd.isna(text)) else str(text).replace("|", r"\|")
+
+
+def _markdown_note(text: str) -> str:
+    """A note set in italics: its own asterisks (significance stars) escaped, so they print as stars."""
+    return str(text).replace("*", r"\*")
 
 
 @dataclass
@@ -51,14 +57,14 @@ class Table:
         lines += ["| " + " | ".join(row) + " |" for row in rows]
         if self.notes:
             lines.append("")
-            lines += [f"*{note}*" if note else "" for note in self.notes]
+            lines += [f"*{_markdown_note(note)}*" if note else "" for note in self.notes]
         return "\n".join(lines) + "\n"
 
     def to_latex(self, label: str | None = None) -> str:
         """A ``booktabs`` table float (first column left-aligned, the rest centred)."""
         header, rows = self._cells()
         spec = "l" + "c" * (len(header) - 1)
-        out = [r"\begin{table}[htbp]", r"\centering"]
+        out = [r"\begin{table}[htbp]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}"]
         if self.caption:
             out.append(r"\caption{" + latex_escape(self.caption) + "}")
         if label:
@@ -66,8 +72,9 @@ class Table:
         out += [r"\begin{tabular}{" + spec + "}", r"\toprule",
                 " & ".join(latex_escape(h) for h in header) + r" \\", r"\midrule"]
         out += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in rows]
-        out.append(r"\bottomrule")
-        for note in self.notes:
-            out.append(r"\multicolumn{" + str(len(header)) + r"}{l}{\footnotesize " + latex_escape(note) + r"} \\")
-        out += [r"\end{tabular}", r"\end{table}"]
+        out += [r"\bottomrule", r"\end{tabular}"]
+        if self.notes:        # a paragraph the width of the text: long notes wrap instead of widening the table
+            out += [r"\par\smallskip", r"\parbox{\linewidth}{\footnotesize\raggedright",
+                    r"\\".join(latex_escape(note) for note in self.notes) + "}"]
+        out.append(r"\end{table}")
         return "\n".join(out) + "\n"

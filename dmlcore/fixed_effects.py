@@ -54,7 +54,7 @@ def check_weights(table: pd.DataFrame, weights: str) -> np.ndarray:
     bad = ~np.isfinite(w) | (w <= 0)
     if bad.any():
         raise DMLCoreError(f"Weights column '{weights}' has {int(bad.sum())} value(s) that are missing, zero or "
-                           f"negative (first: {w[bad][0]!r}); weights must be positive. Drop those rows first.")
+                           f"negative (first: {float(w[bad][0]):g}); weights must be positive. Drop those rows first.")
     return w
 
 
@@ -99,6 +99,8 @@ class LinearTransform:
             return out
         flat = out.ndim == 1
         out = out.reshape(len(out), -1)
+        if out.shape[1] == 0:         # no columns (no covariates beside the fixed effects): nothing to demean
+            return out
         w = np.ones(len(out)) if self.weights is None else self.weights
         sums = [np.bincount(c, weights=w) for c in self.codes]
         scale = np.maximum(np.abs(out).max(axis=0), 1e-300)
@@ -134,3 +136,28 @@ def transform_of(data) -> LinearTransform:
     absorb, weights = list(getattr(data, "absorb", []) or []), getattr(data, "weights", None)
     return LinearTransform(check_absorb(data.table, absorb) if absorb else [],
                            check_weights(data.table, weights) if weights else None, absorb, weights)
+
+
+def nested_in(codes: np.ndarray, clusters) -> bool:
+    """Whether every level of ``codes`` lies within one cluster of some cluster column (``clusters`` (n,) or
+    (n, 2))."""
+    if clusters is None:
+        return False
+    columns = np.asarray(clusters).reshape(len(codes), -1)
+    for j in range(columns.shape[1]):
+        pairs = np.unique(np.column_stack([codes, columns[:, j]]), axis=0)
+        if len(pairs) == len(np.unique(codes)):
+            return True
+    return False
+
+
+def counted_df(transform: LinearTransform, clusters=None, fixef_k: str = "full") -> int:
+    """The absorbed levels a small-sample factor counts in k: all of them (``"full"``, ``transform.df``), or, with
+    ``"nested"`` and clusters, all but those of absorbed columns nested in a cluster column, each such column
+    keeping one (fixest's ``fixef.K = "nested"``, pyfixest's ``k_fixef = "nonnested"``: k + sum(L) - (F - 1) -
+    sum(L nested) + (nested columns))."""
+    full = transform.df
+    if fixef_k != "nested" or clusters is None or not transform.codes:
+        return full
+    nested = [c for c in transform.codes if nested_in(c, clusters)]
+    return full - sum(int(c.max() + 1) for c in nested) + len(nested)

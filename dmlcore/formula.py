@@ -1,5 +1,6 @@
 """The formula interface of the linear IV model: ``y ~ 1 + x + [d ~ z1 + z2]`` (linearmodels' convention,
-parsed by linearmodels' ``from_formula``, which uses formulaic): the outcome left of ``~``, exogenous covariates, and in brackets
+parsed by linearmodels' ``from_formula``, which uses formulaic): the outcome left of ``~``, exogenous covariates (the
+intercept ``1`` implicit unless ``0`` or ``- 1`` removes it, as in R and Stata), and in brackets
 the endogenous treatment and its instruments. Terms may transform columns (``np.log(wage)``,
 ``C(region)`` for dummies, ``I(exper**2)``); each term becomes a column of the CausalData's table, named as
 the parser names it, beside every column of the original table (so that others can cluster, be absorbed
@@ -8,9 +9,22 @@ or weight).
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from dmlcore.errors import DMLCoreError
+
+
+def with_intercept(formula: str) -> str:
+    """``formula`` with the intercept ``1 +`` after ``~`` unless it names one (``1``) or removes it (``0``,
+    ``- 1``) outside the brackets: implicit, as in R, fixest and Stata (linearmodels wants it written)."""
+    left, _, right = formula.partition("~")
+    outside = re.sub(r"\[[^\]]*\]", " ", right)
+    terms = [t.strip() for t in re.split(r"[+]", outside)]
+    if any(t in ("1", "0", "-1", "- 1") or re.search(r"-\s*1\b", t) for t in terms):
+        return formula
+    return f"{left}~ 1 + {right.lstrip()}"
 
 
 def parse_iv_formula(formula: str, table: pd.DataFrame) -> tuple[pd.DataFrame, dict, bool]:
@@ -21,8 +35,9 @@ def parse_iv_formula(formula: str, table: pd.DataFrame) -> tuple[pd.DataFrame, d
     if not isinstance(formula, str) or "~" not in formula:
         raise DMLCoreError(f"A formula reads 'y ~ 1 + x + [d ~ z]' (outcome ~ intercept + covariates + "
                            f"[treatment ~ instruments]); got {formula!r}.")
+    parsed = with_intercept(formula)
     try:
-        model = IV2SLS.from_formula(formula, table)
+        model = IV2SLS.from_formula(parsed, table)
         parts = tuple(part.pandas for part in (model.dependent, model.exog, model.endog, model.instruments))
     except Exception as exc:        # formulaic's many error types: one line naming the formula
         raise DMLCoreError(f"Cannot read the formula {formula!r}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}. "

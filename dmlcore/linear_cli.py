@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 from pathlib import Path
 
 from dmlcore.data.datasets import load_real_dataset
@@ -13,7 +14,8 @@ from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS
 from dmlcore.inference.wild_bootstrap import wild_cluster_bootstrap
-from dmlcore.regression_table import DEFAULT_METHODS, TABLE_METHODS, regression_table, table_format, write_table
+from dmlcore.regression_table import (DEFAULT_METHODS, TABLE_METHODS, models_table, regression_table, table_format,
+                                      write_table)
 
 ROLE_OPTIONS = ("outcome", "treatment", "instrument", "treatment_proxy", "outcome_proxy", "covariates", "inputs",
                 "conditioning")
@@ -105,6 +107,89 @@ def wild_bootstrap_record(args, data: CausalData) -> dict:
 
 def table_from_args(args, data: CausalData) -> str:
     """Write the regression table of ``--table``; returns the line to print."""
-    table = regression_table(data, _columns(args.table_methods), cov_type=args.cov, cluster=args.cluster)
+    table = regression_table(data, _columns(args.table_methods), cov_type=args.cov, cluster=args.cluster,
+                             small=args.small, fixef_k=args.fixef_k, cluster_df=args.cluster_df)
     kind = write_table(table, args.table_path)
     return f"regression table ({kind}) written to {args.table_path}"
+
+
+# ------------------------------------------------------------------ dmlcore table RUN.json ... (several models)
+def add_table_command(sub) -> None:
+    """``table``: several stored run records (``fit --json``) side by side."""
+    table = sub.add_parser("table", help="several linear IV runs (fit --json files) side by side in one table: "
+                                         "coefficients, N, clusters, fixed effects, weights, R², first-stage F, "
+                                         "Anderson-Rubin set (docs/linear-iv.md)")
+    table.add_argument("runs", nargs="+", metavar="RUN.json",
+                       help="run records written by fit --json, one column each, in order; ols:RUN.json adds the "
+                            "OLS regression of that run's data (its --csv file or real --dataset, roles, absorbed "
+                            "columns and weights) under its covariance")
+    table.add_argument("--out", metavar="PATH.md|PATH.tex", help="write the table here (default: print Markdown)")
+    table.add_argument("--label", action="append", default=[], metavar="NAME=TEXT",
+                       help="a variable's label in the rows (repeat for several)")
+    table.add_argument("--title", action="append", metavar="TEXT", help="a column's title, one per run, in order")
+    table.add_argument("--keep", metavar="COL[,COL]", help="the coefficients to show, in order (the rest are named "
+                                                           "in a note)")
+    table.add_argument("--caption", help="the table's caption (default: the dependent variable)")
+
+
+def _record_file(path: str) -> dict:
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DMLCoreError(f"Cannot read the run record {path!r}: {exc}. Give a file written by fit --json.") from None
+    if not isinstance(record, dict) or "coefficients" not in record:
+        method = record.get("method") if isinstance(record, dict) else None
+        raise DMLCoreError(f"{path} is not a linear IV run record (no coefficients{'; method ' + method if method else ''})"
+                           f"; give files written by fit --json with --method 2sls, liml, fuller or gmm-iv.")
+    return record
+
+
+def data_of_record(record: dict, path: str) -> CausalData:
+    """The CausalData a run record was fitted on: its --csv file or real --dataset with its roles, categorical
+    columns, absorbed columns and weights; refused for a simulation or a formula."""
+    source = (record.get("config") or {}).get("data") or {}
+    if "formula" in source or not (source.get("csv") or source.get("dataset")):
+        raise DMLCoreError(f"ols:{path} needs a run of a --csv file or a real --dataset given by role options; this "
+                           f"run's data ({source or 'simulated'}) cannot be read back.")
+    if source.get("csv"):
+        table = load_table(source["csv"])
+    else:
+        table = load_real_dataset(source["dataset"]).table
+    roles = {k: list(v) for k, v in (record.get("roles") or {}).items() if k != "outcome"}
+    data = CausalData(table, record.get("problem") or "iv", (record.get("roles") or {}).get("outcome", [None])[0],
+                      name=record.get("dataset"), categorical=list(record.get("categorical") or []),
+                      absorb=list(record.get("absorb") or []), weights=record.get("weights"), **roles)
+    if len(data.table) != record.get("n"):
+        raise DMLCoreError(f"ols:{path}: its data now has {len(data.table)} rows, the run had {record.get('n')} "
+                           f"(rows dropped with --dropna?); fit that OLS from Python (models_table) instead.")
+    return data
+
+
+def table_command(args) -> int:
+    """``dmlcore table RUN.json ...``: the records side by side, printed or written to --out."""
+    if args.out:
+        table_format(args.out)
+    models = []
+    for item in args.runs:
+        if item.startswith("ols:"):
+            record = _record_file(item[4:])
+            config = record.get("config") or {}
+            settings = {k: config[k] for k in ("cov_type", "cluster", "small", "fixef_k", "cluster_df")
+                        if config.get(k) is not None}
+            models.append({"data": data_of_record(record, item[4:]), "method": "ols", **settings})
+        else:
+            models.append(_record_file(item))
+    labels = {}
+    for item in args.label:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise DMLCoreError(f"--label takes NAME=TEXT; got {item!r}.")
+        labels[name.strip()] = text.strip()
+    table = models_table(models, labels=labels, keep=_columns(args.keep) if args.keep else None,
+                         titles=args.title, caption=args.caption)
+    if args.out:
+        kind = write_table(table, args.out)
+        print(f"table of {len(models)} models ({kind}) written to {args.out}")
+    else:
+        print(table.to_markdown(), end="")
+    return 0

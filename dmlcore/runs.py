@@ -277,7 +277,7 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
     }
     _stage(callback, "first-stage diagnostics and the effect's interval", share)
     record["notes"] = fields["notes"]
-    record.update({key: fields[key] for key in ("coefficients", "std_errors") if key in fields})
+    record.update({key: fields[key] for key in ("coefficients", "std_errors", "linear") if key in fields})
     if data.problem in ("iv", "pcl"):
         record["diagnostics"] = _first_stage(data, s.cov_type, s.cluster)
     record.update(_clr(method, data))

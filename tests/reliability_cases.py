@@ -133,7 +133,7 @@ ROLE_CASES = [
          roles={k: v for k, v in GOOD_ROLES.items() if k != "outcome"}, dashboard="roles"),
     Case("unknown_column", "a column not in the table", "Column 'fuel' (role instrument) is not in the table",
          roles=dict(GOOD_ROLES, instrument=["fuel"]), dashboard=None),
-    Case("two_treatments", "two treatment columns in IV", "Give one treatment column",
+    Case("two_treatments", "two treatment columns in IV, one instrument", "under-identified",
          roles=dict(GOOD_ROLES, treatment=["a", "x"], covariates=[]), dashboard=None),
     Case("pcl_role_in_iv", "a PCL role (outcome proxy) in an IV problem", "not used by the IV problem",
          roles=dict(GOOD_ROLES, outcome_proxy=["constant"]), cli=[], dashboard=None),

@@ -30,9 +30,12 @@ def test_latex_escapes_and_closes_its_environments():
     assert r"\begin{tabular}{lc}" in tex
 
 
-def test_latex_notes_span_every_column():
+def test_latex_notes_wrap_in_a_paragraph_as_wide_as_the_text():
+    """Notes sit below the tabular in a \\parbox{\\linewidth}, where they wrap (not in a \\multicolumn{..}{l}
+    cell, which runs past the page)."""
     tex = _table().to_latex()
-    assert r"\multicolumn{3}{l}{\footnotesize Robust standard errors in parentheses.} \\" in tex
+    assert r"\parbox{\linewidth}{\footnotesize\raggedright" in tex and "multicolumn" not in tex
+    assert tex.index(r"\end{tabular}") < tex.index("Robust standard errors in parentheses.") < tex.index(r"\end{table}")
 
 
 def test_escape_backslash_first():

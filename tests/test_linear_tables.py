@@ -40,13 +40,16 @@ def test_formula_equals_linearmodels_from_formula(card):
     ref = IV2SLS.from_formula(formula, card.table).fit(cov_type="robust")
     assert est.coef_["educ"] == pytest.approx(ref.params["educ"], rel=1e-10)
     assert est.std_errors_["educ"] == pytest.approx(ref.std_errors["educ"], rel=1e-10)
+    implicit = CausalData.from_formula(formula.replace("~ 1 + ", "~ "), card.table)   # the intercept is implicit
+    assert make_estimator("2sls", cov_type="robust").fit(implicit).coef_["educ"] == est.coef_["educ"]
     absorbed = CausalData.from_formula("lwage ~ exper + [educ ~ nearc4]", card.table, absorb="region66",
                                        weights="weight")
     assert absorbed.absorb == ["region66"] and absorbed.weights == "weight"
 
 
 @pytest.mark.parametrize("formula,match", [
-    ("lwage ~ exper + [educ ~ nearc4]", "no intercept"),
+    ("lwage ~ 0 + exper + [educ ~ nearc4]", "removes the intercept"),
+    ("lwage ~ exper + [educ ~ nearc4] - 1", "removes the intercept"),
     ("lwage ~ 1 + exper", "names no endogenous treatment"),
     ("lwage ~ 1 + nosuch + [educ ~ nearc4]", "Cannot read the formula"),
     ("lwage = educ", "A formula reads"),

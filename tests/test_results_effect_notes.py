@@ -4,6 +4,8 @@ treat clusters (dmlcore.inference.effect_notes), read from the run record."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -137,17 +139,23 @@ def test_cli_summary_line_carries_spread_flag_and_clusters(capsys):
     assert " identification=not flagged: effective F (clustered-cr1, 50 clusters) " in line   # the clustered statistic
     assert " spread=" in line and " specifications, " in line
     assert "clustered by 'cluster' (" in line
+    assert "folds=clusters of 'cluster' kept whole (the estimate depends on --cluster)" in line   # issue 46
 
 
-def test_cli_summary_line_gives_the_reason_beside_a_flagged_2sls_derivative(capsys):
-    """2SLS's headline is its coefficient; the flag belongs to the debiased average derivative beside it."""
+def test_cli_summary_line_of_2sls_prints_what_2sls_estimates(capsys, tmp_path):
+    """2SLS's line gives its coefficient, interval and Anderson-Rubin set, not DML-CMR's debiased average
+    derivative, its identification flag, a spread or the learner (issue 46); the run record keeps them."""
     from dmlcore.cli import main
+    path = tmp_path / "run.json"
     assert main(["fit", "--dataset", "linear-iv", "--iv-strength", "0.07", "--n", "1000", "--seed", "2",
-                 "--method", "2sls", "--heldout-folds", "0"]) == 0
+                 "--method", "2sls", "--heldout-folds", "0", "--json", str(path)]) == 0
     line = capsys.readouterr().out.splitlines()[0]
-    assert "debiased average derivative=" in line and "(weakly identified: no interval)" in line
-    assert f" identification=flagged: first-stage F 5.03 < {WEAK_FIRST_STAGE_F:g}" in line
-    assert "clustered by" not in line
+    assert line.startswith("2sls on linear-iv (n=1000):") and " effect=" in line and "anderson_rubin=" in line
+    for noise in ("debiased average derivative", "identification=", "spread=", "learner=", "heldout="):
+        assert noise not in line, noise
+    record = json.loads(path.read_text())
+    assert record["effect"]["debiased"]["weakly_identified"] and record["learner"] == "linear"
+    assert f"first-stage F 5.03 < {WEAK_FIRST_STAGE_F:g}" in identification_note(record["effect"])
 
 
 def test_proximal_2sls_without_an_anderson_rubin_set_shows_the_flag_on_its_coefficient_row():

@@ -155,9 +155,10 @@ class CausalData:
             if role not in ALLOWED[self.problem] and getattr(self, role) not in ("", []):
                 raise DMLCoreError(f"The role '{role}' is not used by the {self.problem.upper()} "
                                    f"problem; remove it or choose another problem.")
-        if self.problem in ("iv", "pcl") and len(self.treatment) > 1 and not self.image_columns:
+        if self.problem == "pcl" and len(self.treatment) > 1 and not self.image_columns:
             raise DMLCoreError(f"Give one treatment column; got {len(self.treatment)}: "
                                f"{', '.join(self.treatment)}.")
+        # IV with several endogenous treatments: the linear IV estimators only (estimators._base.check_linear_options)
         seen: dict[str, str] = {}
         for role, cols in self.roles().items():
             twice = next((c for c in cols if cols.count(c) > 1), None)
@@ -236,11 +237,12 @@ class CausalData:
                      weights: str | None = None) -> "CausalData":
         """The IV problem of ``formula``, ``y ~ 1 + x + [d ~ z]`` (linearmodels' convention; see
         :mod:`dmlcore.formula`), on ``table``; ``absorb`` and ``weights`` as in the constructor. The
-        intercept ``1`` is required unless fixed effects are absorbed (every method fits a constant)."""
+        intercept is implicit; removing it (``0`` or ``- 1``) is refused unless fixed effects are absorbed (every
+        method fits a constant)."""
         frame, roles, intercept = parse_iv_formula(formula, table)
         if not intercept and not absorb:
-            raise DMLCoreError(f"The formula {formula!r} has no intercept, but every method here fits one; write "
-                               f"'1 +' after '~' (linearmodels' convention), or absorb fixed effects.")
+            raise DMLCoreError(f"The formula {formula!r} removes the intercept, but every method here fits one; "
+                               f"leave out the '0' or '- 1', or absorb fixed effects.")
         return cls(frame, "iv", name=name, absorb=absorb or [], weights=weights, **roles)
 
     def linear_options(self) -> dict:

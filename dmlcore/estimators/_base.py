@@ -114,8 +114,22 @@ def check_data(data, owner: str) -> None:
                            f"Wrap the table with CausalData(table, problem, ...).")
 
 
+def several_treatments(data: CausalData) -> str | None:
+    """Why only the linear IV estimators take ``data``: several endogenous treatment columns (not an image's
+    pixels) in an IV problem; None otherwise."""
+    if data.problem != "iv" or len(data.treatment) < 2 or data.image_columns:
+        return None
+    return (f"{len(data.treatment)} treatment columns ({', '.join(data.treatment)}) are several endogenous "
+            f"regressors, which only the linear IV estimators (2sls, liml, fuller, gmm-iv) take; give one treatment "
+            f"column or use one of those.")
+
+
 def check_linear_options(estimator, data: CausalData) -> None:
-    """Raise when ``data`` asks for absorbed fixed effects or weights that ``estimator`` cannot honour."""
+    """Raise when ``data`` asks for absorbed fixed effects, weights or several endogenous treatments that
+    ``estimator`` cannot honour."""
+    several = several_treatments(data)
+    if several and "absorb_weights" not in estimator.capabilities:
+        raise DMLCoreError(f"{type(estimator).__name__}: {several}")
     asked = data.linear_options()
     if not asked or "absorb_weights" in estimator.capabilities:
         return

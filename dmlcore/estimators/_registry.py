@@ -14,6 +14,7 @@ from typing import Callable
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators._base import several_treatments
 from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn
 from dmlcore.estimators.kclass import LIML, Fuller, GMMIV
@@ -34,7 +35,7 @@ ALL_PROBLEMS = ("iv", "pcl", "cmr")
 # the fit settings (dmlcore.estimators.settings) the DML-CMR family's estimators read
 SECOND_STAGE_SETTINGS = frozenset({"learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit", "device",
                                    "outcome_learner", "sampler", "nuisance_params", "f_params", "cluster"})
-LINEAR_IV_SETTINGS = frozenset({"cov_type", "cluster"})
+LINEAR_IV_SETTINGS = frozenset({"cov_type", "cluster", "small", "fixef_k", "cluster_df"})
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,8 @@ class Method:
         if data.problem not in self.problems:
             return (f"{self.title} does not take {data.problem.upper()} problems; it takes "
                     f"{', '.join(p.upper() for p in self.problems)}.")
+        if several_treatments(data) and "absorb_weights" not in self.cls.capabilities:
+            return f"{self.title}: {several_treatments(data)}"
         if data.linear_options() and "absorb_weights" not in self.cls.capabilities:
             return (f"{self.title} takes no absorbed fixed effects or weights (set on Roles, or by --absorb / "
                     f"--weights); only the linear IV methods do.")
@@ -107,7 +110,8 @@ def _fuller(entry: Method, settings: FitSettings, seed: int):
     unknown = sorted(set(f_params or {}) - {"alpha"})
     if unknown:
         raise DMLCoreError(f"Unknown Fuller setting(s) {', '.join(map(repr, unknown))}; known: alpha.")
-    return entry.cls(cov_type=settings.cov_type, cluster=settings.cluster, **(f_params or {}))
+    return entry.cls(cov_type=settings.cov_type, cluster=settings.cluster, small=settings.small,
+                     fixef_k=settings.fixef_k, cluster_df=settings.cluster_df, **(f_params or {}))
 
 
 def _peer(entry: Method, settings: FitSettings, seed: int):

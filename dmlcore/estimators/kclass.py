@@ -81,8 +81,8 @@ class Fuller(TwoStageLeastSquares):
     kind, title = "fuller", "Fuller"
 
     def __init__(self, add_constant=True, drop_constant=True, max_columns=1000, cov_type="unadjusted",
-                 cluster=None, alpha=1.0):
-        super().__init__(add_constant, drop_constant, max_columns, cov_type, cluster)
+                 cluster=None, small=False, fixef_k="full", cluster_df="conventional", alpha=1.0):
+        super().__init__(add_constant, drop_constant, max_columns, cov_type, cluster, small, fixef_k, cluster_df)
         self.alpha = alpha
 
     def _check_settings(self, data) -> None:

@@ -23,6 +23,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from dmlcore.errors import DMLCoreError
+from dmlcore.inference.covariance import CLUSTER_DF, FIXEF_K
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners.registry import LEARNER_REGISTRY
 from dmlcore.learners.select import AUTO   # outcome_learner / sampler chosen by cross-fitted held-out loss
@@ -142,6 +143,17 @@ class FitSettings:
     n_knots: int | None = _declare(None, "interior knots of Sieve 2SLS's splines (default: chosen by validation on the "
                                          "training rows)", kind="int", minimum=0, later=True, keeps_none=True,
                                    label="Interior knots (Sieve 2SLS)")
+    # the linear IV methods' small-sample conventions (docs/linear-iv.md, "Conventions")
+    small: bool = _declare(False, "Stata's small: the n/(n-k) factor (HC1; clustered: CR1) and t / F with n - k or "
+                                  "G - 1 degrees of freedom in intervals, stars and the Anderson-Rubin set "
+                                  "(linear IV methods)",
+                           kind="bool", later=True, label="small (t, F)")
+    fixef_k: str = _declare("full", "absorbed levels counted in a clustered CR1 / small factor's k: full (Stata areg, "
+                                    "ivreg2 with dummies) or nested (not those nested in a cluster column: fixest, "
+                                    "reghdfe)", choices=FIXEF_K, later=True, label="Fixed effects' k")
+    cluster_df: str = _declare("conventional", "two-way clustering's G/(G-1) under CR1 / small: conventional (each "
+                                               "term its own G: linearmodels, ivreg2) or min (the smaller G: fixest)",
+                               choices=CLUSTER_DF, later=True, label="Two-way G")
     # the learners' and the second stage's own settings (a dict each; no flag, no study key)
     nuisance_params: dict | None = _declare(None, "settings of the named learner (its DEFAULTS)", kind="dict",
                                             study=False, cli=False)
@@ -252,6 +264,18 @@ def add_setting_flags(parser, *, grid: bool = False, dests: dict | None = None) 
             kwargs.update(help=s.help, default=s.default)
             if s.kind == "int":
                 kwargs["type"] = int
+            if s.kind == "bool":       # --small alone is True; --small false / true as well
+                kwargs.update(type=parse_bool, nargs="?", const=True)
             if named is not None:
                 kwargs["choices"] = named
         parser.add_argument(s.flag, **kwargs)
+
+
+def parse_bool(text) -> bool:
+    """A command line's true / false (1 / 0, yes / no)."""
+    value = str(text).strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise ValueError(f"not true or false: {text!r}")

@@ -14,11 +14,12 @@ import numpy as np
 import pandas as pd
 from scipy.linalg import solve_triangular
 
-from dmlcore.inference.covariance import check_covariance, cluster_codes, covariance_words, is_clustered
+from dmlcore.inference.covariance import (CLUSTER_DF, FIXEF_K, check_covariance, cluster_codes, covariance_words,
+                                         has_small_factor, is_clustered, lm_cov, n_clusters)
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator, check_fitted, input_matrix
-from dmlcore.fixed_effects import transform_of
+from dmlcore.fixed_effects import counted_df, transform_of
 
 _RANK_TOL = 1e-10
 
@@ -43,9 +44,23 @@ class TwoStageLeastSquares(CMREstimator):
     cov_type : {"unadjusted", "robust", "clustered", "clustered-cr1"}, default "unadjusted"
         The standard errors: homoskedastic, heteroskedasticity-robust (HC0) or clustered by the
         column ``cluster``, CR0 or CR1 (:mod:`dmlcore.inference.covariance`); robust and clustered ones are
-        ``linearmodels``' IV2SLS's with the same ``cov_type`` (``debiased=False``; CR1: ``True``).
+        ``linearmodels``' IV2SLS's with the same ``cov_type`` (``debiased=False``; CR1: ``True``); "robust-hc1"
+        is HC1, linearmodels' robust ``debiased=True``.
     cluster : str, optional
         The column whose values group the rows (two, "a,b": two-way), with a clustered ``cov_type`` only.
+    small : bool, default False
+        Stata's ``small``: the small-sample factor in the covariance (n/(n-k): HC1 when robust; CR1,
+        G/(G-1) (n-1)/(n-k), when clustered) and t critical values with n - k degrees of freedom (clustered:
+        G - 1, G the smaller of two-way clusters) in the interval and the Anderson-Rubin set; ``df_`` holds them.
+        Without it the intervals use the normal.
+    fixef_k : {"full", "nested"}, default "full"
+        Which absorbed levels count in k of a clustered covariance's small-sample factor: all (Stata's
+        ``areg``, ivreg2 with dummies) or all but those of absorbed columns nested in a cluster column
+        (fixest's and reghdfe's default, fixest's ``fixef.K``). Only with absorbed columns and CR1 or ``small``.
+    cluster_df : {"conventional", "min"}, default "conventional"
+        Two-way clustering's G/(G-1): each of the three terms its own G (linearmodels, ivreg2), or the
+        smaller G for all (fixest's ``cluster.df = "min"``, its default). Only with two cluster columns and
+        CR1 or ``small``.
 
     Attributes
     ----------
@@ -94,18 +109,22 @@ class TwoStageLeastSquares(CMREstimator):
     kind, title = "2sls", "2SLS"
 
     def __init__(self, add_constant=True, drop_constant=True, max_columns=1000, cov_type="unadjusted",
-                 cluster=None):
+                 cluster=None, small=False, fixef_k="full", cluster_df="conventional"):
         self.add_constant = add_constant
         self.drop_constant = drop_constant
         self.max_columns = max_columns
         self.cov_type = cov_type
         self.cluster = cluster
+        self.small = small
+        self.fixef_k = fixef_k
+        self.cluster_df = cluster_df
 
     def _fit(self, data: CausalData, monitor) -> None:
         """Estimate the coefficients of f on ``data``; ``monitor`` is only checked for cancellation."""
         check_covariance(self.cov_type, self.cluster, data.table)
         self._check_settings(data)
         transform = transform_of(data)
+        check_conventions(self.cov_type, self.cluster, self.small, self.fixef_k, self.cluster_df, transform.absorb)
         monitor.stage(self.title)
         all_inputs, all_cond = data.input_columns, data.conditioning_columns
         if self.add_constant and "const" in all_inputs + all_cond:
@@ -162,7 +181,8 @@ class TwoStageLeastSquares(CMREstimator):
                              "not identified. Use stronger or more instruments.")
         n = len(y)
         clusters = cluster_codes(data.table, self.cluster) if self.cluster else None
-        if self.kind == "2sls" and self.cov_type == "unadjusted":
+        se_df = counted_df(transform, clusters, self.fixef_k)
+        if self.kind == "2sls" and self.cov_type == "unadjusted" and not self.small:
             # (Xh'Xh)^-1 = R^-1 R^-T from Xh = QR: its diagonal is a sum of squares, never negative
             q_hat, r = np.linalg.qr(x_hat)
             beta = solve_triangular(r, q_hat.T @ y)
@@ -173,18 +193,24 @@ class TwoStageLeastSquares(CMREstimator):
             self.kappa_ = 1.0
         else:
             beta, std_errors, self.kappa_ = linear_fit(self.kind, y, x, z, x_names, z_names, self.cov_type, clusters,
-                                                       transform.df, alpha=getattr(self, "alpha", 1.0))
+                                                       transform.df, alpha=getattr(self, "alpha", 1.0),
+                                                       small=self.small, se_df=se_df, cluster_df=self.cluster_df)
         if not (np.all(np.isfinite(beta)) and np.all(np.isfinite(std_errors))):
             raise DMLCoreError(f"{self.title} could not compute finite coefficients and standard errors: the "
                                "regressors or instruments are nearly collinear. Drop near-duplicate "
                                "columns, or use a method with a learner (DML-CMR).")
         self.coef_ = pd.Series(beta, index=x_names, name="coef")
         self.std_errors_ = pd.Series(std_errors, index=x_names, name="std_error")
-        self.cov_type_, self.cluster_ = self.cov_type, self.cluster
+        self.cov_type_, self.cluster_, self.small_ = self.cov_type, self.cluster, bool(self.small)
+        self.df_ = t_df(self.cov_type, clusters, n, len(x_names), transform.df) if self.small else None
         self.absorb_, self.weights_ = list(transform.absorb), transform.weights_column
         # with absorbed fixed effects, f's level is their (weighted) mean: predict adds it
         w = np.ones(n) if transform.weights is None else transform.weights
         self.offset_ = float(np.average(raw_y - raw_x @ beta, weights=w)) if transform.codes else 0.0
+        # R^2 as Stata's ivregress and the regression with the fixed effects' dummies: 1 - RSS / (weighted) TSS
+        resid = y - x @ beta
+        self.r2_ = float(1.0 - resid @ resid / np.sum(w * (raw_y - np.average(raw_y, weights=w)) ** 2))
+        self.n_clusters_ = n_clusters(clusters)
         self.input_columns_ = list(all_inputs)
         self.dropped_columns_ = dropped
         self.notes_ = [_dropped_note(dropped)] if dropped else []
@@ -194,7 +220,9 @@ class TwoStageLeastSquares(CMREstimator):
     def record_fields(self) -> dict:
         return {**super().record_fields(), "notes": list(self.notes_),
                 "coefficients": {str(k): float(v) for k, v in self.coef_.items()},
-                "std_errors": {str(k): float(v) for k, v in self.std_errors_.items()}}
+                "std_errors": {str(k): float(v) for k, v in self.std_errors_.items()},
+                "linear": {"r2": self.r2_, "df_t": self.df_, "kappa": self.kappa_, "n_clusters": self.n_clusters_,
+                           "covariance": covariance_words(self).split(", as linearmodels")[0]}}
 
     def _check_settings(self, data: CausalData) -> None:
         """Raise for settings this method cannot honour (see subclasses)."""
@@ -229,7 +257,37 @@ class TwoStageLeastSquares(CMREstimator):
         return f"{self.title}: the coefficient -/+ {z:.2f} x its standard error ({covariance_words(self)}{extra})"
 
 
-def linear_fit(kind, y, x, z, x_names, z_names, cov_type, clusters, extra_df=0, alpha=1.0):
+def check_conventions(cov_type: str, cluster, small, fixef_k, cluster_df, absorb) -> None:
+    """Refuse, in one line, a small-sample convention that cannot act on this covariance (module notes of
+    :mod:`dmlcore.inference.covariance`)."""
+    if not isinstance(small, (bool, np.bool_)):
+        raise DMLCoreError(f"small must be True or False (Stata's small); got {small!r}.")
+    for name, value, choices in (("fixef_k", fixef_k, FIXEF_K), ("cluster_df", cluster_df, CLUSTER_DF)):
+        if value not in choices:
+            raise DMLCoreError(f"Unknown {name} {value!r}; choose one of {', '.join(choices)}.")
+    factor = has_small_factor(cov_type, small)
+    if fixef_k != "full" and not (absorb and is_clustered(cov_type) and factor):
+        raise DMLCoreError(f"fixef_k={fixef_k!r} sets which absorbed levels count in a clustered covariance's "
+                           f"small-sample factor: it needs absorbed columns, a clustered covariance and CR1 or small "
+                           f"(got absorb {list(absorb) or 'none'}, cov {cov_type!r}, small {bool(small)}).")
+    if cluster_df != "conventional":
+        two_way = is_clustered(cov_type) and len([c for c in str(cluster or "").split(",") if c.strip()]) == 2
+        if not (two_way and factor):
+            raise DMLCoreError(f"cluster_df={cluster_df!r} sets the G/(G-1) of two-way clustering: it needs two "
+                               f"cluster columns and CR1 or small (got cov {cov_type!r}, cluster {cluster!r}, "
+                               f"small {bool(small)}).")
+
+
+def t_df(cov_type: str, clusters, n: int, k: int, absorbed: int = 0) -> int:
+    """The degrees of freedom of Stata's ``small`` t and F: G - 1 when clustered (G the smaller of two-way
+    clusters, as Stata and fixest), else n - k - absorbed levels."""
+    if is_clustered(cov_type):
+        return int(n_clusters(clusters)) - 1
+    return int(n - k - absorbed)
+
+
+def linear_fit(kind, y, x, z, x_names, z_names, cov_type, clusters, extra_df=0, alpha=1.0, *, small=False,
+               se_df=None, cluster_df="conventional"):
     """``(coefficients, standard errors, kappa)`` of linearmodels' IV2SLS, IVLIML or IVGMM (``kind`` "2sls",
     "liml", "fuller" with Fuller's ``alpha``, "gmm") on the (already transformed) arrays, in the order of
     ``x_names``: regressors that are also instruments are exogenous, the others endogenous. ``cov_type``
@@ -242,31 +300,46 @@ def linear_fit(kind, y, x, z, x_names, z_names, cov_type, clusters, extra_df=0, 
     frame = lambda a, cols, names: pd.DataFrame(a[:, cols], columns=[names[j] for j in cols]) if cols else None  # noqa: E731
     parts = (pd.Series(y, name="y"), frame(x, exog, x_names), frame(x, endog, x_names), frame(z, excluded, z_names))
     clustered = is_clustered(cov_type)
-    lm_cov = "clustered" if clustered else cov_type
-    debiased = cov_type == "clustered-cr1"
+    kind_cov = lm_cov(cov_type)
+    se_df = extra_df if se_df is None else se_df
+    debiased = has_small_factor(cov_type, small)
+    n, k = len(y), len(x_names)
+    # two-way with the smaller G for every term (fixest's cluster.df="min"): CR0 times one scalar factor
+    scalar = None
+    if debiased and clustered and np.ndim(clusters) == 2 and cluster_df == "min":
+        g = n_clusters(clusters)
+        scalar, debiased = g / (g - 1) * (n - 1) / (n - k - se_df), False
     kwargs = {"clusters": clusters} if clustered else {}
     kappa = 1.0
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind == "gmm":
             try:
-                fit = IVGMM(*parts, weight_type=lm_cov, **kwargs).fit(cov_type=lm_cov, debiased=debiased, **kwargs)
+                fit = IVGMM(*parts, weight_type=kind_cov, **kwargs).fit(cov_type=kind_cov, debiased=debiased, **kwargs)
             except ValueError as exc:       # a singular weight matrix (fewer clusters than moments)
                 raise DMLCoreError(f"Efficient GMM cannot weight the moments: {str(exc).splitlines()[0]}") from None
             cov = fit.cov.loc[x_names, x_names].to_numpy()
-            if debiased and extra_df:     # IVGMM's (n-1)/(n-k) does not take extra_df: rescale it
-                n, k = len(y), len(x_names)
-                cov = cov * (n - k) / (n - k - extra_df)
+            if debiased and se_df:     # IVGMM's n/(n-k) or (n-1)/(n-k) does not take extra_df: rescale it
+                cov = cov * (n - k) / (n - k - se_df)
+            if scalar is not None:
+                cov = cov * scalar
             return fit.params[x_names].to_numpy(), np.sqrt(np.diag(cov)), kappa
         if kind == "2sls":
             model = IV2SLS(*parts)
         else:
-            kappa = float(IVLIML(*parts).fit(cov_type="unadjusted").kappa)
+            try:
+                kappa = float(IVLIML(*parts).fit(cov_type="unadjusted").kappa)
+            except (ValueError, np.linalg.LinAlgError):   # linearmodels: the residuals' cross product is singular
+                raise DMLCoreError("LIML's kappa cannot be estimated: the instruments and covariates fit the outcome "
+                                   "and the treatment jointly without error (their residuals are linearly "
+                                   "dependent). Check for an outcome computed from the other columns, or use "
+                                   "2sls.") from None
             if kind == "fuller":       # Fuller (1977): kappa - alpha / (n - instruments), absorbed levels counted
                 kappa -= alpha / (len(y) - z.shape[1] - extra_df)
             model = IVLIML(*parts, kappa=kappa)
-        fit = model.fit(cov_type=lm_cov, debiased=debiased, extra_df=extra_df, **kwargs)
-    return fit.params[x_names].to_numpy(), fit.std_errors[x_names].to_numpy(), kappa
+        fit = model.fit(cov_type=kind_cov, debiased=debiased, extra_df=se_df, **kwargs)
+    std_errors = fit.std_errors[x_names].to_numpy()
+    return fit.params[x_names].to_numpy(), std_errors * np.sqrt(scalar) if scalar is not None else std_errors, kappa
 
 
 def check_not_absorbed(raw: np.ndarray, demeaned: np.ndarray, names: list[str], absorb: list[str]) -> None:

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from scipy.stats import norm, t as t_dist
 
 from dmlcore.inference.clusters import describe, groups_of, resample_clusters
 from dmlcore.inference.covariance import cluster_columns, covariance_words, is_clustered, n_clusters
@@ -153,7 +153,8 @@ def closed_form(estimator, plan: Contrast, level: float = LEVEL) -> dict | None:
     that ``supports("linear_functional")`` gives ``effect_functional(plan)`` and ``interval_how``."""
     if not supports(estimator, "linear_functional"):
         return None
-    z = float(norm.ppf(0.5 + level / 2))
+    df = getattr(estimator, "df_", None)       # Stata's small: t with the estimator's degrees of freedom
+    z = float(t_dist.ppf(0.5 + level / 2, df) if df else norm.ppf(0.5 + level / 2))
     estimate, se = estimator.effect_functional(plan)
     return {"estimate": estimate, "ci_lower": estimate - z * se, "ci_upper": estimate + z * se,
             "std_error": se, "interval": estimator.interval_how(z)}
@@ -174,7 +175,8 @@ def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: flo
     scale = float(values[-1] - values[0]) if len(values) == 2 and plan.treatment not in data.categorical else 1.0
     head = f"Anderson-Rubin set ({covariance_words(estimator).split(', as linearmodels')[0]}; robust to weak instruments)"
     try:
-        ar = anderson_rubin_set(data, estimator.cov_type_, estimator.cluster_, level, scale)
+        ar = anderson_rubin_set(data, estimator.cov_type_, estimator.cluster_, level, scale,
+                                small=getattr(estimator, "small_", False))
     except DMLCoreError as err:
         return {"interval": f"{head}: not computed: {err}", "ci_lower": None, "ci_upper": None, "set": None,
                 "kind": None}

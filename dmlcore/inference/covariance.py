@@ -16,9 +16,12 @@ import pandas as pd
 from dmlcore.errors import DMLCoreError
 
 COV_TYPES = ("unadjusted", "robust", "clustered")          # the dashboard's choices
-COV_CHOICES = COV_TYPES + ("clustered-cr1",)              # every one the library and the CLI's --cov take
+COV_CHOICES = COV_TYPES + ("clustered-cr1", "robust-hc1")   # every one the library and the CLI's --cov take
 COV_TITLES = {"unadjusted": "homoskedastic (unadjusted)", "robust": "heteroskedasticity-robust (HC0)",
-              "clustered": "clustered", "clustered-cr1": "clustered, CR1 (Stata's vce(cluster))"}
+              "clustered": "clustered", "clustered-cr1": "clustered, CR1 (Stata's ivregress vce(cluster) small)",
+              "robust-hc1": "heteroskedasticity-robust, HC1 (Stata's vce(robust) small)"}
+FIXEF_K = ("full", "nested")          # absorbed levels in the small-sample factor: all, or not those nested in clusters
+CLUSTER_DF = ("conventional", "min")  # two-way G/(G-1): each term its own G, or the smaller G for every term
 FEW_CLUSTERS = 30     # below this many clusters, cluster-robust errors are unreliable (Cameron & Miller 2015)
 
 
@@ -44,6 +47,17 @@ def check_covariance(cov_type: str, cluster: str | None, table: pd.DataFrame | N
                            "column whose values group the rows (a village, a firm, a year).")
     if table is not None:
         cluster_codes(table, cluster)
+
+
+def lm_cov(cov_type: str) -> str:
+    """linearmodels' ``cov_type`` of a covariance choice ("robust-hc1" is its "robust", CR1 its "clustered")."""
+    return "clustered" if is_clustered(cov_type) else "robust" if cov_type == "robust-hc1" else cov_type
+
+
+def has_small_factor(cov_type: str, small: bool = False) -> bool:
+    """Whether the covariance carries the small-sample factor n/(n-k) (HC1, CR1 with G/(G-1) too): the ``-hc1`` /
+    ``-cr1`` choices, and every choice under Stata's ``small``."""
+    return bool(small) or cov_type in ("clustered-cr1", "robust-hc1")
 
 
 def is_clustered(cov_type: str) -> bool:
@@ -98,10 +112,15 @@ def covariance_words(estimator) -> str:
     """The 2SLS standard errors' covariance in words, naming linearmodels' equivalent."""
     cov, cluster = getattr(estimator, "cov_type_", "unadjusted"), getattr(estimator, "cluster_", None)
     by = " and ".join(f"'{c}'" for c in cluster_columns(cluster))
-    words = {"unadjusted": "homoskedastic", "robust": "heteroskedasticity-robust",
+    small = bool(getattr(estimator, "small_", False))
+    words = {"unadjusted": "homoskedastic", "robust": "heteroskedasticity-robust", "robust-hc1": "heteroskedasticity-robust, HC1",
              "clustered": f"clustered by {by}", "clustered-cr1": f"clustered by {by}, CR1"}[cov]
-    kind = {"clustered-cr1": "'clustered', debiased"}.get(cov, f"'{cov}'")
-    return f"{words}, as linearmodels IV2SLS {kind}"
+    if small and cov in ("clustered", "robust"):
+        words += ", CR1" if cov == "clustered" else ", HC1"
+    kind = f"'{lm_cov(cov)}'" + (", debiased" if has_small_factor(cov, small) else "")
+    df = getattr(estimator, "df_", None)
+    critical = f", small: t with {df} df" if small and df else ""
+    return f"{words}{critical}, as linearmodels IV2SLS {kind}"
 
 
 def n_clusters(clusters: np.ndarray | None) -> int | None:

@@ -44,7 +44,7 @@ from scipy.stats import chi2, f as f_dist
 
 from dmlcore.data.roles import CausalData
 from dmlcore.inference.covariance import (check_covariance, cluster_codes, few_clusters_note, is_clustered,
-                                         n_clusters)
+                                         lm_cov, n_clusters)
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import check_full_rank, check_not_absorbed, dummy_columns, with_dummies
 from dmlcore.fixed_effects import transform_of
@@ -105,7 +105,7 @@ def _lm_options(model: LinearIV, cov_type: str, debiased: bool) -> dict:
     """linearmodels' ``fit`` keywords of the covariance choice: CR1 is its clustered ``debiased=True``;
     absorbed levels count in the small-sample factors (``extra_df``)."""
     clustered = is_clustered(cov_type)
-    out = {"cov_type": "clustered" if clustered else cov_type, "debiased": debiased or cov_type == "clustered-cr1"}
+    out = {"cov_type": lm_cov(cov_type), "debiased": debiased or cov_type in ("clustered-cr1", "robust-hc1")}
     if clustered:
         out["clusters"] = model.clusters
     if model.extra_df:
@@ -154,7 +154,7 @@ def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluste
     """First-stage strength and overidentification under the covariance choice (module notes).
 
     Returns ``{"cov_type", "cluster", "n_clusters", "n_instruments", "endogenous": {name:
-    {"partial_r2", "f_stat_cov", "f_cov_pvalue", "f_cov_dist"}}, "effective_f" (None with several
+    {"partial_r2", "f_stat_cov", "f_cov_pvalue", "f_cov_dist", "sanderson_windmeijer_f"}}, "effective_f" (None with several
     endogenous columns), "kleibergen_paap_f", "kleibergen_paap": {"stat", "pvalue", "df", "null"},
     "overid": None or {test: {"stat", "pvalue", "df", "null"}}, "notes": [...]}``. ``f_stat_cov``
     is the Wald statistic of the instruments in linearmodels' first-stage regression under the
@@ -182,6 +182,8 @@ def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluste
         endogenous[name] = {"partial_r2": float(explained @ explained / (target @ target)), "f_stat_cov": wald / q,
                             "f_cov_pvalue": float(pvalue),
                             "f_cov_dist": "F" if cov_type == "unadjusted" else "chi2 / q"}
+    for name, value in sanderson_windmeijer(model, cov_type).items():
+        endogenous[name]["sanderson_windmeijer_f"] = value
     out = {"cov_type": cov_type, "cluster": cluster,
            "n_clusters": n_clusters(model.clusters),
            "n_instruments": q, "endogenous": endogenous,
@@ -197,6 +199,39 @@ def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluste
             out["notes"].append(out["overid"].pop("hansen_j_error"))
     if few_clusters_note(out["n_clusters"]):
         out["notes"].append(few_clusters_note(out["n_clusters"]))
+    return out
+
+
+def sanderson_windmeijer(model: LinearIV, cov_type: str = "unadjusted") -> dict:
+    """Sanderson & Windmeijer's (2016) conditional first-stage F of each endogenous column: ``{name: F}``.
+
+    For column j of p endogenous columns: the 2SLS residual e_j of d_j on the other endogenous columns
+    (instrumented by the instruments, with the exogenous columns), then the Wald statistic of the q instruments
+    in the regression of e_j on them and the exogenous columns under the covariance choice (linearmodels,
+    ``debiased=True``: homoskedastic, its F form), divided by q - p + 1. It measures whether the instruments move
+    d_j apart from the other endogenous columns; with one endogenous column it is the first-stage F. Absorbed
+    levels count in the small-sample factor as everywhere (``extra_df``)."""
+    names, q = list(model.endog.columns), model.instruments.shape[1]
+    p = len(names)
+    exog = model.exog if model.exog.shape[1] else None
+    out = {}
+    for name in names:
+        others = [c for c in names if c != name]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if others:
+                from linearmodels.iv import IV2SLS
+                resid = IV2SLS(model.endog[name], exog, model.endog[others], model.instruments).fit().resids
+            else:
+                resid = model.endog[name]
+        regressors = pd.concat([model.exog, model.instruments], axis=1)
+        fit = _ols(pd.Series(np.asarray(resid), name=name), regressors, model, cov_type, True)
+        instruments = list(model.instruments.columns)
+        pi = fit.params[instruments].to_numpy()
+        k = regressors.shape[1]
+        scale = (model.n - k) / (model.n - k - model.extra_df) if model.extra_df else 1.0
+        wald = float(pi @ np.linalg.solve(fit.cov.loc[instruments, instruments].to_numpy() * scale, pi))
+        out[name] = _finite(wald / (q - p + 1))
     return out
 
 
@@ -226,7 +261,7 @@ def overid_tests(model: LinearIV, fit, cov_type: str) -> dict:
     out["hansen_j"] = None
     if cov_type != "unadjusted" and (model.clusters is None or model.clusters.ndim == 1):
         from linearmodels.iv import IVGMM
-        kind = "clustered" if is_clustered(cov_type) else cov_type
+        kind = lm_cov(cov_type)
         kwargs = {"clusters": model.clusters} if is_clustered(cov_type) else {}
         try:
             with warnings.catch_warnings():
@@ -256,7 +291,7 @@ def _test(result) -> dict | None:
 
 # ------------------------------------------------------------------ Anderson-Rubin
 def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: str | None = None,
-                       level: float = 0.95, scale: float = 1.0) -> dict:
+                       level: float = 0.95, scale: float = 1.0, small: bool = False) -> dict:
     """The Anderson-Rubin ``level`` confidence set of the endogenous column's coefficient beta.
 
     AR(b) tests that the instruments' coefficients pi(b) are zero in the regression of y - b d on
@@ -269,6 +304,8 @@ def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: 
     instrument: a quadratic inequality). The set is a bounded interval, the union of two rays,
     the whole line, or empty (with several instruments, in general a union of such pieces). It is
     unbounded exactly when the instruments are not significant in the first stage at the same level.
+    ``small`` (Stata's): the covariance with its small-sample factor (HC1, CR1) and the F form W(b)/q against
+    F(q, n - k), or F(q, G - 1) when clustered.
 
     ``scale`` multiplies the coefficient (the distance between a binary treatment's two values).
     Returns ``{"pieces": [[lo, hi], ...] (None for an infinite end), "kind", "text", "cov_type",
@@ -283,7 +320,7 @@ def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: 
     if model.endog.shape[1] != 1:
         raise DMLCoreError(f"The Anderson-Rubin set needs one endogenous column; the categorical treatment "
                            f"'{data.treatment[0]}' enters as {model.endog.shape[1]} dummies. Recode it as 0/1.")
-    debiased = cov_type == "unadjusted"      # CR1's factor comes with its cov_type (_lm_options)
+    debiased = cov_type == "unadjusted" or bool(small)     # CR1's and HC1's factor come with their cov_type
     centre = fit_iv(model, cov_type)
     name = model.endog.columns[0]
     b0 = float(centre.params[name])
@@ -299,7 +336,9 @@ def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: 
 
     (p_minus, v_minus, _), (p_zero, v_zero, df_resid), (p_plus, v_plus, _) = (
         reduced(b0 + step * t) for t in (-1.0, 0.0, 1.0))
-    if debiased:
+    if small and is_clustered(cov_type):
+        critical, statistic = q * float(f_dist.ppf(level, q, n_clusters(model.clusters) - 1)), "F"
+    elif debiased:
         critical, statistic = q * float(f_dist.ppf(level, q, df_resid)), "F"
     else:
         critical, statistic = float(chi2.ppf(level, q)), "chi2"
@@ -510,10 +549,16 @@ def clr_set(data: CausalData, level: float = 0.95, scale: float = 1.0) -> dict:
     name = model.endog.columns[0]
     step = max(float(centre.std_errors[name]), 1e-8 * (1.0 + abs(float(centre.params[name]))))
     from linearmodels.iv import IVLIML
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        b0 = float(IVLIML(model.y, model.exog if model.exog.shape[1] else None, model.endog,
-                          model.instruments).fit(cov_type="unadjusted").params[name])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            b0 = float(IVLIML(model.y, model.exog if model.exog.shape[1] else None, model.endog,
+                              model.instruments).fit(cov_type="unadjusted").params[name])
+    except (ValueError, np.linalg.LinAlgError):      # linearmodels: the residuals' cross product is singular
+        raise DMLCoreError("The conditional likelihood-ratio set is not defined here: the instruments and covariates "
+                           "fit the outcome and the treatment jointly without error (their residuals are linearly "
+                           "dependent), so LIML's kappa cannot be estimated. Check for an outcome computed from "
+                           "the other columns.") from None
     alpha = 1.0 - level
 
     def excess(t):        # > 0 inside the set
