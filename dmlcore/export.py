@@ -4,7 +4,8 @@ and the study summaries share.
 A :class:`Table` is a frame of already-formatted cells (strings), a caption and notes (the standard
 errors' kind, the test behind a p-value). ``to_markdown`` writes a GitHub-style pipe table with the
 notes below it; ``to_latex`` writes a ``booktabs`` tabular inside a ``table`` float with the notes in
-a ``tablenotes``-free footnote row, so that it compiles with the ``booktabs`` package alone.
+a paragraph below the tabular that wraps at the text width, so that it compiles with the
+``booktabs`` package alone.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                  # OT1 sets a bare < or > as ¡ or ¿; the minus sign and relations are not in pdflatex's default utf8 set
+                  "<": "$<$", ">": "$>$", "−": "$-$", "≤": r"$\leq$", "≥": r"$\geq$", "×": r"$\times$",
+                  "÷": r"$\div$"}
 
 
 def latex_escape(text: str) -> str:
@@ -66,8 +70,10 @@ class Table:
         out += [r"\begin{tabular}{" + spec + "}", r"\toprule",
                 " & ".join(latex_escape(h) for h in header) + r" \\", r"\midrule"]
         out += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in rows]
-        out.append(r"\bottomrule")
-        for note in self.notes:
-            out.append(r"\multicolumn{" + str(len(header)) + r"}{l}{\footnotesize " + latex_escape(note) + r"} \\")
-        out += [r"\end{tabular}", r"\end{table}"]
+        out += [r"\bottomrule", r"\end{tabular}"]
+        if self.notes:      # a paragraph, not a \multicolumn{l} row: notes wrap at the text width
+            out += [r"\par\smallskip", r"{\footnotesize\raggedright"]
+            out += [latex_escape(note) + r"\par" for note in self.notes]
+            out.append("}")
+        out.append(r"\end{table}")
         return "\n".join(out) + "\n"

@@ -30,9 +30,11 @@ def test_latex_escapes_and_closes_its_environments():
     assert r"\begin{tabular}{lc}" in tex
 
 
-def test_latex_notes_span_every_column():
+def test_latex_notes_wrap_below_the_tabular_and_relations_are_math():
     tex = _table().to_latex()
-    assert r"\multicolumn{3}{l}{\footnotesize Robust standard errors in parentheses.} \\" in tex
+    notes = tex[tex.index(r"\end{tabular}"):]
+    assert "multicolumn" not in tex and r"Robust standard errors in parentheses.\par" in notes   # a paragraph: wraps
+    assert latex_escape("p < 0.05, a > b, −1 ≤ 2") == r"p $<$ 0.05, a $>$ b, $-$1 $\leq$ 2"     # OT1: no ¡ or ¿
 
 
 def test_escape_backslash_first():

@@ -139,17 +139,21 @@ SUMMARY_NOTE = ("Per design and method, over finished fits: fits and failed fits
                 "median, quartiles, mean and sample sd of the MSE, the median MSE on fresh draws; mean fit seconds; "
                 "the median, quartiles and sd over seeds of the effect estimates and the medians of their interval "
                 "ends; on real data the median and quartiles of the held-out residual (÷ Var Y, lower is better).")
-PAIRED_NOTE = ("Per design and pair of methods, over the seeds where both finished: the median of a − b (of the "
-               "MSE where the truth is known, else of the held-out residual: 'Compared on'), seeds won by each (the "
-               "lower value), ties, and the two-sided Wilcoxon signed-rank p-value (scipy; blank when every "
-               "difference is zero; no correction for multiple comparisons). On real data the seeds share the "
-               "rows, so the p-value weighs a gap against the methods' randomness, not against sampling. The verdict "
-               "follows the one standard: ahead or behind only when p < 0.05, else level.")
+PAIRED_NOTE = ("Per design and pair of methods, over the seeds where both finished: the verdict; the Holm p (the "
+               "two-sided Wilcoxon signed-rank p corrected by Holm's method over every comparison of the study); the "
+               "Hodges–Lehmann estimate of a − b with its 95 % signed-rank interval (not corrected; blank below six "
+               "seeds); the effect size r, the rank-biserial correlation (−1: a lower on every seed; +1: b lower on "
+               "every seed); the uncorrected Wilcoxon p (scipy; blank when every difference is zero); seeds won by "
+               "each (the lower value), ties and the median of a − b (of the MSE where the truth is known, else of "
+               "the held-out residual: 'Compared on'). On real data the seeds share the rows, so the p-value weighs "
+               "a gap against the methods' randomness, not against sampling.")
 
 
-VERDICT_NOTE = ("By the project's one standard (docs/benchmarks.md): a method is ahead of another, and the other "
-                "behind, only when the two-sided Wilcoxon signed-rank p of their paired differences is below 0.05; "
-                "otherwise the two are level, whatever the counts of seeds won.")
+VERDICT_NOTE = ("By the project's one rule (dmlcore.studies.verdict): a method is ahead of another, and the other "
+                "behind, only when the two-sided Wilcoxon signed-rank p of their paired differences, corrected by "
+                "Holm's method over all the study's comparisons, is below 0.05; the direction is the test's own "
+                "(the sign of the rank-biserial correlation r, from the signed-rank sums), not the sign of the median "
+                "difference. Otherwise the two are level, whatever the counts of seeds won.")
 RERUN_NOTE = ("Save spec.json (in the study's files), then run this where dmlcore is installed: it runs the same "
               "grid, reuses the fits already in that machine's run store and writes these files to the folder "
               "study. Add --jobs N for N fits at once, or --executor ray --address HOST:PORT for a Ray cluster.")
@@ -162,15 +166,20 @@ def spec_json(spec) -> str:
 
 def seeds_warning(paired: pd.DataFrame, spec=None) -> str | None:
     """A warning when the study (``spec``'s seeds; else the pairs') has fewer seeds than a verdict other
-    than level needs; None otherwise (a running study's pairs that are still short say so line by line)."""
+    than level needs under Holm's correction over the study's comparisons; None otherwise (a running
+    study's pairs that are still short say so line by line)."""
     if paired.empty:
         return None
     fewest = (min(len(grid.seeds) for grid in spec.grids) if spec is not None else int(paired["pairs"].min()))
-    if fewest >= min_pairs():
+    comparisons = max(int(paired["comparisons"].max()), 1) if "comparisons" in paired and paired["comparisons"].notna().any() else 1
+    need = min_pairs(comparisons=comparisons)
+    if fewest >= need:
         return None
+    holm = f" times {comparisons} comparisons (Holm)" if comparisons > 1 else ""
     return (f"Too few seeds for a verdict: with {fewest} paired seed{'s' if fewest != 1 else ''} the two-sided "
-            f"Wilcoxon p cannot go below {smallest_p(fewest):.2g}, so every pair reads level whatever the counts. "
-            f"Run at least {min_pairs()} seeds for p < 0.05 to be possible (more to detect a small difference).")
+            f"Wilcoxon p cannot go below {smallest_p(fewest):.2g}{holm}, so every pair reads level whatever the "
+            f"counts. Run at least {need} seeds for a corrected p below 0.05 to be possible (more to detect a "
+            "small difference).")
 
 
 def about(seconds: float) -> str:
