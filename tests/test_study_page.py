@@ -209,5 +209,9 @@ def test_a_stored_study_whose_grid_is_refused_now_still_shows_its_fits():
     assert not at.exception, [e.value for e in at.exception]
     assert any("refused now" in w.value and "1,000,000" in w.value for w in at.warning)
     assert not [b for b in at.button if b.key == "study_again"]
-    assert any(c.value == "6 of its 6 fits are in the store." for c in at.caption)
+    # saved as an old study: status "done", every fit reused (no record of what it ran)
+    assert any(c.value == "Done: 0 of 6 fits run, 6 reused; 6 of its 6 fits are in the store." for c in at.caption)
     assert len(at.dataframe) == 4 and len(at.dataframe[2].value) == 2   # the live study's tables, then its own
+    at.selectbox(key="study_pick").set_value(row["id"]).run()          # the study the page ran, reopened
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(c.value == "Done: 6 of 6 fits run, 0 reused; 6 of its 6 fits are in the store." for c in at.caption)

@@ -288,7 +288,7 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
               address: str | None = None, store: RunStore | None = None, callback: Callable | None = None,
               should_stop: Callable | None = None, threads: int | None = None, reuse: bool = True,
               keep: bool = True, owner: str | None = None, label: str = "",
-              fit_fn: Callable = run_fit_config) -> StudyResult:
+              fit_fn: Callable = run_fit_config, reused_keys=None) -> StudyResult:
     """Run ``spec`` (a StudySpec or its dict form) and, with ``out_dir``, write its files.
 
     ``executor``: "local" or "ray" (with ``jobs``, ``address``, ``threads`` as in
@@ -296,7 +296,9 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
     ``store``: the run store (None: ``$DMLCORE_HOME``'s); ``reuse=False`` runs every fit again,
     ``keep=False`` neither reads nor saves fits. With ``owner`` the study is remembered in the
     store for that owner (``result.study_id``). ``fit_fn`` replaces :func:`run_fit_config`
-    (it must return the same kind of dict).
+    (it must return the same kind of dict). ``reused_keys``: when a study is continued, the keys
+    that were stored before it first started; stored fits outside them were run by the study
+    itself and count as run, not reused (default: every fit stored now counts as reused).
     """
     spec = as_spec(spec)
     check_study(spec)
@@ -307,7 +309,8 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
     if owner is not None and store is None:
         raise DMLCoreError("A study remembered for an owner needs the store; leave keep=True.")
     plan = _plan(spec, store, reuse)
-    rows = [_row(c, k, plan.stored[k], reused=True) if k in plan.stored else None
+    reused_keys = set(plan.stored) if reused_keys is None else set(reused_keys)
+    rows = [_row(c, k, plan.stored[k], reused=k in reused_keys) if k in plan.stored else None
             for c, k in zip(plan.configs, plan.keys)]
     todo = plan.to_run
     if callback:
@@ -347,7 +350,8 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
     result.cancelled = cancelled
     result.curves = {**stored_curves(store, [k for k in plan.keys if k in plan.stored]), **curves}
     if owner is not None:
-        result.study_id = store.save_study(owner, label, spec.to_dict(), plan.keys)
+        result.study_id = store.save_study(owner, label, spec.to_dict(), plan.keys, reused=sorted(reused_keys),
+                                           status="cancelled" if cancelled else "done")
     if out_dir is not None:
         write_outputs(result, out_dir, spec=spec)
     return result
@@ -375,13 +379,16 @@ def _integers(fits: pd.DataFrame) -> pd.DataFrame:
 
 def load_study(study_id: str, store: RunStore | None = None, owner: str | None = None) -> StudyResult | None:
     """A study remembered by ``run_study(owner=...)``, rebuilt from its stored fits (failed or
-    cancelled fits were not stored and are left out); None for an unknown id or another owner's."""
+    cancelled fits were not stored and are left out); None for an unknown id or another owner's.
+    A fit counts as reused when it was stored before the study first started (as the live study
+    counted it); studies stored before that was kept count every fit as reused."""
     store = store if store is not None else RunStore(default_store_path())
     study = store.load_study(study_id, owner)
     if study is None:
         return None
     stored = store.load_fits(study["keys"])
-    rows = [{**stored[k], "reused": True} for k in study["keys"] if k in stored]
+    before = None if study.get("reused") is None else set(study["reused"])
+    rows = [{**stored[k], "reused": before is None or k in before} for k in study["keys"] if k in stored]
     result = result_from_rows(rows)
     result.study_id = study_id
     result.curves = stored_curves(store, list(stored))
