@@ -60,9 +60,14 @@ def design():
                              key="study_epochs")
     seeds = c4.text_input("Seeds", value=DEFAULT_SEEDS, key="study_seeds",
                           help="A range such as 0-19 or a comma list; every method sees the same data at a seed.")
+    limit = st.number_input(SETTINGS["time_limit"].label + " (empty: no limit)", min_value=SETTINGS["time_limit"].minimum,
+                            value=None, step=60, key="study_time_limit",
+                            help="A fit that runs longer, with every refit, stops and fails with the reason; "
+                                 "the fits it finished are kept and reused whatever the limit.")
     chosen = {"learner": learner, "folds": folds, "epochs": epochs}     # each passed when a chosen method reads it
+    settings = {k: v for k, v in chosen.items() if any(k in METHODS[m].settings for m in methods)}
     spec = spec_from_flags(dataset, methods=",".join(methods), seeds=seeds, data=data,
-                           settings={k: v for k, v in chosen.items() if any(k in METHODS[m].settings for m in methods)})
+                           settings={**settings, "time_limit": limit})
     check_study(spec)        # the roles' and folds' rules, as every fit would meet them
     return spec
 

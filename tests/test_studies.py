@@ -181,7 +181,7 @@ def test_study_reuses_stored_fits_and_runs_only_missing_ones(store):
     first = run_study(TINY, store=store, callback=events.append)
     assert first.message == "9 of 9 fits run, 0 reused"
     assert (first.fits["status"] == "done").all() and first.fits["mse"].notna().all()
-    assert events[0] == {"event": "start", "total": 9, "to_run": 9, "reused": 0}
+    assert events[0] == {"event": "start", "total": 9, "to_run": 9, "reused": 0, "estimate_seconds": None}
     assert [e["done"] for e in events[1:]] == list(range(1, 10))
     again = run_study(TINY, store=store)
     assert again.message == "0 of 9 fits run, 9 reused"

@@ -162,6 +162,9 @@ class FitSettings:
                                         scope="run", study=False, cli=False)
     debias: bool = _declare(True, "the debiased effect (False: the plug-in only)", kind="bool", scope="run",
                             study=False, cli=False)
+    time_limit: int | None = _declare(None, "seconds a fit may take with every refit (None: no limit); a fit over "
+                                      "it stops and fails", kind="int", minimum=1, scope="run", study=False,
+                                      cli=False, label="Time limit per fit (s)")
     executor: str = _declare("local", "where bootstrap refits run", scope="run", study=False, cli=False)
     jobs: int = _declare(1, "bootstrap refits run at once", kind="int", scope="run", study=False, cli=False)
     address: str | None = _declare(None, "Ray cluster address", scope="run", study=False, cli=False)

@@ -21,7 +21,8 @@ callback=None, should_stop=None, ...) -> StudyResult`` looks every config up in 
 key (:func:`dmlcore.studies.spec.config_key`), runs only the missing ones and saves each as it
 finishes, so an interrupted study loses nothing that finished and a rerun completes it. A failed
 fit is recorded (status "failed", its error) and the study goes on; it is not stored, so a rerun
-tries it again. ``callback(event)`` gets ``{"event": "start", "total", "to_run", "reused"}`` and,
+tries it again. ``callback(event)`` gets ``{"event": "start", "total", "to_run", "reused",
+"estimate_seconds"}`` (the plan's compute estimate of the fits to run; None when unknown) and,
 per finished fit, ``{"event": "fit", "done", "to_run", "total", "row", "record"}`` (``record``: the
 run record, None when it failed); ``should_stop()`` is
 checked between fits and cancels the rest (their rows say "cancelled").
@@ -51,6 +52,7 @@ from dmlcore.executors import Executor, get_executor
 from dmlcore.studies.checks import check_study
 from dmlcore.studies.spec import FIT_SETTINGS, INTEGER_SETTINGS, StudySpec, config_key, spec_from_dict
 from dmlcore.studies.report import write_outputs
+from dmlcore.studies.provenance import provenance, snapshot
 from dmlcore.studies.summarize import OUTCOMES, add_arms, paired_table, summary_table
 
 
@@ -218,6 +220,8 @@ class StudyResult:
     png_error: str | None = None
     planned: int | None = None
     curves: dict = field(default_factory=dict)   # fit key -> its curve (runner.curve_points), where known
+    fold_losses: dict = field(default_factory=dict)   # fit key -> its record's fold_losses, where known
+    provenance: dict | None = None     # dmlcore.studies.provenance: where and with what it ran (None: not known)
 
     @property
     def total(self) -> int:
@@ -302,6 +306,7 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
     """
     spec = as_spec(spec)
     check_study(spec)
+    started = snapshot()
     if keep:
         store = store if store is not None else RunStore(default_store_path())
     else:
@@ -314,8 +319,9 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
             for c, k in zip(plan.configs, plan.keys)]
     todo = plan.to_run
     if callback:
-        callback({"event": "start", "total": plan.total, "to_run": len(todo), "reused": plan.total - len(todo)})
-    ran, cancelled, curves = 0, bool(should_stop and should_stop()), {}
+        callback({"event": "start", "total": plan.total, "to_run": len(todo), "reused": plan.total - len(todo),
+                  "estimate_seconds": plan.estimate_seconds})
+    ran, cancelled, curves, losses = 0, bool(should_stop and should_stop()), {}, {}
     if todo and not cancelled:
         runner = get_executor(executor, jobs, address, threads=threads) if isinstance(executor, str) else executor
         try:
@@ -331,6 +337,8 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
                 rows[i] = _row(plan.configs[i], plan.keys[i], result, reused=False)
                 if record and record.get("curve"):
                     curves[plan.keys[i]] = record["curve"]
+                if record and record.get("fold_losses"):
+                    losses[plan.keys[i]] = record["fold_losses"]
                 if store is not None and rows[i]["status"] == "done":
                     store.save_fit(plan.keys[i], plan.configs[i], rows[i], record)
                 ran += 1
@@ -349,6 +357,8 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
     result = result_from_rows(rows)
     result.cancelled = cancelled
     result.curves = {**stored_curves(store, [k for k in plan.keys if k in plan.stored]), **curves}
+    result.fold_losses = {**stored_fold_losses(store, [k for k in plan.keys if k in plan.stored]), **losses}
+    result.provenance = provenance(started)
     if owner is not None:
         result.study_id = store.save_study(owner, label, spec.to_dict(), plan.keys, reused=sorted(reused_keys),
                                            status="cancelled" if cancelled else "done")
@@ -392,6 +402,7 @@ def load_study(study_id: str, store: RunStore | None = None, owner: str | None =
     result = result_from_rows(rows)
     result.study_id = study_id
     result.curves = stored_curves(store, list(stored))
+    result.fold_losses = stored_fold_losses(store, list(stored))
     return result
 
 
@@ -406,6 +417,19 @@ def stored_curves(store: RunStore | None, keys: list[str]) -> dict:
         curve = (store.fit_record(key) or {}).get("curve")
         if curve:
             out[key] = curve
+    return out
+
+
+MAX_LOSSES = 2000  # stored fits whose fold losses a study reads back (each a whole run record)
+
+
+def stored_fold_losses(store: RunStore | None, keys: list[str]) -> dict:
+    """The ``fold_losses`` of the run records of stored fits ``keys`` (at most MAX_LOSSES of them)."""
+    out = {}
+    for key in keys[:MAX_LOSSES] if store is not None else ():
+        losses = (store.fit_record(key) or {}).get("fold_losses")
+        if losses:
+            out[key] = losses
     return out
 
 

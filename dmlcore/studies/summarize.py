@@ -15,7 +15,9 @@ arms are compared seed by seed:
   ``effect_weak_share`` (fits reported weakly identified), ``effect_truth_mean`` and, where the
   truth is known, ``effect_plug_in_coverage`` and ``effect_debiased_coverage``; then the
   held-out residual's (projected residual / Var(Y), real data) ``heldout_relative_median``,
-  ``heldout_relative_q1``, ``heldout_relative_q3``;
+  ``heldout_relative_q1``, ``heldout_relative_q3``; and ``worker_seconds_mean``, the worker's seconds
+  per fit with every refit (data, fit, diagnostics, held-out and debiased-effect refits);
+* ``fold_loss_table``: the fits' fold losses in long form (fold_losses.csv);
 * ``paired_table``: per cell and pair of arms (a before b in the study's order), over the seeds
   both finished: ``pairs``, ``median_diff`` (median of a − b; negative: a is better),
   ``hodges_lehmann`` (the Hodges–Lehmann estimate of a − b) with its 95 % signed-rank interval
@@ -65,7 +67,7 @@ DEBIASED_STATS = ("effect_plug_in_median", "effect_debiased_median", "effect_deb
                   "effect_weak_share", "effect_truth_mean", "effect_plug_in_coverage", "effect_debiased_coverage")
 HELDOUT_STATS = ("heldout_relative_median", "heldout_relative_q1", "heldout_relative_q3")
 SUMMARY_STATS = ("reps", "failed", *MSE_STATS, "mse_fresh_median", "seconds_mean", *EFFECT_STATS, *DEBIASED_STATS,
-                 *HELDOUT_STATS)
+                 *HELDOUT_STATS, "worker_seconds_mean")
 PAIRED_STATS = ("pairs", "median_diff", "wins_a", "wins_b", "ties", "wilcoxon_p", "metric", "verdict",
                 "hodges_lehmann", "ci_lower", "ci_upper", "rank_biserial", "p_holm", "comparisons")
 # The verdict: the project's one rule, dmlcore.studies.verdict (RULE).
@@ -90,7 +92,8 @@ COLUMN_LABELS = {
     # summary.csv
     "reps": "Finished fits", "failed": "Failed", "median": "MSE median", "q1": "MSE q1", "q3": "MSE q3",
     "mean": "MSE mean", "sd": "MSE sd", "mse_fresh_median": "MSE on fresh draws, median",
-    "seconds_mean": "Seconds per fit, mean", "effect_median": "Effect median", "effect_q1": "Effect q1",
+    "seconds_mean": "Seconds per fit (the fit alone), mean",
+    "worker_seconds_mean": "Seconds per fit with every refit, mean", "effect_median": "Effect median", "effect_q1": "Effect q1",
     "effect_q3": "Effect q3", "effect_sd": "Effect sd over seeds",
     "effect_ci_lower_median": "Interval lower end, median", "effect_ci_upper_median": "Interval upper end, median",
     "effect_plug_in_median": "Plug-in effect median", "effect_debiased_median": "Debiased effect median",
@@ -194,7 +197,8 @@ def summary_table(fits: pd.DataFrame) -> pd.DataFrame:
                      **dict(zip(EFFECT_STATS, (*_stats(effect, ("median", "q1", "q3", "sd")), _median(lower),
                                                _median(upper)))),
                      **debiased_stats(done),
-                     **dict(zip(HELDOUT_STATS, _stats(held, ("median", "q1", "q3"))))})
+                     **dict(zip(HELDOUT_STATS, _stats(held, ("median", "q1", "q3")))),
+                     "worker_seconds_mean": _mean(_numbers(done, "worker_seconds"))})
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -226,6 +230,10 @@ def _numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
         return np.array([])
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
     return values[np.isfinite(values)]
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(np.mean(values)) if len(values) else np.nan
 
 
 def _median(values: np.ndarray) -> float:
@@ -272,6 +280,34 @@ def paired_table(fits: pd.DataFrame) -> pd.DataFrame:
     for row, result in zip(rows, compare_many(diffs)):      # Holm over every comparison of the study
         row.update({k: v for k, v in result.as_dict().items() if k in PAIRED_STATS})
     return pd.DataFrame(rows, columns=columns)
+
+
+FOLD_LOSS_COLUMNS = ("key", "fold", "rows", "model", "epoch", "train", "val")
+
+
+def fold_loss_table(fits: pd.DataFrame, fold_losses: dict) -> pd.DataFrame:
+    """The fits' fold losses (run records' ``fold_losses``), one row per fit, fold, model and epoch: the
+    design and arm of the fit, ``fold``, its ``rows``, ``model`` (a nuisance's name, e.g. "s", "g", or "f"
+    for the second stage's final loss, which has no epoch), ``epoch``, ``train`` and ``val`` losses."""
+    design = [c for c in (*cell_columns(fits), "arm", "method", "seed") if c in fits] if len(fits) else []
+    by_key = fits.set_index("key")[design].to_dict("index") if len(fits) and "key" in fits else {}
+    rows = []
+    for key, folds in fold_losses.items():
+        head = {**by_key.get(key, {}), "key": key}
+        for fold in folds or ():
+            if not isinstance(fold, dict):
+                continue
+            base = {**head, "fold": fold.get("fold"), "rows": fold.get("rows")}
+            for model, history in fold.items():
+                if isinstance(history, dict) and "epoch" in history:
+                    train, val = history.get("train") or [], history.get("val") or []
+                    for i, epoch in enumerate(history.get("epoch") or []):
+                        rows.append({**base, "model": model, "epoch": epoch,
+                                     "train": train[i] if i < len(train) else None,
+                                     "val": val[i] if i < len(val) else None})
+            if fold.get("second_stage_loss") is not None:
+                rows.append({**base, "model": "f", "epoch": None, "train": fold["second_stage_loss"], "val": None})
+    return pd.DataFrame(rows, columns=[*design, *FOLD_LOSS_COLUMNS])
 
 
 def compact(table: pd.DataFrame, fits: pd.DataFrame, drop=("method",)) -> pd.DataFrame:
