@@ -60,3 +60,28 @@ def test_a_time_limit_stops_a_fit_and_is_refused_in_one_line_when_bad(tmp_path):
         with pytest.raises(DMLCoreError, match=words) as err:
             spec_from_dict({**grid, "time_limit": bad})
         assert "\n" not in str(err.value)
+
+
+def test_the_smaller_points_sieve_precheck_titles_column_order_rounding_and_the_failed_caption():
+    from dmlcore.studies.checks import check_study
+    from dmlcore.studies.figures import mse_protocol
+    from dmlcore.studies.runner import result_from_rows
+    from dmlcore.studies.summarize import fixed, paired_view, summary_view
+
+    with pytest.raises(DMLCoreError, match=r"Sieve 2SLS cannot fit demand-iv at N = 20: .*Raise N") as err:
+        check_study(spec_from_dict({"dataset": "demand-iv", "data": {"n": 20}, "methods": ["2sls", "sieve-2sls"],
+                                    "seeds": "0-1"}))
+    assert "\n" not in str(err.value)
+    check_study(spec_from_dict({"dataset": "demand-iv", "data": {"n": 60}, "methods": ["sieve-2sls"], "seeds": "0"}))
+    rows = [{"dataset": "demand-iv", "n": n, "method": m, "seed": s, "mse": 1.0 + 0.1 * s + (m == "naive") + n / 1e4,
+             "mse_fresh": None, "seconds": 1.0, "status": "done", "reused": False, "key": f"{m}{n}{s}"}
+            for n in (500, 1000) for m in ("naive", "2sls") for s in range(6)]
+    result = result_from_rows(rows)
+    paired = paired_view(result.paired, result.fits)
+    assert list(paired.columns[:4]) == ["N (rows)", "Method a", "Method b", "Verdict (a vs b)"]   # N in view at 1400 px
+    assert set(paired["Method a"]) == {"Naive plug-in"}
+    summary = summary_view(result.summary, result.fits)
+    assert list(summary.columns[:2]) == ["N (rows)", "Method"] and set(summary["Method"]) == {"Naive plug-in", "2SLS"}
+    assert fixed([0.27, 0.269, 1.5]) == ["0.270", "0.269", "1.500"]
+    failed = result.fits.assign(status="failed", mse=None)
+    assert "no fit has finished" in mse_protocol(failed) and "test points" not in mse_protocol(failed)

@@ -14,11 +14,20 @@ import pandas as pd
 
 from dmlcore.estimators import METHOD_TITLES
 from dmlcore.export import Table
-from dmlcore.studies.summarize import ALPHA, METRIC_LABELS, cell_columns, format_value, label, paired_metric
+from dmlcore.studies.summarize import (ALPHA, METRIC_LABELS, cell_columns, decimals, format_value, label,
+                                      paired_metric)
 
 
-def _num(value: float) -> str:
-    return "" if value is None or not np.isfinite(value) else f"{value:.3g}"
+def _num(value: float, places: int | None = None) -> str:
+    """``value`` with ``places`` decimals (one rounding per column, :func:`decimals`), else 3 significant figures."""
+    if value is None or not np.isfinite(value):
+        return ""
+    return f"{value:.{places}f}" if places is not None else f"{value:.3g}"
+
+
+def _p(value: float) -> str:
+    """A p-value with three decimals in every row ("< 0.001" below)."""
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def _cell_name(key: tuple, names: list[str], shown: list[str]) -> str:
@@ -51,25 +60,29 @@ def paper_table(result) -> Table:
         metrics.add(metric)
         prefix = "" if metric == "mse" else "heldout_relative_"
         stats = {"median": f"{prefix}median", "q1": f"{prefix}q1", "q3": f"{prefix}q3"}
+        places = decimals(cell[[stats["median"], stats["q1"], stats["q3"]]].to_numpy(dtype=float).ravel())
         for _, row in cell.iterrows():
             seeds.append(int(row["reps"]))
             table.loc[row["arm"], f"{name}: median [q1, q3]"] = (
-                f"{_num(row[stats['median']])} [{_num(row[stats['q1']])}, {_num(row[stats['q3']])}]"
-                if np.isfinite(row[stats["median"]]) else "")
+                f"{_num(row[stats['median']], places)} [{_num(row[stats['q1']], places)}, "
+                f"{_num(row[stats['q3']], places)}]" if np.isfinite(row[stats["median"]]) else "")
         pairs = paired.copy()
         for column, value in zip(names, key):
             pairs = pairs[pairs[column].isna()] if pd.isna(value) else pairs[pairs[column] == value]
         column = f"{name}: p vs {title(reference)}"
         shift = f"{name}: difference vs {title(reference)}"
         table.loc[reference, column] = table.loc[reference, shift] = "—"
-        for _, pair in pairs[pairs["arm_a"] == reference].iterrows():
+        mine = pairs[pairs["arm_a"] == reference]
+        shift_places = decimals(mine[["hodges_lehmann", "ci_lower", "ci_upper"]].to_numpy(dtype=float).ravel())
+        for _, pair in mine.iterrows():
             word = {"ahead": " (behind)", "behind": " (ahead)"}.get(pair["verdict"], "")  # the other arm's word
-            table.loc[pair["arm_b"], column] = f"{_num(pair['p_holm'])}{word}" if np.isfinite(
+            table.loc[pair["arm_b"], column] = f"{_p(pair['p_holm'])}{word}" if np.isfinite(
                 pair["p_holm"]) else "n/a"
             # b − a: the row's method against the reference (the pair is stored as reference − method)
             hl, lower, upper = -pair["hodges_lehmann"], -pair["ci_upper"], -pair["ci_lower"]
-            table.loc[pair["arm_b"], shift] = (f"{_num(hl)} [{_num(lower)}, {_num(upper)}]" if np.isfinite(lower)
-                                               else _num(hl))
+            table.loc[pair["arm_b"], shift] = (f"{_num(hl, shift_places)} [{_num(lower, shift_places)}, "
+                                               f"{_num(upper, shift_places)}]" if np.isfinite(lower)
+                                               else _num(hl, shift_places))
     what = " / ".join(METRIC_LABELS[m] for m in sorted(metrics))
     comparisons = int(paired["comparisons"].max()) if len(paired) and paired["comparisons"].notna().any() else 0
     span = f"{min(seeds)}" if seeds and min(seeds) == max(seeds) else f"{min(seeds)}–{max(seeds)}" if seeds else "0"

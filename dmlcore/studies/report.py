@@ -36,7 +36,7 @@ from dmlcore.data.registry import no_truth
 from dmlcore.studies.figures import StudyFigure, study_figures
 from dmlcore.studies.paper import paper_table
 from dmlcore.studies.provenance import provenance, provenance_line, snapshot
-from dmlcore.studies.summarize import (OUTCOMES, compact, fold_loss_table, min_pairs, paired_view, readable, smallest_p, summary_view,
+from dmlcore.studies.summarize import (OUTCOMES, compact, fixed, fold_loss_table, min_pairs, paired_view, readable, smallest_p, summary_view,
                                       verdict_lines)
 
 PNG_WIDTH = 1000
@@ -245,5 +245,7 @@ def _figure_html(fig) -> str:
 def _table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "<p class=note>(none)</p>"
-    return ("<div class=wide>" + frame.to_html(index=False, escape=True, na_rep="", float_format=lambda v: f"{v:.4g}",
+    frame = frame.assign(**{c: fixed(frame[c].to_numpy(dtype=float)) for c in frame.columns
+                            if pd.api.types.is_float_dtype(frame[c])})      # one rounding per column
+    return ("<div class=wide>" + frame.to_html(index=False, escape=True, na_rep="",
                                               border=0) + "</div>")

@@ -326,15 +326,47 @@ SUMMARY_FIRST = ("arm", "reps", "failed", "median", "q1", "q3", "heldout_relativ
                  "effect_truth_mean")
 
 
+def decimals(values, digits: int = 3) -> int:
+    """Decimals that give the largest of ``values`` ``digits`` significant figures (0 to 8): one rounding for
+    a whole column, so 0.270 does not sit beside 0.269 as 0.27."""
+    finite = np.abs(np.asarray([v for v in values if v is not None], dtype=float))
+    finite = finite[np.isfinite(finite) & (finite > 0)]
+    if not len(finite):
+        return digits - 1
+    return int(min(8, max(0, digits - 1 - math.floor(math.log10(finite.max())))))
+
+
+def fixed(values, digits: int = 4) -> list[str]:
+    """``values`` as text with :func:`decimals` of them (blank for NaN or None)."""
+    d = decimals(values, digits)
+    return ["" if v is None or not np.isfinite(v) else f"{v:.{d}f}" for v in np.asarray(values, dtype=float)]
+
+
+def arm_title(arm: str) -> str:
+    """An arm as readers see it: the method's title, then the settings that vary ("DML-CMR · learner=gb")."""
+    method, _, rest = str(arm).partition(" · ")
+    return METHOD_TITLES.get(method, method) + (f" · {rest}" if rest else "")
+
+
+def _titled(table: pd.DataFrame, columns=("arm", "arm_a", "arm_b")) -> pd.DataFrame:
+    return table.assign(**{c: table[c].map(arm_title) for c in columns if c in table})
+
+
 def paired_view(paired: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
-    """The paired table for a page or report: compacted, the arms, verdict and p first (so a narrow
-    screen keeps them in view however many design columns follow), readable names."""
-    return readable(_first(compact(paired, fits, drop=()), PAIRED_FIRST))
+    """The paired table for a page or report: compacted, the design values that vary (N ...) then the arms
+    (by title), verdict, Holm p and the difference's interval first (so a narrow screen keeps them in
+    view however many columns follow), readable names."""
+    table = compact(paired, fits, drop=())
+    varying = [c for c in cell_columns(fits) if c in table and table[c].astype(str).nunique() > 1]
+    return readable(_titled(_first(table, (*varying, *PAIRED_FIRST))))
 
 
 def summary_view(summary: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
-    """The summary table for a page or report: compacted, the method and its main numbers first."""
-    return readable(_first(compact(summary, fits), SUMMARY_FIRST))
+    """The summary table for a page or report: compacted, the varying design values, then the method (by
+    title) and its main numbers first."""
+    table = compact(summary, fits)
+    varying = [c for c in cell_columns(fits) if c in table and table[c].astype(str).nunique() > 1]
+    return readable(_titled(_first(table, (*varying, *SUMMARY_FIRST))))
 
 
 def _first(table: pd.DataFrame, first: tuple) -> pd.DataFrame:
