@@ -147,7 +147,7 @@ def report_html(result, figures: list[StudyFigure] | None = None, *, spec=None) 
         f"<p class=note>{html.escape(PAIRED_NOTE)}</p>",
         _table(paired_view(result.paired, result.fits)),
         "<h2>Paper-ready table</h2>",
-        "<p class=note>Also table.md and table.tex in the study's files (the LaTeX needs the booktabs package).</p>",
+        "<p class=note>Also table.md and table.tex in the study's files (the LaTeX needs the booktabs and graphicx packages).</p>",
         f"<pre>{html.escape(table.to_markdown())}</pre>",
         f"<pre>{html.escape(table.to_latex(label='tab:study'))}</pre>",
     ]
