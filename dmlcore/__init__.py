@@ -32,6 +32,6 @@ __all__ = ["__version__", "CausalData", "load_dataset", "simulate_demand_iv", "s
            "OutcomeLearner", "ConditionalSampler", "Run", "fit_run", "RunStore", "StudySpec", "run_study",
            "spec_from_dict", "LIML", "Fuller", "GMMIV", "regression_table", "register_method"]
 
-from dmlcore.plugins import load_plugins  # noqa: E402  (last: a plugin imports dmlcore, complete by now)
+from dmlcore import plugins as _plugins  # noqa: E402  (last: a plugin imports dmlcore, complete by now)
 
-load_plugins()
+_plugins.load_at_import()

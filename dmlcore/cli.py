@@ -486,6 +486,10 @@ def _plugins(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    from dmlcore import plugins
+    if plugins.failure:
+        print(f"error: {plugins.failure}", file=sys.stderr)
+        return 2
     try:
         argv = _plugins(argv)
     except DMLCoreError as exc:

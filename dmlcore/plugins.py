@@ -10,7 +10,8 @@ the dashboard offers the methods of the variable it was started with.
 
 ``load_plugins(spec=None) -> list[str]``: import the modules of ``spec`` (default: the variable) not yet
 imported; returns their names. A module that is missing or fails to import is refused in one line
-naming it.
+naming it. At ``import dmlcore`` (``load_at_import``) that line does not stop the import: it is kept in
+``failure`` and given as a warning, and the CLI refuses to run with it (exit 2).
 """
 
 from __future__ import annotations
@@ -25,6 +26,18 @@ from dmlcore.errors import DMLCoreError
 
 ENV = "DMLCORE_PLUGINS"
 _loaded: dict[str, str] = {}        # entry as given -> module name
+failure: str | None = None          # why $DMLCORE_PLUGINS could not be loaded at import, if it could not
+
+
+def load_at_import() -> None:
+    """:func:`load_plugins` of the variable, a failure kept in ``failure`` and warned, not raised."""
+    global failure
+    try:
+        load_plugins()
+    except DMLCoreError as exc:
+        failure = str(exc)
+        import warnings
+        warnings.warn(failure, RuntimeWarning, stacklevel=2)
 
 
 def entries(spec: str | None) -> list[str]:

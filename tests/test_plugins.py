@@ -116,3 +116,14 @@ def test_a_missing_plugin_is_refused_in_one_line(own_method, tmp_path, capsys):
     assert main(["--plugin", str(tmp_path / "nowhere.py"), "list", "methods"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nowhere.py" in err and "does not exist" in err
+
+
+def test_a_broken_dmlcore_plugins_warns_at_import_and_the_cli_refuses(own_method, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(plugins.ENV, str(tmp_path / "gone.py"))
+    monkeypatch.setattr(plugins, "failure", None)
+    with pytest.warns(RuntimeWarning, match="gone.py"):
+        plugins.load_at_import()
+    assert "does not exist" in plugins.failure
+    assert main(["list", "methods"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gone.py" in err
