@@ -166,6 +166,7 @@ def init() -> None:
         ss["owner"] = token or uuid.uuid4().hex
         for key, value in memory().load(ss["owner"]).items():
             ss[key] = list(value) if isinstance(value, list) else value
+    studies()   # the server's first session continues the studies a restart interrupted (dmlcore.jobs.study_jobs)
     ss.setdefault("dataset", None)
     ss.setdefault("causal", None)
     ss.setdefault("loaded_runs", {})

@@ -4,7 +4,8 @@ The public face: data with roles (:class:`CausalData`, :func:`load_dataset`), th
 their registry (:data:`METHODS`, :func:`make_estimator`; every estimator follows one contract,
 :class:`CMREstimator`), learners as objects (any scikit-learn regressor, or
 :class:`OutcomeLearner` / :class:`ConditionalSampler`), one fit with its JSON record
-(:func:`fit_run`), studies (:func:`run_study`) and the run store (:class:`RunStore`).
+(:func:`fit_run`), studies (:func:`run_study`) and the run store (:class:`RunStore`). Your own
+methods: :func:`register_method`, from the modules listed in ``DMLCORE_PLUGINS`` (:mod:`dmlcore.plugins`).
 See docs/architecture.md.
 """
 
@@ -17,6 +18,7 @@ from dmlcore.estimators import (CEDMLCMR, DFIV, DMLCMR, KIV, KPV, METHODS, NMMR,
                                 NaivePlugIn, OutcomeRegression, RepeatedCrossFit, Sieve2SLS, TwoStageLeastSquares,
                                 make_estimator)
 from dmlcore.estimators import LIML, Fuller, GMMIV
+from dmlcore.estimators._registry import register_method
 from dmlcore.learners import ConditionalSampler, OutcomeLearner
 from dmlcore.regression_table import regression_table
 from dmlcore.runs import Run, fit_run
@@ -28,4 +30,8 @@ __all__ = ["__version__", "CausalData", "load_dataset", "simulate_demand_iv", "s
            "CMREstimator", "DMLCMR", "CEDMLCMR", "NaivePlugIn", "RepeatedCrossFit", "OutcomeRegression",
            "TwoStageLeastSquares", "Sieve2SLS", "KIV", "DFIV", "DeepGMM", "KPV", "PMMR", "NMMR",
            "OutcomeLearner", "ConditionalSampler", "Run", "fit_run", "RunStore", "StudySpec", "run_study",
-           "spec_from_dict", "LIML", "Fuller", "GMMIV", "regression_table"]
+           "spec_from_dict", "LIML", "Fuller", "GMMIV", "regression_table", "register_method"]
+
+from dmlcore import plugins as _plugins  # noqa: E402  (last: a plugin imports dmlcore, complete by now)
+
+_plugins.load_at_import()

@@ -32,6 +32,7 @@ from dmlcore.inference.effect_notes import clusters_note, identification_note, s
 from dmlcore.inference.linear_iv import set_text
 from dmlcore.linear_cli import (add_linear_options, add_table_command, check_table, check_wild_bootstrap, formula_data,
                                 table_command, table_from_args, wild_bootstrap_record, with_linear_options)
+from dmlcore.plugins import add_to_environment, load_plugins
 from dmlcore.process import set_threads
 from dmlcore.estimators import for_method
 from dmlcore.estimators.settings import SETTINGS, FitSettings, add_setting_flags
@@ -144,6 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
                      description="DML-CMR for IV regression and proximal causal learning.",
                      epilog=EXAMPLES.format(prog=prog))
+    parser.add_argument("--plugin", action="append", metavar="FILE_OR_MODULE",
+                        help="a module that registers your own methods (dmlcore.register_method), added to "
+                             "DMLCORE_PLUGINS for this command and its workers; repeatable, and accepted after "
+                             "the command too (docs/studies.md, 'Your own method')")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     shown = sub.add_parser("list", help="the data sets (problem, rows, roles, source, options) and methods "
                                         "(problems, settings)")
@@ -479,9 +484,42 @@ def summarize(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _plugins(argv: list[str]) -> list[str]:
+    """``argv`` without its ``--plugin X`` options (anywhere), after loading each X and adding it to
+    DMLCORE_PLUGINS (so the methods are known before the options are checked, and to the workers)."""
+    out, given, i = [], [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--plugin" or arg.startswith("--plugin="):
+            if arg == "--plugin":
+                if i + 1 >= len(argv):
+                    raise DMLCoreError("--plugin needs a value: a .py file or a module name.")
+                value, i = argv[i + 1], i + 2
+            else:
+                value, i = arg.split("=", 1)[1], i + 1
+            given.append(value)
+            continue
+        out.append(arg)
+        i += 1
+    for value in given:
+        entry = str(Path(value).expanduser().resolve()) if value.endswith(".py") else value
+        load_plugins(entry)
+        add_to_environment(entry)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
+    from dmlcore import plugins
+    if plugins.failure:
+        print(f"error: {plugins.failure}", file=sys.stderr)
+        return 2
+    try:
+        argv = _plugins(argv)
+    except DMLCoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    parser = build_parser()
     args = parser.parse_args(argv)
     args.given = parser.commands[args.command].given(argv[argv.index(args.command) + 1:])
     if getattr(args, "threads", None) is not None:

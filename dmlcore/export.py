@@ -3,9 +3,10 @@ and the study summaries share.
 
 A :class:`Table` is a frame of already-formatted cells (strings), a caption and notes (the standard
 errors' kind, the test behind a p-value). ``to_markdown`` writes a GitHub-style pipe table with the
-notes below it; ``to_latex`` writes a ``booktabs`` tabular inside a ``table`` float with the notes
-below it in a paragraph as wide as the text (a ``parbox`` of ``linewidth``), where they wrap, so that it compiles
-with the ``booktabs`` package alone and a long note does not run past the page.
+notes below it; ``to_latex`` writes a ``booktabs`` tabular inside a ``table`` float with the notes in
+a paragraph below the tabular that wraps at the text width; a header "A: B" is set on two lines,
+and a tabular wider than the text is scaled down to the text width, so that it compiles with the
+``booktabs`` and ``graphicx`` packages and fits a page.
 """
 
 from __future__ import annotations
@@ -15,12 +16,23 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                  # OT1 sets a bare < or > as ¡ or ¿; the minus sign and relations are not in pdflatex's default utf8 set
+                  "<": "$<$", ">": "$>$", "−": "$-$", "≤": r"$\leq$", "≥": r"$\geq$", "×": r"$\times$",
+                  "÷": r"$\div$"}
 
 
 def latex_escape(text: str) -> str:
     """``text`` with LaTeX's special characters escaped (for cells, captions and notes)."""
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def _header(text) -> str:
+    """A LaTeX header cell; "A: B" on two lines (a nested tabular needs no package)."""
+    head, sep, tail = str(text).partition(": ")
+    if not sep:
+        return latex_escape(text)
+    return r"\begin{tabular}[b]{@{}c@{}}" + latex_escape(head) + r" \\ " + latex_escape(tail) + r"\end{tabular}"
 
 
 def _markdown_cell(text) -> str:
@@ -69,12 +81,14 @@ class Table:
             out.append(r"\caption{" + latex_escape(self.caption) + "}")
         if label:
             out.append(r"\label{" + label + "}")
-        out += [r"\begin{tabular}{" + spec + "}", r"\toprule",
-                " & ".join(latex_escape(h) for h in header) + r" \\", r"\midrule"]
+        out += [r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",   # scaled down only when too wide
+                r"\begin{tabular}{" + spec + "}", r"\toprule",
+                " & ".join(_header(h) for h in header) + r" \\", r"\midrule"]
         out += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in rows]
-        out += [r"\bottomrule", r"\end{tabular}"]
-        if self.notes:        # a paragraph the width of the text: long notes wrap instead of widening the table
-            out += [r"\par\smallskip", r"\parbox{\linewidth}{\footnotesize\raggedright",
-                    r"\\".join(latex_escape(note) for note in self.notes) + "}"]
+        out += [r"\bottomrule", r"\end{tabular}}"]
+        if self.notes:      # a paragraph, not a \multicolumn{l} row: notes wrap at the text width
+            out += [r"\par\smallskip", r"{\footnotesize\raggedright"]
+            out += [latex_escape(note) + r"\par" for note in self.notes]
+            out.append("}")
         out.append(r"\end{table}")
         return "\n".join(out) + "\n"

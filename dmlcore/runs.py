@@ -35,9 +35,10 @@ from dmlcore.data.simulate import GroundTruth, bridge_curve
 from dmlcore.inference.debiased_effect import EFFECT_FOLDS, CrossFitted, check_effect_folds, score_effect
 from dmlcore.inference.first_stage import first_stage
 from dmlcore.inference.average_effect import bootstrap_effect, check_bootstrap, contrast, effect_record
-from dmlcore.errors import DMLCoreError, FitDiverged
+from dmlcore.errors import DMLCoreError, FitCancelled, FitDiverged
 from dmlcore.estimators import (METHOD_TITLES, METHODS, FitSettings, for_estimator, get_method, make_estimator,
                                 record_learner, refuse_unread, supports)
+from dmlcore.estimators.settings import SETTINGS
 from dmlcore.inference.linear_iv import clr_set
 from dmlcore.inference.heldout_residual import HELDOUT_FOLDS, check_folds, fold_refits, heldout_score, start_refits
 
@@ -138,6 +139,29 @@ def _json_default(value):
 
 
 def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, *, truth: GroundTruth | None = None,
+            dataset: str | None = None, data_params: dict | None = None, callback=None, should_stop=None,
+            **changes) -> Run:
+    s = FitSettings.of(settings, **changes)
+    if s.time_limit is None:
+        return _fit_run(data, method, s, truth=truth, dataset=dataset, data_params=data_params, callback=callback,
+                        should_stop=should_stop)
+    SETTINGS["time_limit"].check(s.time_limit)
+    deadline = time.monotonic() + s.time_limit
+
+    def stop() -> bool:
+        return time.monotonic() > deadline or bool(should_stop and should_stop())
+
+    try:
+        return _fit_run(data, method, s, truth=truth, dataset=dataset, data_params=data_params, callback=callback,
+                        should_stop=stop)
+    except FitCancelled:
+        if should_stop is not None and should_stop():
+            raise
+        raise DMLCoreError(f"The fit went over its time limit of {s.time_limit} s (time_limit, with every refit); "
+                           "raise the limit or leave it out.") from None
+
+
+def _fit_run(data: CausalData, method: str, settings: FitSettings | None = None, *, truth: GroundTruth | None = None,
             dataset: str | None = None, data_params: dict | None = None, callback=None, should_stop=None,
             **changes) -> Run:
     """Fit ``method`` on ``data`` with ``settings`` and score it (and its bands) against ``truth`` when given.
@@ -560,3 +584,10 @@ def _band_record(lower, upper, true, what, where, level) -> dict:
     return {"what": what, "level": level, "points": where, "n_points": int(len(lower)),
             "mean_width": float(np.mean(upper - lower)),
             "coverage": None if true is None else float(np.mean((lower <= true) & (true <= upper)))}
+
+
+fit_run.__doc__ = (_fit_run.__doc__ or "") + """
+    ``time_limit`` (seconds, a run setting): the fit with every refit (held-out, debiased effect,
+    bootstrap) stops once it has run that long, checked where a cancel is (between epochs and stages),
+    and fails with a DMLCoreError that names the limit.
+    """

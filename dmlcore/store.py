@@ -34,10 +34,16 @@ Public API
     * ``load_fits(keys) -> dict[str, dict]`` -- the stored rows of those keys that exist.
     * ``fit_record(key) -> dict | None`` -- the full run record of a stored fit.
     * ``fit_timings() -> list[dict]`` -- ``{"config", "seconds"}`` of every stored fit (cost estimates).
-    * ``save_study(owner, label, spec, keys) -> str`` -- remember a study (its spec dict and fit
-      keys) for ``owner``; returns its id. ``list_studies(owner=None)`` gives ``{"id", "owner",
-      "label", "fits", "created"}``, newest first; ``load_study(study_id, owner=None)`` adds ``spec``
-      and ``keys`` (None for an unknown id or another owner's study).
+    * ``save_study(owner, label, spec, keys, *, reused=None, status="done", runner=None) -> str`` --
+      remember a study (its spec dict and fit keys) for ``owner``, with the keys it found stored when
+      it first started (``reused``: the rest are fits it ran), its status ("running", "done",
+      "cancelled", "failed") and, while running, the server running it (``runner``); returns its id.
+      ``set_study_status(study_id, status, runner=None)`` updates the last two;
+      ``find_study(owner, keys) -> str | None`` is the newest study of ``owner`` over the same fits.
+      ``list_studies(owner=None)`` gives ``{"id", "owner", "label", "fits", "created", "status",
+      "runner"}``, newest first (``status`` None for studies stored before it was kept);
+      ``load_study(study_id, owner=None)`` adds ``spec``, ``keys`` and ``reused`` (None when not
+      kept) (None for an unknown id or another owner's study).
 
 ``StoredRun`` (frozen dataclass): ``id``, ``owner``, ``label``, ``created`` (ISO string),
 ``record`` (dict, as ``Run.record``), ``predictions`` (DataFrame: input columns and ``f_hat``),
@@ -104,6 +110,8 @@ CREATE TABLE IF NOT EXISTS studies (
 );
 CREATE INDEX IF NOT EXISTS studies_by_owner ON studies (owner, created_ts);
 """
+# Columns added to a table after it was first released: (table, column, type), added where missing.
+ADDED_COLUMNS = (("studies", "status", "TEXT"), ("studies", "reused", "TEXT"), ("studies", "runner", "TEXT"))
 KEYS_PER_QUERY = 500  # SQLite caps the parameters of one statement
 SUMMARY_COLUMNS = ("id", "owner", "label", "method", "dataset", "n", "mse", "seconds", "created")
 MAX_FILENAME = 100
@@ -140,6 +148,14 @@ class RunStore:
         with self._connect() as conn:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(SCHEMA)
+            for table, column, kind in ADDED_COLUMNS:
+                have = {row["name"] for row in conn.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    try:
+                        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                    except sqlite3.OperationalError as exc:   # another process added it meanwhile
+                        if "duplicate column" not in str(exc):
+                            raise
 
     @contextmanager
     def _connect(self):
@@ -255,20 +271,33 @@ class RunStore:
             rows = conn.execute("SELECT config, seconds FROM study_fits WHERE seconds IS NOT NULL").fetchall()
         return [{"config": json.loads(row["config"]), "seconds": row["seconds"]} for row in rows]
 
-    def save_study(self, owner: str, label: str, spec: dict, keys) -> str:
-        """Remember a study for ``owner``; returns its id."""
+    def save_study(self, owner: str, label: str, spec: dict, keys, *, reused=None, status: str = "done",
+                   runner: str | None = None) -> str:
+        """Remember a study for ``owner`` (``reused``: the keys stored before it first ran); returns its id."""
         _check_owner(owner)
         study_id, now = uuid.uuid4().hex, time.time()
         with self._connect() as conn:
-            conn.execute("INSERT INTO studies (id, owner, label, spec, keys, created, created_ts) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            conn.execute("INSERT INTO studies (id, owner, label, spec, keys, created, created_ts, status, reused, runner) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (study_id, owner, str(label), json.dumps(spec), json.dumps(list(keys)),
-                          _now_iso(now), now))
+                          _now_iso(now), now, status, None if reused is None else json.dumps(list(reused)), runner))
         return study_id
+
+    def set_study_status(self, study_id: str, status: str, runner: str | None = None) -> None:
+        """The study's status now, and the server running it (None once it has ended)."""
+        with self._connect() as conn:
+            conn.execute("UPDATE studies SET status = ?, runner = ? WHERE id = ?", (status, runner, study_id))
+
+    def find_study(self, owner: str, keys) -> str | None:
+        """The newest study of ``owner`` over exactly the fits ``keys``; None when there is none."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT id FROM studies WHERE owner = ? AND keys = ? ORDER BY created_ts DESC, "
+                               "rowid DESC LIMIT 1", (owner, json.dumps(list(keys)))).fetchone()
+        return None if row is None else row["id"]
 
     def list_studies(self, owner: str | None = None) -> list[dict]:
         """Summaries of the stored studies (of ``owner``, or of everyone), newest first."""
-        sql = "SELECT id, owner, label, keys, created FROM studies"
+        sql = "SELECT id, owner, label, keys, created, status, runner FROM studies"
         params = []
         if owner is not None:
             sql += " WHERE owner = ?"
@@ -276,16 +305,17 @@ class RunStore:
         with self._connect() as conn:
             rows = conn.execute(sql + " ORDER BY created_ts DESC, rowid DESC", params).fetchall()
         return [{"id": r["id"], "owner": r["owner"], "label": r["label"], "fits": len(json.loads(r["keys"])),
-                 "created": r["created"]} for r in rows]
+                 "created": r["created"], "status": r["status"], "runner": r["runner"]} for r in rows]
 
     def load_study(self, study_id: str, owner: str | None = None) -> dict | None:
-        """The study ``study_id`` with its ``spec`` and ``keys``; None when unknown or not ``owner``'s."""
+        """The study ``study_id`` with its ``spec``, ``keys`` and ``reused``; None when unknown or not ``owner``'s."""
         with self._connect() as conn:
             row = conn.execute("SELECT * FROM studies WHERE id = ?", (study_id,)).fetchone()
         if row is None or (owner is not None and row["owner"] != owner):
             return None
         return {"id": row["id"], "owner": row["owner"], "label": row["label"], "created": row["created"],
-                "spec": json.loads(row["spec"]), "keys": json.loads(row["keys"])}
+                "spec": json.loads(row["spec"]), "keys": json.loads(row["keys"]), "status": row["status"],
+                "runner": row["runner"], "reused": None if row["reused"] is None else json.loads(row["reused"])}
 
 
 def _now_iso(now: float | None = None) -> str:

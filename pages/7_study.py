@@ -60,9 +60,14 @@ def design():
                              key="study_epochs")
     seeds = c4.text_input("Seeds", value=DEFAULT_SEEDS, key="study_seeds",
                           help="A range such as 0-19 or a comma list; every method sees the same data at a seed.")
+    limit = st.number_input(SETTINGS["time_limit"].label + " (empty: no limit)", min_value=SETTINGS["time_limit"].minimum,
+                            value=None, step=60, key="study_time_limit",
+                            help="A fit that runs longer, with every refit, stops and fails with the reason; "
+                                 "the fits it finished are kept and reused whatever the limit.")
     chosen = {"learner": learner, "folds": folds, "epochs": epochs}     # each passed when a chosen method reads it
+    settings = {k: v for k, v in chosen.items() if any(k in METHODS[m].settings for m in methods)}
     spec = spec_from_flags(dataset, methods=",".join(methods), seeds=seeds, data=data,
-                           settings={k: v for k, v in chosen.items() if any(k in METHODS[m].settings for m in methods)})
+                           settings={**settings, "time_limit": limit})
     check_study(spec)        # the roles' and folds' rules, as every fit would meet them
     return spec
 
@@ -215,6 +220,16 @@ def progress_panel():
         show_result(result, study.spec, "live")
 
 
+def study_status(row: dict) -> str:
+    """A stored study's status in words: running (on this server), interrupted (its server is gone and
+    nothing has continued it), done, cancelled or failed; "stored" for studies kept before statuses were."""
+    status = row.get("status")
+    if status == "running":
+        live = state.studies().get(row["id"], state.owner())
+        return "running" if live is not None and live.status == "running" else "interrupted"
+    return status or "stored"
+
+
 def forget_control():
     """How long this browser keeps its studies, and the control that forgets them."""
     days = state.owner_days()
@@ -255,19 +270,23 @@ with stored:
     if not rows:
         st.caption("The studies of this browser are listed here once started.")
     else:
-        labels = {r["id"]: f"{r['label'] or r['id'][:8]} · {r['fits']} fits · {r['created']}" for r in rows}
+        labels = {r["id"]: f"{r['label'] or r['id'][:8]} · {r['fits']} fits · {study_status(r)} · {r['created']}"
+                  for r in rows}
         pick = st.selectbox("Study", list(labels), key="study_pick", format_func=labels.get)
         with ui.guarded("open the study"):
             record = state.store().load_study(pick, state.owner())
             result = load_study(pick, state.store(), state.owner())
-            st.caption(f"{len(result.fits)} of its {len(record['keys'])} fits are in the store.")
+            st.caption(f"{study_status(record).capitalize()}: {result.message}; {len(result.fits)} of its "
+                       f"{len(record['keys'])} fits are in the store.")
             try:
                 again = spec_from_dict(record["spec"])
             except DMLCoreError as err:     # a grid stored before a limit was checked: its fits, no rerun
                 again = None
                 st.warning(f"This study's grid is refused now, so it cannot run again: {err}", icon=":material/warning:")
-            if again is not None and st.button("Run it again (only the missing fits run)", key="study_again",
-                                               icon=":material/replay:"):
+            whole = len(result.fits) == len(record["keys"])
+            if again is not None and st.button("Run it again (only the missing fits run)" if whole else
+                                               "Resume it (only the missing fits run)", key="study_again",
+                                               icon=":material/replay:" if whole else ":material/play_arrow:"):
                 ss["study_id"] = state.studies().start(state.owner(), again, record["label"]).id
                 st.toast("Started: follow it under New study.")
                 st.rerun()

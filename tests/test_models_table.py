@@ -155,7 +155,7 @@ def test_the_table_command_reads_stored_runs_and_an_ols_column(tmp_path):
     assert f"({ols.std_errors_['d']:.3f})" in out
     status, out, _ = _run(["table", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out", str(tmp_path / "t.tex")])
     tex = (tmp_path / "t.tex").read_text()
-    assert status == 0 and "multicolumn" not in tex and r"\parbox{\linewidth}" in tex
+    assert status == 0 and "multicolumn" not in tex and r"{\footnotesize\raggedright" in tex   # notes wrap
     (tmp_path / "bad.json").write_text("{}")
     status, _, err = _run(["table", str(tmp_path / "bad.json")])
     assert status == 2 and len(err.strip().splitlines()) == 1 and "not a linear IV run record" in err

@@ -181,7 +181,7 @@ def test_study_reuses_stored_fits_and_runs_only_missing_ones(store):
     first = run_study(TINY, store=store, callback=events.append)
     assert first.message == "9 of 9 fits run, 0 reused"
     assert (first.fits["status"] == "done").all() and first.fits["mse"].notna().all()
-    assert events[0] == {"event": "start", "total": 9, "to_run": 9, "reused": 0}
+    assert events[0] == {"event": "start", "total": 9, "to_run": 9, "reused": 0, "estimate_seconds": None}
     assert [e["done"] for e in events[1:]] == list(range(1, 10))
     again = run_study(TINY, store=store)
     assert again.message == "0 of 9 fits run, 9 reused"
@@ -548,10 +548,12 @@ def test_the_one_standard_needs_p_below_005_and_six_seeds():
     pair = five.paired.iloc[0]
     assert pair["wins_a"] == 5 and pair["wilcoxon_p"] == pytest.approx(0.0625) and pair["verdict"] == "level"
     [line] = verdict_lines(five.paired, five.fits)
-    assert line.startswith("a is level with b (MSE lower on 5 of 5 seeds, p = 0.062)") and "at least 6 are needed" in line
+    assert line.startswith("a is level with b (MSE lower on 5 of 5 seeds; Hodges–Lehmann a − b = -0.3; r = -1.00; "
+                           "p = 0.062)") and "at least 6 are needed" in line
     six = result_from_rows(_pair_rows([-0.1, -0.2, -0.3, -0.4, -0.5, -0.6]))
     assert six.paired.iloc[0]["verdict"] == "ahead"
-    assert verdict_lines(six.paired, six.fits) == ["a is ahead of b (MSE lower on 6 of 6 seeds, p = 0.031)"]
+    assert verdict_lines(six.paired, six.fits) == [
+        "a is ahead of b (MSE lower on 6 of 6 seeds; Hodges–Lehmann a − b = -0.35 [-0.6, -0.1]; r = -1.00; p = 0.031)"]
     behind = result_from_rows(_pair_rows([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]))
     assert verdict_lines(behind.paired, behind.fits)[0].startswith("a is behind b (MSE lower on 0 of 6 seeds")
     report = report_html(five)
@@ -567,13 +569,19 @@ def test_the_paper_table_has_median_iqr_per_method_and_cell_and_the_paired_p(sto
     frame = table.frame.set_index("Method")
     naive = result.fits[(result.fits["method"] == "naive") & (result.fits["n"] == 300)]["mse"].astype(float)
     q1, median, q3 = np.quantile(naive, [0.25, 0.5, 0.75])
-    assert frame.loc["Naive plug-in", "N = 300: median [q1, q3]"] == f"{median:.3g} [{q1:.3g}, {q3:.3g}]"
+    column = frame["N = 300: median [q1, q3]"]
+    places = {len(x.split(".")[1]) for cell in column for x in cell.replace("[", "").replace("]", "").replace(",", "").split()}
+    assert len(places) == 1                                   # one rounding in the whole column (issue 50)
+    d = places.pop()
+    assert column["Naive plug-in"] == f"{median:.{d}f} [{q1:.{d}f}, {q3:.{d}f}]"
     pair = result.paired[(result.paired["n"] == 200)].iloc[0]
-    assert frame.loc["2SLS", "N = 200: p vs Naive plug-in"].startswith(f"{pair['wilcoxon_p']:.3g}")
+    assert frame.loc["2SLS", "N = 200: p vs Naive plug-in"].startswith(f"{pair['p_holm']:.3f}")
+    difference = frame.loc["2SLS", "N = 200: difference vs Naive plug-in"]
+    assert float(difference.split(" [")[0]) == pytest.approx(-pair["hodges_lehmann"], abs=1e-3 + 1e-3 * abs(pair["hodges_lehmann"]))
     assert frame.loc["Naive plug-in", "N = 200: p vs Naive plug-in"] == "—"
     markdown, latex = table.to_markdown(), table.to_latex()
     assert "| Method | N = 200: median [q1, q3] |" in markdown and "Wilcoxon" in markdown
-    assert r"\toprule" in latex and "N = 300: median [q1, q3]" in latex
+    assert r"\toprule" in latex and r"N = 300 \\ median [q1, q3]" in latex      # the header on two lines
     files = result.files or {}
     assert files == {}                         # written only with out_dir (below)
 

@@ -79,8 +79,10 @@ def test_a_cancelled_study_stops_queueing_and_a_rerun_completes_it(server):
     assert len(fits) == 30 and (fits["status"] == "done").sum() == study.ran
     assert (fits["status"] == "cancelled").sum() == 30 - study.ran == result.skipped
     assert study.message == result.message == f"{study.ran} of 30 fits run, 0 reused, {30 - study.ran} cancelled"
-    again = wait(studies.start("alice", grid("0-29", ("naive",)), "again"))
-    assert again.status == "done" and again.reused == study.ran and again.ran == 30 - study.ran
+    again = wait(studies.start("alice", grid("0-29", ("naive",)), "again"))     # continues it: no second entry
+    assert again.id == study.id and [s["id"] for s in jobs.store.list_studies("alice")] == [study.id]
+    assert again.status == "done" and again.reused == 0 and again.earlier == study.ran and again.ran == 30 - study.ran
+    assert again.message == again.result().message == "30 of 30 fits run, 0 reused"
     assert studies.get(study.id, "bob") is None and studies.latest("alice") is again
 
 
@@ -179,3 +181,50 @@ def test_the_page_names_where_fits_run_ray_with_its_address(monkeypatch):
     local = SimpleNamespace(_executor=SimpleNamespace(kind="local"), workers=2)
     assert executor_note(local) == "local worker processes on this server (2 fits at once)"
     assert executor_note(SimpleNamespace(_executor=None, workers=1)) == "this server's own threads (1 fit at once)"
+
+
+def test_a_study_killed_mid_way_is_continued_by_the_next_server_and_counts_its_fits_right(tmp_path):
+    from dmlcore.studies import load_study
+
+    store = RunStore(tmp_path / "runs.sqlite3")
+    wait(Studies(JobRegistry(workers=1, store=store)).start("alice", grid("0-3", ("naive",)), "first"))
+    jobs = JobRegistry(workers=1, store=store)
+    studies = Studies(jobs)
+    study = studies.start("alice", grid("0-19", ("naive",)), "killed")      # seeds 0-3 are stored: reused
+    while study.ran < 2:
+        time.sleep(0.01)
+    studies.close()                               # the server stops mid-study (as a kill leaves it)
+    jobs.close()
+    wait(study)
+    row = {s["id"]: s for s in store.list_studies("alice")}[study.id]
+    assert row["status"] == "running" and study.status == "interrupted"          # not shown as finished
+    stored_before = len(load_study(study.id, store, "alice").fits)
+    assert stored_before < 20
+    jobs2 = JobRegistry(workers=1, store=store)
+    try:
+        again = Studies(jobs2).get(study.id, "alice")        # the new server took it up without a click
+        assert again is not None and again.label == "killed"
+        wait(again)
+    finally:
+        jobs2.close()
+    assert again.status == "done" and again.reused == 4 and again.earlier == stored_before - 4
+    assert again.message == "16 of 20 fits run, 4 reused"
+    reopened = load_study(study.id, store, "alice")
+    assert reopened.message == "16 of 20 fits run, 4 reused"             # not "0 of 20 run, 20 reused"
+    assert {s["id"]: s["status"] for s in store.list_studies("alice")}[study.id] == "done"
+    assert len(store.list_studies("alice")) == 2
+
+
+def test_a_store_made_before_statuses_were_kept_gains_the_columns(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as conn:             # the studies table as released before issue 50
+        conn.execute("CREATE TABLE studies (id TEXT PRIMARY KEY, owner TEXT NOT NULL, label TEXT NOT NULL, "
+                     "spec TEXT NOT NULL, keys TEXT NOT NULL, created TEXT NOT NULL, created_ts REAL NOT NULL)")
+        conn.execute("INSERT INTO studies VALUES ('s1', 'alice', 'old', '{}', '[\"k\"]', 'then', 1.0)")
+    store = RunStore(path)
+    [row] = store.list_studies("alice")
+    assert row["status"] is None and store.load_study("s1")["reused"] is None
+    store.set_study_status("s1", "done")
+    assert store.list_studies("alice")[0]["status"] == "done"

@@ -209,5 +209,42 @@ def test_a_stored_study_whose_grid_is_refused_now_still_shows_its_fits():
     assert not at.exception, [e.value for e in at.exception]
     assert any("refused now" in w.value and "1,000,000" in w.value for w in at.warning)
     assert not [b for b in at.button if b.key == "study_again"]
-    assert any(c.value == "6 of its 6 fits are in the store." for c in at.caption)
+    # saved as an old study: status "done", every fit reused (no record of what it ran)
+    assert any(c.value == "Done: 0 of 6 fits run, 6 reused; 6 of its 6 fits are in the store." for c in at.caption)
     assert len(at.dataframe) == 4 and len(at.dataframe[2].value) == 2   # the live study's tables, then its own
+    at.selectbox(key="study_pick").set_value(row["id"]).run()          # the study the page ran, reopened
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(c.value == "Done: 6 of 6 fits run, 0 reused; 6 of its 6 fits are in the store." for c in at.caption)
+
+
+def test_a_registered_method_of_your_own_is_offered_and_runs_on_the_page():
+    import numpy as np
+
+    import dmlcore
+    from dmlcore.estimators import METHOD_TITLES, METHODS
+
+    class MeanOutcome(dmlcore.CMREstimator):
+        def __init__(self, seed: int = 0):
+            self.seed = seed
+
+        def _fit(self, data, monitor):
+            self.mean_ = float(np.mean(data.table[data.outcome]))
+            self.input_columns_, self.fold_losses_ = list(data.input_columns), []
+
+        def predict(self, X):
+            return np.full(len(X), self.mean_)
+
+    dmlcore.register_method("page-mean", MeanOutcome, title="Mean outcome (page)", problems=("iv",))
+    try:
+        at = study_page()
+        small_grid(at)
+        assert "page-mean" in at.multiselect(key="study_methods").options or \
+            "Mean outcome (page)" in at.multiselect(key="study_methods").options
+        at.multiselect(key="study_methods").set_value(["2sls", "page-mean"]).run()
+        at.button(key="study_start").click().run()
+        wait_done(at)
+        assert not at.exception, [e.value for e in at.exception]
+        assert "Mean outcome (page)" in markdown(at) + "".join(str(d.value) for d in at.dataframe)
+    finally:
+        METHODS.pop("page-mean", None)
+        METHOD_TITLES.pop("page-mean", None)

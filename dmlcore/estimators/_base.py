@@ -73,6 +73,10 @@ class CMREstimator(BaseEstimator):
         """Raise a one-line DMLCoreError when ``data`` does not suit this method (its problem, image columns);
         ``fit`` and the registry's ``Method.refusal`` both ask it. By default every CausalData suits."""
 
+    def check_rows(self, data: CausalData) -> None:
+        """Raise the one-line DMLCoreError the fit would raise for too few rows of ``data`` (a study's
+        pre-check asks it of a sample at the grid's smallest N); by default every size passes."""
+
     def record_fields(self) -> dict:
         """What a run record (:func:`dmlcore.runs.fit_run`) takes from this fitted estimator: ``folds`` (K when
         it cross-fits, 1 when its nuisances saw every row, None without nuisances), ``f_model``, ``nuisances``

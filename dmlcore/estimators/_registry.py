@@ -74,6 +74,7 @@ class Method:
     peer: bool = False
     epochs_arg: str | None = None
     fixed: tuple = field(default=())
+    plugin: str | None = None     # registered by register_method (the module it came from), not built in
 
     def refusal(self, data: CausalData) -> str | None:
         """Why this method cannot fit ``data`` (wrong problem, images for a kernel method), or None."""
@@ -202,6 +203,52 @@ _ENTRIES = (
 )
 METHODS: dict[str, Method] = {m.name: m for m in _ENTRIES}
 METHOD_TITLES: dict[str, str] = {name: m.title for name, m in METHODS.items()}
+
+
+_NAME = __import__("re").compile(r"[a-z0-9][a-z0-9._-]{0,39}")
+
+
+def register_method(name: str, cls: type, *, title: str | None = None, help: str = "",
+                    problems: tuple = ALL_PROBLEMS, settings=(), colour: str | None = None) -> Method:
+    """Register your own method: ``cls``, a :class:`~dmlcore.estimators._base.CMREstimator` subclass, under
+    ``name`` (lower case, e.g. "my-iv"), so that fit_run, studies, the CLI and the dashboard offer it beside
+    the built-in ones. ``problems``: the roles it takes ("iv", "pcl", "cmr"); ``settings``: the fit settings
+    (:mod:`dmlcore.estimators.settings`, e.g. "learner", "folds", "epochs") its constructor reads, by
+    argument name, passed as the others' are (any other given a value is refused); ``seed`` is passed when
+    the constructor takes it. Worker processes and the dashboard's server learn it from the module listed
+    in ``DMLCORE_PLUGINS`` (:mod:`dmlcore.plugins`), which is how ``--plugin`` gives it to a study's workers.
+    Returns the registry entry; a built-in name, a name taken by another class, or a bad argument is refused
+    in one line."""
+    from dmlcore.estimators._base import CMREstimator
+
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise DMLCoreError(f"A method's name must be 1-40 lower-case letters, digits, '-', '_' or '.', starting "
+                           f"with a letter or digit; got {name!r}.")
+    if not (isinstance(cls, type) and issubclass(cls, CMREstimator)):
+        raise DMLCoreError(f"register_method({name!r}, ...) needs a subclass of dmlcore.CMREstimator; got {cls!r}.")
+    old = METHODS.get(name)
+    if old is not None and (old.plugin is None or (old.cls.__module__, old.cls.__qualname__)
+                            != (cls.__module__, cls.__qualname__)):
+        raise DMLCoreError(f"The method name {name!r} is taken (by {old.cls.__module__}.{old.cls.__qualname__}); "
+                           "choose another.")
+    problems = tuple(problems)
+    if not problems or set(problems) - set(ALL_PROBLEMS):
+        raise DMLCoreError(f"problems must be some of {', '.join(ALL_PROBLEMS)}; got {problems!r}.")
+    settings = frozenset(settings)
+    unknown = sorted(settings - set(SETTINGS))
+    takes = set(inspect.signature(cls).parameters)
+    missing = sorted(s for s in settings if s not in takes)
+    if unknown or missing:
+        raise DMLCoreError(f"settings of {name!r}: " + "; ".join(
+            ([f"unknown {', '.join(unknown)} (known: {', '.join(SETTINGS)})"] if unknown else []) +
+            ([f"{cls.__name__}() takes no argument {', '.join(missing)}"] if missing else [])) + ".")
+    entry = Method(name, title or name, help or (cls.__doc__ or "").strip().split("\n")[0], cls, problems=problems,
+                   uses_learner="learner" in settings, networks=None if "learner" in settings else False,
+                   record_learner=None if "learner" in settings else "own", settings=settings, colour=colour,
+                   plugin=cls.__module__)
+    METHODS[name] = entry
+    METHOD_TITLES[name] = entry.title
+    return entry
 
 
 def get_method(name: str) -> Method:

@@ -174,6 +174,9 @@ class FitSettings:
                                         scope="run", study=False, cli=False)
     debias: bool = _declare(True, "the debiased effect (False: the plug-in only)", kind="bool", scope="run",
                             study=False, cli=False)
+    time_limit: int | None = _declare(None, "seconds a fit may take with every refit (None: no limit); a fit over "
+                                      "it stops and fails", kind="int", minimum=1, scope="run", study=False,
+                                      cli=False, label="Time limit per fit (s)")
     executor: str = _declare("local", "where a run's refits run (bootstrap, held-out residual, debiased effect)", scope="run", study=False, cli=False)
     jobs: int = _declare(1, "refits run at once (more than 1: in worker processes, beside the fit)", kind="int", scope="run", study=False, cli=False)
     address: str | None = _declare(None, "Ray cluster address", scope="run", study=False, cli=False)

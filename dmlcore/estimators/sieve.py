@@ -172,6 +172,14 @@ class Sieve2SLS(CMREstimator):
         self.n_ = a.n
         self.fold_losses_ = []
 
+    def check_rows(self, data: CausalData) -> None:
+        """The fit's refusal when even the additive basis (the smallest it tries) has more functions than
+        one per ROWS_PER_FEATURE rows of ``data``; asked by a study's pre-check before any fit."""
+        a = data.cmr()
+        knot_grid = _candidates(self.n_knots, KNOT_GRID, "n_knots", integer=True)
+        self._bases(a, list(range(len(a.input_names))), list(range(len(a.conditioning_names))), knot_grid,
+                    {a.input_names[0], *a.modelled_names}, True, a.n // ROWS_PER_FEATURE)
+
     def _bases(self, a, free_x, free_c, knot_grid, smooth, additive, rows_cap):
         """{n_knots: (basis of f, basis of C)}, one entry per distinct pair, each basis of at most
         min(max_features, ``rows_cap``) functions; None when a tensor basis (``additive`` False)

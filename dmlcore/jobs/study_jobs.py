@@ -5,12 +5,21 @@ A study runs :func:`dmlcore.studies.run_study` in a thread of its own, on
 :class:`~dmlcore.jobs.JobRegistry`, so each fit waits its turn in the same fair queue as
 everyone's runs (a few at a time, so a long study yields to others after each quantum) and runs
 in the same worker processes or Ray cluster. Fits are stored as they finish; the study is
-remembered in the run store from its start, so it can be reopened, and run again to complete it.
+remembered in the run store from its start (with its status and the server running it), so it
+can be reopened. A study still "running" in the store whose server is gone (a restart, a crash)
+is continued when the next server starts (``Studies(registry)``): its stored fits count as run by
+it and only the missing ones are queued, as queued single runs are taken up again. Starting the
+same grid again for the same owner continues that study (the same id) instead of adding another.
 
 ``Studies(registry)``:
 
 * ``start(owner, spec, label="") -> StudyState`` -- plan (what is stored, what it should cost)
-  and start; raises DMLCoreError for a bad spec.
+  and start, or continue the owner's study over the same fits (the running one is returned as it
+  is); raises DMLCoreError for a bad spec.
+* ``resume_interrupted() -> list[StudyState]`` -- continue the studies whose server is gone
+  (called by the constructor unless ``resume=False``).
+* ``close()`` -- this server stops driving its studies; those still running stay "running" in the
+  store, to be continued by the next server.
 * ``get(study_id, owner) -> StudyState | None``; ``latest(owner) -> StudyState | None``.
 * ``cancel(study_id, owner) -> bool`` -- queued fits are dropped, running ones finish.
 
@@ -33,6 +42,7 @@ from __future__ import annotations
 import io
 import os
 import tempfile
+import uuid
 import threading
 import time
 import zipfile
@@ -48,6 +58,7 @@ from dmlcore.studies.checks import check_study
 from dmlcore.studies.runner import as_spec, result_from_rows, stored_curves
 
 IN_FLIGHT_PER_WORKER = 2   # fits of one study queued or running at once, per worker
+_LIVE: set[str] = set()    # the tokens of this process's Studies that are driving studies
 
 
 class QueueExecutor:
@@ -105,6 +116,7 @@ class StudyState:
     to_run: int
     estimate_seconds: float | None
     workers: int
+    earlier: int = 0          # fits of this study run before it was continued (stored, counted as run)
     status: str = "running"
     ran: int = 0
     failed: int = 0
@@ -118,6 +130,7 @@ class StudyState:
     _order: dict = field(default_factory=dict)     # fit key -> its place in the grid
     _curves: dict = field(default_factory=dict)    # fit key -> its curve
     _final: object = None                          # run_study's result, once the study has ended
+    _reused_keys: set | None = None                # keys stored before the study first started
 
     def result(self):
         """The fits finished so far, in the grid's order (so methods keep their order however the
@@ -152,7 +165,7 @@ class StudyState:
         """'k of n fits run, m reused' and what failed, was cancelled or is still to run (as StudyResult's)."""
         if self._final is not None:
             return self._final.message
-        text = f"{self.ran} of {self.total} fits run, {self.reused} reused"
+        text = f"{self.earlier + self.ran} of {self.total} fits run, {self.reused} reused"
         if self.failed:
             text += f", {self.failed} failed"
         left = self.to_run - self.ran
@@ -174,23 +187,67 @@ class StudyState:
 class Studies:
     """The studies a server runs in the background, per owner."""
 
-    def __init__(self, registry: JobRegistry):
+    def __init__(self, registry: JobRegistry, *, resume: bool = True):
         if registry.store is None:
             raise DMLCoreError("Studies keep their fits in the run store; give the registry a store.")
         self.registry = registry
         self._lock = threading.Lock()
         self._studies: dict[str, StudyState] = {}
+        self._token = f"{os.getpid()}:{uuid.uuid4().hex}"
+        self._closed = False
+        _LIVE.add(self._token)
+        if resume:
+            self.resume_interrupted()
 
     def start(self, owner: str, spec, label: str = "") -> StudyState:
-        """Plan ``spec`` against the store, remember it for ``owner`` and start it."""
+        """Plan ``spec`` against the store, remember it for ``owner`` and start it; the owner's study over
+        the same fits is continued instead (returned as it is while it runs here)."""
         spec = as_spec(spec)
         check_study(spec)
         store = self.registry.store
         plan = plan_study(spec, store)
-        study_id = store.save_study(owner, label, spec.to_dict(), plan.keys)
-        state = StudyState(study_id, owner, label, spec, plan.total, plan.total - len(plan.to_run),
-                           len(plan.to_run), plan.estimate_seconds, self.registry.workers)
-        state._rows = [{**plan.stored[key], "reused": True} for key in plan.keys if key in plan.stored]
+        study_id = store.find_study(owner, plan.keys)
+        if study_id is not None:
+            with self._lock:
+                live = self._studies.get(study_id)
+            if live is not None and live.status == "running":
+                return live
+            record = store.load_study(study_id, owner)
+            if record["status"] == "running" and _alive(record["runner"]) and record["runner"] != self._token:
+                raise DMLCoreError("This study is running on another server process; open it under Stored studies "
+                                   "once it ends, or stop that server to continue it here.")
+            return self._launch(study_id, owner, label or record["label"], spec, plan, record["reused"])
+        study_id = store.save_study(owner, label, spec.to_dict(), plan.keys, reused=sorted(plan.stored),
+                                    status="running", runner=self._token)
+        return self._launch(study_id, owner, label, spec, plan, None)
+
+    def resume_interrupted(self) -> list[StudyState]:
+        """Continue every study left "running" in the store by a server that is gone."""
+        out = []
+        for row in self.registry.store.list_studies():
+            if row["status"] != "running" or _alive(row["runner"]):
+                continue
+            record = self.registry.store.load_study(row["id"])
+            try:
+                spec = as_spec(record["spec"])
+                check_study(spec)
+                plan = plan_study(spec, self.registry.store)
+            except DMLCoreError as exc:      # refused now (a limit checked since): it stays interrupted
+                self.registry.store.set_study_status(row["id"], "interrupted")
+                _log_refused(row["id"], exc)
+                continue
+            out.append(self._launch(row["id"], row["owner"], record["label"], spec, plan, record["reused"]))
+        return out
+
+    def _launch(self, study_id: str, owner: str, label: str, spec, plan, reused) -> StudyState:
+        store = self.registry.store
+        reused = set(plan.stored) if reused is None else set(reused)
+        earlier = sum(1 for key in plan.stored if key not in reused)
+        store.set_study_status(study_id, "running", self._token)
+        state = StudyState(study_id, owner, label, spec, plan.total, sum(1 for k in plan.stored if k in reused),
+                           len(plan.to_run), plan.estimate_seconds, self.registry.workers, earlier=earlier)
+        state._reused_keys = reused
+        state._rows = [{**plan.stored[key], "reused": key in reused} for key in plan.keys if key in plan.stored]
         state._order = {key: i for i, key in enumerate(plan.keys)}
         state._curves = stored_curves(store, [key for key in plan.keys if key in plan.stored])
         with self._lock:
@@ -204,8 +261,13 @@ class Studies:
                                  state._stop)
         try:
             final = run_study(state.spec, executor=executor, store=self.registry.store, callback=state._event,
-                              should_stop=state._stop.is_set, fit_fn=run_fit_config)
+                              should_stop=state._stop.is_set, fit_fn=run_fit_config,
+                              reused_keys=state._reused_keys)
         except Exception as exc:  # the study is over; what finished is stored
+            if self._closed or getattr(self.registry, "_closed", False):     # this server is stopping: the study stays "running", for the next one to continue
+                state.status, state.error = "interrupted", "The server stopped; the next server continues the study."
+                state.finished = time.time()
+                return
             state.status, state.error = "failed", f"{type(exc).__name__}: {' '.join(str(exc).split())}"
         else:
             final.study_id = state.id
@@ -215,6 +277,14 @@ class Studies:
             else:
                 state.status = "cancelled" if state._stop.is_set() and state.ran < state.to_run else "done"
         state.finished = time.time()
+        if not self._closed and not getattr(self.registry, "_closed", False):
+            self.registry.store.set_study_status(state.id, state.status)
+
+    def close(self) -> None:
+        """Stop driving this server's studies; those running stay "running" in the store (the next
+        server's Studies continues them)."""
+        self._closed = True
+        _LIVE.discard(self._token)
 
     def get(self, study_id: str, owner: str) -> StudyState | None:
         with self._lock:
@@ -255,6 +325,31 @@ def _row_count(config: dict) -> int:
     """The rows a fit of ``config`` sees, for its cost estimate: N, a real data set's rows, else 1000."""
     info = REAL_DATASETS.get(config["dataset"])
     return int(config["data"].get("n") or (info.rows if info is not None else 1000))
+
+
+def _alive(runner: str | None) -> bool:
+    """Whether the server ``runner`` ("pid:token") still drives its studies: its process lives and, when
+    it is this process, its Studies has not been closed."""
+    if not runner or ":" not in runner:
+        return False
+    pid_text = runner.split(":", 1)[0]
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return runner in _LIVE
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:      # a process of another user has that id now
+        return True
+    return True
+
+
+def _log_refused(study_id: str, exc: Exception) -> None:
+    import logging
+    logging.getLogger(__name__).warning("study %s is not continued: its grid is refused now (%s)", study_id, exc)
 
 
 def _group(study_id: str) -> str:

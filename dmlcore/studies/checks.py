@@ -3,8 +3,9 @@
 The options of a data set are checked as the grid is read (:mod:`~dmlcore.studies.spec`, by the
 simulators' own checks). What depends on the data's roles is checked here, by
 :func:`check_study`: that every method takes the data set's problem (``Method.refusal``: IV or
-proximal, no kernel method on images) and that every cell has the rows its folds need
-(``CausalData.check_folds``). Both ask the library's own rules of a small sample of each data
+proximal, no kernel method on images), that its estimator takes the rows of the grid's smallest N
+(``CMREstimator.check_rows``: Sieve 2SLS's basis needs four rows per function), and that every cell
+has the rows its folds need (``CausalData.check_folds``). Both ask the library's own rules of a small sample of each data
 set (cached), so a form, the CLI and the background runner refuse alike, in one line.
 """
 
@@ -16,7 +17,7 @@ import json
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators import METHODS
+from dmlcore.estimators import METHODS, make_estimator
 
 
 def check_study(spec) -> None:
@@ -29,6 +30,14 @@ def check_study(spec) -> None:
             if why:
                 raise DMLCoreError(f"{METHODS[method].title} cannot fit {grid.dataset}: {why} Remove it from "
                                    f"the methods.")
+            settings = {name: values[0] for name, values in grid.settings.items()
+                        if name in METHODS[method].settings and values and values[0] is not None}
+            try:     # the estimator's own rows rule (Sieve 2SLS's basis), on the sample at the smallest N
+                make_estimator(method, **settings).check_rows(data)
+            except DMLCoreError as err:
+                rows = len(data.table)
+                raise DMLCoreError(f"{METHODS[method].title} cannot fit {grid.dataset} at N = {rows:,}: {err} "
+                                   f"Raise N or remove it from the methods.") from None
         if not any("folds" in METHODS[m].settings for m in grid.methods):
             continue
         rows = min(grid.data["n"]) if "n" in grid.data else len(data.table)

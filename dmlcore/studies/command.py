@@ -21,7 +21,8 @@ from dmlcore.executors import EXECUTORS
 from dmlcore.studies.runner import StudyResult, run_study
 from dmlcore.estimators.settings import add_setting_flags
 from dmlcore.studies.spec import FIT_SETTINGS, StudySpec, check_size, load_spec, spec_from_flags
-from dmlcore.studies.report import seeds_warning
+from dmlcore.studies.provenance import provenance_line
+from dmlcore.studies.report import about, seeds_warning
 from dmlcore.studies.summarize import compact, format_value, verdict_lines
 
 DATA_FLAGS = {"sizes": "n", "rho": "rho", "iv_strength": "iv_strength", "noise_scale": "noise_scale",
@@ -139,6 +140,9 @@ def add_study_parser(sub) -> None:
     add_own_data_options(p)
     add_covariance_options(p)
     add_debias_option(p)
+    p.add_argument("--time-limit", type=int, metavar="SECONDS",
+                   help="a fit (with every refit) that runs longer stops and fails; a study key (time_limit) that "
+                        "leaves the fits' store keys alone")
     add_executor_options(p)
     p.add_argument("--threads", type=int, help="torch threads per fit (default 1, or DMLCORE_TORCH_THREADS)")
     p.add_argument("--yes", action="store_true", help="run a grid of more than 10,000 fits")
@@ -163,11 +167,15 @@ def study_spec(args) -> StudySpec:
         if not args.debias:
             raise DMLCoreError("With --spec FILE, switch the debiased effect off in the file (debias = false), "
                                "not by --no-debias.")
+        if args.time_limit is not None:
+            raise DMLCoreError("With --spec FILE, give the time limit in the file (time_limit = SECONDS), not by "
+                               "--time-limit.")
         return load_spec(args.spec)
     settings = {name: getattr(args, SETTING_DESTS.get(name, name)) for name in FIT_SETTINGS}
     return spec_from_flags(args.dataset or "demand-iv", methods=args.methods, seeds=args.seeds,
                            data={option: getattr(args, flag) for flag, option in DATA_FLAGS.items()},
-                           settings={**settings, "cov_type": args.cov, "cluster": args.cluster, "debias": args.debias})
+                           settings={**settings, "cov_type": args.cov, "cluster": args.cluster, "debias": args.debias,
+                                     "time_limit": args.time_limit})
 
 
 def _table_spec(args) -> StudySpec:
@@ -208,21 +216,42 @@ def run_cli_study(spec: StudySpec, args, *, out_dir=None, reuse: bool = True, ke
     check_size(len(configs), getattr(args, "yes", False))
     width = len(str(len(configs)))
 
+    at_once = max(int(args.jobs or 1), 1)
+    paces: list[float] = []
+    planned = {}
+
     def report(event: dict) -> None:
         if event["event"] == "start":
             where = args.executor + (f" at {args.address}" if args.address else "")
             jobs = f", {args.jobs} at once" if args.jobs else ""
-            print(f"study: {event['total']} fits, {event['reused']} stored, {event['to_run']} to run ({where}{jobs})",
-                  flush=True)
+            estimate = event.get("estimate_seconds")
+            planned["seconds"] = estimate
+            cost = (f"; estimated {about(estimate / at_once)} ({estimate:.0f} s of compute, from stored timings)"
+                    if estimate is not None and event["to_run"] else
+                    "; no estimate yet (no stored timings of these fits)" if event["to_run"] else "")
+            print(f"study: {event['total']} fits, {event['reused']} stored, {event['to_run']} to run ({where}{jobs})"
+                  f"{cost}", flush=True)
             return
         row = event["row"]
         design = " ".join(f"{k}={format_value(row[k])}" for k in ("n",) if row.get(k) is not None)
         what = " ".join(filter(None, (f"[{event['done']:>{width}}/{event['to_run']}]", row["dataset"], design,
                                       f"seed={row['seed']}", row["method"])))
-        if row["status"] == "done":
-            print(f"{what}: {outcome_text(row)} ({row['seconds']:.1f} s)", flush=True)
+        if row.get("worker_seconds") is not None:
+            paces.append(float(row["worker_seconds"]))
+        left_fits = event["to_run"] - event["done"]
+        if left_fits <= 0:
+            left = ""
+        elif paces:
+            left = f"; {about(left_fits * sum(paces) / len(paces) / at_once)} left"
+        elif planned.get("seconds") is not None:
+            left = f"; {about(planned['seconds'] * left_fits / max(event['to_run'], 1) / at_once)} left"
         else:
-            print(f"{what}: failed ({row['error']})", file=sys.stderr, flush=True)
+            left = ""
+        if row["status"] == "done":
+            refits = (f", {row['worker_seconds']:.1f} s with refits" if row.get("worker_seconds") is not None else "")
+            print(f"{what}: {outcome_text(row)} ({row['seconds']:.1f} s{refits}{left})", flush=True)
+        else:
+            print(f"{what}: failed ({row['error']}){left}", file=sys.stderr, flush=True)
         if on_fit:
             on_fit(event)
 
@@ -230,6 +259,8 @@ def run_cli_study(spec: StudySpec, args, *, out_dir=None, reuse: bool = True, ke
     result = run_study(spec, out_dir, executor=args.executor, jobs=args.jobs, address=args.address,
                        threads=args.threads, reuse=reuse, keep=keep, callback=report)
     print(f"{result.message} in {time.perf_counter() - start:.1f} s", flush=True)
+    if result.provenance:
+        print(f"ran with: {provenance_line(result.provenance)}", flush=True)
     return result
 
 

@@ -79,8 +79,11 @@ def study_figures(fits: pd.DataFrame, curves: dict | None = None) -> list[StudyF
 
 def mse_protocol(fits: pd.DataFrame) -> str:
     """Where each data set's MSE (the boxes) is scored, from its fits' records (``mse_where``); the
-    data set's own test points when no finished fit recorded it (fits stored before it was kept)."""
+    data set's own test points when no finished fit recorded it (fits stored before it was kept); none
+    when no fit has finished."""
     done = _finished(fits, "mse")
+    if done.empty:      # nothing finished (every fit failed, or none has yet): no protocol to name
+        return "not scored yet: no fit has finished, so no MSE exists (the protocol is named once one does)"
     if "mse_where" not in done or done["mse_where"].isna().all():
         return "f-hat against the true f on the data set's own test points (the paper's headline protocol)"
     named = done.dropna(subset=["mse_where"]).groupby("dataset", sort=False)["mse_where"].first()

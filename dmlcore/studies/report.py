@@ -1,4 +1,9 @@
-"""A study's files: fits.csv, summary.csv, paired.csv, spec.json, report.html and PNG figures.
+"""A study's files: fits.csv, summary.csv, paired.csv, fold_losses.csv (each also as .parquet),
+provenance.json, spec.json, report.html and PNG figures.
+
+``provenance.json`` (:mod:`~dmlcore.studies.provenance`): the dmlcore version and commit, the library
+versions, the machine, its cores and the 1-minute load at the study's start and end; report.html
+says it in one line. ``fold_losses.csv``: every fit's fold losses (:func:`~dmlcore.studies.summarize.fold_loss_table`).
 
 ``report.html`` is one self-contained page (plotly.js inlined: it opens offline) with the fits'
 counts (those of fits.csv) and, when fits failed, their first reasons; the verdict of every pair
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import html
 import json
-import platform
+import math
 import time
 from pathlib import Path
 
@@ -30,7 +35,8 @@ from dmlcore._version import __version__
 from dmlcore.data.registry import no_truth
 from dmlcore.studies.figures import StudyFigure, study_figures
 from dmlcore.studies.paper import paper_table
-from dmlcore.studies.summarize import (OUTCOMES, compact, min_pairs, paired_view, readable, smallest_p, summary_view,
+from dmlcore.studies.provenance import provenance, provenance_line, snapshot
+from dmlcore.studies.summarize import (OUTCOMES, compact, fixed, fold_loss_table, min_pairs, paired_view, readable, smallest_p, summary_view,
                                       verdict_lines)
 
 PNG_WIDTH = 1000
@@ -48,9 +54,16 @@ def write_outputs(result, out_dir: str | Path, *, spec=None) -> dict:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {}
-    for name, frame in (("fits.csv", result.fits), ("summary.csv", result.summary), ("paired.csv", result.paired)):
+    losses = fold_loss_table(result.fits, getattr(result, "fold_losses", {}) or {})
+    for name, frame in (("fits.csv", result.fits), ("summary.csv", result.summary), ("paired.csv", result.paired),
+                        ("fold_losses.csv", losses)):
         frame.to_csv(out / name, index=False)
         files[name] = out / name
+        parquet = name.replace(".csv", ".parquet")          # the same table, typed, beside the CSV
+        _parquet(frame).to_parquet(out / parquet, index=False)
+        files[parquet] = out / parquet
+    (out / "provenance.json").write_text(json.dumps(result_provenance(result), indent=2))
+    files["provenance.json"] = out / "provenance.json"
     if spec is not None:
         (out / "spec.json").write_text(spec_json(spec))
         files["spec.json"] = out / "spec.json"
@@ -67,6 +80,24 @@ def write_outputs(result, out_dir: str | Path, *, spec=None) -> dict:
         files.update({name: out / name for name in figures})
     result.files = files
     return files
+
+
+def _parquet(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its mixed object columns (numbers beside text or None) as text, which Parquet needs."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object:
+            kinds = {type(v) for v in out[column] if v is not None and not (isinstance(v, float) and math.isnan(v))}
+            if len(kinds) > 1 or (kinds and not kinds <= {str}):
+                out[column] = out[column].map(lambda v: None if v is None or (isinstance(v, float) and math.isnan(v))
+                                              else str(v))
+    return out
+
+
+def result_provenance(result) -> dict:
+    """The result's provenance (dmlcore.studies.provenance); for a reopened study, where it was written."""
+    return getattr(result, "provenance", None) or {**provenance(snapshot()), "started": None, "load_1min_start": None,
+                                                   "note": "reopened from the store: where the report was written"}
 
 
 def write_pngs(figures: dict, out: Path) -> str | None:
@@ -86,8 +117,9 @@ def report_html(result, figures: list[StudyFigure] | None = None, *, spec=None) 
     parts = [
         f"<h1>Study report: {html.escape(', '.join(datasets) or 'none')}</h1>",
         f"<p id=counts>{html.escape(result.message)}.</p>",
-        f"<p class=note>Written {time.strftime('%Y-%m-%d %H:%M %Z')} by dmlcore {html.escape(__version__)} on "
-        f"{html.escape(platform.node() or 'this machine')}.</p>",
+        f"<p class=note>Written {time.strftime('%Y-%m-%d %H:%M %Z')} by dmlcore {html.escape(__version__)}. "
+        f"<span id=provenance>Ran with: {html.escape(provenance_line(result_provenance(result)))}</span> "
+        "(provenance.json).</p>",
     ]
     if result.failure_text():
         parts.append(f"<p class=failed id=failures>{html.escape(result.failure_text())}</p>")
@@ -115,7 +147,7 @@ def report_html(result, figures: list[StudyFigure] | None = None, *, spec=None) 
         f"<p class=note>{html.escape(PAIRED_NOTE)}</p>",
         _table(paired_view(result.paired, result.fits)),
         "<h2>Paper-ready table</h2>",
-        "<p class=note>Also table.md and table.tex in the study's files (the LaTeX needs the booktabs package).</p>",
+        "<p class=note>Also table.md and table.tex in the study's files (the LaTeX needs the booktabs and graphicx packages).</p>",
         f"<pre>{html.escape(table.to_markdown())}</pre>",
         f"<pre>{html.escape(table.to_latex(label='tab:study'))}</pre>",
     ]
@@ -136,20 +168,25 @@ def report_html(result, figures: list[StudyFigure] | None = None, *, spec=None) 
 
 
 SUMMARY_NOTE = ("Per design and method, over finished fits: fits and failed fits; where the truth is known the "
-                "median, quartiles, mean and sample sd of the MSE, the median MSE on fresh draws; mean fit seconds; "
+                "median, quartiles, mean and sample sd of the MSE, the median MSE on fresh draws; mean seconds of the "
+                "fit alone and with every refit (data, fit, diagnostics, held-out and debiased-effect refits); "
                 "the median, quartiles and sd over seeds of the effect estimates and the medians of their interval "
                 "ends; on real data the median and quartiles of the held-out residual (÷ Var Y, lower is better).")
-PAIRED_NOTE = ("Per design and pair of methods, over the seeds where both finished: the median of a − b (of the "
-               "MSE where the truth is known, else of the held-out residual: 'Compared on'), seeds won by each (the "
-               "lower value), ties, and the two-sided Wilcoxon signed-rank p-value (scipy; blank when every "
-               "difference is zero; no correction for multiple comparisons). On real data the seeds share the "
-               "rows, so the p-value weighs a gap against the methods' randomness, not against sampling. The verdict "
-               "follows the one standard: ahead or behind only when p < 0.05, else level.")
+PAIRED_NOTE = ("Per design and pair of methods, over the seeds where both finished: the verdict; the Holm p (the "
+               "two-sided Wilcoxon signed-rank p corrected by Holm's method over every comparison of the study); the "
+               "Hodges–Lehmann estimate of a − b with its 95 % signed-rank interval (not corrected; blank below six "
+               "seeds); the effect size r, the rank-biserial correlation (−1: a lower on every seed; +1: b lower on "
+               "every seed); the uncorrected Wilcoxon p (scipy; blank when every difference is zero); seeds won by "
+               "each (the lower value), ties and the median of a − b (of the MSE where the truth is known, else of "
+               "the held-out residual: 'Compared on'). On real data the seeds share the rows, so the p-value weighs "
+               "a gap against the methods' randomness, not against sampling.")
 
 
-VERDICT_NOTE = ("By the project's one standard (docs/benchmarks.md): a method is ahead of another, and the other "
-                "behind, only when the two-sided Wilcoxon signed-rank p of their paired differences is below 0.05; "
-                "otherwise the two are level, whatever the counts of seeds won.")
+VERDICT_NOTE = ("By the project's one rule (dmlcore.studies.verdict): a method is ahead of another, and the other "
+                "behind, only when the two-sided Wilcoxon signed-rank p of their paired differences, corrected by "
+                "Holm's method over all the study's comparisons, is below 0.05; the direction is the test's own "
+                "(the sign of the rank-biserial correlation r, from the signed-rank sums), not the sign of the median "
+                "difference. Otherwise the two are level, whatever the counts of seeds won.")
 RERUN_NOTE = ("Save spec.json (in the study's files), then run this where dmlcore is installed: it runs the same "
               "grid, reuses the fits already in that machine's run store and writes these files to the folder "
               "study. Add --jobs N for N fits at once, or --executor ray --address HOST:PORT for a Ray cluster.")
@@ -162,15 +199,20 @@ def spec_json(spec) -> str:
 
 def seeds_warning(paired: pd.DataFrame, spec=None) -> str | None:
     """A warning when the study (``spec``'s seeds; else the pairs') has fewer seeds than a verdict other
-    than level needs; None otherwise (a running study's pairs that are still short say so line by line)."""
+    than level needs under Holm's correction over the study's comparisons; None otherwise (a running
+    study's pairs that are still short say so line by line)."""
     if paired.empty:
         return None
     fewest = (min(len(grid.seeds) for grid in spec.grids) if spec is not None else int(paired["pairs"].min()))
-    if fewest >= min_pairs():
+    comparisons = max(int(paired["comparisons"].max()), 1) if "comparisons" in paired and paired["comparisons"].notna().any() else 1
+    need = min_pairs(comparisons=comparisons)
+    if fewest >= need:
         return None
+    holm = f" times {comparisons} comparisons (Holm)" if comparisons > 1 else ""
     return (f"Too few seeds for a verdict: with {fewest} paired seed{'s' if fewest != 1 else ''} the two-sided "
-            f"Wilcoxon p cannot go below {smallest_p(fewest):.2g}, so every pair reads level whatever the counts. "
-            f"Run at least {min_pairs()} seeds for p < 0.05 to be possible (more to detect a small difference).")
+            f"Wilcoxon p cannot go below {smallest_p(fewest):.2g}{holm}, so every pair reads level whatever the "
+            f"counts. Run at least {need} seeds for a corrected p below 0.05 to be possible (more to detect a "
+            "small difference).")
 
 
 def about(seconds: float) -> str:
@@ -203,5 +245,7 @@ def _figure_html(fig) -> str:
 def _table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "<p class=note>(none)</p>"
-    return ("<div class=wide>" + frame.to_html(index=False, escape=True, na_rep="", float_format=lambda v: f"{v:.4g}",
+    frame = frame.assign(**{c: fixed(frame[c].to_numpy(dtype=float)) for c in frame.columns
+                            if pd.api.types.is_float_dtype(frame[c])})      # one rounding per column
+    return ("<div class=wide>" + frame.to_html(index=False, escape=True, na_rep="",
                                               border=0) + "</div>")

@@ -21,7 +21,8 @@ callback=None, should_stop=None, ...) -> StudyResult`` looks every config up in 
 key (:func:`dmlcore.studies.spec.config_key`), runs only the missing ones and saves each as it
 finishes, so an interrupted study loses nothing that finished and a rerun completes it. A failed
 fit is recorded (status "failed", its error) and the study goes on; it is not stored, so a rerun
-tries it again. ``callback(event)`` gets ``{"event": "start", "total", "to_run", "reused"}`` and,
+tries it again. ``callback(event)`` gets ``{"event": "start", "total", "to_run", "reused",
+"estimate_seconds"}`` (the plan's compute estimate of the fits to run; None when unknown) and,
 per finished fit, ``{"event": "fit", "done", "to_run", "total", "row", "record"}`` (``record``: the
 run record, None when it failed); ``should_stop()`` is
 checked between fits and cancels the rest (their rows say "cancelled").
@@ -51,6 +52,7 @@ from dmlcore.executors import Executor, get_executor
 from dmlcore.studies.checks import check_study
 from dmlcore.studies.spec import FIT_SETTINGS, INTEGER_SETTINGS, StudySpec, config_key, spec_from_dict
 from dmlcore.studies.report import write_outputs
+from dmlcore.studies.provenance import provenance, snapshot
 from dmlcore.studies.summarize import OUTCOMES, add_arms, paired_table, summary_table
 
 
@@ -218,6 +220,8 @@ class StudyResult:
     png_error: str | None = None
     planned: int | None = None
     curves: dict = field(default_factory=dict)   # fit key -> its curve (runner.curve_points), where known
+    fold_losses: dict = field(default_factory=dict)   # fit key -> its record's fold_losses, where known
+    provenance: dict | None = None     # dmlcore.studies.provenance: where and with what it ran (None: not known)
 
     @property
     def total(self) -> int:
@@ -288,7 +292,7 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
               address: str | None = None, store: RunStore | None = None, callback: Callable | None = None,
               should_stop: Callable | None = None, threads: int | None = None, reuse: bool = True,
               keep: bool = True, owner: str | None = None, label: str = "",
-              fit_fn: Callable = run_fit_config) -> StudyResult:
+              fit_fn: Callable = run_fit_config, reused_keys=None) -> StudyResult:
     """Run ``spec`` (a StudySpec or its dict form) and, with ``out_dir``, write its files.
 
     ``executor``: "local" or "ray" (with ``jobs``, ``address``, ``threads`` as in
@@ -296,10 +300,13 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
     ``store``: the run store (None: ``$DMLCORE_HOME``'s); ``reuse=False`` runs every fit again,
     ``keep=False`` neither reads nor saves fits. With ``owner`` the study is remembered in the
     store for that owner (``result.study_id``). ``fit_fn`` replaces :func:`run_fit_config`
-    (it must return the same kind of dict).
+    (it must return the same kind of dict). ``reused_keys``: when a study is continued, the keys
+    that were stored before it first started; stored fits outside them were run by the study
+    itself and count as run, not reused (default: every fit stored now counts as reused).
     """
     spec = as_spec(spec)
     check_study(spec)
+    started = snapshot()
     if keep:
         store = store if store is not None else RunStore(default_store_path())
     else:
@@ -307,12 +314,14 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
     if owner is not None and store is None:
         raise DMLCoreError("A study remembered for an owner needs the store; leave keep=True.")
     plan = _plan(spec, store, reuse)
-    rows = [_row(c, k, plan.stored[k], reused=True) if k in plan.stored else None
+    reused_keys = set(plan.stored) if reused_keys is None else set(reused_keys)
+    rows = [_row(c, k, plan.stored[k], reused=k in reused_keys) if k in plan.stored else None
             for c, k in zip(plan.configs, plan.keys)]
     todo = plan.to_run
     if callback:
-        callback({"event": "start", "total": plan.total, "to_run": len(todo), "reused": plan.total - len(todo)})
-    ran, cancelled, curves = 0, bool(should_stop and should_stop()), {}
+        callback({"event": "start", "total": plan.total, "to_run": len(todo), "reused": plan.total - len(todo),
+                  "estimate_seconds": plan.estimate_seconds})
+    ran, cancelled, curves, losses = 0, bool(should_stop and should_stop()), {}, {}
     if todo and not cancelled:
         runner = get_executor(executor, jobs, address, threads=threads) if isinstance(executor, str) else executor
         try:
@@ -328,6 +337,8 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
                 rows[i] = _row(plan.configs[i], plan.keys[i], result, reused=False)
                 if record and record.get("curve"):
                     curves[plan.keys[i]] = record["curve"]
+                if record and record.get("fold_losses"):
+                    losses[plan.keys[i]] = record["fold_losses"]
                 if store is not None and rows[i]["status"] == "done":
                     store.save_fit(plan.keys[i], plan.configs[i], rows[i], record)
                 ran += 1
@@ -346,8 +357,11 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
     result = result_from_rows(rows)
     result.cancelled = cancelled
     result.curves = {**stored_curves(store, [k for k in plan.keys if k in plan.stored]), **curves}
+    result.fold_losses = {**stored_fold_losses(store, [k for k in plan.keys if k in plan.stored]), **losses}
+    result.provenance = provenance(started)
     if owner is not None:
-        result.study_id = store.save_study(owner, label, spec.to_dict(), plan.keys)
+        result.study_id = store.save_study(owner, label, spec.to_dict(), plan.keys, reused=sorted(reused_keys),
+                                           status="cancelled" if cancelled else "done")
     if out_dir is not None:
         write_outputs(result, out_dir, spec=spec)
     return result
@@ -375,16 +389,20 @@ def _integers(fits: pd.DataFrame) -> pd.DataFrame:
 
 def load_study(study_id: str, store: RunStore | None = None, owner: str | None = None) -> StudyResult | None:
     """A study remembered by ``run_study(owner=...)``, rebuilt from its stored fits (failed or
-    cancelled fits were not stored and are left out); None for an unknown id or another owner's."""
+    cancelled fits were not stored and are left out); None for an unknown id or another owner's.
+    A fit counts as reused when it was stored before the study first started (as the live study
+    counted it); studies stored before that was kept count every fit as reused."""
     store = store if store is not None else RunStore(default_store_path())
     study = store.load_study(study_id, owner)
     if study is None:
         return None
     stored = store.load_fits(study["keys"])
-    rows = [{**stored[k], "reused": True} for k in study["keys"] if k in stored]
+    before = None if study.get("reused") is None else set(study["reused"])
+    rows = [{**stored[k], "reused": before is None or k in before} for k in study["keys"] if k in stored]
     result = result_from_rows(rows)
     result.study_id = study_id
     result.curves = stored_curves(store, list(stored))
+    result.fold_losses = stored_fold_losses(store, list(stored))
     return result
 
 
@@ -399,6 +417,19 @@ def stored_curves(store: RunStore | None, keys: list[str]) -> dict:
         curve = (store.fit_record(key) or {}).get("curve")
         if curve:
             out[key] = curve
+    return out
+
+
+MAX_LOSSES = 2000  # stored fits whose fold losses a study reads back (each a whole run record)
+
+
+def stored_fold_losses(store: RunStore | None, keys: list[str]) -> dict:
+    """The ``fold_losses`` of the run records of stored fits ``keys`` (at most MAX_LOSSES of them)."""
+    out = {}
+    for key in keys[:MAX_LOSSES] if store is not None else ():
+        losses = (store.fit_record(key) or {}).get("fold_losses")
+        if losses:
+            out[key] = losses
     return out
 
 

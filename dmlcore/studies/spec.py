@@ -35,7 +35,9 @@ A single grid may also be written at the top level, without ``[[grid]]``.
 Two choices are made once per grid and enter a config only when they differ from the default, so
 that the keys of stored fits made before them still match: the covariance (``cov_type``,
 ``cluster``) and ``debias = false``, which switches the debiased effect off (no refits for it; the
-plug-in effect only), for a study that only compares the methods' MSE.
+plug-in effect only), for a study that only compares the methods' MSE. ``time_limit = SECONDS``
+stops and fails any fit that runs longer with every refit (dmlcore.runs.fit_run); it is in the
+configs but not in the fits' store keys.
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ INTEGER_SETTINGS = tuple(name for name in FIT_SETTINGS if SETTINGS[name].kind ==
 DEFAULT_METHODS = ("dml-cmr", "ce-dml-cmr", "naive")
 DEFAULT_SEEDS = "0-9"
 COVARIANCE = {"cov_type": "unadjusted", "cluster": None}   # one choice per grid (2SLS's errors, diagnostics)
-GRID_KEYS = ("dataset", "data", "methods", "seeds", *FIT_SETTINGS, *COVARIANCE, "debias")
+GRID_KEYS = ("dataset", "data", "methods", "seeds", *FIT_SETTINGS, *COVARIANCE, "debias", "time_limit")
+# in a fit's config but not its store key: a finished fit is the same fit whatever its time limit was
+NOT_KEYED = ("time_limit",)
 CONFIRM_ABOVE = 10_000   # a larger grid runs only when confirmed (--yes)
 OPTION_CHOICES = {"noise_scale": tuple(NOISE_SCALES), "design": tuple(IHDP_DESIGNS)}  # options with named values
 MAX_FITS = 1_000_000     # never expanded
@@ -141,6 +145,7 @@ class Grid:
     seeds: tuple
     covariance: tuple = ("unadjusted", None)
     debias: bool = True
+    time_limit: int | None = None
 
     def count(self) -> int:
         """Grid points before settings a method ignores are merged (an upper bound of its fits)."""
@@ -169,7 +174,8 @@ class Grid:
         """The covariance and debias choices that are not the defaults (so the defaults leave fit keys as
         they were)."""
         out = {} if self.covariance == ("unadjusted", None) else dict(zip(COVARIANCE, self.covariance))
-        return out if self.debias else {**out, "debias": False}
+        out = out if self.debias else {**out, "debias": False}
+        return out if self.time_limit is None else {**out, "time_limit": self.time_limit}
 
     def to_dict(self) -> dict:
         return {"dataset": self.dataset, "data": {k: list(v) for k, v in self.data.items()},
@@ -217,7 +223,7 @@ def _named_default(fit: dict, used) -> dict:
 
 def config_key(config: dict) -> str:
     """The fit's identity in the store: a SHA-256 of its full configuration and ``FIT_KEY_VERSION``."""
-    keyed = {k: v for k, v in config.items() if not (k in LATER_SETTINGS and v is None)}
+    keyed = {k: v for k, v in config.items() if not (k in LATER_SETTINGS and v is None) and k not in NOT_KEYED}
     text = json.dumps({"dmlcore": FIT_KEY_VERSION, **keyed}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -340,7 +346,21 @@ def _grid(block: dict) -> Grid:
     covariance = (block.get("cov_type") or "unadjusted", block.get("cluster") or None)
     check_covariance(*covariance)          # the cluster column is checked against the table by each fit
     debias = _coerce("debias", block.get("debias", True), True)
-    return Grid(dataset, data, methods, settings, seeds, covariance, debias)
+    return Grid(dataset, data, methods, settings, seeds, covariance, debias, _time_limit(block.get("time_limit")))
+
+
+def _time_limit(value) -> int | None:
+    """A grid's ``time_limit``: whole seconds, at least 1 (None: no limit); refused in one line otherwise."""
+    if value is None or str(value).strip().lower() in ("", "none", "null"):
+        return None
+    try:
+        number = float(value)
+        if isinstance(value, bool) or number != int(number):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise DMLCoreError(f"time_limit must be whole seconds (e.g. 600) or none; got {value!r}.") from None
+    SETTINGS["time_limit"].check(int(number))
+    return int(number)
 
 
 def spec_from_dict(spec: dict) -> StudySpec:

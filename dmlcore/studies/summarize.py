@@ -15,15 +15,20 @@ arms are compared seed by seed:
   ``effect_weak_share`` (fits reported weakly identified), ``effect_truth_mean`` and, where the
   truth is known, ``effect_plug_in_coverage`` and ``effect_debiased_coverage``; then the
   held-out residual's (projected residual / Var(Y), real data) ``heldout_relative_median``,
-  ``heldout_relative_q1``, ``heldout_relative_q3``;
+  ``heldout_relative_q1``, ``heldout_relative_q3``; and ``worker_seconds_mean``, the worker's seconds
+  per fit with every refit (data, fit, diagnostics, held-out and debiased-effect refits);
+* ``fold_loss_table``: the fits' fold losses in long form (fold_losses.csv);
 * ``paired_table``: per cell and pair of arms (a before b in the study's order), over the seeds
   both finished: ``pairs``, ``median_diff`` (median of a − b; negative: a is better),
+  ``hodges_lehmann`` (the Hodges–Lehmann estimate of a − b) with its 95 % signed-rank interval
+  ``ci_lower`` / ``ci_upper``, ``rank_biserial`` (the effect size: −1 when a is lower on every seed),
   ``wins_a`` / ``wins_b`` (seeds where a's / b's value is lower), ``ties``, ``wilcoxon_p``, the
   two-sided Wilcoxon signed-rank p-value of the differences (scipy; zero differences dropped;
-  blank when every difference is zero; no correction for multiple comparisons), and ``metric``,
+  blank when every difference is zero), ``p_holm``, that p corrected by Holm's method over every
+  comparison of the study (``comparisons`` of them), and ``metric``,
   what was compared: ``mse`` where the cell has a truth, else ``heldout_relative``, the held-out
   score (:func:`paired_metric`), and ``verdict``: a is "ahead" of b, "behind" it, or the two are
-  "level", by the project's one standard (:func:`verdict`; docs/benchmarks.md). On a real data set the rows are the same at every seed, so the
+  "level", by the project's one rule (:mod:`dmlcore.studies.verdict`, ``RULE``). On a real data set the rows are the same at every seed, so the
   seeds differ only in the methods' randomness and the held-out folds: the test says whether a
   gap is larger than that randomness, not whether it would hold on new data.
 
@@ -34,16 +39,16 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
-from scipy.stats import wilcoxon
 
 from dmlcore.data.registry import OPTION_LABELS
 from dmlcore.estimators import METHOD_TITLES, METHODS
 from dmlcore.estimators.settings import SETTINGS, STUDY_SETTINGS
 from dmlcore.studies.spec import FIT_SETTINGS, settings_used
+from dmlcore.studies.verdict import (ALPHA, RULE, compare_many, min_pairs, paired_verdict,  # noqa: F401  (the one rule's)
+                                     signed_rank_p, smallest_p, verdict)
 
 EFFECT_FIELDS = ("estimate", "ci_lower", "ci_upper", "level", "interval", "estimand")
 # The plug-in and debiased effects beside the headline (dmlcore.inference.debiased_effect), and the truth's value.
@@ -62,11 +67,10 @@ DEBIASED_STATS = ("effect_plug_in_median", "effect_debiased_median", "effect_deb
                   "effect_weak_share", "effect_truth_mean", "effect_plug_in_coverage", "effect_debiased_coverage")
 HELDOUT_STATS = ("heldout_relative_median", "heldout_relative_q1", "heldout_relative_q3")
 SUMMARY_STATS = ("reps", "failed", *MSE_STATS, "mse_fresh_median", "seconds_mean", *EFFECT_STATS, *DEBIASED_STATS,
-                 *HELDOUT_STATS)
-PAIRED_STATS = ("pairs", "median_diff", "wins_a", "wins_b", "ties", "wilcoxon_p", "metric", "verdict")
-# The project's one significance standard (docs/benchmarks.md): a is "ahead" of b (b "behind") only when
-# the two-sided Wilcoxon signed-rank p of their paired differences is below ALPHA; otherwise "level".
-ALPHA = 0.05
+                 *HELDOUT_STATS, "worker_seconds_mean")
+PAIRED_STATS = ("pairs", "median_diff", "wins_a", "wins_b", "ties", "wilcoxon_p", "metric", "verdict",
+                "hodges_lehmann", "ci_lower", "ci_upper", "rank_biserial", "p_holm", "comparisons")
+# The verdict: the project's one rule, dmlcore.studies.verdict (RULE).
 METRIC_LABELS = {"mse": "MSE", "heldout_relative": "held-out residual"}
 
 COLUMN_LABELS = {
@@ -88,7 +92,8 @@ COLUMN_LABELS = {
     # summary.csv
     "reps": "Finished fits", "failed": "Failed", "median": "MSE median", "q1": "MSE q1", "q3": "MSE q3",
     "mean": "MSE mean", "sd": "MSE sd", "mse_fresh_median": "MSE on fresh draws, median",
-    "seconds_mean": "Seconds per fit, mean", "effect_median": "Effect median", "effect_q1": "Effect q1",
+    "seconds_mean": "Seconds per fit (the fit alone), mean",
+    "worker_seconds_mean": "Seconds per fit with every refit, mean", "effect_median": "Effect median", "effect_q1": "Effect q1",
     "effect_q3": "Effect q3", "effect_sd": "Effect sd over seeds",
     "effect_ci_lower_median": "Interval lower end, median", "effect_ci_upper_median": "Interval upper end, median",
     "effect_plug_in_median": "Plug-in effect median", "effect_debiased_median": "Debiased effect median",
@@ -101,6 +106,8 @@ COLUMN_LABELS = {
     "arm_a": "Method a", "arm_b": "Method b", "pairs": "Seeds paired", "median_diff": "Median difference a − b",
     "wins_a": "Seeds a did better", "wins_b": "Seeds b did better", "ties": "Ties", "wilcoxon_p": "Wilcoxon p",
     "metric": "Compared on", "verdict": "Verdict (a vs b)",
+    "hodges_lehmann": "Hodges–Lehmann a − b", "ci_lower": "95 % interval, lower", "ci_upper": "95 % interval, upper",
+    "rank_biserial": "Effect size r (rank-biserial)", "p_holm": "Holm p", "comparisons": "Comparisons (Holm)",
 }
 
 
@@ -190,7 +197,8 @@ def summary_table(fits: pd.DataFrame) -> pd.DataFrame:
                      **dict(zip(EFFECT_STATS, (*_stats(effect, ("median", "q1", "q3", "sd")), _median(lower),
                                                _median(upper)))),
                      **debiased_stats(done),
-                     **dict(zip(HELDOUT_STATS, _stats(held, ("median", "q1", "q3"))))})
+                     **dict(zip(HELDOUT_STATS, _stats(held, ("median", "q1", "q3")))),
+                     "worker_seconds_mean": _mean(_numbers(done, "worker_seconds"))})
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -224,6 +232,10 @@ def _numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
     return values[np.isfinite(values)]
 
 
+def _mean(values: np.ndarray) -> float:
+    return float(np.mean(values)) if len(values) else np.nan
+
+
 def _median(values: np.ndarray) -> float:
     return float(np.median(values)) if len(values) else np.nan
 
@@ -253,7 +265,7 @@ def paired_table(fits: pd.DataFrame) -> pd.DataFrame:
     if done.empty:
         return pd.DataFrame(columns=columns)
     order = list(dict.fromkeys(fits["arm"]))
-    rows = []
+    rows, diffs = [], []
     for key, cell in _groups(done, cells):
         metric = paired_metric(cell)
         if metric is None:
@@ -262,13 +274,40 @@ def paired_table(fits: pd.DataFrame) -> pd.DataFrame:
         arms = [a for a in order if a in wide]
         for a, b in itertools.combinations(arms, 2):
             pair = wide[[a, b]].dropna()
-            diff = (pair[a] - pair[b]).to_numpy()
+            diffs.append((pair[a] - pair[b]).to_numpy())
             rows.append({**dict(zip(cells, key if isinstance(key, tuple) else (key,))), "arm_a": a, "arm_b": b,
-                         "pairs": len(diff), "median_diff": np.median(diff) if len(diff) else np.nan,
-                         "wins_a": int((diff < 0).sum()), "wins_b": int((diff > 0).sum()),
-                         "ties": int((diff == 0).sum()), "wilcoxon_p": (p := signed_rank_p(diff)), "metric": metric,
-                         "verdict": verdict(p, np.median(diff) if len(diff) else np.nan)})
+                         "metric": metric})
+    for row, result in zip(rows, compare_many(diffs)):      # Holm over every comparison of the study
+        row.update({k: v for k, v in result.as_dict().items() if k in PAIRED_STATS})
     return pd.DataFrame(rows, columns=columns)
+
+
+FOLD_LOSS_COLUMNS = ("key", "fold", "rows", "model", "epoch", "train", "val")
+
+
+def fold_loss_table(fits: pd.DataFrame, fold_losses: dict) -> pd.DataFrame:
+    """The fits' fold losses (run records' ``fold_losses``), one row per fit, fold, model and epoch: the
+    design and arm of the fit, ``fold``, its ``rows``, ``model`` (a nuisance's name, e.g. "s", "g", or "f"
+    for the second stage's final loss, which has no epoch), ``epoch``, ``train`` and ``val`` losses."""
+    design = [c for c in (*cell_columns(fits), "arm", "method", "seed") if c in fits] if len(fits) else []
+    by_key = fits.set_index("key")[design].to_dict("index") if len(fits) and "key" in fits else {}
+    rows = []
+    for key, folds in fold_losses.items():
+        head = {**by_key.get(key, {}), "key": key}
+        for fold in folds or ():
+            if not isinstance(fold, dict):
+                continue
+            base = {**head, "fold": fold.get("fold"), "rows": fold.get("rows")}
+            for model, history in fold.items():
+                if isinstance(history, dict) and "epoch" in history:
+                    train, val = history.get("train") or [], history.get("val") or []
+                    for i, epoch in enumerate(history.get("epoch") or []):
+                        rows.append({**base, "model": model, "epoch": epoch,
+                                     "train": train[i] if i < len(train) else None,
+                                     "val": val[i] if i < len(val) else None})
+            if fold.get("second_stage_loss") is not None:
+                rows.append({**base, "model": "f", "epoch": None, "train": fold["second_stage_loss"], "val": None})
+    return pd.DataFrame(rows, columns=[*design, *FOLD_LOSS_COLUMNS])
 
 
 def compact(table: pd.DataFrame, fits: pd.DataFrame, drop=("method",)) -> pd.DataFrame:
@@ -281,20 +320,53 @@ def compact(table: pd.DataFrame, fits: pd.DataFrame, drop=("method",)) -> pd.Dat
     return table[shown]
 
 
-PAIRED_FIRST = ("arm_a", "arm_b", "verdict", "wilcoxon_p", "pairs", "wins_a", "wins_b", "ties", "median_diff", "metric")
+PAIRED_FIRST = ("arm_a", "arm_b", "verdict", "p_holm", "hodges_lehmann", "ci_lower", "ci_upper", "rank_biserial",
+                "wilcoxon_p", "pairs", "wins_a", "wins_b", "ties", "median_diff", "metric")
 SUMMARY_FIRST = ("arm", "reps", "failed", "median", "q1", "q3", "heldout_relative_median", "effect_median",
                  "effect_truth_mean")
 
 
+def decimals(values, digits: int = 3) -> int:
+    """Decimals that give the largest of ``values`` ``digits`` significant figures (0 to 8): one rounding for
+    a whole column, so 0.270 does not sit beside 0.269 as 0.27."""
+    finite = np.abs(np.asarray([v for v in values if v is not None], dtype=float))
+    finite = finite[np.isfinite(finite) & (finite > 0)]
+    if not len(finite):
+        return digits - 1
+    return int(min(8, max(0, digits - 1 - math.floor(math.log10(finite.max())))))
+
+
+def fixed(values, digits: int = 4) -> list[str]:
+    """``values`` as text with :func:`decimals` of them (blank for NaN or None)."""
+    d = decimals(values, digits)
+    return ["" if v is None or not np.isfinite(v) else f"{v:.{d}f}" for v in np.asarray(values, dtype=float)]
+
+
+def arm_title(arm: str) -> str:
+    """An arm as readers see it: the method's title, then the settings that vary ("DML-CMR · learner=gb")."""
+    method, _, rest = str(arm).partition(" · ")
+    return METHOD_TITLES.get(method, method) + (f" · {rest}" if rest else "")
+
+
+def _titled(table: pd.DataFrame, columns=("arm", "arm_a", "arm_b")) -> pd.DataFrame:
+    return table.assign(**{c: table[c].map(arm_title) for c in columns if c in table})
+
+
 def paired_view(paired: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
-    """The paired table for a page or report: compacted, the arms, verdict and p first (so a narrow
-    screen keeps them in view however many design columns follow), readable names."""
-    return readable(_first(compact(paired, fits, drop=()), PAIRED_FIRST))
+    """The paired table for a page or report: compacted, the design values that vary (N ...) then the arms
+    (by title), verdict, Holm p and the difference's interval first (so a narrow screen keeps them in
+    view however many columns follow), readable names."""
+    table = compact(paired, fits, drop=())
+    varying = [c for c in cell_columns(fits) if c in table and table[c].astype(str).nunique() > 1]
+    return readable(_titled(_first(table, (*varying, *PAIRED_FIRST))))
 
 
 def summary_view(summary: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
-    """The summary table for a page or report: compacted, the method and its main numbers first."""
-    return readable(_first(compact(summary, fits), SUMMARY_FIRST))
+    """The summary table for a page or report: compacted, the varying design values, then the method (by
+    title) and its main numbers first."""
+    table = compact(summary, fits)
+    varying = [c for c in cell_columns(fits) if c in table and table[c].astype(str).nunique() > 1]
+    return readable(_titled(_first(table, (*varying, *SUMMARY_FIRST))))
 
 
 def _first(table: pd.DataFrame, first: tuple) -> pd.DataFrame:
@@ -302,50 +374,33 @@ def _first(table: pd.DataFrame, first: tuple) -> pd.DataFrame:
     return table[[*head, *(c for c in table.columns if c not in head)]]
 
 
-def signed_rank_p(diff: np.ndarray) -> float:
-    """Two-sided Wilcoxon signed-rank p-value of paired differences; NaN when none is non-zero."""
-    if not np.any(diff != 0):
-        return float("nan")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return float(wilcoxon(diff).pvalue)
-
-
-def verdict(p: float, median_diff: float) -> str:
-    """The one standard's word for a against b (lower is better): "ahead" when p < ALPHA and the median
-    of a − b is below 0, "behind" when p < ALPHA and it is above 0, else "level" (a blank p is level)."""
-    if not (p < ALPHA) or not np.isfinite(median_diff) or median_diff == 0:
-        return "level"
-    return "ahead" if median_diff < 0 else "behind"
-
-
-def smallest_p(pairs: int) -> float:
-    """The smallest two-sided Wilcoxon signed-rank p that ``pairs`` paired seeds can give (every
-    difference of one sign, no ties): 2 / 2^pairs."""
-    return 2.0 * 0.5 ** pairs if pairs > 0 else 1.0
-
-
-def min_pairs(alpha: float = ALPHA) -> int:
-    """The fewest paired seeds whose smallest possible p is below ``alpha`` (6 for 0.05)."""
-    pairs = 1
-    while smallest_p(pairs) >= alpha:
-        pairs += 1
-    return pairs
-
-
 def verdict_line(row: dict, title=lambda arm: arm) -> str:
-    """One paired comparison in words, by the one standard: "A is ahead of B (lower on W of N seeds,
-    p = ...)", "... behind ...", or "... level with ...", and, with fewer than :func:`min_pairs` seeds,
-    why no other word could be reached."""
+    """One paired comparison in words, by the one rule (:mod:`dmlcore.studies.verdict`): "A is ahead of B
+    (MSE lower on W of N seeds; Hodges–Lehmann a − b = ... [95 % interval]; r = ...; p = ..., Holm p = ...
+    over K comparisons)", "... behind ...", or "... level with ...", and, with too few seeds for Holm's
+    first step to reach ALPHA, why no other word could be reached."""
     a, b, pairs = title(row["arm_a"]), title(row["arm_b"]), int(row["pairs"])
-    word = {"ahead": "is ahead of", "behind": "is behind"}.get(verdict(row["wilcoxon_p"], row["median_diff"]),
+    comparisons = int(row.get("comparisons", 1) or 1) if not _missing(row.get("comparisons", 1)) else 1
+    word = {"ahead": "is ahead of", "behind": "is behind"}.get(verdict(row["p_holm"], row["rank_biserial"]),
                                                                "is level with")
     p = row["wilcoxon_p"]
-    p_text = f"p = {p:.2g}" if np.isfinite(p) else "no p: every difference is zero"
+    if np.isfinite(p):
+        p_text = f"p = {p:.2g}" + (f", Holm p = {row['p_holm']:.2g} over {comparisons} comparisons"
+                                   if comparisons > 1 else "")
+    else:
+        p_text = "no p: every difference is zero"
+    hl = row.get("hodges_lehmann", np.nan)
+    hl_text = ""
+    if not _missing(hl) and np.isfinite(hl):
+        ci = (f" [{row['ci_lower']:.3g}, {row['ci_upper']:.3g}]" if not _missing(row.get("ci_lower"))
+              and np.isfinite(row["ci_lower"]) else "")
+        hl_text = f"; Hodges–Lehmann a − b = {hl:.3g}{ci}; r = {row['rank_biserial']:.2f}"
     what = METRIC_LABELS.get(row.get("metric"), "value")
-    text = f"{a} {word} {b} ({what} lower on {int(row['wins_a'])} of {pairs} seeds, {p_text})"
-    if pairs < min_pairs():
-        text += f": too few seeds for any verdict but level (at least {min_pairs()} are needed)"
+    text = f"{a} {word} {b} ({what} lower on {int(row['wins_a'])} of {pairs} seeds{hl_text}; {p_text})"
+    need = min_pairs(comparisons=comparisons)
+    if pairs < need:
+        text += (f": too few seeds for any verdict but level (at least {need} are needed"
+                 + (f" with Holm over {comparisons} comparisons)" if comparisons > 1 else ")"))
     return text
 
 
