@@ -174,8 +174,8 @@ def measured_coverage():
     weakest = fixed.iloc[-1]
     se = (f" (Monte-Carlo s.e. at most {100 * fixed['coverage s.e.'].max():.1f} %)" if "coverage s.e." in fixed
           else " (Monte-Carlo s.e. not recorded)")
-    lines = [f"The share of the true f inside the band, averaged over the data sets, was {pct(fixed['mean coverage'].min())} "
-             f"to {pct(fixed['mean coverage'].max())}{se}, from F "
+    lines = [f"The share of the true f inside the band, averaged over the data sets, was {100 * fixed['mean coverage'].min():.1f} % "
+             f"to {100 * fixed['mean coverage'].max():.1f} %{se}, from F "
              f"{num(fixed['median first-stage F'].max(), 0)} down to F {num(weakest['median first-stage F'], 1)}: "
              + ("more than the nominal 95 % at every strength: wide enough, but no sign that the instrument "
                 "became weak." if fixed["mean coverage"].min() > 0.95 else "not the nominal 95 % throughout.")]

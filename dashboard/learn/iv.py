@@ -31,8 +31,8 @@ def iv_tab():
             "3. given the covariates *X*, it is as good as randomly assigned: independent of *U* and of "
             "everything else that drives sales (*instrument independence*, conditional on *X*).\n\n"
             "The data cannot check 2 and 3; they must come from knowing how the instrument arises. With "
-            "additive noise, Y = f(A, X) + e, assumptions 2 and 3 give E[e | Z, X] = 0, so averaging over "
-            "what is left random given the instrument gives")
+            "additive noise, Y = f(A, X) + e, and f's level fixed so that E[e | X] = 0, assumptions 2 and 3 give "
+            "E[e | Z, X] = E[e | X] = 0, so averaging over what is left random given the instrument gives")
         st.latex(r"\mathbb{E}[Y \mid Z, X] = \mathbb{E}[f(A, X) \mid Z, X] = \int f(a, X)\, p(a \mid Z, X)\, da")
         st.markdown("Both sides can be learned from data: that is the conditional moment restriction")
         st.latex(moment_text("iv"))

@@ -172,7 +172,7 @@ def demand_section():
     st.markdown(
         "The effect of the ticket-demand f, its average slope in price, is a number computed from f̂. Plugging f̂ "
         "in inherits f̂'s bias (the previous tab: an error in ŝ moves f̂ at first order). The **debiased** effect "
-        "adds a correction, the average of a weight ξ(C) times the residual Y − f̂(X), with ξ (the Riesz "
+        "adds a correction, the average of a weight ξ(C) times the residual Y − f̂(A, X), with ξ (the Riesz "
         "representer) estimated from the data so that the correction cancels f̂'s error to first order: the same idea as the orthogonal score "
         "above, for the effect instead of θ (docs/coverage.md has the details). Measured over simulated "
         "demand-iv data sets (1,000 rows each, `python -m bench.effect_coverage`):")

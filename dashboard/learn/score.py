@@ -9,10 +9,12 @@ from dmlcore.teaching import figures, nuisance
 
 def score_tab():
     st.markdown(
-        "Every estimator of this tool works in two stages. The **first stage** learns nuisances: the "
-        "conditional distribution of f's inputs given C, which gives g(f, c) = E[f(A, X) | C = c] by averaging "
-        "over draws, and, for DML-CMR and CE-DML-CMR, s(c) = E[Y | C = c]. The **second stage** fits f by "
-        "minimizing an average loss.")
+        "The three estimators compared here (the naive plug-in, CE-DML-CMR and DML-CMR) work in two stages. The "
+        "**first stage** learns nuisances: the conditional distribution of f's inputs given C, which gives "
+        "g(f, c) = E[f(A, X) | C = c] by averaging over draws, and, for DML-CMR and CE-DML-CMR, s(c) = E[Y | C = c]. "
+        "The **second stage** fits f by minimizing an average loss. Not every estimator of the tool works this "
+        "way: 2SLS, LIML and Fuller project on the instruments, and the kernel, adversarial and proximal peers "
+        "(KIV, DeepGMM, KPV, PMMR) never learn the distribution of f's inputs.")
     c1, c2 = st.columns(2, border=True)
     with c1:
         st.markdown("**Naive plug-in** (DeepIV-style)")
@@ -31,7 +33,8 @@ def score_tab():
         "orthogonal because this derivative is not zero does not hold.\n"
         "- What the paper's score has is a **value** of zero at the truth: s₀(c) = g₀(f₀, c) for every c, so "
         "small errors in s and g change the loss at f₀ only at second order.\n"
-        "- What the theory of double machine learning (Chernozhukov et al. 2018) needs is different: the "
+        "- What the theory of orthogonal statistical learning, double machine learning for a loss over functions "
+        "(Foster & Syrgkanis 2023), needs is different: the "
         "**first-order condition** that defines f̂ — the derivative of the loss in f — must not move, to first "
         "order, when the nuisances are slightly wrong. For ψ it moves: an error Δ(c) in ŝ shifts the condition "
         "in a direction φ by −2 E[Δ(C) g(φ, C)], which is not zero in general; an error in ĝ shifts it too. "

@@ -1,4 +1,5 @@
-"""Learn, tab Weak instruments: 2SLS drifts toward OLS, its interval fails, Anderson-Rubin holds."""
+"""Learn, tab Weak instruments: 2SLS drifts toward OLS, its interval fails, Anderson-Rubin holds; LIML,
+Fuller, CLR and tF beside them."""
 
 import pandas as pd
 import streamlit as st
@@ -27,18 +28,27 @@ def weak_tab():
     st.plotly_chart(figures.weak_figure(exp), key="learn_weak_plot")
     s = exp.summary
     draws = int(exp.params["draws"])
-    table = pd.DataFrame({
-        "median first-stage F": s["median F"], "label": s["strength"],
-        "median 2SLS": s["median 2SLS"], "median OLS": s["median OLS"],
-        "2SLS median bias / OLS's": s["relative median bias"],
-        "usual 2SLS 95 % interval covers": s["2SLS interval coverage"],
-        "its Monte-Carlo s.e.": [mc_se(v, draws) for v in s["2SLS interval coverage"]],
-        "Anderson-Rubin 95 % set covers": s["AR coverage"],
-        "its Monte-Carlo s.e. ": [mc_se(v, draws) for v in s["AR coverage"]], "AR set unbounded": s["AR unbounded"],
-        "AR set empty": s["AR empty"]})
-    st.dataframe(table, hide_index=True, key="learn_weak_table",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f" if "s.e." in c else "%.2f")
-                                for c in table.columns if c != "label"})
+    # two narrow tables instead of one of eleven columns (a projector at 1,024 pixels shows them whole)
+    estimates = pd.DataFrame({
+        "median F": s["median F"], "label": s["strength"], "median OLS": s["median OLS"],
+        "median 2SLS": s["median 2SLS"], "median LIML": s["median LIML"], "median Fuller": s["median Fuller"],
+        "bias / OLS's: 2SLS": s["relative median bias"], "LIML": s["LIML relative median bias"],
+        "Fuller": s["Fuller relative median bias"]})
+    st.markdown("**Estimates** (medians over the draws; bias: the median's distance from the truth over OLS's)")
+    st.dataframe(estimates, hide_index=True, key="learn_weak_table",
+                 column_config={c: st.column_config.NumberColumn(format="%.1f" if c == "median F" else "%.2f")
+                                for c in estimates.columns if c != "label"})
+    coverage = {"median F": s["median F"]}
+    for title, column in (("2SLS interval", "2SLS interval coverage"), ("Fuller interval", "Fuller interval coverage"),
+                          ("AR set", "AR coverage"), ("CLR set", "CLR coverage"), ("tF interval", "tF coverage")):
+        if s[column].notna().all():
+            coverage[title] = [cover(v, draws) for v in s[column]]
+    coverage["AR unbounded"] = [pct(v) for v in s["AR unbounded"]]
+    coverage["AR empty"] = [pct(v) for v in s["AR empty"]]
+    coverage = pd.DataFrame(coverage)
+    st.markdown("**How often each 95 % interval or set contains the truth** (with its Monte-Carlo s.e.)")
+    st.dataframe(coverage, hide_index=True, key="learn_weak_coverage",
+                 column_config={"median F": st.column_config.NumberColumn(format="%.1f")})
     weakest, at10 = s.iloc[0], s.iloc[(s["median F"] - WEAK_F).abs().argmin()]
     lines = [
         f"At median F {num(at10['median F'], 1)}, 2SLS's median bias is {pct(at10['relative median bias'])} of "
@@ -64,6 +74,24 @@ def weak_tab():
            "the test's 5 %. An empty set counts as not covering."
            if s["AR empty"].max() > 0 else ""),
     ]
+    lines.append(
+        f"**LIML and Fuller**: at F {num(weakest['median F'], 1)} LIML's median bias is "
+        f"{pct(abs(weakest['LIML relative median bias']))} of OLS's and Fuller's {pct(abs(weakest['Fuller relative median bias']))}"
+        f" (2SLS: {pct(weakest['relative median bias'])}); "
+        + ("with one instrument LIML is 2SLS. " if k == 1 else "LIML is nearly median-unbiased with several "
+           "instruments, but has no finite moments; Fuller (α = 1) has them, at some bias. ")
+        + f"Their usual intervals are not weak-instrument robust either (Fuller's covers "
+        f"{cover(weakest['Fuller interval coverage'], draws)} at the weakest strength).")
+    lines.append(
+        f"**CLR** (Moreira 2003) covers {pct(s['CLR coverage'].min())} to {pct(s['CLR coverage'].max())} at every "
+        "strength, like AR, and is shorter than AR when there are several instruments"
+        + (" (with one instrument it is the AR test itself, with a chi-square critical value)." if k == 1 else "."))
+    if k == 1:
+        lines.append(
+            f"**tF** (Lee, McCrary, Moreira & Porter 2022) keeps 2SLS's interval but replaces 1.96 by a critical "
+            f"value that grows as F falls: it covers {pct(s['tF coverage'].min())} to {pct(s['tF coverage'].max())} "
+            "at every strength, at the price of wider intervals when F is below 104.7. It is for one instrument; "
+            "the table above shows it only then.")
     if k == 1:
         lines.append("With one instrument the 2SLS median stays near the truth until F is very small, but its "
                      "spread explodes and the usual interval is too narrow: the bias toward OLS shows most with "
