@@ -315,7 +315,7 @@ VALUES = {
     "card-plug-in": lambda r: _f(_card(r)["dml_cmr"]["plug_in"]["estimate"]),
     "card-debiased": lambda r: _f(_card(r)["dml_cmr"]["coef"]),
     "card-flag": lambda r: _card_flag(_card(r)),
-    "card-first-stage": lambda r: _f(r.json("teaching/card-plausible.json")["first_stage"], 2),
+    "card-first-stage": lambda r: _f(r.json("teaching/card-plausible.json")["first_stage"]),
     "card-reduced-form": lambda r: _f(r.json("teaching/card-plausible.json")["reduced_form"]),
     "card-breakdown-union": lambda r: f"{r.json('teaching/card-plausible.json')['breakdown_union']:.4f}",
     "card-breakdown-union-pct": lambda r: f"{100 * r.json('teaching/card-plausible.json')['breakdown_union']:.1f} %",

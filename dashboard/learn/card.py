@@ -40,8 +40,9 @@ def card_tab():
     c2.metric("Reduced form: lwage on nearc4", f3(rf["coef"]), help=f"standard error {f3(rf['se'])}")
     c3.metric("Their ratio", f3(s["ratio"]))
     st.markdown(
-        f"Growing up near a college goes with {fs['coef']:.2f} more years of school (given X), and with a log "
-        f"wage {rf['coef']:.3f} higher (about {100 * rf['coef']:.1f} %). If college proximity moves wages only "
+        f"Growing up near a college goes with {f3(fs['coef'])} more years of school (given X; standard error "
+        f"{f3(fs['se'])}), and with a log wage {f3(rf['coef'])} higher (about {100 * rf['coef']:.1f} %; standard "
+        f"error {f3(rf['se'])}). If college proximity moves wages only "
         f"through schooling, each year of school is worth {f3(rf['coef'])} / {f3(fs['coef'])} = "
         f"**{f3(s['ratio'])}** in log wage: that ratio *is* the 2SLS estimate.")
     answer("Which assumption makes the ratio an effect of schooling, and can the data check it?",

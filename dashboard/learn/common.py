@@ -26,8 +26,9 @@ def mc_se(p: float, draws: int) -> float:
 
 
 def cover(p: float, draws: int) -> str:
-    """A coverage measured over ``draws`` simulations with its Monte-Carlo standard error."""
-    return f"{pct(p)} (s.e. {100 * mc_se(p, draws):.1f} %)"
+    """A coverage measured over ``draws`` simulations with its Monte-Carlo standard error, to one decimal
+    as docs/teaching.md quotes it."""
+    return f"{100 * p:.1f} % (s.e. {100 * mc_se(p, draws):.1f} %)"
 
 
 @st.cache_resource
