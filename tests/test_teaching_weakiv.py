@@ -78,3 +78,14 @@ def test_weak_lesson_reports_the_new_procedures():
     assert abs(four["LIML relative median bias"].iloc[0]) < 0.5 * four["relative median bias"].iloc[0]
     assert four["CLR coverage"].min() >= 0.9
     assert four["tF coverage"].isna().all()
+
+
+def test_repeated_crossfit_measures_how_much_the_split_moves_f_hat():
+    from dmlcore.teaching import nuisance
+    exp = nuisance.repeated_crossfit("simple", n=200, splits=2, reps=(1, 2))
+    s = exp.summary.set_index("R")
+    assert list(s.index) == [1, 2] and len(exp.draws) == 4
+    assert s.loc[1, "split spread"] > 0                      # another split seed, another f-hat
+    assert np.isfinite(s["median MSE"]).all()
+    with pytest.raises(DMLCoreError, match="splits"):
+        nuisance.repeated_crossfit("simple", splits=1)

@@ -364,6 +364,8 @@ VALUES = {
     "swap-in-sample-s": lambda r: _swap(r, "in-sample", "cross-fitted"),
     "swap-in-sample-draws": lambda r: _swap(r, "cross-fitted", "in-sample"),
     "swap-both-in-sample": lambda r: _swap(r, "in-sample", "in-sample"),
+    "reps-spread-1": lambda r: _three(_by(r.csv("teaching/crossfit-repeated.csv"), "R")["split spread"].iloc[0]),
+    "reps-spread-3": lambda r: _three(_by(r.csv("teaching/crossfit-repeated.csv"), "R")["split spread"].iloc[-1]),
     # demand.csv, demand-rho-0.csv, demand-band-coverage.csv
     "demand-truth": lambda r: _f(_demand(r)["dml-cmr"]["true slope"], 1),
     "demand-regression": lambda r: f"{_demand(r)['regression']['slope']:+.1f}".replace("-", "−"),
