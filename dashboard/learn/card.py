@@ -1,5 +1,6 @@
 """Learn, tab Card (1995): a real-data exercise with its answers, the numbers computed here."""
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import ui
@@ -207,9 +208,14 @@ def plausible_section(tsls: dict):
         "- **local to zero**: γ random, here normal with the mean δ/2 and variance δ²/12 of the uniform on [0, δ]; "
         "the estimate is shifted by −δ/(2π) and its variance grows by Var(γ)/π² (Conley, Hansen & Rossi 2012, "
         "local-to-zero approximation).")
-    table = r["table"].rename(columns={"delta": "δ (largest direct effect, log wage)"})
-    st.dataframe(table, hide_index=True, key="learn_card_plausible",
-                 column_config={c: st.column_config.NumberColumn(format="%.4f") for c in table.columns})
+    t = r["table"]
+    # three columns, each interval in one cell (as docs/teaching.md prints it): whole at 1,024 pixels
+    table = pd.DataFrame({
+        "δ (largest direct effect)": [f"{d:g}" for d in t["delta"]],
+        "union of 95 % intervals": [f"[{f3(lo)}, {f3(hi)}]" for lo, hi in zip(t["union lower"], t["union upper"])],
+        "local to zero: estimate [95 %]": [f"{f3(e)} [{f3(lo)}, {f3(hi)}]" for e, lo, hi in zip(
+            t["local-to-zero estimate"], t["local-to-zero lower"], t["local-to-zero upper"])]})
+    st.dataframe(table, hide_index=True, key="learn_card_plausible")
     st.markdown(
         f"- δ = 0 gives back 2SLS and its interval [{f3(tsls['lower'])}, {f3(tsls['upper'])}].\n"
         f"- The union of intervals reaches 0 at δ = **{r['breakdown_union']:.4f}**, the local-to-zero interval at "

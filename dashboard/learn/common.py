@@ -20,6 +20,26 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f} %" if 0 < x < 0.01 or 0.99 < x < 1 else f"{100 * x:.0f} %"
 
 
+def chart(fig, key: str):
+    """Draw a Learn chart for a projector: its title is written above it in the page's text (so it can
+    never overlap the legend or the panels' titles, whatever the width) and the plot keeps the rest of
+    its height."""
+    title = fig.layout.title.text if fig.layout.title is not None else None
+    if title:
+        st.markdown(f"**{title}**")
+        top = fig.layout.margin.t if fig.layout.margin and fig.layout.margin.t is not None else 60
+        fig.update_layout(title=None, margin=dict(t=max(40, top - 50)))
+    st.plotly_chart(fig, key=key)
+
+
+def short(label: str, full: str, fmt: str | None = None):
+    """A column shown under a short header ``label`` with its full name ``full`` as the header's help,
+    so that a table fits a projector's width; numbers formatted with ``fmt`` when given."""
+    if fmt is None:
+        return st.column_config.Column(label, help=full)
+    return st.column_config.NumberColumn(label, help=full, format=fmt)
+
+
 def mc_se(p: float, draws: int) -> float:
     """Monte-Carlo standard error of a share p measured over ``draws`` independent draws."""
     return float((p * (1 - p) / draws) ** 0.5)
@@ -99,6 +119,6 @@ NOTATION = (
 
 def notation():
     """One table of the letters used on the Learn page (and the rest of the tool)."""
-    with st.expander("Notation: every letter on this page", icon=":material/menu_book:"):
+    with st.popover("Notation", icon=":material/menu_book:", help="Every letter on this page", width="stretch"):
         st.dataframe(pd.DataFrame(NOTATION, columns=["symbol", "means", "where"]), hide_index=True,
                      key="learn_notation", column_config={"means": st.column_config.TextColumn(width="large")})

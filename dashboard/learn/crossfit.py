@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.learn.common import num, slow
+from dashboard.learn.common import chart, num, short, slow
 from dmlcore import plots
 from dmlcore.estimators.dml import make_folds
 from dmlcore.learners import LEARNER_TITLES
@@ -30,7 +30,7 @@ def crossfit_tab():
         f"{k - 1} folds (blue), then uses them only on fold k's own rows (orange) in the second stage. "
         "Every row is held out exactly once, so the second stage sees all N rows, each scored by "
         "nuisances that never saw it. These are exactly the folds dmlcore uses for this N, K and seed.")
-    st.plotly_chart(plots.folds_figure(folds, n), key="learn_folds")
+    chart(plots.folds_figure(folds, n), key="learn_folds")
     table = pd.DataFrame({"fold": range(k), "held-out rows (scored)": [len(f) for f in folds],
                           "rows training s_k and g_k": [n - len(f) for f in folds],
                           "first held-out rows": [", ".join(map(str, f[:6])) + " …" for f in folds]})
@@ -61,7 +61,7 @@ def crossfit_tab():
     if exp is not None:
         left, right = st.columns([3, 2], gap="large")
         with left:
-            st.plotly_chart(figures.methods_box(exp), key="learn_cmp_plot")
+            chart(figures.methods_box(exp), key="learn_cmp_plot")
         with right:
             s = exp.summary.set_index("method")
             st.dataframe(pd.DataFrame({"median MSE": s["median"], "q25": s["q25"], "q75": s["q75"],
@@ -115,7 +115,18 @@ def measured_section():
     if table.empty:
         st.caption("The benchmark rows (bench/results/) are not in this installation.")
         return
-    st.dataframe(table, hide_index=True, key="learn_measured")
+    # the benchmark in one column and the files in the caption: five columns that fit a projector
+    shown = pd.DataFrame({
+        "benchmark": [f"{b}" + (f" {'std.' if d == 'standardized' else d}" if d else "") + f", {l}, {n:,}"
+                      for b, d, l, n in zip(table["benchmark"], table["design"], table["learners"], table["N"])],
+        **{m: table[m] for m in ("DML-CMR", "CE-DML-CMR", "Naive plug-in")},
+        "naive wins": [f"{w} of {s}" for w, s in zip(table["naive wins"], table["paired seeds"])]})
+    st.dataframe(shown, hide_index=True, key="learn_measured",
+                 column_config={"benchmark": short("benchmark", "design (std.: standardized noise), learners "
+                                                                "(nn, gb, rf), N rows"),
+                                "naive wins": short("naive wins", "naive plug-in's MSE lower than DML-CMR's, of the "
+                                                                   "paired seeds")})
+    st.caption("Files: " + ", ".join(f"`{f}`" for f in dict.fromkeys(table["file"])))
     lines = []
     for (bench, design, learners), part in table.groupby(["benchmark", "design", "learners"], sort=False):
         wins, seeds = int(part["naive wins"].sum()), int(part["paired seeds"].sum())

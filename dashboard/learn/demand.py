@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard.learn.common import num, pct, strength_metric
+from dashboard.learn.common import chart, num, pct, short, strength_metric
 from dashboard.training import one_openmp_thread
 from dmlcore import plots
 from dmlcore.data.simulate import Y_STD
@@ -52,12 +52,12 @@ def demand_experiment():
     fits = result["fits"]
     left, right = st.columns([3, 2], gap="large")
     with left:
-        st.plotly_chart(plots.curve_figure([(name, f["curve"]) for name, f in fits.items()],
+        chart(plots.curve_figure([(name, f["curve"]) for name, f in fits.items()],
                                            methods=[f["key"] for f in fits.values()], x_title="price",
                                            y_title="average sales", title="Average demand curve",
                                            lines_in_view=True), key="exp_curves")
     with right:
-        st.plotly_chart(plots.bar_figure(list(fits), [f["mse"] for f in fits.values()],
+        chart(plots.bar_figure(list(fits), [f["mse"] for f in fits.values()],
                                          keys=[f["key"] for f in fits.values()], y_title="MSE vs truth",
                                          title="Error of f on the test grid (lower is better)"), key="exp_mse")
         strength_metric(st, result["f_stat"])
@@ -110,11 +110,11 @@ def bands_section(strength: float, rho: float, n: int, seed: int):
         st.error(str(err))
         return
     seconds = time.perf_counter() - start
-    st.plotly_chart(plots.curve_figure([("DML-CMR, spline f", current["curve"])], methods=["dml-cmr"],
+    chart(plots.curve_figure([("DML-CMR, spline f", current["curve"])], methods=["dml-cmr"],
                                        x_title="price", y_title="average sales",
                                        title=f"Average demand curve with its 95 % band (strength {strength:g})"),
                     key="exp_band_curve")
-    st.plotly_chart(plots.sweep_figure(
+    chart(plots.sweep_figure(
         demand.BAND_STRENGTHS, [("mean width of the band of f", [r["width"] for r in sweep], None),
                          ("share of the true f inside it", [r["coverage"] for r in sweep], 0.95)],
         x_title="instrument strength", log_x=True, title="Across instrument strengths (same N, ρ, seed)",
@@ -126,11 +126,13 @@ def bands_section(strength: float, rho: float, n: int, seed: int):
                           "coverage (f, test grid)": [r["coverage"] for r in sweep],
                           "band width (average curve)": [r["curve_width"] for r in sweep],
                           "fit seconds": [r["seconds"] for r in sweep]})
-    st.dataframe(table, key="exp_band_table", hide_index=True,
-                 column_config={name: st.column_config.NumberColumn(format=fmt) for name, fmt in (
-                     ("first-stage F", "%.1f"), ("band width (f, test grid)", "%.3g"),
-                     ("coverage (f, test grid)", "%.2f"), ("band width (average curve)", "%.3g"),
-                     ("fit seconds", "%.2f"))})
+    st.dataframe(table, key="exp_band_table", hide_index=True, column_config={
+        "instrument strength": short("strength", "instrument strength", "%g"),
+        "first-stage F": short("F", "first-stage F", "%.1f"), "label": short("label", "strength label"),
+        "band width (f, test grid)": short("width f", "band width (f, test grid)", "%.3g"),
+        "coverage (f, test grid)": short("coverage f", "coverage (f, test grid)", "%.2f"),
+        "band width (average curve)": short("width curve", "band width (average curve)", "%.3g"),
+        "fit seconds": short("s", "fit seconds", "%.2f")})
     st.markdown(
         "**Why the band widens.** The second stage can learn f only from the part of the price that the "
         "instrument moves: it regresses ŝ(c) on the spline basis *averaged over the price draws given c*. "
@@ -165,11 +167,11 @@ def measured_coverage():
                 f"{int(fixed['data sets'].iloc[0])} data sets at each strength (ρ = 0.9, 1,000 rows, the penalty "
                 f"fixed at {demand.BAND_RIDGE:g}; bench/results/teaching/demand-band-coverage.csv):")
     st.dataframe(table, hide_index=True, key="exp_band_coverage",
-                 column_config={"median first-stage F": st.column_config.NumberColumn(format="%.1f"),
-                                "mean coverage": st.column_config.NumberColumn(format="%.3f"),
-                                "coverage s.e.": st.column_config.NumberColumn(format="%.3f"),
-                                "lowest coverage": st.column_config.NumberColumn(format="%.3f"),
-                                "mean width": st.column_config.NumberColumn(format="%.4g"),
+                 column_config={"median first-stage F": short("median F", "median first-stage F", "%.1f"),
+                                "mean coverage": short("coverage", "mean coverage", "%.3f"),
+                                "coverage s.e.": short("s.e.", "coverage s.e. (Monte Carlo)", "%.3f"),
+                                "lowest coverage": short("lowest", "lowest coverage", "%.3f"),
+                                "mean width": short("width", "mean width", "%.4g"),
                                 "ridge": st.column_config.NumberColumn(format="%.0e")})
     weakest = fixed.iloc[-1]
     se = (f" (Monte-Carlo s.e. at most {100 * fixed['coverage s.e.'].max():.1f} %)" if "coverage s.e." in fixed

@@ -4,7 +4,7 @@ estimator and LATE."""
 import streamlit as st
 
 from dashboard.diagram import causal_dot, moment_text
-from dashboard.learn.common import num
+from dashboard.learn.common import chart, num
 from dmlcore.teaching import figures, iv
 
 
@@ -33,7 +33,9 @@ def iv_tab():
             "The data cannot check 2 and 3; they must come from knowing how the instrument arises. With "
             "additive noise, Y = f(A, X) + e, and f's level fixed so that E[e | X] = 0, assumptions 2 and 3 give "
             "E[e | Z, X] = E[e | X] = 0, so averaging over what is left random given the instrument gives")
-        st.latex(r"\mathbb{E}[Y \mid Z, X] = \mathbb{E}[f(A, X) \mid Z, X] = \int f(a, X)\, p(a \mid Z, X)\, da")
+        # two lines, so that the identity fits the column at 1,024 pixels
+        st.latex(r"\begin{aligned}\mathbb{E}[Y \mid Z, X] &= \mathbb{E}[f(A, X) \mid Z, X] \\ "
+                 r"&= \int f(a, X)\, p(a \mid Z, X)\, da\end{aligned}")
         st.markdown("Both sides can be learned from data: that is the conditional moment restriction")
         st.latex(moment_text("iv"))
         st.markdown(
@@ -61,7 +63,7 @@ def wald_section():
                     help="How strongly the hidden shock U drives both price and sales.")
     seed = c2.number_input("Seed", 0, 10_000, 0, key="learn_wald_seed", persist_state="session")
     exp = wald_exp(float(rho), int(seed))
-    st.plotly_chart(figures.wald_scatter(exp), key="learn_wald_plot")
+    chart(figures.wald_scatter(exp), key="learn_wald_plot")
     slopes = exp.summary.set_index("estimate")["slope"]
     (a0, y0), (a1, y1) = exp.params["means"]["off"], exp.params["means"]["on"]
     st.markdown(

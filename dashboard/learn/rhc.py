@@ -62,10 +62,10 @@ def rhc_tab():
             ("the same with the four proxies added as covariates", s["regression_with_proxies"]),
             ("linear proximal 2SLS (Y on A, W, X; W instrumented by Z)", s["p2sls"]),
             ("proximal 2SLS with the proxies' roles swapped", s["p2sls_swapped"])]
-    st.dataframe(pd.DataFrame([{"estimate": name, "ATE (days)": e["coef"], "95 % lower": e["lower"],
-                                "95 % upper": e["upper"]} for name, e in rows]), hide_index=True,
-                 key="learn_rhc_linear", column_config={c: st.column_config.NumberColumn(format="%.2f")
-                                                        for c in ("ATE (days)", "95 % lower", "95 % upper")})
+    st.dataframe(pd.DataFrame([{"estimate": name, "ATE (days)": num(e["coef"]),
+                                "95 % interval": f"[{num(e['lower'])}, {num(e['upper'])}]"} for name, e in rows]),
+                 hide_index=True, key="learn_rhc_linear",
+                 column_config={"estimate": st.column_config.TextColumn(width="large")})
     answer("The regression says " + interval(s["regression"]) + ", proximal 2SLS " + interval(s["p2sls"])
            + ". What did the proxies change, and what does it rest on?",
            "The point estimate moves further from 0, but the regression's estimate lies inside the proximal "
@@ -90,9 +90,13 @@ def rhc_tab():
     st.markdown("Every method on the same data and roles, as the project measured them (`python -m "
                 "bench.rhc_effects`; docs/coverage.md). The held-out score measures how well each fit meets the "
                 "moment restriction on rows it never saw (lower is better).")
-    st.dataframe(table, hide_index=True, key="learn_rhc_methods",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f" if "held" in c else "%.2f")
-                                for c in table.columns[3:]})
+    # five columns: the interval and the held-out score with its s.e. each in one cell (whole at 1,024 pixels)
+    shown = pd.DataFrame({"method": table["method"], "nuisances · second stage": table["nuisances"] + " · "
+                          + table["second stage"], "ATE (days)": [num(v) for v in table["ATE (days)"]],
+                          "95 % interval": [f"[{num(lo)}, {num(hi)}]" for lo, hi in zip(table["lower"], table["upper"])],
+                          "held-out score (s.e.)": [f"{v:.3f}" + (f" ({s:.3f})" if pd.notna(s) else "") if pd.notna(v) else "—"
+                                                    for v, s in zip(table["held-out score"], table["held-out s.e."])]})
+    st.dataframe(shown, hide_index=True, key="learn_rhc_methods")
     low, high = table["ATE (days)"].min(), table["ATE (days)"].max()
     flexible = table[table["method"] != rhc.METHOD_TITLES.get("2sls", "2sls")]["ATE (days)"]
     answer("The nonparametric methods say " + num(flexible.min()) + " to " + num(flexible.max()) + " days. Why do "

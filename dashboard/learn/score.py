@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from dashboard.learn.common import num, slow
+from dashboard.learn.common import chart, num, slow
 from dmlcore.teaching import figures, nuisance
 
 
@@ -52,7 +52,7 @@ def score_tab():
     exp = slow("orthogonality", "Run the perturbation experiment", lambda cb: nuisance.orthogonality(callback=cb))
     if exp is None:
         return
-    st.plotly_chart(figures.orthogonality_figure(exp), key="learn_orth_plot")
+    chart(figures.orthogonality_figure(exp), key="learn_orth_plot")
     s = exp.summary
     at = {e: s[np.isclose(s["eps"], e)].set_index(["perturbation", "method"]) for e in (0.0, 0.1, 0.2)}
     base = at[0.0]["rmse"].xs("s")

@@ -4,7 +4,7 @@ Fuller, CLR and tF beside them."""
 import pandas as pd
 import streamlit as st
 
-from dashboard.learn.common import cover, mc_se, num, pct
+from dashboard.learn.common import chart, cover, mc_se, num, pct
 from dmlcore.inference.first_stage import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, strong_bar
 from dmlcore.teaching import figures, iv
 
@@ -25,28 +25,29 @@ def weak_tab():
                       "intervals (its 2SLS median stays close to the truth until F is very small).")
     rho = c2.slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key="learn_weak_rho", persist_state="session")
     exp = weak_exp(int(k), float(rho))
-    st.plotly_chart(figures.weak_figure(exp), key="learn_weak_plot")
+    chart(figures.weak_figure(exp), key="learn_weak_plot")
     s = exp.summary
     draws = int(exp.params["draws"])
     # two narrow tables instead of one of eleven columns (a projector at 1,024 pixels shows them whole)
     estimates = pd.DataFrame({
-        "median F": s["median F"], "label": s["strength"], "median OLS": s["median OLS"],
-        "median 2SLS": s["median 2SLS"], "median LIML": s["median LIML"], "median Fuller": s["median Fuller"],
-        "bias / OLS's: 2SLS": s["relative median bias"], "LIML": s["LIML relative median bias"],
-        "Fuller": s["Fuller relative median bias"]})
-    st.markdown("**Estimates** (medians over the draws; bias: the median's distance from the truth over OLS's)")
+        "median F": s["median F"], "label": s["strength"], "OLS": [num(v) for v in s["median OLS"]],
+        **{name: [f"{num(v)} ({pct(b)})" for v, b in zip(s[f"median {name}"], s[bias])]
+           for name, bias in (("2SLS", "relative median bias"), ("LIML", "LIML relative median bias"),
+                              ("Fuller", "Fuller relative median bias"))}})
+    st.markdown("**Medians of the estimates** over the draws (truth −1); in brackets, the median's distance from "
+                "the truth as a share of OLS's")
     st.dataframe(estimates, hide_index=True, key="learn_weak_table",
-                 column_config={c: st.column_config.NumberColumn(format="%.1f" if c == "median F" else "%.2f")
-                                for c in estimates.columns if c != "label"})
+                 column_config={"median F": st.column_config.NumberColumn(format="%.1f")})
     coverage = {"median F": s["median F"]}
     for title, column in (("2SLS interval", "2SLS interval coverage"), ("Fuller interval", "Fuller interval coverage"),
                           ("AR set", "AR coverage"), ("CLR set", "CLR coverage"), ("tF interval", "tF coverage")):
         if s[column].notna().all():
-            coverage[title] = [cover(v, draws) for v in s[column]]
+            coverage[title] = [f"{100 * v:.1f} ({100 * mc_se(v, draws):.1f})" for v in s[column]]
     coverage["AR unbounded"] = [pct(v) for v in s["AR unbounded"]]
     coverage["AR empty"] = [pct(v) for v in s["AR empty"]]
     coverage = pd.DataFrame(coverage)
-    st.markdown("**How often each 95 % interval or set contains the truth** (with its Monte-Carlo s.e.)")
+    st.markdown("**How often each 95 % interval or set contains the truth**, in % (in brackets its Monte-Carlo "
+                "s.e., in percentage points)")
     st.dataframe(coverage, hide_index=True, key="learn_weak_coverage",
                  column_config={"median F": st.column_config.NumberColumn(format="%.1f")})
     weakest, at10 = s.iloc[0], s.iloc[(s["median F"] - WEAK_F).abs().argmin()]
@@ -78,8 +79,8 @@ def weak_tab():
         f"**LIML and Fuller**: at F {num(weakest['median F'], 1)} LIML's median bias is "
         f"{pct(abs(weakest['LIML relative median bias']))} of OLS's and Fuller's {pct(abs(weakest['Fuller relative median bias']))}"
         f" (2SLS: {pct(weakest['relative median bias'])}); "
-        + ("with one instrument LIML is 2SLS. " if k == 1 else "LIML is nearly median-unbiased with several "
-           "instruments, but has no finite moments; Fuller (α = 1) has them, at some bias. ")
+        + ("with one instrument LIML is 2SLS. " if k == 1 else "LIML's median is, with several "
+           "instruments, far less biased than 2SLS, but has no finite moments; Fuller (α = 1) has them, at some bias. ")
         + f"Their usual intervals are not weak-instrument robust either (Fuller's covers "
         f"{cover(weakest['Fuller interval coverage'], draws)} at the weakest strength).")
     lines.append(
@@ -98,16 +99,15 @@ def weak_tab():
                      "several instruments (choose 4).")
     st.markdown("\n".join(f"- {line}" for line in lines))
     st.markdown("#### Thresholds for the first-stage F, with their sources")
-    st.dataframe(pd.DataFrame([
-        {"first-stage F above": f"{WEAK_F:g}", "what it buys": "rule of thumb: the instrument is not weak",
-         "source": "Staiger & Stock (1997)"},
-        {"first-stage F above": " / ".join(f"{v:.2f}" for v in STOCK_YOGO_SIZE_10.values())
-         + " (1 / 2 / 3 / 4 instruments)",
-         "what it buys": "a nominal 5 % 2SLS test rejects a true value at most 10 % of the time",
-         "source": "Stock & Yogo (2005), critical values for one treatment"},
-        {"first-stage F above": f"{LEE_T_TEST_F:g}", "what it buys": "the usual 5 % t-test of 2SLS has size 5 % "
-         "(one instrument)", "source": "Lee, McCrary, Moreira & Porter (2022)"},
-    ]), hide_index=True, key="learn_thresholds")
+    # a Markdown table: its long cells wrap instead of being cut at a projector's width
+    sy = " / ".join(f"{v:.2f}" for v in STOCK_YOGO_SIZE_10.values())
+    st.markdown(
+        "| first-stage F above | what it buys | source |\n|---|---|---|\n"
+        f"| {WEAK_F:g} | rule of thumb: the instrument is not weak | Staiger & Stock (1997) |\n"
+        f"| {sy} (1 / 2 / 3 / 4 instruments) | a nominal 5 % 2SLS test rejects a true value at most 10 % of the "
+        "time | Stock & Yogo (2005), critical values for one treatment |\n"
+        f"| {LEE_T_TEST_F:g} | the usual 5 % t-test of 2SLS has size 5 % (one instrument; below it, tF's larger "
+        "critical value keeps the size) | Lee, McCrary, Moreira & Porter (2022) |")
     bar, source, _, _ = strong_bar(int(k))
     st.caption(f"The labels used everywhere in this tool (Roles, this page, the command line's warning), with "
                f"{k} instrument{'s' if k > 1 else ''} and one treatment: **weak** below {WEAK_F:g}, **moderate** "
@@ -115,4 +115,4 @@ def weak_tab():
     choice = st.select_slider("Intervals of single data sets at strength", list(s["expected F"]),
                               value=s["expected F"].iloc[1], key="learn_weak_pick", persist_state="session",
                               format_func=lambda v: f"F≈{s.set_index('expected F').loc[v, 'median F']:.3g}")
-    st.plotly_chart(figures.intervals_figure(exp, float(choice)), key="learn_weak_intervals")
+    chart(figures.intervals_figure(exp, float(choice)), key="learn_weak_intervals")

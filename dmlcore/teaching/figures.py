@@ -256,8 +256,9 @@ def pliv_histograms(exp: Experiment) -> go.Figure:
     each, the panel's coverage of the 95 % interval in its title."""
     table, summary = exp.draws, exp.summary.set_index(["score", "cross-fitting"])
     cells = [(crossfit, score) for crossfit in (True, False) for score in SCORE_TITLES]
-    titles = [f"{SCORE_TITLES[s]}, {'cross-fitting' if c else 'no cross-fitting'}: "
-              f"covers {summary.loc[(s, c), 'coverage']:.0%}" for c, s in cells]
+    # two short lines per panel title, so that neighbouring titles never meet at 1,024 pixels
+    titles = [f"{SCORE_TITLES[s]}, {'cross-fitting' if c else 'no cross-fitting'}<br>"
+              f"covers {100 * summary.loc[(s, c), 'coverage']:.1f} %" for c, s in cells]
     fig = make_subplots(rows=2, cols=2, shared_xaxes=True, shared_yaxes=True, subplot_titles=titles,
                         horizontal_spacing=0.06, vertical_spacing=0.12)
     grid = np.linspace(-6, 6, 241)
