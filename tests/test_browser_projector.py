@@ -85,6 +85,11 @@ def test_learn_tabs_fit_a_projector(tmp_path):
                 if problems:
                     found[tab] = problems
                 name = re.sub(r"[^a-z0-9]+", "_", tab.lower()).strip("_")
-                page.screenshot(path=str(SHOTS / f"{name}_{WIDTH}.png"), full_page=True)
+                page.screenshot(path=str(SHOTS / f"{name}_{WIDTH}.png"))          # what the projector shows first
+                height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+                page.set_viewport_size({"width": WIDTH, "height": min(int(height) + 40, 9000)})
+                page.wait_for_timeout(600)
+                page.screenshot(path=str(SHOTS / f"{name}_{WIDTH}_whole.png"))    # the whole tab
+                page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
         browser.close()
     assert not found, found

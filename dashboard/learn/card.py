@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import ui
-from dashboard.learn.common import slow, strength_metric
+from dashboard.learn.common import notebook_button, slow, strength_metric
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
 from dmlcore.teaching import card, plausible
 
@@ -26,6 +26,7 @@ def answer(question: str, text: str):
 
 def card_tab():
     s = steps()
+    notebook_button("card")
     st.markdown(
         f"**The question.** What does a year of school do to a man's wage? Card (1995) uses {s['n']:,} men of "
         "the US National Longitudinal Survey of Young Men: log hourly wage in 1976 (*lwage*), years of schooling "
@@ -196,6 +197,7 @@ def sensitivity():
 def plausible_section(tsls: dict):
     """5. What if nearc4 also raises wages directly (Conley, Hansen & Rossi 2012)?"""
     r = sensitivity()
+    notebook_button("card-plausible")
     st.markdown("#### 5. What if growing up near a college also raises wages directly?")
     st.markdown(
         "Exclusion says nearc4 moves wages only through schooling. Suppose instead log wage = β·schooling + "

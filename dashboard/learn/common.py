@@ -32,6 +32,16 @@ def chart(fig, key: str):
     st.plotly_chart(fig, key=key)
 
 
+def notebook_button(name: str, **settings):
+    """A download of experiment ``name`` as a Jupyter notebook that calls dmlcore with ``settings``
+    (the tab's current ones) and prints the numbers the tab shows (:mod:`dmlcore.teaching.notebooks`)."""
+    from dmlcore.teaching import notebooks
+    st.download_button("Notebook", notebooks.dumps(name, settings), file_name=f"{name}.ipynb",
+                       mime="application/x-ipynb+json", key=f"learn_notebook_{name}", icon=":material/download:",
+                       on_click="ignore", help="This experiment as a Jupyter notebook to take home: it calls "
+                       "dmlcore with the settings above and prints the numbers shown here.")
+
+
 def short(label: str, full: str, fmt: str | None = None):
     """A column shown under a short header ``label`` with its full name ``full`` as the header's help,
     so that a table fits a projector's width; numbers formatted with ``fmt`` when given."""

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from dashboard.learn.common import chart, num, short, slow
+from dashboard.learn.common import chart, notebook_button, num, short, slow
 from dmlcore import plots
 from dmlcore.estimators.dml import make_folds
 from dmlcore.learners import LEARNER_TITLES
@@ -56,6 +56,7 @@ def crossfit_tab():
     timing = _timing()
     if timing:
         st.caption(timing)
+    notebook_button("crossfit", setting=setting, draws=int(draws))
     exp = slow(f"compare-{setting}-{draws}", "Run the comparison",
                lambda cb: nuisance.compare_methods(setting, draws=int(draws), callback=cb))
     if exp is not None:
@@ -90,6 +91,7 @@ def repeated_section():
         "it for the same reason). The experiment fits DML-CMR on one simulated data set of the first setting "
         "with five different split seeds, once with R = 1 and once with R = 3, and measures how far the five "
         "f̂ lie from their mean (root mean square over the price grid).")
+    notebook_button("crossfit-repeated")
     exp = slow("crossfit-repeated", "Run repeated cross-fitting",
                lambda cb: nuisance.repeated_crossfit("simple", callback=cb))
     if exp is None:

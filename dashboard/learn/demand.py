@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard.learn.common import chart, num, pct, short, strength_metric
+from dashboard.learn.common import chart, notebook_button, num, pct, short, strength_metric
 from dashboard.training import one_openmp_thread
 from dmlcore import plots
 from dmlcore.data.simulate import Y_STD
@@ -45,6 +45,8 @@ def demand_experiment():
     try:
         with st.spinner("Fitting..."), one_openmp_thread():
             result = demand_fits(float(strength), float(rho), int(n), int(seed), bool(with_naive))
+        notebook_button("demand", strength=float(strength), rho=float(rho), n=int(n), seed=int(seed),
+                        with_naive=bool(with_naive))
     except DMLCoreError as err:
         st.error(str(err))
         return

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard.learn.common import chart, num
+from dashboard.learn.common import chart, notebook_button, num
 from dmlcore.teaching import figures, forbidden
 
 
@@ -29,6 +29,7 @@ def forbidden_tab():
     n = c2.select_slider("Rows per data set", [500, 1000, 2000], value=1000, key="learn_forb_n",
                          persist_state="session")
     exp = forbidden_exp(float(sigma), int(n))
+    notebook_button("forbidden", sigma=float(sigma), n=int(n))
     chart(figures.forbidden_figure(exp), key="learn_forb_plot")
     s = exp.summary.set_index("method")
     st.markdown(

@@ -4,7 +4,7 @@ estimator and LATE."""
 import streamlit as st
 
 from dashboard.diagram import causal_dot, moment_text
-from dashboard.learn.common import chart, num
+from dashboard.learn.common import chart, notebook_button, num
 from dmlcore.teaching import figures, iv
 
 
@@ -63,6 +63,7 @@ def wald_section():
                     help="How strongly the hidden shock U drives both price and sales.")
     seed = c2.number_input("Seed", 0, 10_000, 0, key="learn_wald_seed", persist_state="session")
     exp = wald_exp(float(rho), int(seed))
+    notebook_button("wald", rho=float(rho), seed=int(seed))
     chart(figures.wald_scatter(exp), key="learn_wald_plot")
     slopes = exp.summary.set_index("estimate")["slope"]
     (a0, y0), (a1, y1) = exp.params["means"]["off"], exp.params["means"]["on"]
@@ -89,6 +90,7 @@ def late_section():
     effect_always = c2.slider("Effect for always-takers (compliers: 1, never-takers: 0)", -2.0, 4.0, 3.0, 0.5,
                               key="learn_late_effect", persist_state="session")
     exp = late_exp(float(compliers), float(effect_always))
+    notebook_button("late", compliers=float(compliers), effect_always=float(effect_always))
     med = exp.summary.set_index("estimator")
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("ATE (everyone)", num(exp.params["ate"]))

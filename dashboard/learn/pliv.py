@@ -4,7 +4,7 @@ orthogonal score, with and without cross-fitting; the second-order positive cont
 import pandas as pd
 import streamlit as st
 
-from dashboard.learn.common import chart, cover, mc_se, num, short, slow
+from dashboard.learn.common import chart, cover, mc_se, notebook_button, num, short, slow
 from dashboard.training import one_openmp_thread
 from dmlcore.inference.effect_coverage import demand_contrast
 from dmlcore.teaching import figures, nuisance, pliv
@@ -70,6 +70,7 @@ def pliv_tab():
 
 def histograms_section():
     exp = shipped()
+    notebook_button("pliv")
     st.markdown("#### Over many simulated data sets")
     if exp is None:
         st.caption("The shipped simulations (dmlcore/teaching/pliv.csv, written by `python -m bench.pliv`) are not in this "

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard.learn.common import chart, num
+from dashboard.learn.common import chart, notebook_button, num
 from dmlcore.teaching import figures, proximal
 
 
@@ -71,6 +71,7 @@ def pcl_tab():
                                                     "which the method forbids.")
     n = c3.select_slider("Rows per data set", [500, 1000, 2000], value=1000, key="learn_pcl_n", persist_state="session")
     exp = proximal_exp(float(noise), float(kappa), int(n))
+    notebook_button("proximal", noise=float(noise), kappa=float(kappa), n=int(n))
     chart(figures.estimates_box(exp, None, x_title="", title="Estimates of the effect of price (truth −1)"),
                     key="learn_pcl_plot")
     s = exp.summary.set_index("estimator")

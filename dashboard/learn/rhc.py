@@ -5,7 +5,7 @@ import streamlit as st
 
 from dashboard import ui
 from dashboard.learn.card import answer
-from dashboard.learn.common import num
+from dashboard.learn.common import notebook_button, num
 from dmlcore.teaching import rhc
 
 
@@ -25,6 +25,7 @@ def interval(e: dict) -> str:
 
 def rhc_tab():
     s = steps()
+    notebook_button("rhc")
     z, w = (" and ".join(f"*{c}*" for c in cols) for cols in (s["treatment_proxies"], s["outcome_proxies"]))
     st.markdown(
         f"**The question.** Does right heart catheterization (RHC) in the first 24 hours in intensive care change "

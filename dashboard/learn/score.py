@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from dashboard.learn.common import chart, num, slow
+from dashboard.learn.common import chart, notebook_button, num, slow
 from dmlcore.teaching import figures, nuisance
 
 
@@ -49,6 +49,7 @@ def score_tab():
         "form (f a degree-5 polynomial), so that only the nuisance changes: ŝ plus ε·sd(Y)·Δ(c) with Δ the "
         "standardized instrument; the price draws shifted by ε·sd(price); or spread (1 + ε) times wider. "
         "5 data sets of 1,000 rows" + _timing() + ".")
+    notebook_button("orthogonality")
     exp = slow("orthogonality", "Run the perturbation experiment", lambda cb: nuisance.orthogonality(callback=cb))
     if exp is None:
         return

@@ -4,7 +4,7 @@ Fuller, CLR and tF beside them."""
 import pandas as pd
 import streamlit as st
 
-from dashboard.learn.common import chart, cover, mc_se, num, pct
+from dashboard.learn.common import chart, cover, mc_se, notebook_button, num, pct
 from dmlcore.inference.first_stage import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, strong_bar
 from dmlcore.teaching import figures, iv
 
@@ -25,6 +25,7 @@ def weak_tab():
                       "intervals (its 2SLS median stays close to the truth until F is very small).")
     rho = c2.slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key="learn_weak_rho", persist_state="session")
     exp = weak_exp(int(k), float(rho))
+    notebook_button("weak", instruments=int(k), rho=float(rho))
     chart(figures.weak_figure(exp), key="learn_weak_plot")
     s = exp.summary
     draws = int(exp.params["draws"])
