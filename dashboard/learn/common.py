@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import ui
 from dashboard.training import one_openmp_thread
 from dmlcore.inference.first_stage import strength_label
+from dmlcore.teaching import prepared
 from dmlcore.errors import DMLCoreError
 
 
@@ -69,11 +70,16 @@ def shared_results() -> dict:
 
 
 def slow(name: str, label: str, run):
-    """A slow experiment: the shared result when there is one, else a button labelled ``label``
+    """A slow experiment: the shared result when there is one (computed on this server, or prepared on
+    disk before class: :mod:`dmlcore.teaching.prepared`), else a button labelled ``label``
     that runs it (``run(progress)``) with a progress bar. Returns the result or None."""
     results = shared_results()
     if name in results:
         return results[name]
+    kept = prepared.load(name)          # prepared before class (python -m dmlcore.teaching.prepared)
+    if kept is not None:
+        results[name] = kept
+        return kept
     if not st.button(label, key=f"learn_run_{name}", type="primary", icon=":material/play_arrow:"):
         return None
     bar = st.progress(0.0, text="Starting...")

@@ -13,7 +13,7 @@ from dmlcore import plots
 from dmlcore.data.simulate import Y_STD
 from dmlcore.inference.first_stage import strength_label
 from dmlcore.errors import DMLCoreError
-from dmlcore.teaching import demand
+from dmlcore.teaching import demand, prepared
 
 
 def demand_tab():
@@ -22,7 +22,8 @@ def demand_tab():
 
 @st.cache_data(show_spinner=False, max_entries=100)
 def demand_fits(strength: float, rho: float, n: int, seed: int, with_naive: bool) -> dict:
-    return demand.demand_fits(strength, rho, n, seed, with_naive)
+    kept = prepared.load(prepared.demand_key(strength, rho, n, seed, with_naive))   # prepared before class
+    return kept if kept is not None else demand.demand_fits(strength, rho, n, seed, with_naive)
 
 
 def demand_experiment():
@@ -88,7 +89,8 @@ def demand_experiment():
 
 @st.cache_data(show_spinner=False, max_entries=200)
 def band_fit(strength: float, rho: float, n: int, seed: int) -> dict:
-    return demand.band_fit(strength, rho, n, seed)
+    kept = prepared.load(prepared.band_key(strength, rho, n, seed))                 # prepared before class
+    return kept if kept is not None else demand.band_fit(strength, rho, n, seed)
 
 
 def bands_section(strength: float, rho: float, n: int, seed: int):

@@ -17,6 +17,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from dmlcore.errors import DMLCoreError
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -118,12 +120,10 @@ EXPERIMENTS = {
 
 def _settings(name: str, params: dict | None) -> dict:
     if name not in EXPERIMENTS:
-        from dmlcore.errors import DMLCoreError
         raise DMLCoreError(f"No notebook named {name!r}; choose one of {', '.join(EXPERIMENTS)}.")
     recipe = EXPERIMENTS[name]
     unknown = set(params or {}) - set(recipe.defaults)
     if unknown:
-        from dmlcore.errors import DMLCoreError
         raise DMLCoreError(f"The {name} notebook has no setting {', '.join(sorted(unknown))}; its settings are "
                            f"{', '.join(recipe.defaults) or 'none'}.")
     return {**recipe.defaults, **(params or {})}
