@@ -136,7 +136,10 @@ def card_tab():
                   "exclude 0; the flagged debiased effect prints no interval) but do not pin down its size, nor "
                   "its shape." if dml["lower"] is None and min(ar["lower"], t["lower"]) > 0 else
                   "The honest summary: the data do not pin down the size of the return, nor its shape, and not "
-                  "every interval excludes 0."))
+                  "every interval excludes 0.")
+               + (" Lee et al.'s tF interval (section 2b) does reach 0: how firm \"positive\" is depends on the "
+                  "weak-instrument procedure chosen before looking." if s["tf"]["lower"] is not None
+                  and s["tf"]["lower"] <= 0 <= s["tf"]["upper"] else ""))
     st.markdown("#### 4. What 2SLS estimates here, and for whom")
     st.markdown(
         "Effects of school differ from man to man. **Without covariates**, a binary instrument and a schooling "
