@@ -1,5 +1,6 @@
 """The Learn page on a projector (issue 47): at 1,024 x 768 pixels no table, chart or equation of any
-Learn tab is cut (wider than its container), and no chart's titles overlap each other or its legend.
+Learn tab, nor of the Class page with three students' runs, is cut (wider than its container), and no
+chart's titles overlap each other or its legend.
 
 One browser session over every tab (Streamlit server + Playwright + Debian's Chromium); the slow
 experiments behind buttons are not run. Screenshots of each tab go to artifacts/screenshots/projector/.
@@ -61,12 +62,27 @@ def _lessons() -> dict[str, list[str]]:
     return lessons
 
 
-def test_learn_tabs_fit_a_projector(tmp_path):
+def _class_runs(home):
+    """Three students' demo runs (two fast methods each) in the server's store, for the Class page."""
+    from dashboard.plan import DEMO_DATA
+    from dmlcore.data.registry import load_dataset
+    from dmlcore.runs import fit_run
+    from dmlcore.store import RunStore
+    store = RunStore(home / "runs.sqlite3")
+    for owner, seed in (("student-a", 1), ("student-b", 2), ("student-c", 3)):
+        loaded = load_dataset(DEMO_DATA["name"], n=DEMO_DATA["n"], seed=seed)
+        for method in ("2sls", "regression"):
+            store.save(fit_run(loaded.data, method, truth=loaded.truth, dataset=DEMO_DATA["name"],
+                               data_params=dict(loaded.params)), owner, f"#1 {method}")
+
+
+def test_learn_tabs_and_class_fit_a_projector(tmp_path):
     lessons = _lessons()
     assert sum(len(tabs) for tabs in lessons.values()) == 12, lessons
     SHOTS.mkdir(parents=True, exist_ok=True)
     found = {}
-    with streamlit_server(tmp_path, "server.log") as (base, _), sync_api.sync_playwright() as p:
+    with streamlit_server(tmp_path, "server.log", DMLCORE_TEACHER_CODE="proj47") as (base, _), \
+            sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
         page.set_default_timeout(120_000)
@@ -91,5 +107,22 @@ def test_learn_tabs_fit_a_projector(tmp_path):
                 page.wait_for_timeout(600)
                 page.screenshot(path=str(SHOTS / f"{name}_{WIDTH}_whole.png"))    # the whole tab
                 page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+        # the Class page with three students' runs: the MSE histograms and the effects around the truth
+        _class_runs(tmp_path)
+        page.goto(f"{base}/class")
+        idle(page, 800)
+        page.locator("input[type=password]").fill("proj47")
+        page.get_by_role("button", name="Open the class view").click()
+        page.get_by_text("The estimated effects around the truth").wait_for()
+        idle(page, 1500)
+        problems = page.evaluate(PROBE)
+        if problems:
+            found["Class"] = problems
+        assert page.locator(".js-plotly-plot").count() >= 2
+        page.screenshot(path=str(SHOTS / f"class_{WIDTH}.png"))
+        height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+        page.set_viewport_size({"width": WIDTH, "height": min(int(height) + 40, 9000)})
+        page.wait_for_timeout(600)
+        page.screenshot(path=str(SHOTS / f"class_{WIDTH}_whole.png"))
         browser.close()
     assert not found, found
