@@ -32,7 +32,7 @@ def weak_tab():
     # two narrow tables instead of one of eleven columns (a projector at 1,024 pixels shows them whole)
     estimates = pd.DataFrame({
         "median F": s["median F"], "label": s["strength"], "OLS": [num(v) for v in s["median OLS"]],
-        **{name: [f"{num(v)} ({pct(b)})" for v, b in zip(s[f"median {name}"], s[bias])]
+        **{name: [f"{num(v)} ({pct(b) if b >= 0 else '−' + pct(-b)})" for v, b in zip(s[f"median {name}"], s[bias])]
            for name, bias in (("2SLS", "relative median bias"), ("LIML", "LIML relative median bias"),
                               ("Fuller", "Fuller relative median bias"))}})
     st.markdown("**Medians of the estimates** over the draws (truth −1); in brackets, the median's distance from "
