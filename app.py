@@ -12,6 +12,7 @@ from dashboard import state, teacher, ui
 st.set_page_config(page_title="dmlcore · DML-CMR dashboard", page_icon=":material/query_stats:",
                    layout="wide")
 state.init()
+ui.projector_layout()   # a projector's 1,024 x 768 gets the width (dashboard/ui.py)
 teacher.ensure_code()   # printed to the console the first time, without DMLCORE_TEACHER_CODE
 with st.sidebar:
     state.keep_owner_in_browser()

@@ -92,6 +92,7 @@ SLOW = {
     "compare-simple": lambda: nuisance.compare_methods("simple", draws=20),
     "compare-overfit": lambda: nuisance.compare_methods("overfit", draws=20),
     "crossfit-swap": lambda: nuisance.swap_nuisances("overfit", seeds=5),
+    "crossfit-repeated": lambda: nuisance.repeated_crossfit("simple"),
     "demand-band-coverage": lambda: demand.band_coverage(seeds=10),
 }
 

@@ -93,6 +93,23 @@ def show_problem(message: str) -> None:
         st.error(message, icon=":material/error:")
 
 
+# On a projector's 1,024 x 768 (any window up to 1,100 pixels wide) the page gets the width: a narrower
+# sidebar and the main column's side and top padding reduced (Streamlit's wide layout pads 5rem each side).
+PROJECTOR_CSS = """<style>
+@media (max-width: 1100px) {
+  [data-testid="stSidebar"][data-collapsed="false"] { width: 190px !important; min-width: 190px !important;
+                                                    max-width: 190px !important; }
+  [data-testid="stMainBlockContainer"] { padding-left: 1.25rem !important; padding-right: 1.25rem !important;
+                                         padding-top: 3.75rem !important; }
+}
+</style>"""
+
+
+def projector_layout() -> None:
+    """The page's CSS for narrow screens (:data:`PROJECTOR_CSS`), once per script run."""
+    st.html(PROJECTOR_CSS)
+
+
 def sidebar_status() -> None:
     """Where the session stands: data, roles, runs."""
     with st.sidebar:

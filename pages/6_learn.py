@@ -39,16 +39,20 @@ def remember_tab(key: str):
     ss["learn_tab"] = ss[key]
 
 
-st.title("Learn")
-st.caption("Each tab states what a simulation shows and shows it: the numbers in the text are computed from the "
-           "experiments on the page. Only the open tab computes. Statements that no experiment here checks are "
-           "marked *not simulated here*.")
-notation()
+# a compact header for a projector (1,024 x 768): the title with its caption, then the lesson picker and the
+# notation box on one row
+st.markdown("### Learn", help="Each tab states what a simulation shows and shows it: the numbers in the text are "
+            "computed from the experiments on the page. Only the open tab computes. Statements that no experiment "
+            "here checks are marked *not simulated here*.")
 if ss.get("learn_tab") in LESSON_OF:        # a tab chosen by name (a link, a test) opens its lesson
     ss["learn_lesson"] = LESSON_OF[ss["learn_tab"]]
 ss.setdefault("learn_lesson", LESSONS[0][0])
-chosen = st.radio("Lesson", [lesson for lesson, _ in LESSONS], key="learn_lesson", horizontal=True,
-                  on_change=first_tab_of_lesson, help="The three class sessions of the lesson plan (docs/teaching.md).")
+picker, letters = st.columns([3, 1], vertical_alignment="center")
+with letters:
+    notation()
+chosen = picker.radio("Lesson", [lesson for lesson, _ in LESSONS], key="learn_lesson", horizontal=True,
+                      label_visibility="collapsed", on_change=first_tab_of_lesson,
+                      help="The three class sessions of the lesson plan (docs/teaching.md).")
 number = [lesson for lesson, _ in LESSONS].index(chosen) + 1
 tabs, key = dict(LESSONS)[chosen], f"learn_tab_{number}"
 if ss.get("learn_tab") in [label for label, _ in tabs]:

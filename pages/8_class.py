@@ -57,6 +57,19 @@ def pooled_view():
     st.plotly_chart(figures.class_histograms(table, list(s["method"])), key="class_hist")
     st.dataframe(s.drop(columns=["method"]), hide_index=True, key="class_summary",
                  column_config={c: st.column_config.NumberColumn(format="%.3g") for c in ("median MSE", "q25", "q75")})
+    effects = classroom.effect_summary(table)
+    if len(effects):
+        st.markdown("**The estimated effects around the truth.** Each point is one run's estimated effect (the "
+                    "average slope of f in the price); the red line is the design's true effect, the black bars "
+                    "the medians.")
+        st.plotly_chart(figures.class_effects(table, list(s["method"]), effects.attrs["truth"]), key="class_effects")
+        st.dataframe(effects.drop(columns=["method"]), hide_index=True, key="class_effects_table",
+                     column_config={c: st.column_config.NumberColumn(format="%.3g")
+                                    for c in ("median effect", "mean error", "spread", "RMSE")})
+        lo, hi = effects.attrs["truth range"]
+        st.caption("Mean error: the estimates minus each run's own true effect (the design's average slope over "
+                   "that run's data" + (f", {lo:.3g} to {hi:.3g} here; the line marks their median)." if hi - lo > 1e-9
+                                         else ").") + " Spread: the standard deviation of the estimates over the runs.")
     paired = s.attrs.get("paired seeds", 0)
     if paired:
         best = s.iloc[0]

@@ -39,6 +39,21 @@ def test_pool_reads_every_session_but_names_none(tmp_path):
     assert summary["median MSE"].is_monotonic_increasing
     assert classroom.pool(store, dataset="demand-iv", n=300, since=time.time() + 1)[0].empty
     assert classroom.count(1, "session") == "1 session" and classroom.count(3, "session") == "3 sessions"
+    # every run's effect beside its own truth: the class view's strip plot and its table
+    assert table["truth"].notna().all() and table["effect"].notna().all()
+    effects = classroom.effect_summary(table)
+    assert set(effects["method"]) == {"2sls", "dml-cmr"} and effects["runs"].tolist() == [2, 2]
+    for method, part in table.groupby("method"):
+        row = effects.set_index("method").loc[method]
+        assert row["mean error"] == pytest.approx((part["effect"] - part["truth"]).mean())
+        assert row["RMSE"] == pytest.approx(float(((part["effect"] - part["truth"]) ** 2).mean() ** 0.5))
+    assert effects.attrs["truth range"][0] <= effects.attrs["truth"] <= effects.attrs["truth range"][1]
+    from dmlcore.teaching import figures
+    fig = figures.class_effects(table, list(effects["method"]), effects.attrs["truth"])
+    points = [t for t in fig.data if t.mode == "markers"]
+    assert sum(len(t.x) for t in points) == len(table)                    # every run drawn
+    assert any(abs(shape.x0 - effects.attrs["truth"]) < 1e-12 for shape in fig.layout.shapes)   # the truth marked
+    assert classroom.effect_summary(table.assign(truth=None)).empty
 
 
 @pytest.mark.usefixtures("fresh_runtime")
@@ -85,3 +100,29 @@ def test_class_histogram_draws_every_run_inside_the_axis():
         assert ((index >= 0) & (bins.start + index * bins.size < bins.end)).all()   # in a bin plotly draws
         assert ((bins.start + index * bins.size >= lo - 1e-12) & (bins.start + (index + 1) * bins.size <= hi + 1e-9)).all()
     assert sum(len(t.x) for t in fig.data) == len(table)
+
+
+@pytest.mark.usefixtures("fresh_runtime")
+def test_class_page_draws_every_students_effect_around_the_truth(monkeypatch):
+    from dashboard import state
+    from dashboard.plan import DEMO_DATA
+
+    monkeypatch.setenv("DMLCORE_TEACHER_CODE", "abc123")
+    monkeypatch.setitem(DEMO_DATA, "n", 300)          # a smaller demo data set: the same page, faster fits
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page("pages/8_class.py").run()
+    for owner, seed in (("student-a", 1), ("student-b", 2), ("student-c", 3)):
+        loaded = load_dataset(DEMO_DATA["name"], n=DEMO_DATA["n"], seed=seed)
+        for method in ("2sls", "regression"):
+            run = fit_run(loaded.data, method, truth=loaded.truth, dataset=DEMO_DATA["name"],
+                          data_params=dict(loaded.params))
+            state.store().save(run, owner, f"#1 {method}")
+    at.text_input(key="teacher_typed").input("abc123")
+    at.button[0].click().run()
+    assert not at.exception and not at.error
+    assert "The estimated effects around the truth" in all_text(at)
+    chart = next(c for c in at.get("plotly_chart") if "truth" in str(c.proto.spec) and "estimated effect" in str(c.proto.spec))
+    assert str(chart.proto.spec).count("seed %{customdata}") == 2          # one row of points per method
+    table = next(d.value for d in at.dataframe if "mean error" in d.value)
+    assert table["runs"].tolist() == [3, 3]

@@ -111,3 +111,20 @@ def test_the_timings_the_learn_page_quotes_come_from_the_saved_runs():
     assert f"{simple['seconds'] / draws:.1f} s for the first setting" in text
     assert f"{overfit['seconds'] / int(nuisance.saved_comparison('overfit')['draws'].iloc[0]):.1f} s for the second" in text
     assert simple["machine"] in text and f"about {runs['orthogonality']['seconds']:.0f} s" in score_timing()
+
+
+def test_crossfit_tab_runs_repeated_crossfitting_and_quotes_its_numbers(monkeypatch):
+    import functools
+
+    from dmlcore.teaching import nuisance
+    # a smaller run of the same experiment (the page's call is unchanged): fast enough for the suite
+    monkeypatch.setattr(nuisance, "repeated_crossfit",
+                        functools.partial(nuisance.repeated_crossfit, n=200, splits=2, reps=(1, 3)))
+    at = learn("Cross-fitting")
+    at.button(key="learn_run_crossfit-repeated").click().run()
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "split spread" in d.value)
+    body = all_text(at).replace("−", "-")
+    s = table.set_index("R")
+    assert list(s.index) == [1, 3]
+    assert f"by {s.loc[1, 'split spread']:.3f}; with R = 3, by {s.loc[3, 'split spread']:.3f}" in body

@@ -50,6 +50,14 @@ def card_table(rows) -> str:
         ("First-stage F", f"{s['f_stat']:.1f}", s["strength"]["level"]),
         ("Anderson–Rubin 95 % set", "", f"[{_f(ar['lower'])}, {_f(ar['upper'])}]" if ar["shape"] == "interval"
          else ar["shape"]),
+        *([("Effective F (robust; = the robust first-stage F with one instrument)", f"{s['effective_f']:.1f}", ""),
+           ("Fuller (α = 1; LIML = 2SLS with one instrument)", _f(s["fuller"]["coef"]),
+            f"[{_f(s['fuller']['lower'])}, {_f(s['fuller']['upper'])}]"),
+           ("CLR 95 % set (= AR with one instrument)", "", f"[{_f(s['clr']['lower'])}, {_f(s['clr']['upper'])}]"
+            if s["clr"]["shape"] == "interval" else s["clr"]["shape"]),
+           (f"tF 95 % interval (Lee et al. 2022; critical value {s['tf']['critical']:.2f} at F {s['f_stat']:.1f})", "",
+            f"[{_f(s['tf']['lower'])}, {_f(s['tf']['upper'])}]" if s["tf"]["lower"] is not None else "the whole line")]
+          if "tf" in s else []),
         (f"DML-CMR ({dml['settings']['learner']}, K = {dml['settings']['folds']}, spline f), debiased"
          if dml["debiased"] else "DML-CMR", _f(dml["coef"]),
          f"[{_f(dml['lower'])}, {_f(dml['upper'])}]" if dml["lower"] is not None else "no interval"),
@@ -114,11 +122,14 @@ def weak_table(rows) -> str:
     from dmlcore.teaching import iv
     draws = inspect.signature(iv.weak_instruments).parameters["draws"].default
     t = rows.csv("teaching/weak-4-instruments.csv")
-    lines = ["| median F | label | 2SLS median bias / OLS's | usual 2SLS interval covers | AR set covers | "
-             "AR set unbounded | AR set empty |", "|---|---|---|---|---|---|---|"]
+    lines = ["| median F | label | median bias / OLS's: 2SLS, LIML, Fuller | usual 2SLS interval covers | "
+             "Fuller interval covers | AR set covers | CLR set covers | AR set unbounded | AR set empty |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for _, r in t.iterrows():
-        lines.append(f"| {r['median F']:.1f} | {r['strength']} | {100 * r['relative median bias']:.0f} % | "
-                     f"{_cov(r['2SLS interval coverage'], draws)} | {_cov(r['AR coverage'], draws)} | "
+        lines.append(f"| {r['median F']:.1f} | {r['strength']} | {100 * r['relative median bias']:.0f} %, "
+                     f"{100 * r['LIML relative median bias']:.0f} %, {100 * r['Fuller relative median bias']:.0f} % | "
+                     f"{_cov(r['2SLS interval coverage'], draws)} | {_cov(r['Fuller interval coverage'], draws)} | "
+                     f"{_cov(r['AR coverage'], draws)} | {_cov(r['CLR coverage'], draws)} | "
                      f"{100 * r['AR unbounded']:.0f} % | {100 * r['AR empty']:.1f} % |")
     lines.append(f"\n{draws} data sets of 500 rows at each strength; s.e.: the coverage's Monte-Carlo standard error, "
                  "in percentage points.")
@@ -278,6 +289,10 @@ VALUES = {
     "weak-f-weakest": lambda r: f"{_weak_row(r, '0')['median F']:.1f}",
     "weak-unbounded-weakest": lambda r: f"{100 * _weak_row(r, '0')['AR unbounded']:.0f} %",
     "weak-f-second": lambda r: f"{_weak_row(r, '1')['median F']:.1f}",
+    "weak-1-tf-range": lambda r: (lambda t: f"{_pct(t['tF coverage'].min())} to {_pct(t['tF coverage'].max())}")(r.csv("teaching/weak-1-instrument.csv")),
+    "weak-1-2sls-weakest": lambda r: (lambda t: f"{_pct(t['2SLS interval coverage'].iloc[0])} at F {t['median F'].iloc[0]:.1f}")(r.csv("teaching/weak-1-instrument.csv")),
+    "weak-liml-weakest": lambda r: f"{100 * abs(_weak_row(r, '0')['LIML relative median bias']):.0f} %",
+    "weak-2sls-bias-weakest": lambda r: f"{100 * _weak_row(r, '0')['relative median bias']:.0f} %",
     # exclusion.csv
     "excl-2sls": lambda r: (lambda t: ", ".join(_f(v, 2) for v in t["median"]) + " at δ = "
                             + ", ".join(f"{d:g}" for d in t["direct effect"]))(_excl(r)[1]),
@@ -289,6 +304,9 @@ VALUES = {
        for m in ("regression", "forbidden", "two-stage") for k in ("mse", "slope")},
     # Card (card.json, card-plausible.json)
     "card-f": lambda r: f"{_card(r)['linear']['f_stat']:.1f}",
+    "card-effective-f": lambda r: f"{_card(r)['linear']['effective_f']:.1f}",
+    "card-tf": lambda r: (lambda t: f"[{_f(t['lower'])}, {_f(t['upper'])}]" if t["lower"] is not None else "the whole line")(_card(r)["linear"]["tf"]),
+    "card-tf-critical": lambda r: f"{_card(r)['linear']['tf']['critical']:.2f}",
     "card-2sls": lambda r: _f(_card(r)["linear"]["tsls"]["coef"]),
     "card-2sls-2": lambda r: _f(_card(r)["linear"]["tsls"]["coef"], 2),
     "card-ols": lambda r: _f(_card(r)["linear"]["ols"]["coef"]),
@@ -297,7 +315,7 @@ VALUES = {
     "card-plug-in": lambda r: _f(_card(r)["dml_cmr"]["plug_in"]["estimate"]),
     "card-debiased": lambda r: _f(_card(r)["dml_cmr"]["coef"]),
     "card-flag": lambda r: _card_flag(_card(r)),
-    "card-first-stage": lambda r: _f(r.json("teaching/card-plausible.json")["first_stage"], 2),
+    "card-first-stage": lambda r: _f(r.json("teaching/card-plausible.json")["first_stage"]),
     "card-reduced-form": lambda r: _f(r.json("teaching/card-plausible.json")["reduced_form"]),
     "card-breakdown-union": lambda r: f"{r.json('teaching/card-plausible.json')['breakdown_union']:.4f}",
     "card-breakdown-union-pct": lambda r: f"{100 * r.json('teaching/card-plausible.json')['breakdown_union']:.1f} %",
@@ -315,8 +333,9 @@ VALUES = {
     "rhc-regression": lambda r: _f(_rhc(r)["regression"]["coef"], 2),
     "rhc-proxies-as-covariates": lambda r: _f(_rhc(r)["regression_with_proxies"]["coef"], 2),
     "rhc-p2sls": lambda r: _f(_rhc(r)["p2sls"]["coef"], 2),
+    "rhc-p2sls-ci": lambda r: (lambda e: f"[{_f(e['lower'], 2)}, {_f(e['upper'], 2)}]")(_rhc(r)["p2sls"]),
     "rhc-swapped": lambda r: (lambda e: f"{_f(e['coef'], 2)} [{_f(e['lower'], 2)}, {_f(e['upper'], 2)}]")(_rhc(r)["p2sls_swapped"]),
-    "rhc-flexible-range": lambda r: (lambda v: _mid(max(v), min(v)))([e.estimate for e in _rhc_flexible(r)]),
+    "rhc-flexible-range": lambda r: (lambda v: _mid(min(v), max(v)))([e.estimate for e in _rhc_flexible(r)]),
     "rhc-flexible-heldout": lambda r: (lambda v: _mid(min(v), max(v), 3, "–"))([e.heldout for e in _rhc_flexible(r)]),
     "rhc-2sls-heldout": lambda r: _f(_by(r.csv("rhc-effects.csv"), "method").loc["2sls", "heldout"]),
     # session 3: orthogonality.csv, pliv-*.csv
@@ -345,6 +364,8 @@ VALUES = {
     "swap-in-sample-s": lambda r: _swap(r, "in-sample", "cross-fitted"),
     "swap-in-sample-draws": lambda r: _swap(r, "cross-fitted", "in-sample"),
     "swap-both-in-sample": lambda r: _swap(r, "in-sample", "in-sample"),
+    "reps-spread-1": lambda r: _three(_by(r.csv("teaching/crossfit-repeated.csv"), "R")["split spread"].iloc[0]),
+    "reps-spread-3": lambda r: _three(_by(r.csv("teaching/crossfit-repeated.csv"), "R")["split spread"].iloc[-1]),
     # demand.csv, demand-rho-0.csv, demand-band-coverage.csv
     "demand-truth": lambda r: _f(_demand(r)["dml-cmr"]["true slope"], 1),
     "demand-regression": lambda r: f"{_demand(r)['regression']['slope']:+.1f}".replace("-", "−"),

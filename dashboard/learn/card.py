@@ -1,16 +1,18 @@
 """Learn, tab Card (1995): a real-data exercise with its answers, the numbers computed here."""
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import ui
-from dashboard.learn.common import slow, strength_metric
+from dashboard.learn.common import notebook_button, slow, strength_metric
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
-from dmlcore.teaching import card, plausible
+from dmlcore.teaching import card, plausible, prepared
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner="Computing the linear steps on 3,010 men...")
 def steps():
-    return card.linear_steps()
+    kept = prepared.load("card-linear")     # prepared before class (python -m dmlcore.teaching.prepared)
+    return kept if kept is not None else card.linear_steps()
 
 
 def f3(x: float) -> str:
@@ -25,6 +27,7 @@ def answer(question: str, text: str):
 
 def card_tab():
     s = steps()
+    notebook_button("card")
     st.markdown(
         f"**The question.** What does a year of school do to a man's wage? Card (1995) uses {s['n']:,} men of "
         "the US National Longitudinal Survey of Young Men: log hourly wage in 1976 (*lwage*), years of schooling "
@@ -40,8 +43,9 @@ def card_tab():
     c2.metric("Reduced form: lwage on nearc4", f3(rf["coef"]), help=f"standard error {f3(rf['se'])}")
     c3.metric("Their ratio", f3(s["ratio"]))
     st.markdown(
-        f"Growing up near a college goes with {fs['coef']:.2f} more years of school (given X), and with a log "
-        f"wage {rf['coef']:.3f} higher (about {100 * rf['coef']:.1f} %). If college proximity moves wages only "
+        f"Growing up near a college goes with {f3(fs['coef'])} more years of school (given X; standard error "
+        f"{f3(fs['se'])}), and with a log wage {f3(rf['coef'])} higher (about {100 * rf['coef']:.1f} %; standard "
+        f"error {f3(rf['se'])}). If college proximity moves wages only "
         f"through schooling, each year of school is worth {f3(rf['coef'])} / {f3(fs['coef'])} = "
         f"**{f3(s['ratio'])}** in log wage: that ratio *is* the 2SLS estimate.")
     answer("Which assumption makes the ratio an effect of schooling, and can the data check it?",
@@ -74,9 +78,13 @@ def card_tab():
            + ", and the instrument is only moderately strong. A "
            "violated exclusion (families near colleges earn more for other reasons) would also push 2SLS up.")
     answer("F is above 10. Is the usual 2SLS interval then fine?",
-           "Not quite. F above 10 rules out gross weak-instrument bias (Staiger & Stock), but the usual t-test's "
-           "size is only guaranteed near 5 % for F above 104.7 with one instrument (Lee et al. 2022). The "
-           "Anderson–Rubin set is the honest one here; it is similar in its lower end and longer at the top.")
+           "Not guaranteed. With one instrument, 2SLS has no mean, so the question is not bias but the size of "
+           "the test: the usual 5 % t-test keeps its size only for F above 104.7 (Lee et al. 2022), stated for "
+           f"the effective F, here the robust first-stage F {s['effective_f']:.1f} (Andrews, Stock & Sun 2019 "
+           "recommend it for one instrument). Lee et al.'s tF procedure widens the interval instead: below, "
+           "section 2b. The Anderson–Rubin set is valid at any strength; it is similar in its lower end and "
+           "longer at the top.")
+    weak_robust_section(s)
     st.markdown("#### 3. DML-CMR: a flexible f with the same instrument")
     st.markdown(
         f"DML-CMR with gradient-boosting nuisances, K = {card.DML_SETTINGS['folds']} and a spline second stage, "
@@ -86,9 +94,12 @@ def card_tab():
         "schooling is **not identified**: many curves meet the restriction equally well. Two estimates follow:\n"
         "- the **plug-in**, f̂'s own average slope, is the spline penalty's choice among curves the data cannot "
         "tell apart; its delta-method interval holds the nuisances and that choice fixed;\n"
-        "- the **debiased** effect adds a correction, the mean of a weight ξ̂(C) times the residual Y − f̂(X), with "
-        "ξ̂ linear in schooling: the one direction this instrument identifies. So it estimates the same linear "
-        "slope as 2SLS, and it is the average derivative of f only if the return to schooling is linear.\n\n"
+        "- the **debiased** effect adds a correction, the mean of a weight ξ̂(C) times the residual Y − f̂(A, X). "
+        "The weight is a function of C = (nearc4, X), not of schooling. When f is linear in schooling (basis "
+        "1, educ, X, instruments 1, nearc4, X) it is ñ / Cov(ñ, educ), ñ being nearc4 residualised on X: the "
+        "weight 2SLS puts on each man (the sieve representer of Chen & Pouzo 2015). So the debiased effect "
+        "estimates the same linear slope as 2SLS, and it is the average derivative of f only if the return to "
+        "schooling is linear.\n\n"
         "The tool's *weakly identified* flag judges that linear weight. One of its rules fires when the linear "
         f"first stage's F is below {WEAK_FIRST_STAGE_F:g}: the smallest bar at which the debiased intervals of "
         "the fits it leaves silent covered at least 90 % pooled over the coverage study's sweep of instrument "
@@ -113,8 +124,9 @@ def card_tab():
         answer("Why do DML-CMR's plug-in and debiased effect differ, and why is the debiased one close to 2SLS?",
                "Both use the same f̂. The data identify only a linear slope in schooling, so f̂'s own slope (the "
                "plug-in) is whatever the spline's penalty and the shrunk nuisances made of the curvature the data "
-               "cannot see; its interval ignores that. The correction uses a weight linear in schooling, so the "
-               "debiased effect estimates the linear slope the instrument identifies: 2SLS's estimand, with "
+               "cannot see; its interval ignores that. The correction's weight is a function of nearc4 and the "
+               "covariates, in effect 2SLS's weight (residualised nearc4 over its covariance with schooling), so "
+               "the debiased effect estimates the linear slope the instrument identifies: 2SLS's estimand, with "
                "flexible nuisances for the covariates. It is not evidence that the return is linear, and not the "
                "average derivative of a curved f. "
                + ("The honest summary: the data support a positive return (the AR set, 2SLS's and the debiased "
@@ -124,7 +136,10 @@ def card_tab():
                   "exclude 0; the flagged debiased effect prints no interval) but do not pin down its size, nor "
                   "its shape." if dml["lower"] is None and min(ar["lower"], t["lower"]) > 0 else
                   "The honest summary: the data do not pin down the size of the return, nor its shape, and not "
-                  "every interval excludes 0."))
+                  "every interval excludes 0.")
+               + (" Lee et al.'s tF interval (section 2b) does reach 0: how firm \"positive\" is depends on the "
+                  "weak-instrument procedure chosen before looking." if s["tf"]["lower"] is not None
+                  and s["tf"]["lower"] <= 0 <= s["tf"]["upper"] else ""))
     st.markdown("#### 4. What 2SLS estimates here, and for whom")
     st.markdown(
         "Effects of school differ from man to man. **Without covariates**, a binary instrument and a schooling "
@@ -134,7 +149,7 @@ def card_tab():
         "near). **With covariates entered linearly**, as here, 2SLS is in general *not* such a LATE: unless the "
         "specification is rich enough (saturated in the covariates), its estimand can also put weight on men "
         "the instrument did not move (always- and never-takers), some of it negative (Blandhol, Bonney, Mogstad "
-        "& Torgovitsky 2022); Słoczyński makes the point with this very instrument. And one covariate is tied to the treatment: *experience* is "
+        "& Torgovitsky 2022); Słoczyński (2020, arXiv:2011.06695, “When should we (not) interpret linear IV estimands as LATE?”) makes the point with this very instrument. And one covariate is tied to the treatment: *experience* is "
         "age − schooling − 6 (the *Data* page says so), so comparing men with the same experience and one more "
         "year of school compares men one year older; Card instrumented experience with age for this reason, "
         "which the exercise above does not (*not simulated here*).")
@@ -145,11 +160,37 @@ def card_tab():
            "the years of school the instrument moved. Not the return for the average man (the ATE), nor for those "
            "who went to college anyway. With the covariates entered linearly even that reading needs more: "
            "unless the specification is saturated in the covariates, the weights can reach men the instrument did "
-           f"not move and can be negative, so {ret} is a weighted average of effects whose weights the analyst does "
-           "not fully control. A policy that builds "
+           f"not move and can be negative, so {ret} is a weighted sum of effects whose weights need not be positive "
+           "and are not in the analyst's control. A policy that builds "
            "colleges acts on men like the compliers, which is why this number can still matter.")
     plausible_section(t)
     st.page_link(ui.DATA, label="Load Card's data on Data and fit the methods yourself", icon=":material/table:")
+
+
+def weak_robust_section(s: dict):
+    """2b. The weak-instrument toolbox beside 2SLS: Fuller, CLR and Lee et al.'s tF."""
+    fl, clr, tf, t = s["fuller"], s["clr"], s["tf"], s["tsls"]
+    st.markdown("#### 2b. Beside 2SLS: Fuller, CLR and tF")
+    clr_text = (f"[{f3(clr['lower'])}, {f3(clr['upper'])}]" if clr["shape"] == "interval" else clr["shape"])
+    tf_text = (f"[{f3(tf['lower'])}, {f3(tf['upper'])}]" if tf["lower"] is not None else "the whole line")
+    st.markdown(
+        f"- **LIML** equals 2SLS with one instrument; **Fuller** (α = 1), which has finite moments, gives "
+        f"{f3(fl['coef'])} [{f3(fl['lower'])}, {f3(fl['upper'])}].\n"
+        f"- **CLR** (Moreira 2003) 95 % set: {clr_text}; with one instrument it is the Anderson–Rubin test.\n"
+        f"- **tF** (Lee, McCrary, Moreira & Porter 2022): the usual t-ratio with a critical value that depends on "
+        f"F; at F {s['f_stat']:.1f} it is {tf['critical']:.2f} instead of 1.96, so the 95 % interval is "
+        f"{tf['factor']:.2f} times as wide: **{tf_text}**.")
+    ar = s["ar"]
+    ar_excludes = ar["shape"] == "interval" and (ar["lower"] > 0 or ar["upper"] < 0)
+    tf_excludes = tf["lower"] is not None and (tf["lower"] > 0 or tf["upper"] < 0)
+    verb = lambda yes: "excludes" if yes else "does not exclude"  # noqa: E731
+    answer(f"The Anderson–Rubin set {verb(ar_excludes)} 0 and the tF interval {verb(tf_excludes)} 0. Which do you "
+           "report?",
+           "Both are valid 5 % procedures at any strength; they are different tests. tF keeps 2SLS's symmetric "
+           "interval and pays for the weak first stage with a larger critical value everywhere; AR inverts a "
+           "test that does not use the estimate's standard error and is shorter here. Report one chosen "
+           "before looking (with one instrument AR is the usual choice: uniformly most powerful among "
+           "unbiased tests, Moreira 2009), not whichever excludes 0.")
 
 
 @st.cache_data(show_spinner=False)
@@ -160,6 +201,7 @@ def sensitivity():
 def plausible_section(tsls: dict):
     """5. What if nearc4 also raises wages directly (Conley, Hansen & Rossi 2012)?"""
     r = sensitivity()
+    notebook_button("card-plausible")
     st.markdown("#### 5. What if growing up near a college also raises wages directly?")
     st.markdown(
         "Exclusion says nearc4 moves wages only through schooling. Suppose instead log wage = β·schooling + "
@@ -170,10 +212,16 @@ def plausible_section(tsls: dict):
         "- **union of intervals**: γ anywhere in [0, δ]; the union of the usual 95 % intervals of the 2SLS of "
         "lwage − γ·nearc4 over that range (valid whatever γ in the range is true);\n"
         "- **local to zero**: γ random, here normal with the mean δ/2 and variance δ²/12 of the uniform on [0, δ]; "
-        "the estimate is shifted by −δ/(2π) and its variance grows by Var(γ)/π².")
-    table = r["table"].rename(columns={"delta": "δ (largest direct effect, log wage)"})
-    st.dataframe(table, hide_index=True, key="learn_card_plausible",
-                 column_config={c: st.column_config.NumberColumn(format="%.4f") for c in table.columns})
+        "the estimate is shifted by −δ/(2π) and its variance grows by Var(γ)/π² (Conley, Hansen & Rossi 2012, "
+        "local-to-zero approximation).")
+    t = r["table"]
+    # three columns, each interval in one cell (as docs/teaching.md prints it): whole at 1,024 pixels
+    table = pd.DataFrame({
+        "δ (largest direct effect)": [f"{d:g}" for d in t["delta"]],
+        "union of 95 % intervals": [f"[{f3(lo)}, {f3(hi)}]" for lo, hi in zip(t["union lower"], t["union upper"])],
+        "local to zero: estimate [95 %]": [f"{f3(e)} [{f3(lo)}, {f3(hi)}]" for e, lo, hi in zip(
+            t["local-to-zero estimate"], t["local-to-zero lower"], t["local-to-zero upper"])]})
+    st.dataframe(table, hide_index=True, key="learn_card_plausible")
     st.markdown(
         f"- δ = 0 gives back 2SLS and its interval [{f3(tsls['lower'])}, {f3(tsls['upper'])}].\n"
         f"- The union of intervals reaches 0 at δ = **{r['breakdown_union']:.4f}**, the local-to-zero interval at "
@@ -188,7 +236,8 @@ def plausible_section(tsls: dict):
            "such a direct effect is plausible is a question about the world (local labour markets, family "
            "background), not one the data can answer; the exercise says how much it would take.")
     answer("Why is the union of intervals wider than the local-to-zero interval at the same δ?",
-           "The union protects against the worst γ in the range, as if γ sat at either end; the local-to-zero "
-           "interval averages over a prior in which values near the ends are unlikely, so it shifts the estimate "
-           "by the prior mean and widens it only by the prior's spread. It is narrower, but only as good as the "
-           "prior.")
+           "The union protects against the worst γ in the range: its ends are those of the intervals at γ = 0 and "
+           "γ = δ, so the shift δ/π is added to the sampling margin. The local-to-zero interval treats γ as random "
+           "and adds its variance to the sampling variance (Conley, Hansen & Rossi 2012): the standard deviations "
+           "combine as √(s.e.² + Var(γ)/π²), less than their sum, and the centre moves only by the prior mean. It "
+           "is narrower, but only as good as the prior.")

@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import ui
 from dashboard.training import one_openmp_thread
 from dmlcore.inference.first_stage import strength_label
+from dmlcore.teaching import prepared
 from dmlcore.errors import DMLCoreError
 
 
@@ -20,14 +21,45 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f} %" if 0 < x < 0.01 or 0.99 < x < 1 else f"{100 * x:.0f} %"
 
 
+def chart(fig, key: str):
+    """Draw a Learn chart for a projector: its title is written above it in the page's text (so it can
+    never overlap the legend or the panels' titles, whatever the width) and the plot keeps the rest of
+    its height."""
+    title = fig.layout.title.text if fig.layout.title is not None else None
+    if title:
+        st.markdown(f"**{title}**")
+        top = fig.layout.margin.t if fig.layout.margin and fig.layout.margin.t is not None else 60
+        fig.update_layout(title=None, margin=dict(t=max(40, top - 50)))
+    st.plotly_chart(fig, key=key)
+
+
+def notebook_button(name: str, **settings):
+    """A download of experiment ``name`` as a Jupyter notebook that calls dmlcore with ``settings``
+    (the tab's current ones) and prints the numbers the tab shows (:mod:`dmlcore.teaching.notebooks`)."""
+    from dmlcore.teaching import notebooks
+    st.download_button("Notebook", notebooks.dumps(name, settings), file_name=f"{name}.ipynb",
+                       mime="application/x-ipynb+json", key=f"learn_notebook_{name}", icon=":material/download:",
+                       on_click="ignore", help="This experiment as a Jupyter notebook to take home: it calls "
+                       "dmlcore with the settings above and prints the numbers shown here.")
+
+
+def short(label: str, full: str, fmt: str | None = None):
+    """A column shown under a short header ``label`` with its full name ``full`` as the header's help,
+    so that a table fits a projector's width; numbers formatted with ``fmt`` when given."""
+    if fmt is None:
+        return st.column_config.Column(label, help=full)
+    return st.column_config.NumberColumn(label, help=full, format=fmt)
+
+
 def mc_se(p: float, draws: int) -> float:
     """Monte-Carlo standard error of a share p measured over ``draws`` independent draws."""
     return float((p * (1 - p) / draws) ** 0.5)
 
 
 def cover(p: float, draws: int) -> str:
-    """A coverage measured over ``draws`` simulations with its Monte-Carlo standard error."""
-    return f"{pct(p)} (s.e. {100 * mc_se(p, draws):.1f} %)"
+    """A coverage measured over ``draws`` simulations with its Monte-Carlo standard error, to one decimal
+    as docs/teaching.md quotes it."""
+    return f"{100 * p:.1f} % (s.e. {100 * mc_se(p, draws):.1f} %)"
 
 
 @st.cache_resource
@@ -38,11 +70,16 @@ def shared_results() -> dict:
 
 
 def slow(name: str, label: str, run):
-    """A slow experiment: the shared result when there is one, else a button labelled ``label``
+    """A slow experiment: the shared result when there is one (computed on this server, or prepared on
+    disk before class: :mod:`dmlcore.teaching.prepared`), else a button labelled ``label``
     that runs it (``run(progress)``) with a progress bar. Returns the result or None."""
     results = shared_results()
     if name in results:
         return results[name]
+    kept = prepared.load(name)          # prepared before class (python -m dmlcore.teaching.prepared)
+    if kept is not None:
+        results[name] = kept
+        return kept
     if not st.button(label, key=f"learn_run_{name}", type="primary", icon=":material/play_arrow:"):
         return None
     bar = st.progress(0.0, text="Starting...")
@@ -98,6 +135,6 @@ NOTATION = (
 
 def notation():
     """One table of the letters used on the Learn page (and the rest of the tool)."""
-    with st.expander("Notation: every letter on this page", icon=":material/menu_book:"):
+    with st.popover("Notation", icon=":material/menu_book:", help="Every letter on this page", width="stretch"):
         st.dataframe(pd.DataFrame(NOTATION, columns=["symbol", "means", "where"]), hide_index=True,
                      key="learn_notation", column_config={"means": st.column_config.TextColumn(width="large")})

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard.learn.common import num
+from dashboard.learn.common import chart, notebook_button, num
 from dmlcore.teaching import figures, iv
 
 
@@ -24,7 +24,8 @@ def confounding_tab():
                           persist_state="session")
     n = c2.select_slider("Rows per data set", [100, 500, 2000], value=500, key="learn_conf_n", persist_state="session")
     exp = confounding_exp(float(pi), int(n))
-    st.plotly_chart(figures.estimates_box(exp, "rho", x_title="confounding ρ",
+    notebook_button("confounding", pi=float(pi), n=int(n))
+    chart(figures.estimates_box(exp, "rho", x_title="confounding ρ",
                                           title="OLS and 2SLS over 200 simulated data sets at each ρ"),
                     key="learn_conf_plot")
     s = exp.summary

@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard.learn.common import num, pct, strength_metric
+from dashboard.learn.common import chart, notebook_button, num, pct, short, strength_metric
 from dashboard.training import one_openmp_thread
 from dmlcore import plots
 from dmlcore.data.simulate import Y_STD
 from dmlcore.inference.first_stage import strength_label
 from dmlcore.errors import DMLCoreError
-from dmlcore.teaching import demand
+from dmlcore.teaching import demand, prepared
 
 
 def demand_tab():
@@ -22,7 +22,8 @@ def demand_tab():
 
 @st.cache_data(show_spinner=False, max_entries=100)
 def demand_fits(strength: float, rho: float, n: int, seed: int, with_naive: bool) -> dict:
-    return demand.demand_fits(strength, rho, n, seed, with_naive)
+    kept = prepared.load(prepared.demand_key(strength, rho, n, seed, with_naive))   # prepared before class
+    return kept if kept is not None else demand.demand_fits(strength, rho, n, seed, with_naive)
 
 
 def demand_experiment():
@@ -45,6 +46,8 @@ def demand_experiment():
     try:
         with st.spinner("Fitting..."), one_openmp_thread():
             result = demand_fits(float(strength), float(rho), int(n), int(seed), bool(with_naive))
+        notebook_button("demand", strength=float(strength), rho=float(rho), n=int(n), seed=int(seed),
+                        with_naive=bool(with_naive))
     except DMLCoreError as err:
         st.error(str(err))
         return
@@ -52,12 +55,12 @@ def demand_experiment():
     fits = result["fits"]
     left, right = st.columns([3, 2], gap="large")
     with left:
-        st.plotly_chart(plots.curve_figure([(name, f["curve"]) for name, f in fits.items()],
+        chart(plots.curve_figure([(name, f["curve"]) for name, f in fits.items()],
                                            methods=[f["key"] for f in fits.values()], x_title="price",
                                            y_title="average sales", title="Average demand curve",
                                            lines_in_view=True), key="exp_curves")
     with right:
-        st.plotly_chart(plots.bar_figure(list(fits), [f["mse"] for f in fits.values()],
+        chart(plots.bar_figure(list(fits), [f["mse"] for f in fits.values()],
                                          keys=[f["key"] for f in fits.values()], y_title="MSE vs truth",
                                          title="Error of f on the test grid (lower is better)"), key="exp_mse")
         strength_metric(st, result["f_stat"])
@@ -86,7 +89,8 @@ def demand_experiment():
 
 @st.cache_data(show_spinner=False, max_entries=200)
 def band_fit(strength: float, rho: float, n: int, seed: int) -> dict:
-    return demand.band_fit(strength, rho, n, seed)
+    kept = prepared.load(prepared.band_key(strength, rho, n, seed))                 # prepared before class
+    return kept if kept is not None else demand.band_fit(strength, rho, n, seed)
 
 
 def bands_section(strength: float, rho: float, n: int, seed: int):
@@ -110,11 +114,11 @@ def bands_section(strength: float, rho: float, n: int, seed: int):
         st.error(str(err))
         return
     seconds = time.perf_counter() - start
-    st.plotly_chart(plots.curve_figure([("DML-CMR, spline f", current["curve"])], methods=["dml-cmr"],
+    chart(plots.curve_figure([("DML-CMR, spline f", current["curve"])], methods=["dml-cmr"],
                                        x_title="price", y_title="average sales",
                                        title=f"Average demand curve with its 95 % band (strength {strength:g})"),
                     key="exp_band_curve")
-    st.plotly_chart(plots.sweep_figure(
+    chart(plots.sweep_figure(
         demand.BAND_STRENGTHS, [("mean width of the band of f", [r["width"] for r in sweep], None),
                          ("share of the true f inside it", [r["coverage"] for r in sweep], 0.95)],
         x_title="instrument strength", log_x=True, title="Across instrument strengths (same N, ρ, seed)",
@@ -126,11 +130,13 @@ def bands_section(strength: float, rho: float, n: int, seed: int):
                           "coverage (f, test grid)": [r["coverage"] for r in sweep],
                           "band width (average curve)": [r["curve_width"] for r in sweep],
                           "fit seconds": [r["seconds"] for r in sweep]})
-    st.dataframe(table, key="exp_band_table", hide_index=True,
-                 column_config={name: st.column_config.NumberColumn(format=fmt) for name, fmt in (
-                     ("first-stage F", "%.1f"), ("band width (f, test grid)", "%.3g"),
-                     ("coverage (f, test grid)", "%.2f"), ("band width (average curve)", "%.3g"),
-                     ("fit seconds", "%.2f"))})
+    st.dataframe(table, key="exp_band_table", hide_index=True, column_config={
+        "instrument strength": short("strength", "instrument strength", "%g"),
+        "first-stage F": short("F", "first-stage F", "%.1f"), "label": short("label", "strength label"),
+        "band width (f, test grid)": short("width f", "band width (f, test grid)", "%.3g"),
+        "coverage (f, test grid)": short("coverage f", "coverage (f, test grid)", "%.2f"),
+        "band width (average curve)": short("width curve", "band width (average curve)", "%.3g"),
+        "fit seconds": short("s", "fit seconds", "%.2f")})
     st.markdown(
         "**Why the band widens.** The second stage can learn f only from the part of the price that the "
         "instrument moves: it regresses ŝ(c) on the spline basis *averaged over the price draws given c*. "
@@ -165,17 +171,17 @@ def measured_coverage():
                 f"{int(fixed['data sets'].iloc[0])} data sets at each strength (ρ = 0.9, 1,000 rows, the penalty "
                 f"fixed at {demand.BAND_RIDGE:g}; bench/results/teaching/demand-band-coverage.csv):")
     st.dataframe(table, hide_index=True, key="exp_band_coverage",
-                 column_config={"median first-stage F": st.column_config.NumberColumn(format="%.1f"),
-                                "mean coverage": st.column_config.NumberColumn(format="%.3f"),
-                                "coverage s.e.": st.column_config.NumberColumn(format="%.3f"),
-                                "lowest coverage": st.column_config.NumberColumn(format="%.3f"),
-                                "mean width": st.column_config.NumberColumn(format="%.4g"),
+                 column_config={"median first-stage F": short("median F", "median first-stage F", "%.1f"),
+                                "mean coverage": short("coverage", "mean coverage", "%.3f"),
+                                "coverage s.e.": short("s.e.", "coverage s.e. (Monte Carlo)", "%.3f"),
+                                "lowest coverage": short("lowest", "lowest coverage", "%.3f"),
+                                "mean width": short("width", "mean width", "%.4g"),
                                 "ridge": st.column_config.NumberColumn(format="%.0e")})
     weakest = fixed.iloc[-1]
     se = (f" (Monte-Carlo s.e. at most {100 * fixed['coverage s.e.'].max():.1f} %)" if "coverage s.e." in fixed
           else " (Monte-Carlo s.e. not recorded)")
-    lines = [f"The share of the true f inside the band, averaged over the data sets, was {pct(fixed['mean coverage'].min())} "
-             f"to {pct(fixed['mean coverage'].max())}{se}, from F "
+    lines = [f"The share of the true f inside the band, averaged over the data sets, was {100 * fixed['mean coverage'].min():.1f} % "
+             f"to {100 * fixed['mean coverage'].max():.1f} %{se}, from F "
              f"{num(fixed['median first-stage F'].max(), 0)} down to F {num(weakest['median first-stage F'], 1)}: "
              + ("more than the nominal 95 % at every strength: wide enough, but no sign that the instrument "
                 "became weak." if fixed["mean coverage"].min() > 0.95 else "not the nominal 95 % throughout.")]

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard.learn.common import num
+from dashboard.learn.common import chart, notebook_button, num
 from dmlcore.teaching import figures, iv
 
 
@@ -18,7 +18,8 @@ def exclusion_tab():
     pi = st.slider("Instrument coefficient π (how much the fuel cost moves the price)", 0.2, 1.0, 0.5, 0.1,
                    key="learn_excl_pi", persist_state="session")
     exp = exclusion_exp(float(pi))
-    st.plotly_chart(figures.estimates_box(exp, "direct effect", x_title="direct effect δ of the instrument on sales",
+    notebook_button("exclusion", pi=float(pi))
+    chart(figures.estimates_box(exp, "direct effect", x_title="direct effect δ of the instrument on sales",
                                           title="2SLS and OLS when the instrument is invalid"), key="learn_excl_plot")
     s = exp.summary
     tsls, ols = s[s["estimator"] == "2SLS"], s[s["estimator"] == "OLS"]

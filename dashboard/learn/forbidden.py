@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard.learn.common import num
+from dashboard.learn.common import chart, notebook_button, num
 from dmlcore.teaching import figures, forbidden
 
 
@@ -29,7 +29,8 @@ def forbidden_tab():
     n = c2.select_slider("Rows per data set", [500, 1000, 2000], value=1000, key="learn_forb_n",
                          persist_state="session")
     exp = forbidden_exp(float(sigma), int(n))
-    st.plotly_chart(figures.forbidden_figure(exp), key="learn_forb_plot")
+    notebook_button("forbidden", sigma=float(sigma), n=int(n))
+    chart(figures.forbidden_figure(exp), key="learn_forb_plot")
     s = exp.summary.set_index("method")
     st.markdown(
         f"- **Regression** of sales on the polynomial of the price: MSE {num(s.loc['regression', 'mse'], 3)}; its "

@@ -4,7 +4,7 @@ estimator and LATE."""
 import streamlit as st
 
 from dashboard.diagram import causal_dot, moment_text
-from dashboard.learn.common import num
+from dashboard.learn.common import chart, notebook_button, num
 from dmlcore.teaching import figures, iv
 
 
@@ -31,9 +31,11 @@ def iv_tab():
             "3. given the covariates *X*, it is as good as randomly assigned: independent of *U* and of "
             "everything else that drives sales (*instrument independence*, conditional on *X*).\n\n"
             "The data cannot check 2 and 3; they must come from knowing how the instrument arises. With "
-            "additive noise, Y = f(A, X) + e, assumptions 2 and 3 give E[e | Z, X] = 0, so averaging over "
-            "what is left random given the instrument gives")
-        st.latex(r"\mathbb{E}[Y \mid Z, X] = \mathbb{E}[f(A, X) \mid Z, X] = \int f(a, X)\, p(a \mid Z, X)\, da")
+            "additive noise, Y = f(A, X) + e, and f's level fixed so that E[e | X] = 0, assumptions 2 and 3 give "
+            "E[e | Z, X] = E[e | X] = 0, so averaging over what is left random given the instrument gives")
+        # two lines, so that the identity fits the column at 1,024 pixels
+        st.latex(r"\begin{aligned}\mathbb{E}[Y \mid Z, X] &= \mathbb{E}[f(A, X) \mid Z, X] \\ "
+                 r"&= \int f(a, X)\, p(a \mid Z, X)\, da\end{aligned}")
         st.markdown("Both sides can be learned from data: that is the conditional moment restriction")
         st.latex(moment_text("iv"))
         st.markdown(
@@ -61,7 +63,8 @@ def wald_section():
                     help="How strongly the hidden shock U drives both price and sales.")
     seed = c2.number_input("Seed", 0, 10_000, 0, key="learn_wald_seed", persist_state="session")
     exp = wald_exp(float(rho), int(seed))
-    st.plotly_chart(figures.wald_scatter(exp), key="learn_wald_plot")
+    notebook_button("wald", rho=float(rho), seed=int(seed))
+    chart(figures.wald_scatter(exp), key="learn_wald_plot")
     slopes = exp.summary.set_index("estimate")["slope"]
     (a0, y0), (a1, y1) = exp.params["means"]["off"], exp.params["means"]["on"]
     st.markdown(
@@ -87,6 +90,7 @@ def late_section():
     effect_always = c2.slider("Effect for always-takers (compliers: 1, never-takers: 0)", -2.0, 4.0, 3.0, 0.5,
                               key="learn_late_effect", persist_state="session")
     exp = late_exp(float(compliers), float(effect_always))
+    notebook_button("late", compliers=float(compliers), effect_always=float(effect_always))
     med = exp.summary.set_index("estimator")
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("ATE (everyone)", num(exp.params["ate"]))

@@ -4,7 +4,7 @@ orthogonal score, with and without cross-fitting; the second-order positive cont
 import pandas as pd
 import streamlit as st
 
-from dashboard.learn.common import cover, mc_se, num, slow
+from dashboard.learn.common import chart, cover, mc_se, notebook_button, num, short, slow
 from dashboard.training import one_openmp_thread
 from dmlcore.inference.effect_coverage import demand_contrast
 from dmlcore.teaching import figures, nuisance, pliv
@@ -70,6 +70,7 @@ def pliv_tab():
 
 def histograms_section():
     exp = shipped()
+    notebook_button("pliv")
     st.markdown("#### Over many simulated data sets")
     if exp is None:
         st.caption("The shipped simulations (dmlcore/teaching/pliv.csv, written by `python -m bench.pliv`) are not in this "
@@ -86,15 +87,20 @@ def histograms_section():
 
 
 def describe(exp, what: str, key: str):
-    st.plotly_chart(figures.pliv_histograms(exp), key=key)
+    chart(figures.pliv_histograms(exp), key=key)
     s = exp.summary.set_index(["score", "cross-fitting"])
     table = pd.DataFrame({"score": [pliv.SCORE_TITLES[k[0]] for k in s.index],
                           "cross-fitting": ["yes" if k[1] else "no" for k in s.index],
                           "mean of (θ̂ − θ)/se": s["mean t"].to_numpy(), "sd of (θ̂ − θ)/se": s["sd t"].to_numpy(),
                           "95 % interval covers θ": s["coverage"].to_numpy(),
                           "median θ̂ − θ": s["median bias"].to_numpy(), "median se": s["median se"].to_numpy()})
-    st.dataframe(table, hide_index=True, key=f"{key}_table",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in table.columns[2:]})
+    st.dataframe(table, hide_index=True, key=f"{key}_table", column_config={
+        "cross-fitting": short("cross-fit", "cross-fitting"),
+        "mean of (θ̂ − θ)/se": short("mean t", "mean of t = (θ̂ − θ)/se", "%.3f"),
+        "sd of (θ̂ − θ)/se": short("sd t", "sd of t = (θ̂ − θ)/se", "%.3f"),
+        "95 % interval covers θ": short("covers θ", "95 % interval covers θ", "%.3f"),
+        "median θ̂ − θ": short("med. θ̂ − θ", "median θ̂ − θ", "%.3f"),
+        "median se": short("med. se", "median se", "%.3f")})
     naive, orth = s.loc[("naive", True)], s.loc[("orthogonal", True)]
     naive0, orth0 = s.loc[("naive", False)], s.loc[("orthogonal", False)]
     sims = int(exp.params["sims"])
@@ -144,7 +150,7 @@ def second_order_section():
     s_slope = pliv.loglog_slope(s_line["eps"], s_line["change"])
     lines.append((f"DML-CMR, error in ŝ (f̂ moves): slope {s_slope:.2f}", s_line["eps"], s_line["change"],
                   "ce-dml-cmr"))
-    st.plotly_chart(figures.second_order_figure(lines), key="learn_second_order")
+    chart(figures.second_order_figure(lines), key="learn_second_order")
     orth = t[t["score"] == "orthogonal"].set_index("eps")["change"]
     first, last = orth.index[0], orth.index[-1]
     order = {score: "second order" if slope > 1.75 else "first order" if slope < 1.5 else "in between"
@@ -172,12 +178,16 @@ def demand_section():
     st.markdown(
         "The effect of the ticket-demand f, its average slope in price, is a number computed from f̂. Plugging f̂ "
         "in inherits f̂'s bias (the previous tab: an error in ŝ moves f̂ at first order). The **debiased** effect "
-        "adds a correction, the average of a weight ξ(C) times the residual Y − f̂(X), with ξ (the Riesz "
+        "adds a correction, the average of a weight ξ(C) times the residual Y − f̂(A, X), with ξ (the Riesz "
         "representer) estimated from the data so that the correction cancels f̂'s error to first order: the same idea as the orthogonal score "
         "above, for the effect instead of θ (docs/coverage.md has the details). Measured over simulated "
         "demand-iv data sets (1,000 rows each, `python -m bench.effect_coverage`):")
-    st.dataframe(shown, hide_index=True, key="learn_demand_debiased",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in shown.columns[2:]})
+    st.dataframe(shown, hide_index=True, key="learn_demand_debiased", column_config={
+        "data sets": short("sets", "data sets"),
+        "mean error (estimate − truth)": short("mean error", "mean error (estimate − truth)", "%.3f"),
+        "sd of estimates": short("sd", "sd of estimates", "%.3f"),
+        "95 % interval covers the truth": short("covers", "95 % interval covers the truth", "%.3f"),
+        "width / width needed": short("width ratio", "width / width needed", "%.3f")})
     errors = ", ".join(f"{100 * mc_se(c, int(n)):.1f}" for c, n in zip(shown["95 % interval covers the truth"],
                                                                   shown["data sets"]))
     st.caption(f"Monte-Carlo standard errors of the coverages, in the table's order: {errors} percentage points "

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard.learn.common import num
+from dashboard.learn.common import chart, notebook_button, num
 from dmlcore.teaching import figures, proximal
 
 
@@ -71,19 +71,20 @@ def pcl_tab():
                                                     "which the method forbids.")
     n = c3.select_slider("Rows per data set", [500, 1000, 2000], value=1000, key="learn_pcl_n", persist_state="session")
     exp = proximal_exp(float(noise), float(kappa), int(n))
-    st.plotly_chart(figures.estimates_box(exp, None, x_title="", title="Estimates of the effect of price (truth −1)"),
+    notebook_button("proximal", noise=float(noise), kappa=float(kappa), n=int(n))
+    chart(figures.estimates_box(exp, None, x_title="", title="Estimates of the effect of price (truth −1)"),
                     key="learn_pcl_plot")
     s = exp.summary.set_index("estimator")
-    iqr = s["q75"] - s["q25"]
+    span = lambda name: f"{num(s.loc[name, 'q25'])} to {num(s.loc[name, 'q75'])}"  # noqa: E731  the ends, as the plan quotes them
     lines = [
         f"**Y on A**: median {num(s.loc['Y on A', 'median'])}: confounded by U.",
         f"**Y on A and W** (treating the proxy as if it were U): {num(s.loc['Y on A and W', 'median'])}: a noisy "
         "proxy removes only part of the bias (all of it only when τ = 0).",
         f"**Proximal 2SLS**: {num(s.loc['proximal 2SLS', 'median'])}; the middle half of the draws spans "
-        f"{num(iqr['proximal 2SLS'])}.",
+        f"{span('proximal 2SLS')}.",
         "**Z dropped** (replaced by noise unrelated to U): median "
         f"{num(s.loc['proximal 2SLS, Z dropped (noise)', 'median'])}, "
-        f"middle half spread over {num(iqr['proximal 2SLS, Z dropped (noise)'])}: with one kind of proxy the bridge "
+        f"middle half {span('proximal 2SLS, Z dropped (noise)')}: with one kind of proxy the bridge "
         "is not identified, and the estimates scatter around the regression of Y on A and W ("
         + ("unbiased here only because τ = 0: the proxy measures U exactly)." if noise == 0 else
            f"{num(s.loc['Y on A and W', 'median'])}, biased because the proxy is noisy)."),

@@ -5,7 +5,7 @@ import streamlit as st
 
 from dashboard import ui
 from dashboard.learn.card import answer
-from dashboard.learn.common import num
+from dashboard.learn.common import notebook_button, num
 from dmlcore.teaching import rhc
 
 
@@ -25,6 +25,7 @@ def interval(e: dict) -> str:
 
 def rhc_tab():
     s = steps()
+    notebook_button("rhc")
     z, w = (" and ".join(f"*{c}*" for c in cols) for cols in (s["treatment_proxies"], s["outcome_proxies"]))
     st.markdown(
         f"**The question.** Does right heart catheterization (RHC) in the first 24 hours in intensive care change "
@@ -34,7 +35,7 @@ def rhc_tab():
         "sicker patients may be both catheterized more often and die sooner. The proxies, in the roles of Tchetgen "
         "Tchetgen et al. (2024) and Cui et al. (2023), are four physiological measurements taken at admission:\n"
         f"- treatment proxies Z = {z} (PaO₂/FiO₂ ratio, PaCO₂): may influence the decision to catheterize; "
-        "assumed to have **no effect on survival** except through U, A and X;\n"
+        "they may be caused by U; assumed **independent of survival given A, U and X** (Z ⊥ Y | A, U, X);\n"
         f"- outcome proxies W = {w} (pH, haematocrit): may be related to survival; measured before the "
         "catheter, so A cannot affect them, and assumed unaffected by Z given U and X.\n\n"
         "Neither assumption can be checked from these columns: they are the analysts' clinical judgment. The data "
@@ -53,7 +54,8 @@ def rhc_tab():
     answer("Both F statistics are above 10. Why is the bridge still weakly identified?",
            f"Because F per outcome proxy asks whether Z predicts that W, not whether Z moves the two W "
            f"independently. Here Z moves mostly the first W; the second gets little, and what it gets is nearly a "
-           f"copy of the first's direction, so the Cragg–Donald F (the smallest canonical correlation) is "
+           f"copy of the first's direction, so the Cragg–Donald F (a statistic built from the smallest canonical correlation between Z and W "
+           f"given A and X) is "
            f"{strength['cragg_donald_f']:.1f}. The proximal 2SLS interval below is the usual one, not robust to "
            "weak identification: read it as too narrow.")
     st.markdown("#### 2. Estimates of the effect of RHC (days alive in 30)")
@@ -61,15 +63,16 @@ def rhc_tab():
             ("the same with the four proxies added as covariates", s["regression_with_proxies"]),
             ("linear proximal 2SLS (Y on A, W, X; W instrumented by Z)", s["p2sls"]),
             ("proximal 2SLS with the proxies' roles swapped", s["p2sls_swapped"])]
-    st.dataframe(pd.DataFrame([{"estimate": name, "ATE (days)": e["coef"], "95 % lower": e["lower"],
-                                "95 % upper": e["upper"]} for name, e in rows]), hide_index=True,
-                 key="learn_rhc_linear", column_config={c: st.column_config.NumberColumn(format="%.2f")
-                                                        for c in ("ATE (days)", "95 % lower", "95 % upper")})
+    st.dataframe(pd.DataFrame([{"estimate": name, "ATE (days)": num(e["coef"]),
+                                "95 % interval": f"[{num(e['lower'])}, {num(e['upper'])}]"} for name, e in rows]),
+                 hide_index=True, key="learn_rhc_linear",
+                 column_config={"estimate": st.column_config.TextColumn(width="large")})
     answer("The regression says " + interval(s["regression"]) + ", proximal 2SLS " + interval(s["p2sls"])
            + ". What did the proxies change, and what does it rest on?",
-           "Adjusting for the proxies through the bridge moves the estimate further from 0: in this linear model, "
-           "the part of the patients' severity that X misses made RHC look less harmful in the regression. Adding "
-           "the proxies as plain covariates moves it little: a noisy proxy adjusts for only part of U (tab "
+           "The point estimate moves further from 0, but the regression's estimate lies inside the proximal "
+           "interval, and that interval is itself too narrow with a Cragg–Donald F this low: the data do not "
+           "tell whether the severity that X misses made RHC look more or less harmful. Adding the proxies as "
+           "plain covariates moves the estimate little: a noisy proxy adjusts for only part of U (tab "
            "*Proximal learning*). The proximal estimate rests on the roles (Z without effect on survival, W "
            "unaffected by RHC), on the bridge being linear, and on the proxies being rich enough about U "
            "(completeness), none of which the data can check; and its interval is not weak-identification robust.")
@@ -88,12 +91,17 @@ def rhc_tab():
     st.markdown("Every method on the same data and roles, as the project measured them (`python -m "
                 "bench.rhc_effects`; docs/coverage.md). The held-out score measures how well each fit meets the "
                 "moment restriction on rows it never saw (lower is better).")
-    st.dataframe(table, hide_index=True, key="learn_rhc_methods",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f" if "held" in c else "%.2f")
-                                for c in table.columns[3:]})
+    # five columns: the interval and the held-out score with its s.e. each in one cell (whole at 1,024 pixels)
+    shown = pd.DataFrame({"method": table["method"], "nuisances · second stage": table["nuisances"] + " · "
+                          + table["second stage"], "ATE (days)": [num(v) for v in table["ATE (days)"]],
+                          "95 % interval": [f"[{num(lo)}, {num(hi)}]" for lo, hi in zip(table["lower"], table["upper"])],
+                          "held-out score (s.e.)": [f"{v:.3f}" + (f" ({s:.3f})" if pd.notna(s) else "") if pd.notna(v) else "—"
+                                                    for v, s in zip(table["held-out score"], table["held-out s.e."])]})
+    st.dataframe(shown, hide_index=True, key="learn_rhc_methods")
     low, high = table["ATE (days)"].min(), table["ATE (days)"].max()
-    answer("The estimates range from " + num(low) + " to " + num(high) + " days. Why do they differ, and which "
-           "would you report?",
+    flexible = table[table["method"] != rhc.METHOD_TITLES.get("2sls", "2sls")]["ATE (days)"]
+    answer("The nonparametric methods say " + num(flexible.min()) + " to " + num(flexible.max()) + " days. Why do "
+           "the estimates differ, and which would you report?",
            "They estimate the same ATE under the same roles, but with different bridges: a linear one (2SLS), "
            "splines, boosted trees; with different nuisances; and with penalties that pull flexible fits toward "
            "simpler ones. With a weakly identified bridge (Cragg–Donald F above) such choices move the estimate "

@@ -3,16 +3,18 @@
 import numpy as np
 import streamlit as st
 
-from dashboard.learn.common import num, slow
+from dashboard.learn.common import chart, notebook_button, num, slow
 from dmlcore.teaching import figures, nuisance
 
 
 def score_tab():
     st.markdown(
-        "Every estimator of this tool works in two stages. The **first stage** learns nuisances: the "
-        "conditional distribution of f's inputs given C, which gives g(f, c) = E[f(A, X) | C = c] by averaging "
-        "over draws, and, for DML-CMR and CE-DML-CMR, s(c) = E[Y | C = c]. The **second stage** fits f by "
-        "minimizing an average loss.")
+        "The three estimators compared here (the naive plug-in, CE-DML-CMR and DML-CMR) work in two stages. The "
+        "**first stage** learns nuisances: the conditional distribution of f's inputs given C, which gives "
+        "g(f, c) = E[f(A, X) | C = c] by averaging over draws, and, for DML-CMR and CE-DML-CMR, s(c) = E[Y | C = c]. "
+        "The **second stage** fits f by minimizing an average loss. Not every estimator of the tool works this "
+        "way: 2SLS, LIML and Fuller project on the instruments, and the kernel, adversarial and proximal peers "
+        "(KIV, DeepGMM, KPV, PMMR) never learn the distribution of f's inputs.")
     c1, c2 = st.columns(2, border=True)
     with c1:
         st.markdown("**Naive plug-in** (DeepIV-style)")
@@ -31,7 +33,8 @@ def score_tab():
         "orthogonal because this derivative is not zero does not hold.\n"
         "- What the paper's score has is a **value** of zero at the truth: s₀(c) = g₀(f₀, c) for every c, so "
         "small errors in s and g change the loss at f₀ only at second order.\n"
-        "- What the theory of double machine learning (Chernozhukov et al. 2018) needs is different: the "
+        "- What the theory of orthogonal statistical learning, double machine learning for a loss over functions "
+        "(Foster & Syrgkanis 2023), needs is different: the "
         "**first-order condition** that defines f̂ — the derivative of the loss in f — must not move, to first "
         "order, when the nuisances are slightly wrong. For ψ it moves: an error Δ(c) in ŝ shifts the condition "
         "in a direction φ by −2 E[Δ(C) g(φ, C)], which is not zero in general; an error in ĝ shifts it too. "
@@ -46,10 +49,11 @@ def score_tab():
         "form (f a degree-5 polynomial), so that only the nuisance changes: ŝ plus ε·sd(Y)·Δ(c) with Δ the "
         "standardized instrument; the price draws shifted by ε·sd(price); or spread (1 + ε) times wider. "
         "5 data sets of 1,000 rows" + _timing() + ".")
+    notebook_button("orthogonality")
     exp = slow("orthogonality", "Run the perturbation experiment", lambda cb: nuisance.orthogonality(callback=cb))
     if exp is None:
         return
-    st.plotly_chart(figures.orthogonality_figure(exp), key="learn_orth_plot")
+    chart(figures.orthogonality_figure(exp), key="learn_orth_plot")
     s = exp.summary
     at = {e: s[np.isclose(s["eps"], e)].set_index(["perturbation", "method"]) for e in (0.0, 0.1, 0.2)}
     base = at[0.0]["rmse"].xs("s")

@@ -6,7 +6,8 @@ region covariates).
 :func:`linear_steps` computes, in closed form with the covariates partialled out (all
 homoskedastic, as the tool's 2SLS): the first stage (schooling on the instrument), the reduced
 form (log wage on the instrument), their ratio, OLS, the tool's 2SLS with its interval, the
-first-stage F, and the Anderson-Rubin 95 % set (:func:`dmlcore.inference.linear_iv.anderson_rubin_set`, the
+first-stage F, the effective F under robust errors (Montiel Olea & Pflueger 2013; with one instrument the
+robust F), and the Anderson-Rubin 95 % set (:func:`dmlcore.inference.linear_iv.anderson_rubin_set`, the
 one the Results page shows).
 :func:`dml_cmr` fits DML-CMR with a spline second stage, whose effect (the average derivative
 of f in schooling) has a delta-method interval. ``python -m bench.card_exercise`` writes both for
@@ -19,8 +20,9 @@ import numpy as np
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.inference.first_stage import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, first_stage, strength_label
-from dmlcore.inference.linear_iv import anderson_rubin_set
+from dmlcore.inference.linear_iv import anderson_rubin_set, clr_set, first_stage_inference
 from dmlcore.runs import fit_run
+from dmlcore.teaching.tf import tf_interval
 
 DML_SETTINGS = dict(learner="gb", f_model="sieve", folds=5, seed=0, outcome_learner="gb", sampler="gb")  # named, not auto
 LEVEL = 0.95
@@ -59,6 +61,17 @@ def linear_steps(level: float = LEVEL) -> dict:
     effect = run.record["effect"]
     strength = first_stage(data, nonparametric=False)
     ar = anderson_rubin_set(data, level=level)
+    # the effective F of Montiel Olea & Pflueger (2013) under heteroskedasticity-robust errors: with one
+    # instrument it is the robust first-stage F, the statistic Lee et al.'s (2022) 104.7 and the tF
+    # adjustment are stated in (Andrews, Stock & Sun 2019 recommend it for the just-identified case)
+    effective = first_stage_inference(data, cov_type="robust")["effective_f"]
+    # beside 2SLS: Fuller's modified LIML (LIML itself equals 2SLS with one instrument), the CLR set
+    # (equal to the AR set with one instrument) and the tF interval of Lee et al. (2022), homoskedastic
+    # as the tool's 2SLS, so with the usual F
+    fuller = fit_run(data, "fuller", dataset="card").record
+    clr = clr_set(data, level=level)
+    f_stat = strength["treatments"][a]["f_stat"]
+    se = float(run.record["std_errors"][a])
     return {"n": n, "outcome": y, "treatment": a, "instrument": z, "covariates": cov,
             "first_stage": {"coef": fs, "se": fs_se},
             "reduced_form": {"coef": rf, "se": rf_se}, "ratio": rf / fs,
@@ -66,6 +79,11 @@ def linear_steps(level: float = LEVEL) -> dict:
             "tsls": {"coef": effect["estimate"], "lower": effect["ci_lower"], "upper": effect["ci_upper"],
                      "se": float(run.record["std_errors"][a]), "interval": effect["interval"]},
             "f_stat": strength["treatments"][a]["f_stat"], "strength": strength["strength"],
+            "effective_f": float(effective),
+            "fuller": {"coef": float(fuller["effect"]["estimate"]), "lower": fuller["effect"]["ci_lower"],
+                       "upper": fuller["effect"]["ci_upper"]},
+            "clr": {**_ar_shape(clr["pieces"]), "text": clr["text"]},
+            "tf": tf_interval(effect["estimate"], se, f_stat),
             "ar": {**_ar_shape(ar["pieces"]), "text": ar["text"], "level": level}}
 
 

@@ -1,5 +1,6 @@
 """A class pools its runs: every student runs the demo with a data seed of their own, and the
-teacher's view shows the class's results side by side, one histogram per method.
+teacher's view shows the class's results side by side: one MSE histogram per method, and every
+run's estimated effect around the true effect.
 
 Reads the run store (:meth:`dmlcore.store.RunStore.list_records`); returns no owner, only what
 each run estimated and how well, so that the pooled view gives away nobody's session.
@@ -12,7 +13,7 @@ import pandas as pd
 
 from dmlcore.runs import METHOD_TITLES
 
-COLUMNS = ("method", "title", "learner", "data seed", "n", "mse", "effect", "created")
+COLUMNS = ("method", "title", "learner", "data seed", "n", "mse", "effect", "truth", "created")
 
 
 def pool(store, *, dataset: str, n: int | None = None, since: float | None = None) -> tuple[pd.DataFrame, int]:
@@ -28,7 +29,7 @@ def pool(store, *, dataset: str, n: int | None = None, since: float | None = Non
         rows.append({"method": run["method"], "title": METHOD_TITLES.get(run["method"], run["method"]),
                      "learner": record.get("learner"), "data seed": data.get("seed"), "n": record.get("n"),
                      "mse": run["mse"], "effect": (record.get("effect") or {}).get("estimate"),
-                     "created": run["created"]})
+                     "truth": (record.get("effect") or {}).get("truth"), "created": run["created"]})
     return pd.DataFrame(rows, columns=list(COLUMNS)), len(owners)
 
 
@@ -53,6 +54,27 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     out["lowest MSE on"] = out["method"].map(wins).fillna(0).astype(int)
     out.attrs["paired seeds"] = len(wide)
     return out.sort_values("median MSE", kind="stable").reset_index(drop=True)
+
+
+def effect_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per method, the runs' estimated effects (the headline effect of each run record: the
+    average derivative of f in the treatment) against the design's true effect: runs with an
+    effect, their median, the mean error (estimate minus each run's own truth), the spread (standard
+    deviation) of the estimates over the runs and the root mean squared error. Empty when no run
+    has both an effect and a truth."""
+    columns = ["method", "title", "runs", "median effect", "mean error", "spread", "RMSE"]
+    have = table.dropna(subset=["effect", "truth"]) if len(table) else table
+    if have.empty:
+        return pd.DataFrame(columns=columns)
+    have = have.assign(error=pd.to_numeric(have["effect"]) - pd.to_numeric(have["truth"]))
+    grouped = have.groupby(["method", "title"], sort=False)
+    out = pd.DataFrame({"runs": grouped.size(), "median effect": grouped["effect"].median(),
+                        "mean error": grouped["error"].mean(),
+                        "spread": grouped["effect"].std(ddof=1),
+                        "RMSE": grouped["error"].apply(lambda e: float(np.sqrt(np.mean(np.square(e)))))}).reset_index()
+    out.attrs["truth"] = float(pd.to_numeric(have["truth"]).median())
+    out.attrs["truth range"] = (float(pd.to_numeric(have["truth"]).min()), float(pd.to_numeric(have["truth"]).max()))
+    return out[columns]
 
 
 def log_bins(values, count: int = 20) -> np.ndarray:

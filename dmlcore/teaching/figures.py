@@ -256,8 +256,9 @@ def pliv_histograms(exp: Experiment) -> go.Figure:
     each, the panel's coverage of the 95 % interval in its title."""
     table, summary = exp.draws, exp.summary.set_index(["score", "cross-fitting"])
     cells = [(crossfit, score) for crossfit in (True, False) for score in SCORE_TITLES]
-    titles = [f"{SCORE_TITLES[s]}, {'cross-fitting' if c else 'no cross-fitting'}: "
-              f"covers {summary.loc[(s, c), 'coverage']:.0%}" for c, s in cells]
+    # two short lines per panel title, so that neighbouring titles never meet at 1,024 pixels
+    titles = [f"{SCORE_TITLES[s]}, {'cross-fitting' if c else 'no cross-fitting'}<br>"
+              f"covers {100 * summary.loc[(s, c), 'coverage']:.1f} %" for c, s in cells]
     fig = make_subplots(rows=2, cols=2, shared_xaxes=True, shared_yaxes=True, subplot_titles=titles,
                         horizontal_spacing=0.06, vertical_spacing=0.12)
     grid = np.linspace(-6, 6, 241)
@@ -321,4 +322,37 @@ def class_histograms(table, order: list[str]) -> go.Figure:
                      row=len(order), col=1)
     fig.update_layout(**LAYOUT, height=140 + 150 * len(order), bargap=0.05)
     fig.update_annotations(font_size=12)
+    return fig
+
+
+def class_effects(table, order: list[str], truth: float | None) -> go.Figure:
+    """Every run's estimated effect (the average slope of f in the treatment), one row of points
+    per method (rows in ``order``, spread vertically at random so that equal values stay visible),
+    with the true effect marked by a vertical line and each method's median by a short bar."""
+    fig = go.Figure()
+    rng = np.random.default_rng(0)
+    titles = []
+    for i, method in enumerate(order):
+        part = table[(table["method"] == method) & table["effect"].notna()]
+        if part.empty:
+            continue
+        title = part["title"].iloc[0]
+        titles.append(title)
+        x = part["effect"].to_numpy(dtype=float)
+        y = i + rng.uniform(-0.22, 0.22, len(x))
+        fig.add_trace(go.Scatter(x=x, y=y, mode="markers", name=title, showlegend=False,
+                                 marker=dict(color=color_for(method), size=9, opacity=0.75,
+                                             line=dict(width=0.5, color="#222")),
+                                 customdata=part["data seed"], hovertemplate="seed %{customdata}: %{x:.3g}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=[float(np.median(x))] * 2, y=[i - 0.35, i + 0.35], mode="lines", showlegend=False,
+                                 line=dict(color="#222", width=2), hoverinfo="skip"))
+    if truth is not None and np.isfinite(truth):
+        fig.add_vline(x=truth, line=dict(color="#c0392b", width=2.5), annotation_text=f"truth {truth:.3g}",
+                      annotation_position="top")
+    fig.update_yaxes(tickvals=list(range(len(order))), ticktext=[
+        table.loc[table["method"] == m, "title"].iloc[0] if (table["method"] == m).any() else m for m in order],
+        range=[-0.6, len(order) - 0.4], autorange="reversed")
+    fig.update_xaxes(title_text="estimated effect: average slope of f in the treatment (red: truth; black bar: median)")
+    fig.update_layout(**{**LAYOUT, "margin": dict(l=10, r=20, t=40, b=50)}, height=120 + 70 * len(order))
+    fig.update_yaxes(automargin=True)
     return fig

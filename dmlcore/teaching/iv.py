@@ -26,7 +26,9 @@ from scipy.stats import f as f_dist
 from scipy.stats import norm
 
 from dmlcore.inference.first_stage import strength_label
+from dmlcore.inference.linear_iv import clr_pvalue
 from dmlcore.errors import DMLCoreError
+from dmlcore.teaching.tf import tf_critical_value
 from dmlcore.teaching.result import Experiment, check_count, check_range, summarize
 
 BETA = -1.0     # the true effect of price on sales
@@ -112,6 +114,74 @@ def tsls(z: np.ndarray, a: np.ndarray, y: np.ndarray, level: float = LEVEL) -> d
     r2 = paa / m["aa"]
     f_stat = (r2 / m["k"]) / ((1.0 - r2) / (m["n"] - m["k"] - 1))
     return {"slope": slope, "se": se, "lower": slope - q * se, "upper": slope + q * se, "f_stat": f_stat}
+
+
+def kclass(z: np.ndarray, a: np.ndarray, y: np.ndarray, fuller_alpha: float | None = None,
+           level: float = LEVEL) -> dict[str, np.ndarray]:
+    """LIML (``fuller_alpha`` None) or Fuller's modified LIML (``fuller_alpha``, usually 1) of y on a
+    with instruments z and a constant, in closed form per draw, with its usual homoskedastic
+    standard error and ``level`` Wald interval.
+
+    With W = (a, y) centred, kappa_LIML is the smallest root of det(W'W - kappa W'M W) = 0 (M the
+    residual maker of the instruments); Fuller (1977) uses kappa_LIML - alpha / (n - K - 1). The
+    estimate is a'(I - kappa M) y / a'(I - kappa M) a. Also returns ``ar_min`` = kappa_LIML - 1, the
+    smallest Anderson-Rubin ratio that the CLR statistic subtracts."""
+    m = _moments(z, a, y)
+    paa, pay, pyy = (_quad(m["zz"], m["za"], m["za"]), _quad(m["zz"], m["za"], m["zy"]),
+                     _quad(m["zz"], m["zy"], m["zy"]))
+    # W'W and W'MW entries
+    waa, way, wyy = m["aa"], m["ay"], m["yy"]
+    raa, ray, ryy = waa - paa, way - pay, wyy - pyy
+    # det(W'W - k R) = 0: (raa ryy - ray^2) k^2 - (waa ryy + wyy raa - 2 way ray) k + (waa wyy - way^2) = 0
+    qa = raa * ryy - ray ** 2
+    qb = -(waa * ryy + wyy * raa - 2.0 * way * ray)
+    qc = waa * wyy - way ** 2
+    kappa_liml = (-qb - np.sqrt(np.clip(qb ** 2 - 4.0 * qa * qc, 0.0, None))) / (2.0 * qa)
+    dof = m["n"] - m["k"] - 1
+    kappa = kappa_liml if fuller_alpha is None else kappa_liml - fuller_alpha / dof
+    num, den = way - kappa * ray, waa - kappa * raa
+    slope = num / den
+    sigma2 = (wyy - 2 * slope * way + slope ** 2 * waa) / (m["n"] - 2)
+    se = np.sqrt(sigma2 / den)
+    q = norm.ppf(0.5 + level / 2)
+    return {"slope": slope, "se": se, "lower": slope - q * se, "upper": slope + q * se, "kappa": kappa,
+            "ar_min": kappa_liml - 1.0}
+
+
+def clr_covers(z: np.ndarray, a: np.ndarray, y: np.ndarray, beta0: float, level: float = LEVEL) -> np.ndarray:
+    """Whether Moreira's (2003) conditional likelihood-ratio set at ``level`` contains ``beta0``, per
+    draw (homoskedastic; the statistic and conditioning value of
+    :func:`dmlcore.inference.linear_iv.clr_test`, its p-value from
+    :func:`~dmlcore.inference.linear_iv.clr_pvalue`), from the centred moments."""
+    m = _moments(z, a, y)
+    k, dof = m["k"], m["n"] - m["k"] - 1
+    ar_min = kclass(z, a, y)["ar_min"]
+    # e = y - beta0 a: its projection on Z and the residual's, from the moments
+    ze = m["zy"] - beta0 * m["za"]
+    ee = m["yy"] - 2 * beta0 * m["ay"] + beta0 ** 2 * m["aa"]
+    pe = _quad(m["zz"], ze, ze)
+    oe = ee - pe
+    stat = np.maximum(dof * (pe / oe - ar_min), 0.0)
+    # xt = a - e (e'M a) / (e'M e); its projection and residual
+    ea = m["ay"] - beta0 * m["aa"]
+    oea = ea - _quad(m["zz"], ze, m["za"])          # e'M a
+    c = oea / oe
+    zxt = m["za"] - c[..., None] * ze
+    xx = m["aa"] - 2 * c * ea + c ** 2 * ee
+    pxt = _quad(m["zz"], zxt, zxt)
+    lam = dof * pxt / (xx - pxt)
+    return clr_pvalue(stat, lam, k) > 1.0 - level
+
+
+def tf_covers(z: np.ndarray, a: np.ndarray, y: np.ndarray, beta0: float) -> np.ndarray:
+    """Whether the 5 % tF interval of Lee et al. (2022) contains ``beta0``, per draw: |t| of 2SLS at
+    ``beta0`` against the critical value at the draw's first-stage F (:mod:`dmlcore.teaching.tf`).
+    One instrument only; with several the procedure does not apply (NaN)."""
+    t = tsls(z, a, y)
+    if np.ndim(z) != np.ndim(a) and np.shape(z)[-1] > 1:
+        return np.full(np.shape(t["slope"]), np.nan)
+    crit = np.array([tf_critical_value(float(f)) for f in np.ravel(t["f_stat"])]).reshape(np.shape(t["f_stat"]))
+    return (np.abs(t["slope"] - beta0) <= crit * t["se"]).astype(float)
 
 
 def ar_statistic(z: np.ndarray, a: np.ndarray, y: np.ndarray, beta0) -> np.ndarray:
@@ -201,7 +271,8 @@ def confounding(rhos=(0.0, 0.25, 0.5, 0.75, 0.9), *, n: int = 500, draws: int = 
 def weak_instruments(expected_fs=(1.5, 3.0, 5.0, 10.0, 20.0, 50.0, 105.0), *, instruments: int = 1,
                      n: int = 500, draws: int = 500, rho: float = 0.9, seed: int = 0,
                      level: float = LEVEL) -> Experiment:
-    """2SLS against OLS as the instrument weakens, with Wald and Anderson-Rubin intervals.
+    """2SLS against OLS as the instrument weakens, with Wald and Anderson-Rubin intervals, and beside
+    them LIML, Fuller (alpha = 1) with its interval, the CLR set and (one instrument) the tF interval.
 
     For each expected first-stage F (each instrument's coefficient set by :func:`pi_for_f`), over
     ``draws`` simulations: the 2SLS and OLS estimates, the first-stage F, whether the usual
@@ -224,11 +295,17 @@ def weak_instruments(expected_fs=(1.5, 3.0, 5.0, 10.0, 20.0, 50.0, 105.0), *, in
         ar = ar_interval(d["z"], d["a"], d["y"], level)
         covers_ar = ar_covers(d["z"], d["a"], d["y"], BETA, level)
         covers_wald = (iv["lower"] <= BETA) & (BETA <= iv["upper"])
+        liml, fuller = kclass(d["z"], d["a"], d["y"], None, level), kclass(d["z"], d["a"], d["y"], 1.0, level)
+        covers_fuller = (fuller["lower"] <= BETA) & (BETA <= fuller["upper"])
+        covers_clr = clr_covers(d["z"], d["a"], d["y"], BETA, level)
+        covers_tf = tf_covers(d["z"], d["a"], d["y"], BETA) if level == LEVEL else np.full(draws, np.nan)
         parts.append(pd.DataFrame({"expected F": target, "draw": np.arange(draws), "2SLS": iv["slope"],
                                    "OLS": ols, "first-stage F": iv["f_stat"], "2SLS covers": covers_wald,
                                    "AR covers": covers_ar, "AR shape": ar["shape"],
                                    "2SLS lower": iv["lower"], "2SLS upper": iv["upper"],
-                                   "AR lower": ar["lower"], "AR upper": ar["upper"]}))
+                                   "AR lower": ar["lower"], "AR upper": ar["upper"], "LIML": liml["slope"],
+                                   "Fuller": fuller["slope"], "Fuller covers": covers_fuller,
+                                   "CLR covers": covers_clr, "tF covers": covers_tf}))
         med_iv, med_ols = float(np.median(iv["slope"])), float(np.median(ols))
         f_med = float(np.median(iv["f_stat"]))
         rows.append({"expected F": target, "pi": pi, "median F": f_med,
@@ -239,7 +316,14 @@ def weak_instruments(expected_fs=(1.5, 3.0, 5.0, 10.0, 20.0, 50.0, 105.0), *, in
                      "AR coverage": float(covers_ar.mean()),
                      "AR unbounded": float(np.isin(ar["shape"], ("two half-lines", "whole line")).mean()),
                      "AR empty": float(np.mean(ar["shape"] == "empty")),
-                     "share F < 10": float(np.mean(iv["f_stat"] < 10))})
+                     "share F < 10": float(np.mean(iv["f_stat"] < 10)),
+                     "median LIML": float(np.median(liml["slope"])),
+                     "median Fuller": float(np.median(fuller["slope"])),
+                     "LIML relative median bias": (float(np.median(liml["slope"])) - BETA) / (med_ols - BETA),
+                     "Fuller relative median bias": (float(np.median(fuller["slope"])) - BETA) / (med_ols - BETA),
+                     "Fuller interval coverage": float(covers_fuller.mean()),
+                     "CLR coverage": float(covers_clr.mean()),
+                     "tF coverage": float(np.mean(covers_tf)) if instruments == 1 else float("nan")})
     table = pd.concat(parts, ignore_index=True)
     return Experiment("weak instruments", table, pd.DataFrame(rows),
                       dict(n=n, draws=draws, rho=rho, seed=seed, level=level, instruments=instruments), BETA,

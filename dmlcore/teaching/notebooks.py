@@ -1,0 +1,187 @@
+"""Each Learn experiment as a Jupyter notebook to take home: a short statement of what it shows and
+the code that calls :mod:`dmlcore` with the tab's settings, so that running it prints the numbers
+the tab shows (the same functions, the same seeds).
+
+    python -m dmlcore.teaching.notebooks [--out notebooks] [--only NAME ...]
+
+writes one ``NAME.ipynb`` per experiment (:data:`EXPERIMENTS`, the defaults of the Learn page);
+the Learn page offers the same notebook, with the tab's current settings, as a download. The files
+are plain nbformat 4 JSON, written without Jupyter; running them needs Jupyter (or any Python:
+:func:`code` is the notebook's code as one script).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from dmlcore.errors import DMLCoreError
+
+
+@dataclass(frozen=True)
+class Recipe:
+    title: str        # the Learn tab (and section) it reproduces
+    intro: str        # Markdown: what the experiment shows
+    call: str         # the call, with {name} for the settings
+    show: str         # code that prints what the tab quotes, from `exp`
+    defaults: dict    # the Learn page's default settings
+
+
+EXPERIMENTS = {
+    "wald": Recipe(
+        "IV and LATE: the Wald estimator", "One binary instrument: the Wald ratio equals 2SLS and recovers the "
+        "effect −1; OLS is pulled toward 0 by the hidden shock U.",
+        "from dmlcore.teaching import iv\nexp = iv.wald(rho={rho}, seed={seed})",
+        "print(exp.summary.to_string(index=False))\nprint('truth', exp.truth)", dict(rho=0.9, seed=0)),
+    "late": Recipe(
+        "IV and LATE: LATE", "With effects that differ between people, the Wald ratio estimates the compliers' "
+        "effect (LATE), not the average effect (ATE).",
+        "from dmlcore.teaching import iv\nexp = iv.late(compliers={compliers}, always=(1 - {compliers}) / 2, "
+        "effect_always={effect_always})",
+        "print(exp.summary.to_string(index=False))\nprint({{k: exp.params[k] for k in ('ate', 'late', 'att', "
+        "'baseline_gap')}})", dict(compliers=0.4, effect_always=3.0)),
+    "confounding": Recipe(
+        "Confounding", "OLS and 2SLS over 200 data sets at each confounding strength ρ: OLS moves with ρ, 2SLS "
+        "does not, and pays in variance.",
+        "from dmlcore.teaching import iv\nexp = iv.confounding(pi={pi}, n={n})",
+        "print(exp.summary.to_string(index=False))", dict(pi=1.0, n=500)),
+    "weak": Recipe(
+        "Weak IV", "As the instrument weakens, 2SLS drifts toward OLS and its usual interval stops covering; "
+        "Anderson–Rubin and CLR keep their level, LIML and Fuller are less biased, and with one instrument "
+        "the tF interval of Lee et al. (2022) keeps its size.",
+        "from dmlcore.teaching import iv\nexp = iv.weak_instruments(instruments={instruments}, rho={rho})",
+        "import pandas as pd\npd.set_option('display.width', 200)\nprint(exp.summary.round(3).to_string(index=False))",
+        dict(instruments=4, rho=0.9)),
+    "exclusion": Recipe(
+        "Invalid IV", "An instrument that also moves sales directly by δ: 2SLS tends to −1 + δ/π.",
+        "from dmlcore.teaching import iv\nexp = iv.exclusion(pi={pi})", "print(exp.summary.to_string(index=False))",
+        dict(pi=0.5)),
+    "forbidden": Recipe(
+        "Forbidden regression", "Plugging the predicted price into a nonlinear f learns a flattened curve; "
+        "averaging f over the price given the instrument (two-stage) does not.",
+        "from dmlcore.teaching import forbidden\nexp = forbidden.forbidden_regression(sigma={sigma}, n={n})",
+        "print(exp.summary.to_string(index=False))", dict(sigma=0.8, n=1000)),
+    "card": Recipe(
+        "Card (1995), sections 1, 2 and 2b", "The return to schooling instrumented by growing up near a college: "
+        "first stage, reduced form, OLS, 2SLS, the first-stage and effective F, Anderson–Rubin, Fuller, CLR "
+        "and tF.",
+        "from dmlcore.teaching import card\ns = card.linear_steps()",
+        "for key in ('first_stage', 'reduced_form', 'ols', 'tsls', 'fuller', 'ar', 'clr', 'tf'):\n"
+        "    print(key, s[key])\nprint('F', round(s['f_stat'], 1), 'effective F', round(s['effective_f'], 1))",
+        {}),
+    "card-plausible": Recipe(
+        "Card (1995), section 5: plausibly exogenous", "How large a direct effect of growing up near a college "
+        "would overturn the conclusion (Conley, Hansen & Rossi 2012): union of intervals and local to zero.",
+        "from dmlcore.teaching import plausible\nr = plausible.card_sensitivity()",
+        "print(r['table'].round(4).to_string(index=False))\nprint('breakdown: union', round(r['breakdown_union'], 4), "
+        "'local to zero', round(r['breakdown_local'], 4))", {}),
+    "proximal": Recipe(
+        "Proximal learning", "Two kinds of proxies of U: proximal 2SLS recovers the effect −1 where the "
+        "regressions do not; without Z the bridge is not identified; κ ≠ 0 breaks it.",
+        "from dmlcore.teaching import proximal\nexp = proximal.proximal(proxy_noise={noise}, kappa={kappa}, n={n})",
+        "print(exp.summary.to_string(index=False))", dict(noise=1.0, kappa=0.0, n=1000)),
+    "rhc": Recipe(
+        "RHC (real data)", "Right heart catheterization and 30-day survival with proxies: the proxies' strength "
+        "(Cragg–Donald F) and the linear estimates.",
+        "from dmlcore.teaching import rhc\ns = rhc.proxy_steps()",
+        "print(s['strength'])\nfor key in ('regression', 'regression_with_proxies', 'p2sls', 'p2sls_swapped'):\n"
+        "    print(key, s[key])", {}),
+    "pliv": Recipe(
+        "Orthogonality that works", "A partially linear IV model: the naive score is biased at first order, the "
+        "orthogonal score only at second order (the shipped 1,000 simulations, and the positive control).",
+        "from dmlcore.teaching import pliv\nexp = pliv.cached()\ncontrol = pliv.second_order()",
+        "print(exp.summary.to_string(index=False))\nprint(control.params['slopes'])", {}),
+    "orthogonality": Recipe(
+        "Orthogonal score (slow: about a minute)", "Perturb the nuisances by a known ε and refit the second "
+        "stage: how far f̂ moves.",
+        "from dmlcore.teaching import nuisance\nexp = nuisance.orthogonality()",
+        "print(exp.summary.to_string(index=False))", {}),
+    "crossfit": Recipe(
+        "Cross-fitting (slow: minutes)", "The naive plug-in, CE-DML-CMR and DML-CMR on the same simulated data "
+        "sets, median MSE and how often each was best.",
+        "from dmlcore.teaching import nuisance\nexp = nuisance.compare_methods({setting!r}, draws={draws})",
+        "print(exp.summary.to_string(index=False))", dict(setting="simple", draws=20)),
+    "crossfit-repeated": Recipe(
+        "Cross-fitting: repeated cross-fitting", "How much DML-CMR's f̂ depends on the random split, with R = 1 "
+        "and with the median of R = 3 cross-fits.",
+        "from dmlcore.teaching import nuisance\nexp = nuisance.repeated_crossfit('simple')",
+        "print(exp.summary.to_string(index=False))", {}),
+    "demand": Recipe(
+        "Ticket demand", "The paper's IV benchmark: regression, 2SLS and DML-CMR fitted to one data set, their "
+        "MSE and the average price slope.",
+        "from dmlcore.teaching import demand\nr = demand.demand_fits({strength}, {rho}, {n}, {seed}, {with_naive})",
+        "for name, fit in r['fits'].items():\n    print(name, 'MSE', round(fit['mse'], 3), 'slope', round(fit['slope'], 2))\n"
+        "print('true slope', round(r['true_slope'], 2), 'first-stage F', round(r['f_stat'], 1))",
+        dict(strength=1.0, rho=0.9, n=1000, seed=0, with_naive=False)),
+}
+
+
+def _settings(name: str, params: dict | None) -> dict:
+    if name not in EXPERIMENTS:
+        raise DMLCoreError(f"No notebook named {name!r}; choose one of {', '.join(EXPERIMENTS)}.")
+    recipe = EXPERIMENTS[name]
+    unknown = set(params or {}) - set(recipe.defaults)
+    if unknown:
+        raise DMLCoreError(f"The {name} notebook has no setting {', '.join(sorted(unknown))}; its settings are "
+                           f"{', '.join(recipe.defaults) or 'none'}.")
+    return {**recipe.defaults, **(params or {})}
+
+
+def code(name: str, params: dict | None = None) -> str:
+    """The notebook's code (its cells in order) as one script."""
+    values = _settings(name, params)
+    recipe = EXPERIMENTS[name]
+    return recipe.call.format(**values) + "\n" + recipe.show.format(**values) + "\n"
+
+
+def notebook(name: str, params: dict | None = None) -> dict:
+    """The notebook of experiment ``name`` with the settings ``params`` (the page's defaults for the
+    rest), as nbformat 4 JSON (a dict)."""
+    values = _settings(name, params)
+    recipe = EXPERIMENTS[name]
+    setting_text = ", ".join(f"{k} = {v}" for k, v in values.items()) or "the Learn page's"
+    cells = [
+        ("markdown", f"# {recipe.title}\n\n{recipe.intro}\n\nFrom the dmlcore dashboard's **Learn** page "
+                     f"(docs/teaching.md); settings: {setting_text}. The same functions and seeds as the page, "
+                     "so the numbers are the page's."),
+        ("code", recipe.call.format(**values)),
+        ("code", recipe.show.format(**values)),
+    ]
+    return {"cells": [{"cell_type": kind, "id": f"{name}-{i}", "metadata": {}, "source": text,
+                       **({"execution_count": None, "outputs": []} if kind == "code" else {})}
+                      for i, (kind, text) in enumerate(cells)],
+            "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                         "language_info": {"name": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def dumps(name: str, params: dict | None = None) -> str:
+    return json.dumps(notebook(name, params), indent=1, ensure_ascii=False) + "\n"
+
+
+def write_all(folder: Path, names=None) -> list[Path]:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name in names or EXPERIMENTS:
+        path = folder / f"{name}.ipynb"
+        path.write_text(dumps(name))
+        out.append(path)
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="notebooks", help="the folder to write into (default: notebooks)")
+    parser.add_argument("--only", nargs="+", metavar="NAME", choices=list(EXPERIMENTS),
+                        help="only these experiments")
+    args = parser.parse_args(argv)
+    for path in write_all(Path(args.out), args.only):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

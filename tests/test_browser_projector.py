@@ -1,0 +1,128 @@
+"""The Learn page on a projector (issue 47): at 1,024 x 768 pixels no table, chart or equation of any
+Learn tab, nor of the Class page with three students' runs, is cut (wider than its container), and no
+chart's titles overlap each other or its legend.
+
+One browser session over every tab (Streamlit server + Playwright + Debian's Chromium); the slow
+experiments behind buttons are not run. Screenshots of each tab go to artifacts/screenshots/projector/.
+Skipped when /usr/bin/chromium or Playwright is missing.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from browser_support import ARGS, CHROMIUM, ROOT, idle, needs_chromium, streamlit_server
+
+sync_api = pytest.importorskip("playwright.sync_api")
+pytestmark = needs_chromium
+
+SHOTS = ROOT / "artifacts" / "screenshots" / "projector"
+WIDTH, HEIGHT = 1024, 768
+
+# What is cut or overlapped on the page now, as a list of findings (empty when all is well):
+# - a data frame whose grid scrolls sideways (its columns do not all show);
+# - a Markdown table or a displayed equation wider than its container;
+# - a chart whose drawing is wider than its container;
+# - two of a chart's texts (title, panel titles, axis titles, legend) whose boxes overlap.
+PROBE = """() => {
+  const out = [], rect = e => e.getBoundingClientRect(), main = document.querySelector('[data-testid=stMain]');
+  for (const e of main.querySelectorAll('[data-testid=stDataFrame] .dvn-scroller'))
+    if (e.scrollWidth > e.clientWidth + 2) out.push(`data frame ${e.scrollWidth} px in ${e.clientWidth} px`);
+  for (const e of main.querySelectorAll('.katex-display, [data-testid=stMarkdownContainer] table, [data-testid=stTable] table')) {
+    const box = e.parentElement;
+    if (e.scrollWidth > e.clientWidth + 2 || rect(e).right > rect(box).right + 2)
+      out.push(`${e.tagName === 'TABLE' ? 'table' : 'equation'} ${Math.round(rect(e).width)} px in ${Math.round(rect(box).width)} px: ${e.textContent.slice(0, 40)}`);
+  }
+  for (const plot of main.querySelectorAll('.js-plotly-plot')) {
+    const svg = plot.querySelector('.main-svg'), box = plot.closest('[data-testid=stPlotlyChart]') || plot.parentElement;
+    if (svg && rect(svg).right > rect(box).right + 2) out.push(`chart ${Math.round(rect(svg).width)} px in ${Math.round(rect(box).width)} px`);
+    const texts = [...plot.querySelectorAll('.gtitle, .annotation-text, .legend, .g-xtitle, .g-ytitle')]
+      .map(e => ({what: `${e.getAttribute('class')} "${(e.textContent || '').slice(0, 30)}"`, r: rect(e)}))
+      .filter(t => t.r.width > 0 && t.r.height > 0);
+    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+      const a = texts[i].r, b = texts[j].r;
+      if (Math.min(a.right, b.right) - Math.max(a.left, b.left) > 2 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 2)
+        out.push(`chart texts overlap: ${texts[i].what} and ${texts[j].what}`);
+    }
+  }
+  return out;
+}"""
+
+
+def _lessons() -> dict[str, list[str]]:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("learn_page_lessons", ROOT / "pages" / "6_learn.py")
+    text = spec.loader.get_source("learn_page_lessons")
+    # the lessons and their tabs as the page declares them (LESSONS), read without running the page
+    lessons = {}
+    for lesson, body in re.findall(r'\("(\d · [^"]+)", \(((?:\("[^"]+", [\w.]+\),?\s*)+)\)\)', text):
+        lessons[lesson] = re.findall(r'\("([^"]+)", [\w.]+\)', body)
+    return lessons
+
+
+def _class_runs(home):
+    """Three students' demo runs (two fast methods each) in the server's store, for the Class page."""
+    from dashboard.plan import DEMO_DATA
+    from dmlcore.data.registry import load_dataset
+    from dmlcore.runs import fit_run
+    from dmlcore.store import RunStore
+    store = RunStore(home / "runs.sqlite3")
+    for owner, seed in (("student-a", 1), ("student-b", 2), ("student-c", 3)):
+        loaded = load_dataset(DEMO_DATA["name"], n=DEMO_DATA["n"], seed=seed)
+        for method in ("2sls", "regression"):
+            store.save(fit_run(loaded.data, method, truth=loaded.truth, dataset=DEMO_DATA["name"],
+                               data_params=dict(loaded.params)), owner, f"#1 {method}")
+
+
+def test_learn_tabs_and_class_fit_a_projector(tmp_path):
+    lessons = _lessons()
+    assert sum(len(tabs) for tabs in lessons.values()) == 12, lessons
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    found = {}
+    with streamlit_server(tmp_path, "server.log", DMLCORE_TEACHER_CODE="proj47") as (base, _), \
+            sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        page.set_default_timeout(120_000)
+        page.goto(f"{base}/learn")
+        idle(page, 800)
+        # the compact header: title, lesson picker and notation leave most of the screen to the lesson
+        tabs_top = page.get_by_role("tab").first.bounding_box()["y"]
+        assert tabs_top < 300, f"the lesson's tabs start {tabs_top:.0f} px down a {HEIGHT} px screen"
+        for lesson, tabs in lessons.items():
+            page.locator("[data-testid=stRadio] label", has_text=lesson).click()
+            idle(page, 800)
+            for tab in tabs:
+                page.get_by_role("tab", name=tab).click()
+                idle(page, 1200)
+                problems = page.evaluate(PROBE)
+                if problems:
+                    found[tab] = problems
+                name = re.sub(r"[^a-z0-9]+", "_", tab.lower()).strip("_")
+                page.screenshot(path=str(SHOTS / f"{name}_{WIDTH}.png"))          # what the projector shows first
+                height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+                page.set_viewport_size({"width": WIDTH, "height": min(int(height) + 40, 9000)})
+                page.wait_for_timeout(600)
+                page.screenshot(path=str(SHOTS / f"{name}_{WIDTH}_whole.png"))    # the whole tab
+                page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+        # the Class page with three students' runs: the MSE histograms and the effects around the truth
+        _class_runs(tmp_path)
+        page.goto(f"{base}/class")
+        idle(page, 800)
+        page.locator("input[type=password]").fill("proj47")
+        page.get_by_role("button", name="Open the class view").click()
+        page.get_by_text("The estimated effects around the truth").wait_for()
+        idle(page, 1500)
+        problems = page.evaluate(PROBE)
+        if problems:
+            found["Class"] = problems
+        assert page.locator(".js-plotly-plot").count() >= 2
+        page.screenshot(path=str(SHOTS / f"class_{WIDTH}.png"))
+        height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+        page.set_viewport_size({"width": WIDTH, "height": min(int(height) + 40, 9000)})
+        page.wait_for_timeout(600)
+        page.screenshot(path=str(SHOTS / f"class_{WIDTH}_whole.png"))
+        browser.close()
+    assert not found, found
