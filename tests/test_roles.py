@@ -167,10 +167,15 @@ def test_table_must_be_dataframe():
     assert "DataFrame" in msg
 
 
-def test_two_treatments_rejected_for_iv():
+def test_two_treatments_are_refused_by_every_method_but_the_linear_iv_ones():
+    from dmlcore.estimators.dml import DMLCMR
+    from dmlcore.estimators.tsls import TwoStageLeastSquares
     table = iv_table()
-    msg = error_of(lambda: CausalData(table, "iv", "y", treatment=["a", "x"], instrument="z"))
-    assert "one treatment" in msg and "a, x" in msg
+    table["z2"] = table["z"] ** 2 + np.random.default_rng(1).normal(size=len(table))
+    data = CausalData(table, "iv", "y", treatment=["a", "x"], instrument=["z", "z2"])
+    msg = error_of(lambda: DMLCMR("linear", folds=2).fit(data))
+    assert "2 treatment columns (a, x)" in msg and "give one treatment column" in msg
+    assert set(TwoStageLeastSquares().fit(data).coef_.index) >= {"a", "x"}
 
 
 def test_too_few_rows_rejected():
