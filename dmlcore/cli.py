@@ -32,6 +32,7 @@ from dmlcore.inference.effect_notes import clusters_note, identification_note, s
 from dmlcore.inference.linear_iv import set_text
 from dmlcore.linear_cli import (add_linear_options, add_table_command, check_table, check_wild_bootstrap, formula_data,
                                 table_command, table_from_args, wild_bootstrap_record, with_linear_options)
+from dmlcore import plugins
 from dmlcore.plugins import add_to_environment, load_plugins
 from dmlcore.process import set_threads
 from dmlcore.estimators import for_method
@@ -510,7 +511,6 @@ def _plugins(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    from dmlcore import plugins
     if plugins.failure:
         print(f"error: {plugins.failure}", file=sys.stderr)
         return 2

@@ -14,7 +14,7 @@ from typing import Callable
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators._base import several_treatments
+from dmlcore.estimators._base import CMREstimator, several_treatments
 from dmlcore.estimators.crossfit_reps import RepeatedCrossFit
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn
 from dmlcore.estimators.kclass import LIML, Fuller, GMMIV
@@ -219,8 +219,6 @@ def register_method(name: str, cls: type, *, title: str | None = None, help: str
     in ``DMLCORE_PLUGINS`` (:mod:`dmlcore.plugins`), which is how ``--plugin`` gives it to a study's workers.
     Returns the registry entry; a built-in name, a name taken by another class, or a bad argument is refused
     in one line."""
-    from dmlcore.estimators._base import CMREstimator
-
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise DMLCoreError(f"A method's name must be 1-40 lower-case letters, digits, '-', '_' or '.', starting "
                            f"with a letter or digit; got {name!r}.")
