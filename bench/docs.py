@@ -86,14 +86,28 @@ def render_all(rows: Rows, names=None) -> Rendered:
     return Rendered(text, errors)
 
 
-def fill(doc: str, rendered: Rendered) -> str:
+def seen_from(text: str, depth: int) -> str:
+    """A rendering as a doc ``depth`` folders below docs/ shows it: its ``img/`` pictures (written
+    relative to docs/, e.g. by the ``img:NAME`` blocks) with ``../`` before them (docs/archive/)."""
+    return text.replace("](img/", f"]({'../' * depth}img/") if depth else text
+
+
+def depth_of(path: Path, root: Path) -> int:
+    """How many folders below ``root``/docs/ the doc ``path`` lies (0 for docs/*.md and README.md)."""
+    docs = (root / "docs").resolve()
+    path = path.resolve()
+    return len(path.relative_to(docs).parts) - 1 if path.is_relative_to(docs) else 0
+
+
+def fill(doc: str, rendered: Rendered, depth: int = 0) -> str:
     """``doc`` with every known block's body replaced by its rendering (a multi-line block keeps its
-    own lines; a block inside a sentence stays inline)."""
+    own lines; a block inside a sentence stays inline); ``depth``: see :func:`seen_from`."""
     def replace(m: re.Match) -> str:
         name, body = m["id"], m["body"]
         if name not in rendered.text:
             return m[0]
-        new = f"\n{rendered.text[name]}\n" if body.startswith("\n") else rendered.text[name]
+        text = seen_from(rendered.text[name], depth)
+        new = f"\n{text}\n" if body.startswith("\n") else text
         return f"<!-- BEGIN generated:{name} -->{new}<!-- END generated:{name} -->"
     return MARKER.sub(replace, doc)
 
@@ -102,7 +116,7 @@ def block_ids(doc: str) -> list[str]:
     return [m["id"] for m in blocks(doc)]
 
 
-def check_doc(path: Path, doc: str, rendered: Rendered) -> list[str]:
+def check_doc(path: Path, doc: str, rendered: Rendered, root: Path = ROOT) -> list[str]:
     """What is wrong in one doc: blocks that differ from the rows, unknown or failing blocks, stray
     markers, missing images, box plots without rows."""
     problems = []
@@ -112,7 +126,7 @@ def check_doc(path: Path, doc: str, rendered: Rendered) -> list[str]:
             problems.append(f"{path.name}: unknown block {name!r} (bench/docs.py --list names them)")
         elif name in rendered.errors:
             problems.append(f"{path.name}: block {name}: {rendered.errors[name]}")
-        elif m["body"].strip("\n") != rendered.text[name]:
+        elif m["body"].strip("\n") != seen_from(rendered.text[name], depth_of(path, root)):
             problems.append(f"{path.name}: block {name} differs from what the rows give")
     for stray in re.findall(r"<!-- (?:BEGIN|END) generated:\S+ -->", MARKER.sub("", doc)):
         problems.append(f"{path.name}: unmatched marker {stray}")
@@ -145,7 +159,7 @@ def check_all(root: Path, rows: Rows, rendered: Rendered) -> list[str]:
     for path in doc_files(root):
         doc = path.read_text()
         used.update(block_ids(doc))
-        problems += check_doc(path, doc, rendered)
+        problems += check_doc(path, doc, rendered, root)
     for rel, render in FILES.items():
         path = root / rel
         if path.exists() and path.read_text() != render(rows):
@@ -185,7 +199,7 @@ def write_all(root: Path, rows: Rows, rendered: Rendered, figures: bool = True) 
     for path in doc_files(root):
         doc = path.read_text()
         used.update(block_ids(doc))
-        new = fill(doc, rendered)
+        new = fill(doc, rendered, depth_of(path, root))
         if new != doc:
             path.write_text(new)
             print(f"wrote {path}")

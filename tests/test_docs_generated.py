@@ -61,9 +61,10 @@ def test_every_number_of_every_block_is_checked(rendered):
 
 def test_cli_check_fails_on_an_edited_copy(tmp_path, rows, rendered):
     """A copy of the docs with one median changed: `python bench/docs.py --check` (a script path, as CI
-    runs it) exits 1 naming the block and nothing else; writing the blocks repairs it."""
+    runs it) exits 1 naming the block and nothing else; writing the blocks repairs it. The page is in
+    docs/archive/, whose box plots are shown as ../img/ (a block's img/ rebased by bench/docs.py)."""
     copy = checkout_copy(tmp_path)
-    page = copy / "docs" / "benchmarks.md"
+    page = copy / "docs" / "archive" / "benchmarks-own-nuisances-2026-11-27.md"
     text = page.read_text()
     block = re.search(r"<!-- BEGIN generated:table:demand-iv-nn-5000 -->.*?<!-- END", text, re.S)
     median = re.search(r"\| DML-CMR \| 20 \| (\d\.\d+)", block[0])
@@ -71,7 +72,7 @@ def test_cli_check_fails_on_an_edited_copy(tmp_path, rows, rendered):
     out = subprocess.run([sys.executable, "bench/docs.py", "--docs", str(copy), "--check"], cwd=ROOT,
                          capture_output=True, text=True)
     assert out.returncode == 1
-    assert "benchmarks.md: block table:demand-iv-nn-5000 differs" in out.stderr
+    assert "benchmarks-own-nuisances-2026-11-27.md: block table:demand-iv-nn-5000 differs" in out.stderr
     assert out.stderr.count("differs") == 1
     assert docs.write_all(copy, rows, rendered, figures=False) == []
     assert page.read_text() == text and docs.check_all(copy, rows, rendered) == []
@@ -244,3 +245,17 @@ def test_a_new_screenshot_recorded_without_redrawing_passes(copy, rows, rendered
     assert recorded.write_images(copy, rows, docs.FIGURES, redrawn=False)
     recorded.write_literals(copy, docs.doc_files(copy), docs.MARKERS)
     assert docs.check_all(copy, rows, rendered) == []
+
+
+def test_a_box_plot_in_the_archive_is_shown_from_its_folder(rendered):
+    """A page in docs/archive/ shows an img:NAME block as ../img/NAME (a picture it can find); the same
+    block written as docs/*.md write it (img/NAME) is named as differing from the rows there."""
+    page = ROOT / "docs" / "archive" / "benchmarks-own-nuisances-2026-11-27.md"
+    name = "img:demand-iv-nn-5000.png"
+    here = rendered.text[name]
+    assert "](img/demand-iv-nn-5000.png)" in here
+    block = "<!-- BEGIN generated:{0} -->\n{1}\n<!-- END generated:{0} -->"
+    archived = here.replace("](img/", "](../img/")
+    assert docs.check_doc(page, block.format(name, archived), rendered) == []
+    assert f"block {name} differs" in "\n".join(docs.check_doc(page, block.format(name, here), rendered))
+    assert docs.check_doc(ROOT / "docs" / "benchmarks.md", block.format(name, here), rendered) == []

@@ -216,7 +216,7 @@ def study40_same(rows) -> str:
     bench = rows.csv("authors/demand-iv-nn-1000-2000.csv").query("n == 2000").set_index(["seed", "method"])["mse"]
     same = all((r == runs[0]).all() for r in runs) and (bench.reindex(runs[0].index) == runs[0]).all()
     return ("Every fit's MSE was identical, to the last bit, under the three executors and equal to the rows of the "
-            "N = 2000 table above" if same else "The fits' MSEs differ between the executors or from the N = 2000 table")
+            "N = 2000 table (in the archive)" if same else "The fits' MSEs differ between the executors or from the N = 2000 table")
 
 
 @block("tune-validation")
