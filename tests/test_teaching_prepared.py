@@ -44,7 +44,7 @@ def test_every_slow_button_of_the_page_has_a_preparation():
 
 @pytest.mark.usefixtures("fresh_runtime")
 def test_the_page_shows_a_prepared_result_without_its_button(monkeypatch):
-    small = nuisance.repeated_crossfit("simple", n=200, splits=2, reps=(1, 2))
+    small = nuisance.repeated_crossfit("simple", n=200, splits=2, reps=(1, 2), folds=2)
     monkeypatch.setitem(prepared.SLOW, "crossfit-repeated", lambda: small)
     prepared.prepare(["crossfit-repeated"], echo=lambda line: None)     # into this test's DMLCORE_HOME
     at = AppTest.from_file(APP, default_timeout=120)

@@ -82,7 +82,7 @@ def test_weak_lesson_reports_the_new_procedures():
 
 def test_repeated_crossfit_measures_how_much_the_split_moves_f_hat():
     from dmlcore.teaching import nuisance
-    exp = nuisance.repeated_crossfit("simple", n=200, splits=2, reps=(1, 2))
+    exp = nuisance.repeated_crossfit("simple", n=200, splits=2, reps=(1, 2), folds=2)
     s = exp.summary.set_index("R")
     assert list(s.index) == [1, 2] and len(exp.draws) == 4
     assert s.loc[1, "split spread"] > 0                      # another split seed, another f-hat

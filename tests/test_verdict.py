@@ -80,7 +80,7 @@ def test_a_study_corrects_its_comparisons_together():
 finite = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.one_of(finite, st.sampled_from([0.0, 1.0, -1.0, 0.5])), min_size=1, max_size=40))
 def test_no_verdict_disagrees_with_its_test(diff):
     v = paired_verdict(diff)
@@ -94,7 +94,7 @@ def test_no_verdict_disagrees_with_its_test(diff):
     assert (v.rank_biserial < 0) == (v.word == "ahead")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(finite.filter(lambda x: abs(x) > 1e-6), min_size=6, max_size=40, unique_by=lambda x: round(abs(x), 9)))
 def test_the_interval_and_estimate_never_contradict_a_verdict(diff):
     v = paired_verdict(diff)        # distinct non-zero |d|: the exact signed-rank distribution holds
