@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Card multi-model table (README's cli:card-table example) as LaTeX, compiled to PDF and a PNG for
-# docs/linear-iv.md: needs pdflatex with booktabs (Debian: texlive-latex-base texlive-latex-recommended) and
+# docs/linear-iv.md: needs pdflatex with booktabs and graphicx (Debian: texlive-latex-base texlive-latex-recommended) and
 # pdftoppm (poppler-utils). Usage: bash bench/card_table_pdf.sh [OUT.png]   (default docs/img/linear-iv/card-table.png)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -24,7 +24,7 @@ dummies="$cov,reg662,reg663,reg664,reg665,reg666,reg667,reg668,reg669"
     --label "expersq=Experience²" --label "black=Black" --title OLS --title 2SLS --title LIML \
     --title "2SLS, region FE" --title "2SLS, clustered" --out card.tex
 printf '%s\n' '\documentclass{article}' '\usepackage[T1]{fontenc}' '\usepackage[utf8]{inputenc}' \
-    '\usepackage{booktabs}' '\usepackage[margin=1in]{geometry}' '\pagestyle{empty}' '\begin{document}' \
+    '\usepackage{booktabs}' '\usepackage{graphicx}' '\usepackage[margin=1in]{geometry}' '\pagestyle{empty}' '\begin{document}' \
     '\input{card.tex}' '\end{document}' > doc.tex
 pdflatex -interaction=nonstopmode -halt-on-error doc.tex > latex.log
 if grep -q "Overfull" latex.log; then grep "Overfull" latex.log; fi
