@@ -12,7 +12,7 @@ from dmlcore.studies.figures import mse_figure
 
 from .authors import cell
 from .registry import block, figure
-from .tables import per_seed, title
+from .tables import per_seed, timed, title
 from .words import num, p_text, paired
 
 SIZES, STRENGTH, PCL = ("authors/peers-demand-iv-sizes.csv", "authors/peers-demand-iv-strength.csv",
@@ -57,9 +57,10 @@ def published_iv(method: str, n: int, strength: float) -> str:
 def iv_peer_table(rows, method: str) -> str:
     """One IV peer against DML-CMR (nn) in every demand-iv cell, on both protocols."""
     name = title(method)
+    seconds = all(timed(iv_cell(rows, n, strength)) for n, strength in IV_CELLS)   # a time only with its load
     lines = [f"| N, IV strength | {name}: median MSE [q1, q3] | mean | range over seeds | median fresh-draw MSE | "
-             f"published | DML-CMR (nn) median: grid / fresh | DML-CMR lower on (Wilcoxon p) | {name} s/fit, median |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             f"published | DML-CMR (nn) median: grid / fresh | DML-CMR lower on (Wilcoxon p) |"
+             + (f" {name} s/fit, median |" if seconds else ""), "|---|---|---|---|---|---|---|---|" + "---|" * seconds]
     for n, strength in IV_CELLS:
         fits = iv_cell(rows, n, strength)
         mine, dml = fits[fits["method"] == method], fits[fits["method"] == "dml-cmr"]
@@ -67,8 +68,8 @@ def iv_peer_table(rows, method: str) -> str:
         lines.append(f"| {n}, {strength:g} | {quartiles(mine['mse'])} | {num(mine['mse'].mean())} | "
                      f"{num(mine['mse'].min())}–{num(mine['mse'].max())} | {num(mine['mse_fresh'].median())} | "
                      f"{published_iv(method, n, strength)} | {num(dml['mse'].median())} / "
-                     f"{num(dml['mse_fresh'].median())} | {pair.wins_a} of {pair.pairs} ({pair.p:.2g}) | "
-                     f"{num(mine['seconds'].median(), 2)} |")
+                     f"{num(dml['mse_fresh'].median())} | {pair.wins_a} of {pair.pairs} ({pair.p:.2g}) |"
+                     + (f" {num(mine['seconds'].median(), 2)} |" if seconds else ""))
     return "\n".join(lines)
 
 
@@ -92,8 +93,8 @@ def dfiv_batchnorm(rows) -> str:
 @block("peers:kpv-pmmr")
 def kpv_pmmr(rows) -> str:
     lines = ["| N | KPV: median [q1, q3] | PMMR: median [q1, q3] | published, stored median (KPV / PMMR) | "
-             "DML-CMR median | DML-CMR lower than both on | s/fit, median (KPV / PMMR) |",
-             "|---|---|---|---|---|---|---|"]
+             "DML-CMR median | DML-CMR lower than both on |" + (" s/fit, median (KPV / PMMR) |" if _timed_pcl(rows) else ""),
+             "|---|---|---|---|---|---|" + "---|" * _timed_pcl(rows)]
     for n in PCL_SIZES:
         fits = pcl_cell(rows, n)
         dml, kpv, pmmr = (per_seed(fits, m) for m in ("dml-cmr", "kpv", "pmmr"))
@@ -101,9 +102,16 @@ def kpv_pmmr(rows) -> str:
         lower = int(((both.iloc[:, 0] < both.iloc[:, 1]) & (both.iloc[:, 0] < both.iloc[:, 2])).sum())
         sec = fits.groupby("method")["seconds"].median()
         lines.append(f"| {n} | {quartiles(kpv, 4)} | {quartiles(pmmr, 4)} | {PCL_PUBLISHED['kpv'][n]} / "
-                     f"{PCL_PUBLISHED['pmmr'][n]} | {num(dml.median())} | {lower} of {len(both)} | "
-                     f"{num(sec['kpv'], 2)} / {num(sec['pmmr'], 2)} |")
+                     f"{PCL_PUBLISHED['pmmr'][n]} | {num(dml.median())} | {lower} of {len(both)} |"
+                     + (f" {num(sec['kpv'], 2)} / {num(sec['pmmr'], 2)} |" if _timed_pcl(rows) else ""))
     return "\n".join(lines)
+
+
+def _timed_pcl(rows, file: str | None = None) -> bool:
+    """Whether every demand-pcl cell's rows (or ``file``'s) record the load their seconds were measured under."""
+    if file is not None:
+        return timed(rows.fits(file))
+    return all(timed(pcl_cell(rows, n)) for n in PCL_SIZES)
 
 
 def nmmr_rows(rows, n: int, file: str = PCL) -> tuple:
@@ -114,8 +122,9 @@ def nmmr_rows(rows, n: int, file: str = PCL) -> tuple:
 @block("peers:nmmr")
 def nmmr(rows) -> str:
     lines = ["| N | NMMR-U: median [q1, q3] | NMMR-V: median [q1, q3] | published, stored median of 20 (U / V) | "
-             "DML-CMR median | DML-CMR lower than NMMR-U / -V on (Wilcoxon p) | s/fit (U / V), median |",
-             "|---|---|---|---|---|---|---|"]
+             "DML-CMR median | DML-CMR lower than NMMR-U / -V on (Wilcoxon p) |"
+             + (" s/fit (U / V), median |" if _timed_pcl(rows, PCL) else ""),
+             "|---|---|---|---|---|---|" + "---|" * _timed_pcl(rows, PCL)]
     for n in PCL_SIZES:
         fits, dml = nmmr_rows(rows, n)
         u, v = per_seed(fits, "nmmr"), per_seed(fits, "nmmr-v")
@@ -123,21 +132,24 @@ def nmmr(rows) -> str:
         sec = fits.groupby("method")["seconds"].median()
         lines.append(f"| {n} | {quartiles(u)} | {quartiles(v)} | {PCL_PUBLISHED['nmmr'][n]} / "
                      f"{PCL_PUBLISHED['nmmr-v'][n]} | {num(dml.median())} | {pu.wins_a} ({pu.p:.2g}) / "
-                     f"{pv.wins_a} ({pv.p:.2g}) of {pu.pairs} | {num(sec['nmmr'], 2)} / {num(sec['nmmr-v'], 2)} |")
+                     f"{pv.wins_a} ({pv.p:.2g}) of {pu.pairs} |"
+                     + (f" {num(sec['nmmr'], 2)} / {num(sec['nmmr-v'], 2)} |" if _timed_pcl(rows, PCL) else ""))
     return "\n".join(lines)
 
 
 @block("peers:nmmr-standardized")
 def nmmr_standardized(rows) -> str:
-    lines = ["| N | NMMR-U: median [q1, q3] | NMMR-V: median [q1, q3] | DML-CMR lower than NMMR-U / -V on | "
-             "s/fit, mean (U / V) |", "|---|---|---|---|---|"]
+    file = "authors/peers-nmmr-standardized-demand-pcl.csv"
+    seconds = timed(rows.fits(file))
+    lines = ["| N | NMMR-U: median [q1, q3] | NMMR-V: median [q1, q3] | DML-CMR lower than NMMR-U / -V on |"
+             + (" s/fit, mean (U / V) |" if seconds else ""), "|---|---|---|---|" + "---|" * seconds]
     for n in (1000, 2000, 5000):
-        fits, dml = nmmr_rows(rows, n, "authors/peers-nmmr-standardized-demand-pcl.csv")
+        fits, dml = nmmr_rows(rows, n, file)
         u, v = per_seed(fits, "nmmr"), per_seed(fits, "nmmr-v")
         pu, pv = paired(dml, u), paired(dml, v)
         sec = fits.groupby("method")["seconds"].mean()
-        lines.append(f"| {n} | {quartiles(u)} | {quartiles(v)} | {pu.wins_a} / {pv.wins_a} of {pu.pairs} | "
-                     f"{sec['nmmr']:.1f} / {sec['nmmr-v']:.1f} |")
+        lines.append(f"| {n} | {quartiles(u)} | {quartiles(v)} | {pu.wins_a} / {pv.wins_a} of {pu.pairs} |"
+                     + (f" {sec['nmmr']:.1f} / {sec['nmmr-v']:.1f} |" if seconds else ""))
     return "\n".join(lines)
 
 
@@ -183,9 +195,11 @@ def diagnostic_table(rows, name: str) -> str:
     score = "val_score" in frame and frame["val_score"].notna().any()
     text, shared = settings_text(list(dict.fromkeys(frame["variant"])))
     common = ", ".join(f"{k}={v}" for k, v in shared.items())
+    seconds = timed(frame)          # a time only with the load it was measured under
     lines = [f"| N | method | settings{f' (every row: {common})' if common else ''} | types | seeds | "
              "median MSE [q1, q3] | median fresh-draw MSE |" + (" projected residual, median |" if score else "")
-             + " s/fit, median |", "|---|---|---|---|---|---|---|" + ("---|" if score else "") + "---|"]
+             + (" s/fit, median |" if seconds else ""), "|---|---|---|---|---|---|---|" + ("---|" if score else "")
+             + "---|" * seconds]
     keys = ["n", "method", "variant", "categories", *(["seed"] if name in PER_FIT else [])]
     for key, part in frame.groupby(keys, sort=False):
         n, method, variant, categories = key[:4]
@@ -195,7 +209,8 @@ def diagnostic_table(rows, name: str) -> str:
                  "" if pd.isna(fresh) else num(fresh)]
         if score:
             cells.append(num(part["val_score"].median()))
-        cells.append(num(part["seconds"].median(), 2))
+        if seconds:
+            cells.append(num(part["seconds"].median(), 2))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -241,12 +256,6 @@ def _iv(rows, method: str):
 
 def _cell_name(n: int, strength: float) -> str:
     return f"N = {n}" if strength == 1.0 else f"strength {strength:g}"
-
-
-@block("peers:kiv-seconds")
-def kiv_seconds(rows) -> str:
-    sec = pd.concat([fits.loc[fits["method"] == "kiv", "seconds"] for n, s, *_, fits in _iv(rows, "kiv") if n == 5000])
-    return f"{num(sec.min(), 2)}–{num(sec.max(), 2)} s"
 
 
 @block("peers:kiv-vs-paper")
