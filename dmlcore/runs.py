@@ -141,29 +141,6 @@ def _json_default(value):
 def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, *, truth: GroundTruth | None = None,
             dataset: str | None = None, data_params: dict | None = None, callback=None, should_stop=None,
             **changes) -> Run:
-    s = FitSettings.of(settings, **changes)
-    if s.time_limit is None:
-        return _fit_run(data, method, s, truth=truth, dataset=dataset, data_params=data_params, callback=callback,
-                        should_stop=should_stop)
-    SETTINGS["time_limit"].check(s.time_limit)
-    deadline = time.monotonic() + s.time_limit
-
-    def stop() -> bool:
-        return time.monotonic() > deadline or bool(should_stop and should_stop())
-
-    try:
-        return _fit_run(data, method, s, truth=truth, dataset=dataset, data_params=data_params, callback=callback,
-                        should_stop=stop)
-    except FitCancelled:
-        if should_stop is not None and should_stop():
-            raise
-        raise DMLCoreError(f"The fit went over its time limit of {s.time_limit} s (time_limit, with every refit); "
-                           "raise the limit or leave it out.") from None
-
-
-def _fit_run(data: CausalData, method: str, settings: FitSettings | None = None, *, truth: GroundTruth | None = None,
-            dataset: str | None = None, data_params: dict | None = None, callback=None, should_stop=None,
-            **changes) -> Run:
     """Fit ``method`` on ``data`` with ``settings`` and score it (and its bands) against ``truth`` when given.
 
     ``settings`` (a :class:`~dmlcore.estimators.settings.FitSettings`; default every declared default)
@@ -192,6 +169,10 @@ def _fit_run(data: CausalData, method: str, settings: FitSettings | None = None,
     one nuisance of the DML-CMR family (``"auto"``: chosen by cross-fitted held-out loss, the default with
     ``learner`` nn or gb; ``nuisances`` then records the candidates' losses and the choice); the record's
     ``config`` names the nuisances as used.
+
+    ``time_limit`` (seconds, a run setting): the fit with every refit (held-out, debiased effect,
+    bootstrap) stops once it has run that long, checked where a cancel is (between epochs and stages),
+    and fails with a DMLCoreError that names the limit.
 
     Parameters
     ----------
@@ -231,6 +212,28 @@ def _fit_run(data: CausalData, method: str, settings: FitSettings | None = None,
     >>> run.record["mse"], run.record["effect"]["ci_lower"], run.record["nuisances"]
     """
     s = FitSettings.of(settings, **changes)
+    if s.time_limit is None:
+        return _fit_run(data, method, s, truth=truth, dataset=dataset, data_params=data_params, callback=callback,
+                        should_stop=should_stop)
+    SETTINGS["time_limit"].check(s.time_limit)
+    deadline = time.monotonic() + s.time_limit
+
+    def stop() -> bool:
+        return time.monotonic() > deadline or bool(should_stop and should_stop())
+
+    try:
+        return _fit_run(data, method, s, truth=truth, dataset=dataset, data_params=data_params, callback=callback,
+                        should_stop=stop)
+    except FitCancelled:
+        if should_stop is not None and should_stop():
+            raise
+        raise DMLCoreError(f"The fit went over its time limit of {s.time_limit} s (time_limit, with every refit); "
+                           "raise the limit or leave it out.") from None
+
+
+def _fit_run(data: CausalData, method: str, s: FitSettings, *, truth: GroundTruth | None = None,
+             dataset: str | None = None, data_params: dict | None = None, callback=None, should_stop=None) -> Run:
+    """:func:`fit_run` with its settings resolved and no time limit of its own (``should_stop`` carries it)."""
     get_method(method)
     resolve_device(s.device)          # every method: a CUDA device torch cannot see is refused first
     refuse_unread(s, method)
@@ -584,10 +587,3 @@ def _band_record(lower, upper, true, what, where, level) -> dict:
     return {"what": what, "level": level, "points": where, "n_points": int(len(lower)),
             "mean_width": float(np.mean(upper - lower)),
             "coverage": None if true is None else float(np.mean((lower <= true) & (true <= upper)))}
-
-
-fit_run.__doc__ = (_fit_run.__doc__ or "") + """
-    ``time_limit`` (seconds, a run setting): the fit with every refit (held-out, debiased effect,
-    bootstrap) stops once it has run that long, checked where a cancel is (between epochs and stages),
-    and fails with a DMLCoreError that names the limit.
-    """
