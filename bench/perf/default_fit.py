@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 
 from bench.perf import load
+from dmlcore.studies.provenance import processor
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "bench" / "results" / "default-fit.jsonl"
@@ -52,13 +53,7 @@ RATIO_TARGET, SECONDS_TARGET = 1.5, 30.0
 
 
 def machine() -> str:
-    model = ""
-    try:
-        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                     if line.startswith("model name"))
-    except (OSError, StopIteration):
-        model = platform.processor() or platform.machine()
-    return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}"
+    return f"{processor()}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}"
 
 
 def commit() -> dict:

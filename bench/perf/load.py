@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 
+from dmlcore.studies.provenance import load_1min
+
 NOT_STATED = "not stated"
 
 
 def start() -> float:
     """The 1-minute load average now (call before the timed work)."""
-    return round(os.getloadavg()[0], 2)
+    return load_1min()
 
 
 def fields(load_start: float, other_work: str | None = None) -> dict:

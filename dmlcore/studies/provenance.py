@@ -44,14 +44,16 @@ def _version(name: str) -> str | None:
         return None
 
 
-def _load() -> float | None:
+def load_1min() -> float | None:
+    """The 1-minute load average now (None where the platform has none)."""
     try:
         return round(os.getloadavg()[0], 2)
     except (OSError, AttributeError):     # not on every platform
         return None
 
 
-def _processor() -> str:
+def processor() -> str:
+    """The processor's model name (/proc/cpuinfo), else what platform knows."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -63,7 +65,7 @@ def _processor() -> str:
 
 def snapshot() -> dict:
     """The machine now: time (UTC, ISO), 1-minute load average."""
-    return {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "load_1min": _load()}
+    return {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "load_1min": load_1min()}
 
 
 def provenance(start: dict, end: dict | None = None) -> dict:
@@ -72,7 +74,7 @@ def provenance(start: dict, end: dict | None = None) -> dict:
     return {"dmlcore": __version__, "commit": _commit(),
             "libraries": {name: _version(name) for name in LIBRARIES},
             "python": platform.python_version(), "machine": platform.node() or None, "platform": platform.platform(),
-            "processor": _processor(), "cores": os.cpu_count(),
+            "processor": processor(), "cores": os.cpu_count(),
             "started": start.get("time"), "ended": end.get("time"),
             "load_1min_start": start.get("load_1min"), "load_1min_end": end.get("load_1min")}
 
