@@ -37,7 +37,8 @@ from dmlcore.plugins import add_to_environment, load_plugins
 from dmlcore.process import set_threads
 from dmlcore.estimators import for_method
 from dmlcore.estimators.settings import SETTINGS, FitSettings, add_setting_flags
-from dmlcore.runs import METHODS, fit_run
+from dmlcore.estimators import METHODS
+from dmlcore.runs import fit_run
 from dmlcore.studies.command import (OWN_DATA_OPTIONS, add_covariance_options, add_debias_option,
                                     add_executor_options, add_own_data_options, add_study_parser, exit_status,
                                     own_data, run_cli_study, study_command)

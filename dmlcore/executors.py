@@ -11,7 +11,7 @@ processes (loky), or as Ray tasks.
   worker processes get their first items at once, before the caller iterates (in this process the
   items still run when iterated); ``should_stop()`` is asked while it waits and ends the iteration
   with :class:`~dmlcore.errors.FitCancelled` (the caller then closes the executor, which stops its
-  workers). A run's refits start this way beside its fit (:mod:`dmlcore.inference.heldout_residual`).
+  workers). A run's refits start this way beside its fit (:mod:`dmlcore.runs.heldout_residual`).
 * ``close()`` stops the workers (a Ray instance it started is shut down; one it found is left).
 
 Kinds:

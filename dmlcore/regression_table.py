@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 from scipy.stats import norm, t as t_dist
 
-from dmlcore.inference.covariance import COV_TITLES, FEW_CLUSTERS, check_covariance, cluster_columns, few_clusters_note
+from dmlcore.stats.covariance import COV_TITLES, FEW_CLUSTERS, check_covariance, cluster_columns, few_clusters_note
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.inference.first_stage import first_stage as diagnostics
@@ -63,7 +63,7 @@ def regression_table(data, methods=DEFAULT_METHODS, *, cov_type: str = "unadjust
     specifications side by side; ``options`` are its keywords).
 
     ``methods``: from :data:`TABLE_METHODS` ("ols" and the registry's linear IV methods), in order;
-    ``cov_type`` / ``cluster``: the standard errors (:mod:`dmlcore.inference.covariance`), named in the notes;
+    ``cov_type`` / ``cluster``: the standard errors (:mod:`dmlcore.stats.covariance`), named in the notes;
     ``small``, ``fixef_k``, ``cluster_df``: the small-sample conventions (:class:`~dmlcore.estimators.tsls.
     TwoStageLeastSquares`; with ``small`` the stars come from t and the Anderson-Rubin set from F);
     ``first_stage``: add a column per endogenous column (its regression on the instruments and

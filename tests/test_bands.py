@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from conftest import make_linear_iv
-from dmlcore import runs
+from dmlcore.runs import bands, result
 from dmlcore.cli import main
 from dmlcore.data.simulate import simulate_demand_iv, simulate_demand_pcl
 from dmlcore.errors import DMLCoreError
@@ -267,14 +267,14 @@ def test_averaged_curve_carries_the_band_of_the_mean_over_the_rows(sieve_pcl, mo
     point_lo, point_hi = sieve_pcl.estimator.predict_interval(one_price)
     assert 0 < mean_hi[0] - mean_lo[0] < np.mean(point_hi - point_lo)
     # stacking the grid a few prices at a time gives the same band
-    monkeypatch.setattr(runs, "STACK_ROWS", 3 * len(rows) + 1)
+    monkeypatch.setattr(bands, "STACK_ROWS", 3 * len(rows) + 1)
     pd.testing.assert_frame_equal(sieve_pcl.curve(), curve)
 
 
 def test_curve_without_truth_averages_over_the_data_with_its_band(sieve_iv):
-    no_truth = runs.Run(sieve_iv.record, sieve_iv.estimator, sieve_iv.data)
+    no_truth = result.Run(sieve_iv.record, sieve_iv.estimator, sieve_iv.data)
     curve = no_truth.curve()
-    assert len(curve) == runs.CURVE_POINTS and set(curve["group"]) == {"average over the data"}
+    assert len(curve) == result.CURVE_POINTS and set(curve["group"]) == {"average over the data"}
     assert curve["truth"].isna().all()
     np.testing.assert_allclose((curve["lower"] + curve["upper"]) / 2, curve["estimate"], rtol=1e-9)
     rows = sieve_iv.data.table[sieve_iv.data.input_columns].assign(price=curve["x"].iloc[7])
@@ -310,7 +310,7 @@ def test_runs_without_a_band_have_no_band_columns():
 def test_averaged_band_needs_one_value_per_curve_row(sieve_pcl):
     frame = sieve_pcl.curve().head(5)
     with pytest.raises(DMLCoreError, match=r"one treatment value per curve row \(5\).*3 value"):
-        runs.curve_band(sieve_pcl.estimator, sieve_pcl.data, frame, treatment_values=[10.0, 11.0, 12.0])
+        bands.curve_band(sieve_pcl.estimator, sieve_pcl.data, frame, treatment_values=[10.0, 11.0, 12.0])
 
 
 def test_run_curve_is_computed_once_and_handed_out_as_copies(monkeypatch):

@@ -1,19 +1,20 @@
-"""Clusters in the nonparametric methods (dmlcore.inference.clusters): folds that keep a cluster whole, the
+"""Clusters in the nonparametric methods (dmlcore.stats.clusters): folds that keep a cluster whole, the
 debiased effect's clustered standard error, the cluster bootstrap, and the refusals in run records."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dmlcore.inference.clusters import cluster_folds, mean_se, resample_clusters
+from dmlcore.stats.clusters import cluster_folds, mean_se, resample_clusters
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
-from dmlcore.inference.average_effect import CLOSED_FORM_REFUSED, bootstrap_effect
+from dmlcore.runs.average_effect import CLOSED_FORM_REFUSED, bootstrap_effect
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import make_estimator
-from dmlcore.inference.heldout_residual import fold_refits
-from dmlcore.runs import BANDS_NOT_CLUSTERED, fit_run
+from dmlcore.runs.heldout_residual import fold_refits
+from dmlcore.runs.fit import BANDS_NOT_CLUSTERED
+from dmlcore.runs import fit_run
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +39,8 @@ def test_cluster_folds_keep_every_cluster_whole_and_balance_the_rows():
 
 
 def test_too_few_clusters_for_the_folds_or_for_the_standard_errors_are_said_in_one_line():
-    from dmlcore.inference.clusters import check_cluster_folds
-    from dmlcore.inference.covariance import FEW_CLUSTERS, few_clusters_note
+    from dmlcore.stats.clusters import check_cluster_folds
+    from dmlcore.stats.covariance import FEW_CLUSTERS, few_clusters_note
 
     check_cluster_folds(5, 5)
     with pytest.raises(DMLCoreError, match="5 folds that keep clusters whole need at least 5 clusters; the data has 4"):

@@ -9,7 +9,7 @@ import pytest
 from dmlcore import cli
 from dmlcore.data.simulate import simulate_demand_iv
 from dmlcore.errors import DMLCoreError, FitCancelled
-from dmlcore.inference import heldout_residual
+from dmlcore.runs import heldout_residual
 from dmlcore.runs import fit_run
 
 # real-data conditions (no truth): the held-out residual's 2 refits and the debiased effect's own 3

@@ -9,7 +9,7 @@ from dmlcore.inference import debiased_effect as debiased
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
 from dmlcore.inference.debiased_effect import LADDER, Rung, build_bases, debias, per_row, riesz_gamma
-from dmlcore.inference.average_effect import contrast, effect_record
+from dmlcore.runs.average_effect import contrast, effect_record
 from dmlcore.estimators.tsls import TwoStageLeastSquares
 from dmlcore.runs import fit_run
 
@@ -180,7 +180,7 @@ def test_ladder_is_ordered_from_plain_to_rich():
 
 
 def test_per_row_contrast_averages_to_the_plug_in_also_for_a_row_subset(monkeypatch):
-    from dmlcore.inference import average_effect as effects
+    from dmlcore.runs import average_effect as effects
 
     monkeypatch.setattr(effects, "PCL_ROWS", 150)                # the proximal slope over a subset of rows
     data = load_dataset("demand-pcl", n=400, seed=0).data
@@ -342,7 +342,7 @@ def test_spread_lists_the_bases_and_each_cross_fit_and_flags_a_wide_one():
 
 
 def test_learner_families_join_the_spread():
-    from dmlcore.inference.learner_spread import learner_spread, with_families
+    from dmlcore.runs.learner_spread import learner_spread, with_families
     loaded = load_dataset("linear-iv", n=500, seed=1)
     run = fit_run(loaded.data, "naive", learner="linear", heldout_folds=0, effect_folds=0)
     families = learner_spread(loaded.data, "naive", {"effect_folds": 0}, (("linear", None), ("linear", "sieve")))

@@ -1,4 +1,4 @@
-"""Tests of dmlcore.inference.average_effect: the estimand, each interval, the bootstrap, bad input, and the effect
+"""Tests of dmlcore.runs.average_effect: the estimand, each interval, the bootstrap, bad input, and the effect
 in run records, on the command line and on real covariates (Card)."""
 
 import json
@@ -9,9 +9,9 @@ import pytest
 from scipy.stats import norm
 
 from conftest import make_linear_iv
-from dmlcore.inference import average_effect as effects
+from dmlcore.runs import average_effect as effects
 from dmlcore.data.roles import CausalData
-from dmlcore.inference.average_effect import bootstrap_effect, check_bootstrap, contrast, effect_record, plug_in
+from dmlcore.runs.average_effect import bootstrap_effect, check_bootstrap, contrast, effect_record, plug_in
 from dmlcore.errors import DMLCoreError, FitCancelled
 from dmlcore.estimators.dml import DMLCMR
 from dmlcore.estimators.sieve import Sieve2SLS

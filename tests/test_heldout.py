@@ -1,4 +1,4 @@
-"""Tests of dmlcore.inference.heldout_residual: the held-out projected residual, a score that needs no truth."""
+"""Tests of dmlcore.runs.heldout_residual: the held-out projected residual, a score that needs no truth."""
 
 import numpy as np
 import pandas as pd
@@ -6,7 +6,7 @@ import pytest
 
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError, FitCancelled
-from dmlcore.inference.heldout_residual import _cross_fitted_projection, heldout_score, projected_residual
+from dmlcore.runs.heldout_residual import _cross_fitted_projection, heldout_score, projected_residual
 from dmlcore.runs import fit_run
 
 from test_effects import linear_iv

@@ -14,7 +14,7 @@ import pytest
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
-from dmlcore.inference.covariance import FEW_CLUSTERS
+from dmlcore.stats.covariance import FEW_CLUSTERS
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
 from dmlcore.inference.effect_notes import identification_note
 from dmlcore.inference.first_stage import first_stage, identification_statistic, redundant_covariates
@@ -137,7 +137,7 @@ def test_rhc_subsample_fit_is_flagged_not_given_an_interval(rhc_subsample):
 
 
 def test_diagnostics_that_fail_are_said_beside_the_effect(monkeypatch):
-    import dmlcore.runs as runs
+    import dmlcore.runs.fit as runs
 
     def broken(*args, **kwargs):
         raise DMLCoreError("the diagnostics broke on purpose")

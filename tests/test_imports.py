@@ -1,4 +1,5 @@
-"""dmlcore's modules import each other in one direction: no import circle, none hidden in a function.
+"""dmlcore's modules import each other in one direction: no import circle, none hidden in a function, and
+none from a lower layer to a higher one (``LAYERS``, docs/architecture.md draws them).
 
 The graph has an edge a -> b for every ``import b`` / ``from b import name`` in module a, at
 module level or inside a function (a function-level import that closes a circle is still a
@@ -82,6 +83,45 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return out
+
+
+# dmlcore's layers, lowest first: a module imports from its own layer and the ones below it, never above.
+LAYERS = [
+    ("dmlcore.errors", "dmlcore.progress", "dmlcore.process", "dmlcore._version", "dmlcore.device",
+     "dmlcore.formula", "dmlcore.executors", "dmlcore.plugins"),                     # infrastructure
+    ("dmlcore.stats",),                     # pure statistics: covariance, clusters, fixed effects, resampling
+    ("dmlcore.learners",),                  # the nuisances
+    ("dmlcore.data",),                      # data, roles, simulators (their oracle nuisances are learners)
+    ("dmlcore.estimators",),
+    ("dmlcore.inference",),                 # statistics of fitted estimators: scores, first stage, linear IV sets
+    ("dmlcore.runs",),                      # fit_run and its refits (effect, held-out residual, bootstrap)
+    ("dmlcore.store", "dmlcore.export", "dmlcore.plots", "dmlcore.regression_table", "dmlcore.linear_cli"),
+    ("dmlcore.studies", "dmlcore.jobs", "dmlcore.teaching"),
+    ("dmlcore.cli", "dmlcore.__main__", "dmlcore"),                                  # the public faces
+]
+
+
+def layer_of(module: str) -> int | None:
+    """The index in LAYERS of the longest prefix naming ``module`` (None when no layer names it)."""
+    found = [(len(prefix), i) for i, names in enumerate(LAYERS) for prefix in names
+             if module == prefix or module.startswith(prefix + ".")]
+    return max(found)[1] if found else None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``a -> b`` for every import of a module of a higher layer than the importer's."""
+    return [f"{a} -> {b}" for a in sorted(graph) for b in sorted(graph[a]) if layer_of(b) > layer_of(a)]
+
+
+def test_every_module_has_a_layer_and_imports_none_above_it():
+    graph = import_graph()
+    assert [m for m in graph if layer_of(m) is None] == []
+    assert upward_imports(graph) == []
+
+
+def test_the_layer_check_finds_an_import_that_runs_up():
+    graph = {"dmlcore.stats.clusters": {"dmlcore.runs.fit"}, "dmlcore.runs.fit": {"dmlcore.stats.clusters"}}
+    assert upward_imports(graph) == ["dmlcore.stats.clusters -> dmlcore.runs.fit"]
 
 
 def test_no_import_circle_in_dmlcore():

@@ -14,7 +14,7 @@ from dmlcore.data.simulate import simulate_demand_pcl
 from dmlcore.inference.first_stage import first_stage
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import TwoStageLeastSquares
-from dmlcore.inference.covariance import check_covariance
+from dmlcore.stats.covariance import check_covariance
 from dmlcore.inference.linear_iv import anderson_rubin_set, first_stage_inference, linear_iv, set_kind
 from dmlcore.runs import fit_run
 

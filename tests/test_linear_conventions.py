@@ -18,7 +18,7 @@ from scipy.stats import t as t_dist
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import make_estimator
-from dmlcore.inference.average_effect import effect_record
+from dmlcore.runs.average_effect import effect_record
 
 TOL = 1e-8
 FIXTURE = Path(__file__).parent / "fixtures" / "pyfixest_iv_conventions.json"

@@ -357,7 +357,7 @@ def test_the_row_bootstrap_keeps_fixed_effects_and_weights(table):
     ("gap", "Absorbed column 'gap' has 1 missing value"),
 ])
 def test_an_unusable_absorbed_column_is_refused_naming_it(column, match):
-    from dmlcore.fixed_effects import check_absorb
+    from dmlcore.stats.fixed_effects import check_absorb
 
     table = pd.DataFrame({"one": np.ones(6), "row": np.arange(6.0), "gap": [1.0, 1.0, np.nan, 2.0, 2.0, 2.0]})
     with pytest.raises(DMLCoreError, match=match):

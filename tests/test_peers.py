@@ -18,7 +18,8 @@ from dmlcore.errors import DMLCoreError, FitCancelled, FitDiverged
 from dmlcore.estimators import make_estimator
 from dmlcore.estimators.peers import DFIV, KIV, KPV, NMMR, PMMR, DeepGMM, deepgmm, kernels
 from dmlcore.estimators.peers.nets import OAdam
-from dmlcore.runs import METHODS, fit_run
+from dmlcore.estimators import METHODS
+from dmlcore.runs import fit_run
 
 
 def linear_iv(n, seed):

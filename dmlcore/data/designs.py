@@ -21,7 +21,7 @@ the hidden confounder; z, x1, x2, e are independent standard normals.
   outcome proxy w = u + 2 N(0, 1), y = g(a) + u + 0.5x + e with g(a) = a + 0.2a^2. The partial
   correlation of z and w given (a, x) is 0.61 / 4.61 = 0.13; the bridge h(a, w, x) = g(a) + w + 0.5x
   is linear in w (E[u - w | a, z, x] = 0), and E[Y | do(a)] = g(a). The average slope of
-  E[Y | do(a)] (dmlcore.inference.average_effect) is about 1.2; the regression of y on (a, a^2, x) is off by
+  E[Y | do(a)] (dmlcore.runs.average_effect) is about 1.2; the regression of y on (a, a^2, x) is off by
   0.8 / 1.64 = +0.49 in the slope (E[u | a, x]).
 * ``demand-smooth`` -- demand-iv with psi(t) replaced by its smooth part 2 (1.04 ((t - 5)/5)^2 +
   t/10 - 2), so f lies in a spline basis; outcome noise sd 1 in sales. Scored on demand-iv's grid.

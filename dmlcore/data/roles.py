@@ -20,7 +20,7 @@ import pandas as pd
 
 from dmlcore.errors import DMLCoreError
 from dmlcore.data.io import FORMATTED_NUMBER_HINT, looks_like_formatted_number
-from dmlcore.fixed_effects import check_absorb, check_weights
+from dmlcore.stats.fixed_effects import check_absorb, check_weights
 from dmlcore.formula import parse_iv_formula
 
 PROBLEMS = ("iv", "pcl", "cmr")
@@ -218,7 +218,7 @@ class CausalData:
 
     def _check_linear_options(self):
         """``absorb`` and ``weights``: existing columns without a role (checked in full by
-        :mod:`dmlcore.fixed_effects`)."""
+        :mod:`dmlcore.stats.fixed_effects`)."""
         self.absorb = _as_list(self.absorb)
         self.weights = str(self.weights) if self.weights not in (None, "") else None
         used = set(self.used_columns())

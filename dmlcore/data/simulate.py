@@ -109,7 +109,7 @@ class GroundTruth:
     conditioning: list[str] | None = None
 
     def effect(self, points: pd.DataFrame, weights) -> float | None:
-        """The true value of sum_k weights[k] f(points[k]) (an effect of dmlcore.inference.average_effect), or None
+        """The true value of sum_k weights[k] f(points[k]) (an effect of dmlcore.runs.average_effect), or None
         when the truth does not know f."""
         if self.structural is None:
             return None

@@ -17,7 +17,7 @@
   - ``"predict_spread"``: ``predict_spread(X, level=0.95, *, groups=None)``, the spread of
     repeated fits (not a confidence band);
   - ``"linear_functional"``: ``effect_functional(plan) -> (estimate, std_error)`` of
-    ``sum_k plan.weights[k] * f(plan.points[k])`` (the effects of :mod:`dmlcore.inference.average_effect`), with
+    ``sum_k plan.weights[k] * f(plan.points[k])`` (the effects of :mod:`dmlcore.runs.average_effect`), with
     ``interval_how(z)`` saying in words how the interval estimate -/+ z * std_error is formed;
   - ``"anderson_rubin"``: its effect is a linear-IV coefficient whose Anderson-Rubin set
     (:func:`dmlcore.inference.linear_iv.anderson_rubin_set`, under ``cov_type_`` / ``cluster_``) is
@@ -26,7 +26,7 @@
   - ``"ignores_conditioning"``: f is fitted without C on purpose (the confounded baseline), so
     the debiased effect, which would turn it into an IV estimate, is not computed;
   - ``"absorb_weights"``: it honours the data's ``absorb`` (fixed effects) and ``weights``
-    (:mod:`dmlcore.fixed_effects`); ``fit`` refuses them for any other estimator.
+    (:mod:`dmlcore.stats.fixed_effects`); ``fit`` refuses them for any other estimator.
 
 Subclasses implement ``_fit(data, monitor)`` (a :class:`~dmlcore.progress.Monitor`) and
 ``predict``; :meth:`CMREstimator.fit`, the one fit path, checks the data and builds the monitor.

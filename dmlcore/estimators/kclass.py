@@ -13,7 +13,7 @@ clustered), and reports the covariance of that choice (linearmodels' IVGMM ``wei
 
 from __future__ import annotations
 
-from dmlcore.inference.covariance import cluster_columns
+from dmlcore.stats.covariance import cluster_columns
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import TwoStageLeastSquares
 

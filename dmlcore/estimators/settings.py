@@ -23,7 +23,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from dmlcore.errors import DMLCoreError
-from dmlcore.inference.covariance import CLUSTER_DF, FIXEF_K
+from dmlcore.stats.covariance import CLUSTER_DF, FIXEF_K
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners.registry import LEARNER_REGISTRY
 from dmlcore.learners.select import AUTO   # outcome_learner / sampler chosen by cross-fitted held-out loss

@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 from scipy.linalg import solve_triangular
 
-from dmlcore.inference.covariance import (CLUSTER_DF, FIXEF_K, check_covariance, cluster_codes, covariance_words,
+from dmlcore.stats.covariance import (CLUSTER_DF, FIXEF_K, check_covariance, cluster_codes, covariance_words,
                                          has_small_factor, is_clustered, lm_cov, n_clusters)
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator, check_fitted, input_matrix
-from dmlcore.fixed_effects import counted_df, transform_of
+from dmlcore.stats.fixed_effects import counted_df, transform_of
 
 _RANK_TOL = 1e-10
 
@@ -43,7 +43,7 @@ class TwoStageLeastSquares(CMREstimator):
         5,000 rows) and ``fit`` raises a DMLCoreError that says what to use instead.
     cov_type : {"unadjusted", "robust", "clustered", "clustered-cr1"}, default "unadjusted"
         The standard errors: homoskedastic, heteroskedasticity-robust (HC0) or clustered by the
-        column ``cluster``, CR0 or CR1 (:mod:`dmlcore.inference.covariance`); robust and clustered ones are
+        column ``cluster``, CR0 or CR1 (:mod:`dmlcore.stats.covariance`); robust and clustered ones are
         ``linearmodels``' IV2SLS's with the same ``cov_type`` (``debiased=False``; CR1: ``True``); "robust-hc1"
         is HC1, linearmodels' robust ``debiased=True``.
     cluster : str, optional
@@ -93,7 +93,7 @@ class TwoStageLeastSquares(CMREstimator):
 
     Notes
     -----
-    The data's ``absorb`` and ``weights`` (:mod:`dmlcore.fixed_effects`) act on every number: the
+    The data's ``absorb`` and ``weights`` (:mod:`dmlcore.stats.fixed_effects`) act on every number: the
     rows are demeaned within the absorbed groups (no ``"const"`` then; ``offset_`` holds the fixed
     effects' weighted mean, which ``predict`` adds) and weighted by the square root of the weights.
 
@@ -240,7 +240,7 @@ class TwoStageLeastSquares(CMREstimator):
     def effect_functional(self, plan) -> tuple[float, float]:
         """The treatment's coefficient (its dummy's, for a categorical 0/1 treatment) and standard
         error, times the distance between the two values of a binary treatment: the effect
-        ``plan`` (:class:`dmlcore.inference.average_effect.Contrast`) asks for, f being linear."""
+        ``plan`` (:class:`dmlcore.runs.average_effect.Contrast`) asks for, f being linear."""
         check_fitted(self, "coef_")
         name = plan.treatment
         values = np.unique(plan.points[name])
@@ -259,7 +259,7 @@ class TwoStageLeastSquares(CMREstimator):
 
 def check_conventions(cov_type: str, cluster, small, fixef_k, cluster_df, absorb) -> None:
     """Refuse, in one line, a small-sample convention that cannot act on this covariance (module notes of
-    :mod:`dmlcore.inference.covariance`)."""
+    :mod:`dmlcore.stats.covariance`)."""
     if not isinstance(small, (bool, np.bool_)):
         raise DMLCoreError(f"small must be True or False (Stata's small); got {small!r}.")
     for name, value, choices in (("fixef_k", fixef_k, FIXEF_K), ("cluster_df", cluster_df, CLUSTER_DF)):
@@ -291,7 +291,7 @@ def linear_fit(kind, y, x, z, x_names, z_names, cov_type, clusters, extra_df=0, 
     """``(coefficients, standard errors, kappa)`` of linearmodels' IV2SLS, IVLIML or IVGMM (``kind`` "2sls",
     "liml", "fuller" with Fuller's ``alpha``, "gmm") on the (already transformed) arrays, in the order of
     ``x_names``: regressors that are also instruments are exogenous, the others endogenous. ``cov_type``
-    as :mod:`dmlcore.inference.covariance` (CR1: ``debiased=True``); ``extra_df`` absorbed levels count in every
+    as :mod:`dmlcore.stats.covariance` (CR1: ``debiased=True``); ``extra_df`` absorbed levels count in every
     small-sample factor (Fuller's kappa, CR1), as they would with their dummies entered."""
     from linearmodels.iv import IV2SLS, IVGMM, IVLIML
     exog = [j for j, c in enumerate(x_names) if c in z_names]

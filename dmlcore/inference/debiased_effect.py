@@ -1,6 +1,6 @@
 """Debiased effects: the plug-in plus a one-step correction, whatever f was fitted with.
 
-The effect theta = E[m(W; f)] (:func:`dmlcore.inference.average_effect.contrast`: the average derivative, the
+The effect theta = E[m(W; f)] (:func:`dmlcore.runs.average_effect.contrast`: the average derivative, the
 average effect of a 0/1 treatment, the proximal average slope) is linear in f. Where a
 representer xi(C) satisfies E[m(W; h)] = E[xi(C) h(X)] for every h in f's model,
 
@@ -39,7 +39,7 @@ when the run's linear first-stage F is below WEAK_FIRST_STAGE_F (calibrated on t
 measured across instrument strengths, docs/coverage.md).
 
 Clusters (``cluster``): the representer's folds keep each cluster whole and every standard error
-comes from the clusters' sums of the score (:mod:`dmlcore.inference.clusters`).
+comes from the clusters' sums of the score (:mod:`dmlcore.stats.clusters`).
 
 Beside the headline: ``sieve_estimate`` / ``sieve_std_error``, the sieve minimum-distance fit of f
 in the chosen bases corrected with the same representer (a check whose f-hat the bases can
@@ -56,7 +56,7 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.stats import norm
 
-from dmlcore.inference.clusters import cluster_folds, describe, groups_of, mean_se
+from dmlcore.stats.clusters import cluster_folds, describe, groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import supports
@@ -246,7 +246,7 @@ class CrossFitted:
     """f-hat at every data row and contrast point from a refit that never saw the row.
 
     ``add(held, estimator)`` takes one fold's held-out rows and the method refitted without
-    them (:func:`dmlcore.inference.heldout_residual.fold_refits`: whole refits, nuisances included, for every method);
+    them (:func:`dmlcore.runs.heldout_residual.fold_refits`: whole refits, nuisances included, for every method);
     ``complete`` once every row is covered. ``error``
     says why the refits failed, when they did; ``wanted`` is the number of refits asked for.
     """
@@ -275,7 +275,7 @@ def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, s
                     cluster: str | None = None, variants: dict | None = None) -> dict:
     """The debiased effect of a fitted ``estimator`` (anything with ``predict``) on ``data``.
 
-    ``plan`` is :func:`dmlcore.inference.average_effect.contrast` (data) with its ``rows``. With a complete
+    ``plan`` is :func:`dmlcore.runs.average_effect.contrast` (data) with its ``rows``. With a complete
     ``crossfit``, f-hat at each row comes from the refit that never saw it (the default of
     ``fit_run``: a full-sample f-hat measured biased, docs/coverage.md); otherwise the
     estimator's own. ``cluster`` names the column whose clusters the representer's folds keep
@@ -309,7 +309,7 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
     """The debiased effect from f-hat at the contrast's points (``f_points``) and at the data's
     rows (``f_rows``): these may come from one fit or from cross-fitted ones. With ``groups``
     (the rows' cluster numbers) the representer's folds keep clusters whole and every standard
-    error (the effect's, Lepski's differences) comes from cluster sums (:mod:`dmlcore.inference.clusters`).
+    error (the effect's, Lepski's differences) comes from cluster sums (:mod:`dmlcore.stats.clusters`).
     ``variants`` ({label: (f_points, f_rows)}, other fits of f such as the cross-fits of repeated
     cross-fitting) are corrected with the chosen representer, for the specification spread.
 
@@ -437,7 +437,7 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
                  crossfit: CrossFitted | None = None, debias: bool = True, cluster: str | None = None,
                  first_stage_f: float | None = None, *, first_stage_statistic: str | None = None,
                  first_stage_error: str | None = None) -> dict:
-    """``effect`` (the record of :func:`dmlcore.inference.average_effect.effect_record`) with the debiased effect.
+    """``effect`` (the record of :func:`dmlcore.runs.average_effect.effect_record`) with the debiased effect.
 
     The plug-in's numbers move to ``effect["plug_in"]``; ``effect["debiased"]`` is
     :func:`debias`'s dict, also an entry of ``intervals``, and becomes the headline estimate and

@@ -1,14 +1,14 @@
 """Three short notes that go beside an effect wherever one is shown (the Results page's effect
 table and its download, the CLI's summary line): whether the weak-identification flag fired and
 why, the specification spread, and how the intervals treat clusters. They read a run record's
-``effect`` (:func:`dmlcore.inference.average_effect.effect_record`); nothing is computed here.
+``effect`` (:func:`dmlcore.runs.average_effect.effect_record`); nothing is computed here.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from dmlcore.inference.covariance import cluster_columns
+from dmlcore.stats.covariance import cluster_columns
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F, WEAK_STRENGTH
 
 NOT_CLUSTERED = "not clustered (rows independent)"

@@ -19,8 +19,8 @@ from sklearn.model_selection import KFold
 from dmlcore.data.roles import ROLE_NAMES, CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import _RANK_TOL, check_full_rank, check_not_absorbed, dummy_columns, with_dummies
-from dmlcore.inference.covariance import FEW_CLUSTERS, check_covariance
-from dmlcore.fixed_effects import transform_of
+from dmlcore.stats.covariance import FEW_CLUSTERS, check_covariance
+from dmlcore.stats.fixed_effects import transform_of
 from dmlcore.inference.linear_iv import first_stage_inference
 
 # Thresholds of a first-stage F with one endogenous column, with their sources.

@@ -7,7 +7,7 @@ constant (exogenous), with the treatment proxies Z as instruments. A categorical
 dummies of its levels, the first left out.
 
 The covariance choice (``unadjusted``, ``robust``, ``clustered`` by a column) and its checks live
-in :mod:`dmlcore.inference.covariance`.
+in :mod:`dmlcore.stats.covariance`.
 * :func:`first_stage_inference` -- per endogenous column the partial R^2, the first-stage F
   under the covariance choice (linearmodels' Wald statistic divided by the number of
   instruments), the effective F of Montiel Olea & Pflueger (2013) (one endogenous column; not
@@ -19,7 +19,7 @@ in :mod:`dmlcore.inference.covariance`.
 * :func:`clr_test`, :func:`clr_set` -- Moreira's conditional likelihood-ratio test and its set
   (homoskedastic), checked against ivmodels.
 
-The data's absorbed fixed effects and weights (:mod:`dmlcore.fixed_effects`) act in every one of
+The data's absorbed fixed effects and weights (:mod:`dmlcore.stats.fixed_effects`) act in every one of
 them: :func:`linear_iv` demeans and weights the columns and counts the absorbed levels
 (``extra_df``) in each small-sample factor, so that every statistic equals the one with the dummies
 entered. Overidentification tests carry ``robust_to``; Hansen's J (efficient GMM under the
@@ -43,11 +43,11 @@ from scipy.optimize import brentq
 from scipy.stats import chi2, f as f_dist
 
 from dmlcore.data.roles import CausalData
-from dmlcore.inference.covariance import (check_covariance, cluster_codes, few_clusters_note, is_clustered,
+from dmlcore.stats.covariance import (check_covariance, cluster_codes, few_clusters_note, is_clustered,
                                          lm_cov, n_clusters)
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import check_full_rank, check_not_absorbed, dummy_columns, with_dummies
-from dmlcore.fixed_effects import transform_of
+from dmlcore.stats.fixed_effects import transform_of
 
 AR_NAME = "Anderson-Rubin"
 
@@ -61,7 +61,7 @@ class LinearIV:
     endog: pd.DataFrame
     instruments: pd.DataFrame
     clusters: np.ndarray | None = None
-    extra_df: int = 0          # absorbed fixed-effect levels (dmlcore.fixed_effects)
+    extra_df: int = 0          # absorbed fixed-effect levels (dmlcore.stats.fixed_effects)
 
     @property
     def n(self) -> int:
@@ -70,7 +70,7 @@ class LinearIV:
 
 def linear_iv(data: CausalData, cluster: str | None = None) -> LinearIV:
     """The linear IV (or linear proximal) model of ``data``; raise for collinear columns. With the data's
-    ``absorb`` and ``weights`` (:mod:`dmlcore.fixed_effects`) every column is demeaned within the
+    ``absorb`` and ``weights`` (:mod:`dmlcore.stats.fixed_effects`) every column is demeaned within the
     absorbed groups (the constant dropped) and multiplied by the square root of the weights."""
     if data.problem == "iv":
         endog, instruments, exog = data.treatment, data.instrument, data.covariates

@@ -3,7 +3,7 @@ restricted efficient bootstrap (WRE), the one Stata's ``boottest`` runs after ``
 
 No maintained Python package bootstraps IV this way (``wildboottest`` on PyPI bootstraps OLS only), so it is
 written here. For the null beta = b0, on the linear IV model of the data (exogenous columns partialled out;
-fixed effects absorbed and weights applied as everywhere, :mod:`dmlcore.fixed_effects`):
+fixed effects absorbed and weights applied as everywhere, :mod:`dmlcore.stats.fixed_effects`):
 
 1. the restricted structural residuals ``u = y - b0 d`` (the exogenous columns already partialled out);
 2. the efficient reduced form: d regressed on the instruments Z and u; ``pi`` its coefficients on Z and
@@ -24,7 +24,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.sparse import csr_matrix
 
-from dmlcore.inference.covariance import cluster_codes, cluster_columns
+from dmlcore.stats.covariance import cluster_codes, cluster_columns
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.inference.linear_iv import linear_iv, partialled_parts

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from dmlcore.inference.covariance import COV_CHOICES
+from dmlcore.stats.covariance import COV_CHOICES
 from dmlcore.data.io import load_table
 from dmlcore.data.roles import CausalData
 from dmlcore.data.tables import TABLE, keep_table

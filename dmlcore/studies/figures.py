@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dmlcore.data.registry import no_truth
-from dmlcore.inference.heldout_residual import HELDOUT_FOLDS
+from dmlcore.runs.heldout_residual import HELDOUT_FOLDS
 from dmlcore.plots import METHOD_COLORS, PALETTE
 from dmlcore.estimators import METHOD_TITLES
 from dmlcore.studies.summarize import METRIC_LABELS, data_columns, format_value, label, paired_metric

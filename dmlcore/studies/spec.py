@@ -50,7 +50,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from dmlcore.inference.covariance import check_covariance
+from dmlcore.stats.covariance import check_covariance
 from dmlcore.data.ihdp import IHDP_DESIGNS
 from dmlcore.data.registry import dataset_names, dataset_options, real_dataset_names
 from dmlcore.data.simulate import NOISE_SCALES, check_iv_strength, check_n, check_noise_scale, check_rho

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dmlcore.runs import METHOD_TITLES
+from dmlcore.estimators import METHOD_TITLES
 
 COLUMNS = ("method", "title", "learner", "data seed", "n", "mse", "effect", "truth", "created")
 

@@ -23,7 +23,6 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-import dmlcore
 from dmlcore.errors import DMLCoreError
 from dmlcore.teaching import card, demand, nuisance
 
@@ -70,7 +69,7 @@ def folder() -> Path:
 @lru_cache(maxsize=1)
 def fingerprint() -> str:
     """A hash of every dmlcore source file: results computed by other code are not reused."""
-    root = Path(dmlcore.__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]      # the dmlcore package
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         digest.update(path.relative_to(root).as_posix().encode())

@@ -1,7 +1,7 @@
 """Clusters in the nonparametric methods: folds that keep a cluster whole, the standard error of a
 mean score from its cluster sums, and resamples of whole clusters.
 
-With ``cov_type="clustered"`` and a cluster column (:mod:`dmlcore.inference.covariance`), rows of one cluster
+With ``cov_type="clustered"`` and a cluster column (:mod:`dmlcore.stats.covariance`), rows of one cluster
 may share unobserved shocks. Every fold split of the DML-CMR family (the nuisances' K folds, the
 refits that cross-fit f-hat for the debiased effect and the held-out residual, the representer's
 folds) then puts a whole cluster in one fold, as DoubleML's cluster data and scikit-learn's
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dmlcore.inference.covariance import cluster_codes
+from dmlcore.stats.covariance import cluster_codes
 from dmlcore.errors import DMLCoreError
 
 

@@ -1,4 +1,4 @@
-"""One fit from a configuration to a run record: shared by the CLI, the benchmarks and the dashboard.
+"""One fit from a configuration to a run record (:func:`fit_run`): shared by the CLI, the benchmarks and the dashboard.
 
 A run record is a JSON-ready dict with the fields of the CLI contract: ``method``, ``dataset``,
 ``n``, ``seed``, ``folds`` (the folds the fit used: K when it cross-fits, 1 when its nuisances saw
@@ -6,136 +6,42 @@ every row; None for a method without nuisances), ``learner``, ``mse`` (None with
 ``seconds`` (wall time of the fit), ``fold_losses`` (one entry per fold), ``coefficients`` and
 ``std_errors`` (linear methods), plus ``metrics``, ``config``, ``roles``, ``categorical`` (the columns
 read as category codes) and ``second_stage_history``; and
-``bands`` (see :func:`band_summary`) with the headline ``band_coverage`` and ``band_width``
-(None when the estimator gives no band). :meth:`Run.curve` adds the band a curve can show
-(:func:`curve_band`). ``effect`` is the treatment's average effect or derivative with its
-interval (:func:`dmlcore.inference.average_effect.effect_record`), ``heldout`` the held-out projected residual
-(:func:`dmlcore.inference.heldout_residual.heldout_score`, None when not computed) and, for IV data,
+``bands`` (see :func:`dmlcore.runs.bands.band_summary`) with the headline ``band_coverage`` and ``band_width``
+(None when the estimator gives no band). :meth:`dmlcore.runs.Run.curve` adds the band a curve can show
+(:func:`dmlcore.runs.bands.curve_band`). ``effect`` is the treatment's average effect or derivative with its
+interval (:func:`dmlcore.runs.average_effect.effect_record`), ``heldout`` the held-out projected residual
+(:func:`dmlcore.runs.heldout_residual.heldout_score`, None when not computed) and, for IV data,
 ``diagnostics`` the linear first stage (:func:`dmlcore.inference.first_stage.first_stage`).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import platform
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 
-import numpy as np
-import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from dmlcore.inference.covariance import check_covariance, cluster_columns, is_clustered
+from dmlcore.stats.covariance import check_covariance, cluster_columns, is_clustered
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.process import default_threads
-from dmlcore.data.simulate import GroundTruth, bridge_curve
+from dmlcore.data.simulate import GroundTruth
 from dmlcore.inference.debiased_effect import EFFECT_FOLDS, CrossFitted, check_effect_folds, score_effect
 from dmlcore.inference.first_stage import first_stage
-from dmlcore.inference.average_effect import bootstrap_effect, check_bootstrap, contrast, effect_record
+from dmlcore.runs.average_effect import bootstrap_effect, check_bootstrap, contrast, effect_record
 from dmlcore.errors import DMLCoreError, FitCancelled, FitDiverged
-from dmlcore.estimators import (METHOD_TITLES, METHODS, FitSettings, for_estimator, get_method, make_estimator,
-                                record_learner, refuse_unread, supports)
+from dmlcore.estimators import (METHODS, FitSettings, for_estimator, get_method, make_estimator,
+                                record_learner, refuse_unread)
 from dmlcore.estimators.settings import SETTINGS
 from dmlcore.inference.linear_iv import clr_set
-from dmlcore.inference.heldout_residual import HELDOUT_FOLDS, check_folds, fold_refits, heldout_score, start_refits
+from dmlcore.runs.bands import band_summary
+from dmlcore.runs.heldout_residual import HELDOUT_FOLDS, check_folds, fold_refits, heldout_score, start_refits
+from dmlcore.runs.result import Run
 
-BAND_LEVEL = 0.95
+
 BANDS_NOT_CLUSTERED = ("not clustered: the band's variance takes rows as independent; read the effect's "
                        "clustered interval, not this band, for the uncertainty")
-CURVE_POINTS = 60     # treatment values of a curve without a known truth
-STACK_ROWS = 2 ** 20  # rows stacked at once for the band of an averaged curve
-__all__ = ["METHODS", "METHOD_TITLES", "Run", "fit_run", "make_estimator", "band_summary", "curve_band"]
-
-
-@dataclass
-class Run:
-    """A fitted estimator with its record, its data and (for simulations) its ground truth; what
-    ``fit_run`` returns, and what the run store keeps.
-
-    Parameters
-    ----------
-    record : dict
-        The run record, JSON-serialisable (``to_json``): ``method``, ``dataset``, ``n``, ``seed``,
-        ``config`` (every setting), ``mse`` (None without a truth), ``metrics``, ``seconds``,
-        ``fold_losses``, ``effect`` (with its intervals), ``diagnostics``, ``heldout``, ``nuisances``
-        and, with a band, ``bands``; the command-line reference (docs/cli.md) lists the fields. Its
-        field names are a contract: they are extended, never renamed.
-    estimator : object
-        The fitted estimator (a ``CMREstimator``).
-    data : CausalData
-        The data it was fitted on.
-    truth : GroundTruth, default None
-        The simulation's ground truth (None for real data).
-
-    Examples
-    --------
-    >>> from dmlcore import fit_run, load_dataset
-    >>> sim = load_dataset("demand-iv", n=1000, seed=0)
-    >>> run = fit_run(sim.data, "2sls", truth=sim.truth)
-    >>> run.record["mse"], run.record["effect"]["estimate"]
-    >>> run.curve().head()        # estimate and truth of f along the treatment
-    >>> run.to_json()[:60]        # the record as JSON
-    """
-
-    record: dict
-    estimator: object
-    data: CausalData
-    truth: GroundTruth | None = None
-    _curve: pd.DataFrame | None = field(default=None, init=False, repr=False)
-
-    def curve(self) -> pd.DataFrame:
-        """Estimated (and, when known, true) causal function for plotting, with its band.
-
-        With a ground truth, its own curve; otherwise the average structural function
-        a -> mean over rows of f(a, other inputs), over the central 98 % of the treatment (at
-        its two values when it is binary).
-        Columns ``x``, ``estimate``, ``truth``, ``group`` (and the truth's own columns), plus
-        ``lower``, ``upper`` and ``band`` when the estimator has a band (:func:`curve_band`).
-        Computed once (the run store and the Results page both draw it); each call gets a copy.
-        """
-        if self._curve is None:
-            self._curve = self._make_curve()
-            if is_clustered((self.record.get("config") or {}).get("cov_type") or "") and "band" in self._curve:
-                self._curve["band"] = self._curve["band"] + " (rows taken as independent: not clustered)"
-        return self._curve.copy()
-
-    def _make_curve(self) -> pd.DataFrame:
-        treatment = self.data.treatment[0] if len(self.data.treatment) == 1 else None
-        if self.truth is not None:
-            frame = self.truth.curve(self.estimator)
-            averaged = self.truth.kind == "pcl" and treatment in frame
-            values = frame[treatment].to_numpy(dtype=float) if averaged else None
-            return curve_band(self.estimator, self.data, frame, treatment_values=values)
-        if treatment is None:
-            raise DMLCoreError("A curve needs a single treatment column.")
-        a = self.data.table[treatment].to_numpy(dtype=float)
-        values = np.unique(a)      # a binary treatment: its two values only
-        grid = values if len(values) == 2 else np.linspace(*np.quantile(a, [0.01, 0.99]), CURVE_POINTS)
-        frame = pd.DataFrame({"x": grid, "estimate": bridge_curve(self.estimator, self.data, grid),
-                              "truth": np.nan, "group": "average over the data"})
-        return curve_band(self.estimator, self.data, frame, treatment_values=grid)
-
-    def predictions(self) -> pd.DataFrame:
-        """The data's input columns with f-hat at each row."""
-        frame = self.data.table[self.data.input_columns].copy()
-        frame["f_hat"] = self.estimator.predict(frame)
-        return frame
-
-    def to_json(self) -> str:
-        return json.dumps(self.record, indent=2, default=_json_default)
-
-
-def _json_default(value):
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return None if not math.isfinite(value) else float(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
 def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, *, truth: GroundTruth | None = None,
@@ -151,11 +57,11 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
     torch models).
 
     ``effect`` is the treatment's average effect or derivative with an interval
-    (:mod:`dmlcore.inference.average_effect`); ``bootstrap`` B adds an interval from B refits on resampled rows,
+    (:mod:`dmlcore.runs.average_effect`); ``bootstrap`` B adds an interval from B refits on resampled rows,
     run on ``executor`` ("local" or "ray") with ``jobs`` workers (Ray at ``address``); so are the held-out
     residual's and the debiased effect's refits, started before the fit so that they run beside it (local with
     ``jobs`` = 1, the default: one after another in this process after the fit; the record is the same).
-    ``heldout`` is the held-out projected residual (:mod:`dmlcore.inference.heldout_residual`) from
+    ``heldout`` is the held-out projected residual (:mod:`dmlcore.runs.heldout_residual`) from
     ``heldout_folds`` refits; None computes it with 2 folds when there is no ``truth`` (real
     data: nothing else compares the methods) and not otherwise, 0 never. The debiased effect
     (:mod:`dmlcore.inference.debiased_effect`) corrects f-hat cross-fitted over ``effect_folds`` refits (None: the
@@ -429,12 +335,6 @@ def _stage(callback, stage: str, progress: float) -> None:
     if callback is not None:
         callback({"type": "stage", "stage": stage, "fold": None, "progress": progress})
 
-
-def _first_fit(estimator):
-    """The estimator itself, or the first of its repeated cross-fits."""
-    return estimator.estimators_[0] if supports(estimator, "predict_spread") else estimator
-
-
 def _effect_crossfit(data: CausalData, effect_folds: int | None, score_folds: int):
     """The collector of the refits' f-hat for the debiased effect (its ``wanted`` folds), or None
     when there is no effect to debias, the data has images, or ``effect_folds`` is 0."""
@@ -449,7 +349,7 @@ def _effect_crossfit(data: CausalData, effect_folds: int | None, score_folds: in
 
 def _start_refits(data: CausalData, method: str, s: FitSettings, score_folds: int, own_refits: int):
     """The held-out residual's and the debiased effect's refits started on ``s``' executor beside the fit
-    (:func:`dmlcore.inference.heldout_residual.start_refits`; None with one local job: they run after the fit,
+    (:func:`dmlcore.runs.heldout_residual.start_refits`; None with one local job: they run after the fit,
     here). The held-out residual's only when :func:`heldout_score` will take them (tabular data, 20 rows a fold)."""
     counts = [own_refits]
     if score_folds and not data.image_columns and len(data.table) >= 20 * score_folds:
@@ -490,100 +390,3 @@ def _first_stage(data: CausalData, cov_type: str = "unadjusted", cluster: str | 
                            inference=data.problem == "iv" or cov_type != "unadjusted")
     except DMLCoreError as exc:
         return {"error": str(exc)}
-
-
-def band_summary(estimator, data: CausalData, truth: GroundTruth | None = None, level: float = BAND_LEVEL) -> dict:
-    """The estimator's ``level`` bands, evaluated where the truth is scored when it is known.
-
-    Returns {"confidence": ..., "split_spread": ...} with the entries that exist: a confidence
-    band when the estimator has one (``f_model="sieve"``; median-aggregated over repeated
-    cross-fits), the spread of repeated cross-fits when there are several. Each entry holds
-    ``what`` (the band in words), ``points`` (where it was evaluated), ``n_points``,
-    ``mean_width`` and ``coverage``: the fraction of the points where the band contains the
-    truth (None without a known truth).
-    """
-    kinds = _band_kinds(estimator, level)
-    if not kinds:
-        return {}
-    evaluation = truth.evaluation if truth is not None else None
-    out = {}
-    for key, _, what, interval in kinds:
-        if evaluation is None:
-            band, true, where = interval(data.table[data.input_columns], None), None, "the data's rows (no known truth)"
-        elif evaluation.averaged:
-            band, true, where = _averaged(interval, data, evaluation.treatment_values), evaluation.values, evaluation.where
-        else:
-            band, true, where = interval(evaluation.points, None), evaluation.values, evaluation.where
-        out[key] = _band_record(*band, true, what, where, level)
-    return out
-
-
-def _band_kinds(estimator, level: float) -> list[tuple]:
-    """The estimator's bands as (key, short label, description, interval(X, groups)), the
-    confidence band first; empty when it has none."""
-    reps = supports(estimator, "predict_spread")
-    kinds = []
-    if supports(estimator, "predict_interval"):
-        first = _first_fit(estimator)
-        what = f"pointwise normal band, sandwich variance '{first.f_.variance_}'"
-        how = "sandwich"
-        if reps:
-            what += f", median-aggregated over {estimator.reps} cross-fits"
-            how += f", median over {estimator.reps} cross-fits"
-        kinds.append(("confidence", f"{level * 100:g} % confidence band ({how})", what,
-                      lambda X, groups: estimator.predict_interval(X, level, groups=groups)))
-    if reps:
-        kinds.append(("split_spread", f"{level * 100:g} % range of {estimator.reps} cross-fits, not a confidence band",
-                      f"{level:.0%} range of {estimator.reps} cross-fits' f-hat: split-to-split variability "
-                      f"given the data, not a confidence band",
-                      lambda X, groups: estimator.predict_spread(X, level, groups=groups)))
-    return kinds
-
-
-def _averaged(interval, data: CausalData, values) -> tuple[np.ndarray, np.ndarray]:
-    """``interval`` of the mean of f over the data's rows with the treatment set to each of
-    ``values``, stacking at most about STACK_ROWS rows at once."""
-    rows = data.table[data.input_columns]
-    step = max(1, STACK_ROWS // max(1, len(rows)))
-    parts = []
-    for i in range(0, len(values), step):
-        chunk = values[i:i + step]
-        X = pd.concat([rows.assign(**{data.treatment[0]: a}) for a in chunk], ignore_index=True)
-        parts.append(interval(X, np.repeat(np.arange(len(chunk)), len(rows))))
-    return tuple(np.concatenate(side) for side in zip(*parts))
-
-
-def curve_band(estimator, data: CausalData, frame: pd.DataFrame, *, treatment_values=None,
-               level: float = BAND_LEVEL) -> pd.DataFrame:
-    """``frame`` (a curve) with the estimator's ``level`` band in ``lower``, ``upper`` and ``band``.
-
-    ``band`` says which band it is: a confidence band when the estimator has one
-    (``f_model="sieve"``; median-aggregated over repeated cross-fits), otherwise, for repeated
-    cross-fits, the range of their f-hats, which is not a confidence band. Pointwise curves are
-    evaluated at the frame's own input columns; an averaged curve, the mean of f over the data's
-    rows with the treatment set to each of ``treatment_values`` (one per frame row), gets the
-    band of that mean. ``frame`` comes back unchanged when the estimator has no band or the
-    frame lacks the input columns (image inputs, for instance).
-    """
-    kinds = _band_kinds(estimator, level)
-    if not kinds:
-        return frame
-    _, label, _, interval = kinds[0]
-    if treatment_values is not None:
-        values = np.asarray(treatment_values, dtype=float)
-        if len(data.treatment) != 1 or len(values) != len(frame):
-            raise DMLCoreError(f"An averaged curve's band needs one treatment column and one treatment value "
-                               f"per curve row ({len(frame)}); got {len(data.treatment)} column(s) and "
-                               f"{len(values)} value(s).")
-        lower, upper = _averaged(interval, data, values)
-    elif set(data.input_columns) <= set(frame.columns):
-        lower, upper = interval(frame[data.input_columns], None)
-    else:
-        return frame
-    return frame.assign(lower=lower, upper=upper, band=label)
-
-
-def _band_record(lower, upper, true, what, where, level) -> dict:
-    return {"what": what, "level": level, "points": where, "n_points": int(len(lower)),
-            "mean_width": float(np.mean(upper - lower)),
-            "coverage": None if true is None else float(np.mean((lower <= true) & (true <= upper)))}

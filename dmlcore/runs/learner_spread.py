@@ -18,7 +18,7 @@ from dmlcore.data.roles import CausalData
 from dmlcore.inference.debiased_effect import SPREAD_SE
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import METHODS
-from dmlcore.runs import fit_run
+from dmlcore.runs.fit import fit_run
 
 FAMILIES = (("gb", None), ("gb", "sieve"), ("rf", None), ("nn", None))   # (learner, f_model)
 

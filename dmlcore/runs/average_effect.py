@@ -33,7 +33,7 @@ Intervals (:func:`effect_record`, level ``LEVEL``):
 
 Clusters (``cov_type="clustered"``, ``cluster``): 2SLS's interval and its Anderson-Rubin set use
 the clustered covariance, the bootstrap draws whole clusters, the debiased interval sums the score
-within clusters (:mod:`dmlcore.inference.clusters`), and the spline second stage's delta-method interval,
+within clusters (:mod:`dmlcore.stats.clusters`), and the spline second stage's delta-method interval,
 whose sandwich takes rows as independent, is refused in one line; ``effect["clusters"]`` says
 which interval does what (:func:`cluster_treatment`).
 
@@ -48,8 +48,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm, t as t_dist
 
-from dmlcore.inference.clusters import describe, groups_of, resample_clusters
-from dmlcore.inference.covariance import cluster_columns, covariance_words, is_clustered, n_clusters
+from dmlcore.stats.clusters import describe, groups_of, resample_clusters
+from dmlcore.stats.covariance import cluster_columns, covariance_words, is_clustered, n_clusters
 from dmlcore.data.roles import CausalData
 from dmlcore.inference.debiased_effect import add_debiased
 from dmlcore.errors import DMLCoreError, FitCancelled

@@ -29,7 +29,7 @@ import weakref
 import numpy as np
 
 from dmlcore.executors import get_executor
-from dmlcore.inference.clusters import cluster_folds, groups_of, mean_se
+from dmlcore.stats.clusters import cluster_folds, groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import for_estimator, make_estimator

@@ -20,7 +20,7 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from dmlcore.inference.covariance import group_codes
+from dmlcore.stats.covariance import group_codes
 from dmlcore.errors import DMLCoreError
 
 MAX_ABSORB = 2
