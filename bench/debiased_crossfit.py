@@ -21,7 +21,7 @@ import pandas as pd
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.inference.debiased_effect import debias, predict
-from dmlcore.inference.average_effect import contrast
+from dmlcore.runs.average_effect import contrast
 from dmlcore.estimators import FitSettings, for_method, make_estimator
 
 

@@ -37,7 +37,7 @@ import pandas as pd
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.inference.effect_coverage import record_columns, summarize
-from dmlcore.inference.average_effect import PCL_GRID, contrast
+from dmlcore.runs.average_effect import PCL_GRID, contrast
 from dmlcore.store import RunStore, default_store_path
 from dmlcore.studies import plan_study, run_study
 from dmlcore.studies.runner import _row, result_from_rows

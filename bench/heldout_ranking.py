@@ -1,4 +1,4 @@
-"""Does the held-out score (dmlcore.inference.heldout_residual) rank methods as the true MSE does?
+"""Does the held-out score (dmlcore.runs.heldout_residual) rank methods as the true MSE does?
 
 Each (design, seed) simulates a data set and fits every method through ``fit_run`` with the
 held-out score (``--heldout-folds``, default 2); the true MSE of each fit is computed from the

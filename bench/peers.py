@@ -8,7 +8,7 @@ The 20-seed measurements go through the study runner (``python -m dmlcore study`
     python -m bench.peers --dataset demand-pcl --sizes 1000 --seeds 0-2 --methods kpv,pmmr \
         --variant '{}' --variant '{"center": false}' --out bench/results/peers-center-demand-pcl.csv
 
-``--validation`` adds ``val_score``: the projected residual (``dmlcore.inference.heldout_residual.projected_residual``)
+``--validation`` adds ``val_score``: the projected residual (``dmlcore.runs.heldout_residual.projected_residual``)
 of each fit on a fresh draw of the same simulator (seed + VALIDATION_SEED_OFFSET), which the fit
 never saw and the test grid is not part of: the column to choose a variant by.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 
 from dmlcore.data.registry import load_dataset
-from dmlcore.inference.heldout_residual import projected_residual
+from dmlcore.runs.heldout_residual import projected_residual
 from dmlcore.runs import fit_run
 from dmlcore.studies.spec import parse_seeds
 

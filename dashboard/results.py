@@ -18,7 +18,8 @@ from dashboard import state
 from dmlcore.inference.effect_coverage import coverage_note, measured_coverage
 from dmlcore.inference.effect_notes import clusters_note, identification_note, notes
 from dmlcore.errors import DMLCoreError
-from dmlcore.runs import METHOD_TITLES, METHODS, Run
+from dmlcore.estimators import METHODS, METHOD_TITLES
+from dmlcore.runs import Run
 from dmlcore.store import StoredRun, safe_filename
 
 _CACHE = "result_cache"
@@ -397,7 +398,7 @@ def linear_iv_inference(data, cov_type: str, cluster: str | None) -> dict:
     and the first stage, under the covariance choice: {"wald": effect closed form, "ar": the AR entry,
     "coefficients": {column: (coefficient, standard error)}, "first": first_stage_inference}; raises
     DMLCoreError for a bad choice (a cluster column with one level, ...)."""
-    from dmlcore.inference.average_effect import anderson_rubin_entry, closed_form, contrast
+    from dmlcore.runs.average_effect import anderson_rubin_entry, closed_form, contrast
     from dmlcore.estimators.tsls import TwoStageLeastSquares
     from dmlcore.inference.linear_iv import first_stage_inference
     estimator = TwoStageLeastSquares(cov_type=cov_type, cluster=cluster).fit(data)

@@ -12,7 +12,7 @@ from dashboard import state
 from dashboard.plan import methods_for
 from dmlcore.data.roles import ROLE_NAMES
 from dmlcore.errors import DMLCoreError
-from dmlcore.runs import METHOD_TITLES
+from dmlcore.estimators import METHOD_TITLES
 
 logger = logging.getLogger("dashboard")
 

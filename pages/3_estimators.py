@@ -4,9 +4,9 @@ import streamlit as st
 
 from dashboard import plan, state, ui
 from dmlcore.estimators.settings import SETTINGS
-from dmlcore.inference.covariance import few_clusters_note
+from dmlcore.stats.covariance import few_clusters_note
 from dmlcore.learners import LEARNER_REGISTRY, LEARNER_TITLES, LEARNERS
-from dmlcore.runs import METHOD_TITLES
+from dmlcore.estimators import METHOD_TITLES
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
 

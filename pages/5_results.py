@@ -9,10 +9,11 @@ from dmlcore.inference.band_coverage import band_caption
 from dmlcore.data.datasets import OWN_DATA_UNKNOWN, REAL_DATASETS
 from dmlcore.inference.first_stage import strength_label
 from dmlcore.errors import DMLCoreError
-from dmlcore.inference.covariance import COV_CHOICES, COV_TITLES, FEW_CLUSTERS, cluster_columns, is_clustered
+from dmlcore.stats.covariance import COV_CHOICES, COV_TITLES, FEW_CLUSTERS, cluster_columns, is_clustered
 from dmlcore.estimators import METHODS
 from dmlcore.learners.select import describe as describe_selection
-from dmlcore.runs import METHOD_TITLES, fit_run
+from dmlcore.estimators import METHOD_TITLES
+from dmlcore.runs import fit_run
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
 

@@ -18,7 +18,7 @@ from dmlcore.data.tables import TABLE, keep_table
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.settings import SETTINGS
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
-from dmlcore.runs import METHOD_TITLES, METHODS
+from dmlcore.estimators import METHODS, METHOD_TITLES
 from dmlcore.studies import load_study, plan_study, spec_from_dict, spec_from_flags
 from dmlcore.studies.checks import check_study
 from dmlcore.studies.figures import study_figures

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from dmlcore.learners.select import AUTO, AUTO_BY_DEFAULT
-from dmlcore.runs import METHOD_TITLES
+from dmlcore.estimators import METHOD_TITLES
 from dmlcore.studies.summarize import paired_table, summary_table
 
 REFERENCE = "dml-cmr"

@@ -9,7 +9,7 @@ from dashboard.learn.common import chart, notebook_button, num, short, slow
 from dmlcore import plots
 from dmlcore.estimators.dml import make_folds
 from dmlcore.learners import LEARNER_TITLES
-from dmlcore.runs import METHOD_TITLES
+from dmlcore.estimators import METHOD_TITLES
 from dmlcore.teaching import figures, nuisance
 from dmlcore.teaching.measured import measured
 
