@@ -29,6 +29,6 @@ PAGES = [
     st.Page(ui.CLASS, title="Class", icon=":material/groups:"),
 ]
 page = st.navigation(PAGES, position="top")
-st.session_state["page_now"] = page.title   # what a full run draws; a fragment rerun does not pass here
+st.session_state[state.PAGE_NOW] = page.title   # what a full run draws; a fragment rerun does not pass here
 page.run()
 ui.sidebar_status()   # after the page, so that it shows what the page just changed

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import fits, state
 from dmlcore.inference.effect_coverage import coverage_note, measured_coverage
 from dmlcore.inference.effect_notes import clusters_note, identification_note, notes
 from dmlcore.errors import DMLCoreError
@@ -22,7 +22,6 @@ from dmlcore.estimators import METHODS, METHOD_TITLES
 from dmlcore.runs import Run
 from dmlcore.store import StoredRun, safe_filename
 
-_CACHE = "result_cache"
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".tab", ".parquet", ".pq")
 
 
@@ -51,11 +50,7 @@ class ResultItem:
         return self.label or METHOD_TITLES.get(self.method, self.method)
 
     def _cached(self, what: str, make):
-        cache = st.session_state.setdefault(_CACHE, {})
-        key = (self.key, what)
-        if key not in cache:
-            cache[key] = make()
-        return cache[key]
+        return state.cached(state.RESULT_CACHE, (self.key, what), make)
 
     def curve(self) -> pd.DataFrame | None:
         """Run.curve() (estimate and truth); None when the run has no curve to draw."""
@@ -91,9 +86,9 @@ def collect() -> list[ResultItem]:
             key = snap.run_id or snap.id
             items.append(ResultItem(key, snap.label, snap.run.record, run=snap.run))
             seen.add(key)
-        elif snap.status == "done" and snap.run_id and snap.run_id not in st.session_state.get("loaded_runs", {}):
+        elif snap.status == "done" and snap.run_id and snap.run_id not in st.session_state.get(state.LOADED_RUNS, {}):
             load_stored(snap.run_id)      # finished before a server restart: read back from the store
-    for run_id, stored in st.session_state.get("loaded_runs", {}).items():
+    for run_id, stored in st.session_state.get(state.LOADED_RUNS, {}).items():
         if run_id not in seen:
             items.append(ResultItem(run_id, stored.label, stored.record, stored=stored))
     return items
@@ -103,7 +98,7 @@ def load_stored(run_id: str) -> StoredRun | None:
     """Read one of this session's runs from the store into the session."""
     stored = state.store().load(run_id, state.owner())
     if stored is not None:
-        st.session_state.setdefault("loaded_runs", {})[run_id] = stored
+        st.session_state.setdefault(state.LOADED_RUNS, {})[run_id] = stored
     return stored
 
 
@@ -399,9 +394,8 @@ def linear_iv_inference(data, cov_type: str, cluster: str | None) -> dict:
     "coefficients": {column: (coefficient, standard error)}, "first": first_stage_inference}; raises
     DMLCoreError for a bad choice (a cluster column with one level, ...)."""
     from dmlcore.runs.average_effect import anderson_rubin_entry, closed_form, contrast
-    from dmlcore.estimators.tsls import TwoStageLeastSquares
     from dmlcore.inference.linear_iv import first_stage_inference
-    estimator = TwoStageLeastSquares(cov_type=cov_type, cluster=cluster).fit(data)
+    estimator = fits.fit_now(data, cov_type=cov_type, cluster=cluster, heldout_folds=0, debias=False).estimator
     plan = contrast(data)
     return {"wald": closed_form(estimator, plan), "ar": anderson_rubin_entry(estimator, data, plan),
             "coefficients": {str(k): (float(v), float(estimator.std_errors_[k])) for k, v in estimator.coef_.items()},

@@ -6,7 +6,7 @@ import logging
 import time
 
 import streamlit as st
-from dashboard import state
+from dashboard import fits, state
 from dashboard.plan import DEMO_DATA, DEMO_SETTINGS, build_plan
 from dmlcore.data.registry import SIMULATED, load_dataset
 from dmlcore.errors import DMLCoreError
@@ -34,31 +34,31 @@ def start_batch() -> tuple[int, list[str], list[str]]:
     if ds is None or data is None:
         return 0, [], ["Load data and assign valid roles first."]
     batch = state.next_batch()
-    fits, errors = build_plan(ss, data, batch)
+    planned, errors = build_plan(ss, data, batch)
     if errors:
         return batch, [], list(errors.values())
-    reg, owner, truth = state.registry(), state.owner(), state.truth()
+    truth = state.truth()
     ids, problems = [], []
-    for fit in fits:
+    for fit in planned:
         try:
-            ids.append(reg.submit_fit(owner, fit.label, data=data, method=fit.method, truth=truth,
-                                      dataset=ds.name, data_params=ds.params, **fit.kwargs))
+            ids.append(fits.submit(fit.label, data=data, method=fit.method, truth=truth, dataset=ds.name,
+                                   data_params=ds.params, **fit.kwargs))
         except DMLCoreError as err:
             problems.append(f"{fit.label}: {err}")
     if ids:
-        ss["follow_batch"] = batch
+        ss[state.FOLLOW_BATCH] = batch
     return batch, ids, problems
 
 
 def start_demo() -> tuple[int, list[str], list[str]]:
     """Simulate the demo data, choose the demo estimators and queue them."""
     params = {k: v for k, v in DEMO_DATA.items() if k != "name"}
-    params["seed"] = int(st.session_state.get("demo_seed", DEMO_DATA["seed"]))   # a class: one seed each
+    params["seed"] = int(st.session_state.get(state.DEMO_SEED, DEMO_DATA["seed"]))   # a class: one seed each
     ds = dataset_from_registry(DEMO_DATA["name"], **params)
     state.set_dataset(ds)
     for key, value in DEMO_SETTINGS.items():
         st.session_state[key] = list(value) if isinstance(value, list) else value
-    st.session_state["demo_clicked"] = time.time()
+    st.session_state[state.DEMO_CLICKED] = time.time()
     return start_batch()
 
 
@@ -136,13 +136,13 @@ def batch_to_show(snaps) -> bool:
     bench/results/class-load-20-local-2026-11-27-1323-class.json.) A student who opened another page
     meanwhile is moved when they come back to Train; a batch started after the demo is not followed."""
     ss = st.session_state
-    demo = ss.get("demo_goto_results")
+    demo = ss.get(state.DEMO_GOTO_RESULTS)
     batch = [s for s in snaps if state.batch_of(s.label) == demo]
     if not (demo and batch and all(s.ended for s in batch)):
         return False
-    ss.pop("demo_goto_results")
+    ss.pop(state.DEMO_GOTO_RESULTS)
     if any(s.status == "done" for s in batch):
-        ss["demo_seconds"] = time.time() - ss.get("demo_clicked", time.time())
+        ss[state.DEMO_SECONDS] = time.time() - ss.get(state.DEMO_CLICKED, time.time())
         return True
     return False
 

@@ -43,16 +43,16 @@ st.markdown(
     "the training meanwhile. Results then say which method came closest to the truth, and by how much. "
     "To be quick it skips the debiased effect: each method's effect is its plug-in (switch it on under "
     "Estimators and train again for the debiased effects, at two to three times the time).")
-st.number_input("Data seed", min_value=0, max_value=1_000_000, value=DEMO_DATA["seed"], step=1, key="demo_seed",
+st.number_input("Data seed", min_value=0, max_value=1_000_000, value=DEMO_DATA["seed"], step=1, key=state.DEMO_SEED,
                 help="Which simulated data set. In a class, each student types their own (a seat number): the "
                      "teacher's Class page pools everyone's results into one histogram per method.")
-if st.button("Run the demo", key="demo_run", type="primary", icon=":material/play_arrow:"):
+if st.button("Run the demo", key=state.DEMO_RUN, type="primary", icon=":material/play_arrow:"):
     with st.spinner("Simulating and queuing the fits..."):
         batch, ids, problems = training.start_demo()
     for problem in problems:
         st.error(problem)
     if ids:
-        st.session_state["demo_goto_results"] = batch   # Train moves to Results when it ends
+        st.session_state[state.DEMO_GOTO_RESULTS] = batch   # Train moves to Results when it ends
         st.switch_page(ui.TRAIN)
 
 st.subheader("Step by step")

@@ -41,7 +41,7 @@ def design_radio(label: str, choices: dict, key: str, short: dict) -> str:
 
 
 def simulate_tab():
-    name = st.selectbox("Simulation", list(SIMULATED), key="sim_name", persist_state="session",
+    name = st.selectbox("Simulation", list(SIMULATED), key=state.SIM_NAME, persist_state="session",
                         format_func=lambda n: f"{n}: {SIMULATED[n].split(':')[0].split('(')[0].strip()}")
     st.caption(SIMULATED[name])
     knobs = SIM_PARAMS.get(name, ("n", "seed"))
@@ -49,17 +49,17 @@ def simulate_tab():
     params = {}
     if "n" in knobs:
         params["n"] = cols[0].number_input("Rows N", min_value=50, max_value=100_000, step=500,
-                                           value=2000, key="sim_n", persist_state="session")
+                                           value=2000, key=state.SIM_N, persist_state="session")
     if "rho" in knobs:
-        params["rho"] = cols[1].slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key="sim_rho",
+        params["rho"] = cols[1].slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key=state.SIM_RHO,
                                        persist_state="session",
                                        help="Correlation of the outcome noise with the price noise.")
     if "iv_strength" in knobs:
-        params["iv_strength"] = cols[2].slider("Instrument strength", 0.0, 3.0, 1.0, 0.05, key="sim_strength",
+        params["iv_strength"] = cols[2].slider("Instrument strength", 0.0, 3.0, 1.0, 0.05, key=state.SIM_STRENGTH,
                                                persist_state="session",
                                                help="How strongly the instrument moves the treatment (the fuel price the ticket price, "
                                                     "in the demand designs).")
-    params["seed"] = cols[3].number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="sim_seed",
+    params["seed"] = cols[3].number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key=state.SIM_SEED,
                                           persist_state="session")
     if "noise_scale" in knobs:
         params["noise_scale"] = design_radio("Outcome noise", NOISE_SCALES, "sim_noise_scale",
@@ -73,7 +73,7 @@ def simulate_tab():
         st.caption("Image data: use the neural-network learner; tree learners see thousands of pixels.")
     if name == "dsprites-pcl":
         st.info(DSPRITES_COST, icon=":material/hourglass:")
-    if st.button("Simulate", key="sim_run", type="primary", icon=":material/casino:"):
+    if st.button("Simulate", key=state.SIM_RUN, type="primary", icon=":material/casino:"):
         with ui.guarded(f"simulate {name}"):      # on failure the data loaded before is kept
             with st.spinner("Simulating..."):
                 ds = training.dataset_from_registry(name, **params)
@@ -83,46 +83,46 @@ def simulate_tab():
 
 def upload_tab():
     st.caption(f"CSV, TSV or Parquet, up to {MAX_BYTES // 2**20} MB. The file stays in this session.")
-    upload = st.file_uploader("Your table", key="upload")
+    upload = st.file_uploader("Your table", key=state.UPLOAD)
     if upload is None:
-        ss.pop("upload_error", None)
-        ss.pop("upload_id", None)
-    elif ss.get("upload_id") != upload.file_id:
+        ss.pop(state.UPLOAD_ERROR, None)
+        ss.pop(state.UPLOAD_ID, None)
+    elif ss.get(state.UPLOAD_ID) != upload.file_id:
         try:
             table = load_table(upload, name=upload.name, max_bytes=MAX_BYTES)
             check_usable(table, upload.name)    # parses but cannot hold a problem: keep what was loaded
         except DMLCoreError as err:             # the data loaded before stays, with its roles
             current = state.dataset()
-            ss["upload_error"] = str(err) + (f" The data loaded before ({current.title or current.name}) and its roles "
+            ss[state.UPLOAD_ERROR] = str(err) + (f" The data loaded before ({current.title or current.name}) and its roles "
                                              f"are kept." if current is not None else "")
         else:
-            ss.pop("upload_error", None)
+            ss.pop(state.UPLOAD_ERROR, None)
             state.set_dataset(state.Dataset(name=upload.name, source="upload", table=table, suggested=None,
                                             params={"file": upload.name}, title=upload.name))
-        ss["upload_id"] = upload.file_id
-    if ss.get("upload_error"):
-        st.error(ss["upload_error"])
+        ss[state.UPLOAD_ID] = upload.file_id
+    if ss.get(state.UPLOAD_ERROR):
+        st.error(ss[state.UPLOAD_ERROR])
     elif upload is not None:
         st.success(f"Loaded {upload.name}. Next: assign the roles of its columns.")
         st.page_link(ui.ROLES, label="Assign roles", icon=":material/account_tree:")
 
 
 def real_tab():
-    name = st.selectbox("Data set", list(REAL_DATASETS), key="real_name", persist_state="session",
+    name = st.selectbox("Data set", list(REAL_DATASETS), key=state.REAL_NAME, persist_state="session",
                         format_func=lambda n: REAL_DATASETS[n].title)
     info = REAL_DATASETS[name]
     st.markdown(info.description)
     st.markdown(f"**Suggested roles** ({'proximal' if info.problem == 'pcl' else 'instrumental variable'}): "
                 f"{info.roles_text()}.")
     current = state.dataset()
-    if ss.get("real_loaded") == name and current is not None and current.name == name:
+    if ss.get(state.REAL_LOADED) == name and current is not None and current.name == name:
         st.success(f"Loaded {name} with its suggested roles.")
     elif current is None or current.name != name:      # once loaded, the caveat is shown below
         st.warning(info.caveat, icon=":material/help:")
-    if st.button("Load this data set", key="real_load", type="primary"):
+    if st.button("Load this data set", key=state.REAL_LOAD, type="primary"):
         with ui.guarded(f"load {name}"):          # on failure the data loaded before is kept
             state.set_dataset(training.dataset_from_registry(name))
-            ss["real_loaded"] = name
+            ss[state.REAL_LOADED] = name
             st.rerun()                            # drawn again: the caveat once, under the current data
 
 
@@ -144,9 +144,9 @@ def current_data(ds: state.Dataset):
         st.caption(f"{len(ds.suggested.image_columns):,} pixel columns are hidden from the preview.")
     tab_prev, tab_sum, tab_plot = st.tabs(["Preview", "Column types and statistics", "Plot"])
     with tab_prev:
-        st.dataframe(table[columns].head(200), height=300, key="data_preview")
+        st.dataframe(table[columns].head(200), height=300, key=state.DATA_PREVIEW)
     with tab_sum:
-        st.dataframe(summarize(table[columns]), key="data_summary")
+        st.dataframe(summarize(table[columns]), key=state.DATA_SUMMARY)
         problems = numeric_problems(table, columns)
         for problem in problems[:5]:
             st.caption(f":orange[:material/warning:] {problem}")
@@ -158,19 +158,19 @@ def current_data(ds: state.Dataset):
             c1, c2, c3 = st.columns(3)
             default_x = ds.suggested.treatment[0] if ds.suggested is not None and ds.suggested.treatment \
                 and ds.suggested.treatment[0] in numeric else numeric[0]
-            x = c1.selectbox("x", numeric, index=numeric.index(default_x), key="plot_x")
+            x = c1.selectbox("x", numeric, index=numeric.index(default_x), key=state.PLOT_X)
             y_default = ds.suggested.outcome if ds.suggested is not None and ds.suggested.outcome in numeric else HIST
-            y = c2.selectbox("y", [HIST, *numeric], index=[HIST, *numeric].index(y_default), key="plot_y")
-            color = c3.selectbox("colour", [NO_COLOR, *numeric], key="plot_color")
+            y = c2.selectbox("y", [HIST, *numeric], index=[HIST, *numeric].index(y_default), key=state.PLOT_Y)
+            color = c3.selectbox("colour", [NO_COLOR, *numeric], key=state.PLOT_COLOR)
             y = None if y == HIST else y
             color = None if color == NO_COLOR else color
-            st.plotly_chart(plots.column_figure(table, x, y, color=color), key="data_plot")
+            st.plotly_chart(plots.column_figure(table, x, y, color=color), key=state.DATA_PLOT)
         if ds.has_images:
             shape = ds.suggested.image_shape
             pixels = table[ds.suggested.image_columns].to_numpy()
             idx = list(range(min(6, len(table))))
             st.plotly_chart(plots.image_grid_figure([pixels[i].reshape(shape) for i in idx],
-                                                    [f"row {i}" for i in idx]), key="data_images")
+                                                    [f"row {i}" for i in idx]), key=state.DATA_IMAGES)
 
 
 st.title("Data")

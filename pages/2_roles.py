@@ -5,7 +5,7 @@ import streamlit as st
 from dashboard import results, state, ui
 from dashboard.training import one_openmp_thread
 from dashboard.diagram import causal_dot, moment_text
-from dashboard.state import CATEGORICAL_KEY, PROBLEM_KEY, ROLE_KEYS, SINGLE_ROLES
+from dashboard.state import ABSORB_KEY, CATEGORICAL_KEY, PROBLEM_KEY, ROLE_KEYS, SINGLE_ROLES, WEIGHTS_KEY
 from dmlcore.data.roles import ALLOWED, PROBLEMS, REQUIRED, CausalData, suggest_categorical
 from dmlcore.inference.first_stage import WEAK_F, first_stage, strength_label, strong_bar
 from dmlcore.errors import DMLCoreError
@@ -52,9 +52,6 @@ def categorical_widget(ds: state.Dataset, kwargs: dict, message: str | None, off
         st.caption("Integer columns with few levels, perhaps categories: " + ", ".join(suggested) + ".")
     if message and offending == "categorical":
         ui.show_problem(message)
-
-
-ABSORB_KEY, WEIGHTS_KEY = "role_absorb", "role_weights"
 
 
 def linear_choice(kwargs: dict) -> dict:
@@ -123,16 +120,13 @@ def diagnostics(ds: state.Dataset, data: CausalData):
     proximal = data.problem == "pcl"
     st.subheader("Proxies: do the treatment proxies predict the outcome proxies?" if proximal
                  else "First stage: is the instrument strong?")
-    flexible = st.toggle("Also fit a flexible (boosted) first stage (a few seconds)", key="roles_np")
-    cache = ss.setdefault("first_stage_cache", {})
-    key = (id(ds.table), data.describe_roles(), str(data.linear_options()), flexible)
-    if key not in cache:
-        try:
-            with st.spinner("Fitting the first stage..."), one_openmp_thread():
-                cache[key] = first_stage(data, nonparametric=flexible, inference=not proximal)
-        except DMLCoreError as err:
-            cache[key] = str(err)
-    result = cache[key]
+    flexible = st.toggle("Also fit a flexible (boosted) first stage (a few seconds)", key=state.ROLES_NP)
+
+    def make():
+        with st.spinner("Fitting the first stage..."), one_openmp_thread():
+            return first_stage(data, nonparametric=flexible, inference=not proximal)
+    result = state.cached(state.FIRST_STAGE_CACHE, (id(ds.table), data.describe_roles(), str(data.linear_options()),
+                                                    flexible), make, errors_as_text=True)
     if isinstance(result, str):
         st.error(result)
         return
@@ -205,7 +199,7 @@ def format_f(value: float) -> str:
 
 def fixed_roles(data: CausalData):
     st.info("This simulation has an image among the inputs; its roles are fixed.", icon=":material/image:")
-    ss["causal"] = data
+    ss[state.CAUSAL] = data
     left, right = st.columns([2, 3])
     with left:
         for role, cols in data.roles().items():
@@ -220,7 +214,7 @@ def assign_roles(ds: state.Dataset):
                        format_func=lambda p: ui.PROBLEM_TITLES[p])
     kwargs = state.roles_from_widgets()
     data, message, offending = validate(ds, {**kwargs, **linear_choice(kwargs)})
-    ss["causal"] = data
+    ss[state.CAUSAL] = data
 
     left, right = st.columns([2, 3], gap="large")
     with left:

@@ -46,53 +46,53 @@ if data is None:
 _, errors = plan.build_plan(ss, data)
 
 offered = plan.methods_for(data)  # only the methods that suit the problem (no PCL peer on IV data, ...)
-if any(m not in offered for m in ss["est_methods"]):
-    ss["est_methods"] = [m for m in ss["est_methods"] if m in offered]
-st.multiselect("Methods to compare", offered, key="est_methods", persist_state="session",
+if any(m not in offered for m in ss[state.EST_METHODS]):
+    ss[state.EST_METHODS] = [m for m in ss[state.EST_METHODS] if m in offered]
+st.multiselect("Methods to compare", offered, key=state.EST_METHODS, persist_state="session",
                format_func=lambda m: METHOD_TITLES[m])
 if "est_methods" in errors:
     st.error(errors["est_methods"])
-for method in ss["est_methods"]:
+for method in ss[state.EST_METHODS]:
     st.caption(f"**{METHOD_TITLES[method]}** — {plan.METHOD_HELP[method]}")
 
 c1, c2, c3, c4 = st.columns(4)
-c1.selectbox("Nuisance learner (all methods)", LEARNERS, key="est_learner", persist_state="session",
+c1.selectbox("Nuisance learner (all methods)", LEARNERS, key=state.EST_LEARNER, persist_state="session",
              format_func=lambda lr: LEARNER_TITLES[lr],
              help="Learns s(c) = E[Y | C] and the distribution of the treatment given C; the second "
                   "stage f uses the matching model (network, boosted trees or linear).")
-c2.number_input("Folds K (DML-CMR)", min_value=SETTINGS["folds"].minimum, max_value=50, step=1, key="est_folds",
+c2.number_input("Folds K (DML-CMR)", min_value=SETTINGS["folds"].minimum, max_value=50, step=1, key=state.EST_FOLDS,
                 persist_state="session", help="Cross-fitting folds; the paper uses K = 10.")
-c3.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="est_seed", persist_state="session")
-c4.number_input("Draws per row", min_value=SETTINGS["n_draws"].minimum, max_value=256, step=1, key="est_draws", persist_state="session",
+c3.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key=state.EST_SEED, persist_state="session")
+c4.number_input("Draws per row", min_value=SETTINGS["n_draws"].minimum, max_value=256, step=1, key=state.EST_DRAWS, persist_state="session",
                 help="Draws from the conditional distribution averaged in E[f(inputs) | c].")
 if "est_folds" in errors:
     st.error(errors["est_folds"])
 
-neural = [m for m in ss["est_methods"] if m in plan.SECOND_STAGE_METHODS]
+neural = [m for m in ss[state.EST_METHODS] if m in plan.SECOND_STAGE_METHODS]
 c5, c6 = st.columns([3, 1])
-c5.selectbox("Second stage f (DML-CMR, CE-DML-CMR, naive plug-in)", list(plan.F_MODEL_CHOICES), key="est_f_model",
+c5.selectbox("Second stage f (DML-CMR, CE-DML-CMR, naive plug-in)", list(plan.F_MODEL_CHOICES), key=state.EST_F_MODEL,
              persist_state="session", format_func=plan.F_MODEL_CHOICES.get, help=plan.F_MODEL_HELP,
              disabled=not neural)
-c6.number_input("Repeated cross-fits R", min_value=SETTINGS["reps_crossfit"].minimum, max_value=plan.MAX_REPS, step=1, key="est_reps",
+c6.number_input("Repeated cross-fits R", min_value=SETTINGS["reps_crossfit"].minimum, max_value=plan.MAX_REPS, step=1, key=state.EST_REPS,
                 persist_state="session", help=plan.REPS_HELP, disabled=not neural)
 for key in ("est_f_model", "est_reps"):
     if key in errors:
         st.error(errors[key])
-st.checkbox("Debiased effect", key="est_debias", persist_state="session", help=plan.DEBIAS_HELP)
-if not ss["est_debias"]:
+st.checkbox("Debiased effect", key=state.EST_DEBIAS, persist_state="session", help=plan.DEBIAS_HELP)
+if not ss[state.EST_DEBIAS]:
     st.caption("Off: each run's effect is the plug-in, with no debiased interval (as in the one-click demo).")
 columns = [str(c) for c in data.table.columns] if data is not None else []
-if ss.get("est_cluster") not in (None, *columns):
-    ss["est_cluster"] = None          # a column of the data chosen before
-st.selectbox("Rows clustered by", columns, index=None, key="est_cluster", persist_state="session",
+if ss.get(state.EST_CLUSTER) not in (None, *columns):
+    ss[state.EST_CLUSTER] = None          # a column of the data chosen before
+st.selectbox("Rows clustered by", columns, index=None, key=state.EST_CLUSTER, persist_state="session",
              placeholder="none: rows independent", help=plan.CLUSTER_HELP)
 if "est_cluster" in errors:
     st.error(errors["est_cluster"])
-elif ss["est_cluster"] and (few := few_clusters_note(data.table[ss["est_cluster"]].nunique())):
+elif ss[state.EST_CLUSTER] and (few := few_clusters_note(data.table[ss[state.EST_CLUSTER]].nunique())):
     st.warning(few, icon=":material/warning:")
 devices = plan.device_choices()
 if devices:  # only where torch sees a GPU
-    st.selectbox("Device for the neural networks", devices, key="est_device", persist_state="session",
+    st.selectbox("Device for the neural networks", devices, key=state.EST_DEVICE, persist_state="session",
                  help=plan.DEVICE_HELP, disabled=not neural)
 if "est_device" in errors:  # also without a GPU: a remembered choice that no longer fits
     st.error(errors["est_device"])
@@ -105,7 +105,7 @@ if neural:
                           format_func=lambda lr: lr if lr == plan.SAME else LEARNER_TITLES[lr])
 
 with st.expander("Advanced settings (dmlcore's defaults)"):
-    st.number_input("Maximum epochs / boosting stages", min_value=SETTINGS["epochs"].minimum, step=1, key="est_epochs",
+    st.number_input("Maximum epochs / boosting stages", min_value=SETTINGS["epochs"].minimum, step=1, key=state.EST_EPOCHS,
                     persist_state="session", placeholder=f"default: {plan.EPOCH_DEFAULTS}",
                     help="Caps the training of every network and boosted model. Empty: dmlcore's "
                          f"defaults ({plan.EPOCH_DEFAULTS}). Early stopping still applies.")
@@ -123,7 +123,7 @@ with st.expander("Advanced settings (dmlcore's defaults)"):
                     st.error(errors[key])
         f_model = LEARNER_REGISTRY[learner].f_model
         f_fields = plan.F_FIELDS[f_model]
-        if ss["est_f_model"] == "sieve":
+        if ss[state.EST_F_MODEL] == "sieve":
             st.caption("Second stage: spline basis (sieve); its knots and penalty are chosen from the data.")
         elif f_fields:
             st.markdown(f"**Second stage: {F_TITLES[f_model]}**")
@@ -134,7 +134,7 @@ with st.expander("Advanced settings (dmlcore's defaults)"):
                     field_widget(fld, key)
                     if key in errors:
                         st.error(errors[key])
-    st.button("Reset to dmlcore's defaults", key="est_reset", on_click=reset_advanced)
+    st.button("Reset to dmlcore's defaults", key=state.EST_RESET, on_click=reset_advanced)
 
 st.subheader("What will run")
 fits, errors = plan.build_plan(ss, data)

@@ -19,11 +19,11 @@ ss = st.session_state
 
 def job_card(snap, *, live_losses: bool):
     """One run: status, progress while active, cancel, errors, and (for one running job) live losses."""
-    with st.container(border=True, key=f"job_{snap.id}"):
+    with st.container(border=True, key=state.JOB_BOX(snap.id)):
         head, button = st.columns([6, 1], vertical_alignment="center")
         head.markdown(f"{ui.STATUS_ICONS[snap.status]} **{snap.label}** — {training.status_line(snap)}")
         if snap.active and not snap.cancel_requested:
-            if button.button("Cancel", key=f"cancel_{snap.id}", icon=":material/stop:"):
+            if button.button("Cancel", key=state.JOB_CANCEL(snap.id), icon=":material/stop:"):
                 state.registry().cancel(snap.id, state.owner())
                 st.rerun()
         if snap.active:
@@ -38,11 +38,11 @@ def job_card(snap, *, live_losses: bool):
         if live_losses and snap.losses:
             st.caption("Live losses of this run, per fold (solid: training, dotted: validation).")
             st.plotly_chart(plots.loss_figure(snap.losses, height=280, max_points=LIVE_POINTS),
-                            key=f"losses_{snap.id}")
+                            key=state.JOB_LOSSES(snap.id))
 
 
 def jobs_panel():
-    if ss.get("page_now", "Train") != "Train":
+    if ss.get(state.PAGE_NOW, "Train") != "Train":
         # A refresh timer of this fragment that fires after the page changed (the switch to Results
         # below comes from inside the fragment, so its timer outlives it): do nothing. Before, such a
         # run redrew this panel over the Results page and called st.rerun(), whose Results run the
@@ -53,7 +53,7 @@ def jobs_panel():
     if training.batch_to_show(snaps):
         training.stop_own_refresh()
         st.switch_page(ui.RESULTS)
-    if not ss.pop("train_full_run", False) and training.poll_seconds(snaps) != ss.get("train_poll"):
+    if not ss.pop(state.TRAIN_FULL_RUN, False) and training.poll_seconds(snaps) != ss.get(state.TRAIN_POLL):
         st.rerun()          # the whole page catches up and the refresh rate changes
     if not snaps:
         st.info("No runs yet in this session.")
@@ -78,7 +78,7 @@ def jobs_panel():
 
 
 st.title("Train")
-ss["page_now"] = "Train"   # app.py sets it too; AppTest runs a page without naming it there
+ss[state.PAGE_NOW] = "Train"   # app.py sets it too; AppTest runs a page without naming it there
 ds, data = state.dataset(), state.causal()
 st.subheader("Next batch")
 if ds is None or data is None:
@@ -95,7 +95,7 @@ else:
         st.error(message)
     if errors:
         st.page_link(ui.ESTIMATORS, label="Fix the settings on Estimators", icon=":material/tune:")
-    if st.button("Start training", key="train_start", type="primary", disabled=bool(errors) or not fits,
+    if st.button("Start training", key=state.TRAIN_START, type="primary", disabled=bool(errors) or not fits,
                  icon=":material/play_arrow:"):
         batch, ids, problems = training.start_batch()
         for problem in problems:
@@ -105,17 +105,17 @@ else:
 
 st.subheader("Runs")
 snaps = state.snapshots()
-ss["train_poll"], ss["train_full_run"] = training.poll_seconds(snaps), True
-st.fragment(run_every=ss["train_poll"])(jobs_panel)()
+ss[state.TRAIN_POLL], ss[state.TRAIN_FULL_RUN] = training.poll_seconds(snaps), True
+st.fragment(run_every=ss[state.TRAIN_POLL])(jobs_panel)()
 
-follow = ss.get("follow_batch")
+follow = ss.get(state.FOLLOW_BATCH)
 batch_snaps = [s for s in snaps if state.batch_of(s.label) == follow]
 if follow and batch_snaps and all(s.ended for s in batch_snaps):
     st.success(f"Batch {follow} has finished.", icon=":material/check_circle:")
     st.page_link(ui.RESULTS, label="See the results", icon=":material/insights:")
 
 ended = [s.id for s in snaps if s.ended]
-if ended and st.button("Clear finished runs from this list", key="train_clear",
+if ended and st.button("Clear finished runs from this list", key=state.TRAIN_CLEAR,
                        help="They stay in the run store: reload them on the Results page."):
     state.forget_jobs(ended)
     st.rerun()

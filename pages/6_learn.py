@@ -29,14 +29,14 @@ LESSON_OF = {label: lesson for lesson, tabs in LESSONS for label, _ in tabs}
 
 def first_tab_of_lesson():
     """A new lesson opens at its first tab."""
-    lesson = dict(LESSONS).get(ss.get("learn_lesson"))
+    lesson = dict(LESSONS).get(ss.get(state.LEARN_LESSON))
     if lesson:
-        ss["learn_tab"] = lesson[0][0]
+        ss[state.LEARN_TAB] = lesson[0][0]
 
 
 def remember_tab(key: str):
     """``learn_tab`` names the open tab whichever lesson it is in (each lesson's tab strip has its own key)."""
-    ss["learn_tab"] = ss[key]
+    ss[state.LEARN_TAB] = ss[key]
 
 
 # a compact header for a projector (1,024 x 768): the title with its caption, then the lesson picker and the
@@ -44,19 +44,19 @@ def remember_tab(key: str):
 st.markdown("### Learn", help="Each tab states what a simulation shows and shows it: the numbers in the text are "
             "computed from the experiments on the page. Only the open tab computes. Statements that no experiment "
             "here checks are marked *not simulated here*.")
-if ss.get("learn_tab") in LESSON_OF:        # a tab chosen by name (a link, a test) opens its lesson
-    ss["learn_lesson"] = LESSON_OF[ss["learn_tab"]]
-ss.setdefault("learn_lesson", LESSONS[0][0])
+if ss.get(state.LEARN_TAB) in LESSON_OF:        # a tab chosen by name (a link, a test) opens its lesson
+    ss[state.LEARN_LESSON] = LESSON_OF[ss[state.LEARN_TAB]]
+ss.setdefault(state.LEARN_LESSON, LESSONS[0][0])
 picker, letters = st.columns([3, 1], vertical_alignment="center")
 with letters:
     notation()
-chosen = picker.radio("Lesson", [lesson for lesson, _ in LESSONS], key="learn_lesson", horizontal=True,
+chosen = picker.radio("Lesson", [lesson for lesson, _ in LESSONS], key=state.LEARN_LESSON, horizontal=True,
                       label_visibility="collapsed", on_change=first_tab_of_lesson,
                       help="The three class sessions of the lesson plan (docs/teaching.md).")
 number = [lesson for lesson, _ in LESSONS].index(chosen) + 1
-tabs, key = dict(LESSONS)[chosen], f"learn_tab_{number}"
-if ss.get("learn_tab") in [label for label, _ in tabs]:
-    ss[key] = ss["learn_tab"]
+tabs, key = dict(LESSONS)[chosen], state.LEARN_TABS(number)
+if ss.get(state.LEARN_TAB) in [label for label, _ in tabs]:
+    ss[key] = ss[state.LEARN_TAB]
 for tab, (_, draw) in zip(st.tabs([label for label, _ in tabs], key=key, on_change=remember_tab, args=(key,)), tabs):
     if tab.open:
         with tab, ui.guarded(f"draw the lesson {draw.__name__}"):

@@ -40,7 +40,7 @@ def design():
     current data cannot be studied (the reason is shown next to the widget)."""
     current = state.dataset()
     choices = [*SIMULATED, *REAL_DATASETS] + ([TABLE] if current is not None else [])
-    dataset = st.selectbox("Data set", choices, key="study_dataset", persist_state="session",
+    dataset = st.selectbox("Data set", choices, key=state.STUDY_DATASET, persist_state="session",
                            format_func=dataset_title)
     if dataset in REAL_DATASETS:
         st.caption(real_data_note([dataset]))
@@ -51,17 +51,17 @@ def design():
         st.caption(real_data_note([TABLE]))
     else:
         data = data_widgets(dataset)
-    methods = st.multiselect("Methods", list(METHODS), default=list(DEFAULT_METHODS), key="study_methods",
+    methods = st.multiselect("Methods", list(METHODS), default=list(DEFAULT_METHODS), key=state.STUDY_METHODS,
                              format_func=lambda m: METHOD_TITLES.get(m, m))
     c1, c2, c3, c4 = st.columns(4)
-    learner = c1.selectbox("Learner", list(LEARNERS), key="study_learner", format_func=lambda k: LEARNER_TITLES[k])
-    folds = c2.number_input("K (DML-CMR folds)", min_value=SETTINGS["folds"].minimum, max_value=50, value=5, key="study_folds")
+    learner = c1.selectbox("Learner", list(LEARNERS), key=state.STUDY_LEARNER, format_func=lambda k: LEARNER_TITLES[k])
+    folds = c2.number_input("K (DML-CMR folds)", min_value=SETTINGS["folds"].minimum, max_value=50, value=5, key=state.STUDY_FOLDS)
     epochs = c3.number_input("At most epochs (empty: the learner's own)", min_value=1, value=None,
-                             key="study_epochs")
-    seeds = c4.text_input("Seeds", value=DEFAULT_SEEDS, key="study_seeds",
+                             key=state.STUDY_EPOCHS)
+    seeds = c4.text_input("Seeds", value=DEFAULT_SEEDS, key=state.STUDY_SEEDS,
                           help="A range such as 0-19 or a comma list; every method sees the same data at a seed.")
     limit = st.number_input(SETTINGS["time_limit"].label + " (empty: no limit)", min_value=SETTINGS["time_limit"].minimum,
-                            value=None, step=60, key="study_time_limit",
+                            value=None, step=60, key=state.STUDY_TIME_LIMIT,
                             help="A fit that runs longer, with every refit, stops and fails with the reason; "
                                  "the fits it finished are kept and reused whatever the limit.")
     chosen = {"learner": learner, "folds": folds, "epochs": epochs}     # each passed when a chosen method reads it
@@ -80,7 +80,7 @@ def data_widgets(dataset: str) -> dict:
     for col, (option, default) in zip(cols, options.items()):
         value = "1000, 2000" if option == "n" else str(default)
         limit = f" N from {N_MIN} to {N_MAX:,} (the simulators' limits)." if option == "n" else ""
-        data[option] = col.text_input(OPTION_LABELS[option], value=value, key=f"study_opt_{dataset}_{option}",
+        data[option] = col.text_input(OPTION_LABELS[option], value=value, key=state.STUDY_OPTION(dataset, option),
                                       help=f"One value or a comma list: each value is a cell of the grid.{limit}")
     return data
 
@@ -94,12 +94,8 @@ def table_options(current) -> dict | None:
                  f"studied: assign them on Roles first.", icon=":material/error:")
         st.page_link(ui.ROLES, label="Go to Roles", icon=":material/account_tree:")
         return None
-    cache = ss.setdefault("study_table_cache", {})
-    key = (id(current.table), data.describe_roles(), tuple(data.categorical))
-    if key not in cache:
-        cache.clear()
-        cache[key] = keep_table(data, current.title or current.name)
-    options = cache[key]
+    options = state.cached(state.STUDY_TABLE_CACHE, (id(current.table), data.describe_roles(), tuple(data.categorical)),
+                           lambda: keep_table(data, current.title or current.name), latest_only=True)
     st.caption(f"**{options['file']}**, {len(data.table):,} rows, as set on Roles: {data.describe_roles()}. "
                f"Kept by its content (hash {options['table'][:12]}), so a changed file is a new study.")
     return {k: [v] for k, v in options.items()}
@@ -130,7 +126,7 @@ def cost(spec) -> bool:
     st.markdown(text)
     st.caption(f"Fits run on {executor_note(state.registry())}.")
     if plan.total > CONFIRM_ABOVE:
-        return st.checkbox(f"Run more than {CONFIRM_ABOVE:,} fits", key="study_confirm")
+        return st.checkbox(f"Run more than {CONFIRM_ABOVE:,} fits", key=state.STUDY_CONFIRM)
     return to_run > 0 or plan.total > 0
 
 
@@ -146,23 +142,23 @@ def show_result(result, spec, name: str):
         if (warning := seeds_warning(result.paired, spec)):
             st.warning(warning, icon=":material/warning:")
     for item in study_figures(result.fits, result.curves):
-        st.plotly_chart(item.figure, key=f"{name}_{item.file}")
+        st.plotly_chart(item.figure, key=state.STUDY_FIGURE(name, item.file))
         st.caption(item.note)
     st.markdown("**Summary**")
     st.caption(SUMMARY_NOTE)
-    st.dataframe(summary_view(result.summary, result.fits), hide_index=True, key=f"{name}_summary")
+    st.dataframe(summary_view(result.summary, result.fits), hide_index=True, key=state.STUDY_SUMMARY(name))
     st.markdown("**Paired comparisons**")
     st.caption(PAIRED_NOTE)
-    st.dataframe(paired_view(result.paired, result.fits), hide_index=True, key=f"{name}_pairs",
+    st.dataframe(paired_view(result.paired, result.fits), hide_index=True, key=state.STUDY_PAIRS(name),
                  column_config={"Wilcoxon p": st.column_config.NumberColumn(format="%.3g")})
     c1, c2, c3 = st.columns(3)
     c1.download_button("fits.csv", lambda: result.fits.to_csv(index=False), file_name="fits.csv",
-                       mime="text/csv", key=f"{name}_dl_fits", icon=":material/download:")
+                       mime="text/csv", key=state.STUDY_DOWNLOAD(name, "fits"), icon=":material/download:")
     c2.download_button("report.html", lambda: report_html(result, spec=spec), file_name="report.html",
-                       mime="text/html", key=f"{name}_dl_report", icon=":material/download:",
+                       mime="text/html", key=state.STUDY_DOWNLOAD(name, "report"), icon=":material/download:",
                        help="One self-contained page: the counts, verdicts, figures and tables; it opens offline.")
     c3.download_button("All files with PNG figures (zip)", lambda: study_files(result, spec),
-                       file_name="study.zip", mime="application/zip", key=f"{name}_dl_zip",
+                       file_name="study.zip", mime="application/zip", key=state.STUDY_DOWNLOAD(name, "zip"),
                        icon=":material/download:", help="fits.csv, summary.csv, paired.csv, spec.json, table.md, "
                        "table.tex, report.html and the figures as PNG (drawn by the system's Chromium).")
     paper_block(result, name)
@@ -177,10 +173,10 @@ def paper_block(result, name: str):
         md_tab, tex_tab = st.tabs(["Markdown", "LaTeX"])
         md_tab.code(markdown, language="markdown")
         md_tab.download_button("table.md", markdown, file_name="table.md", mime="text/markdown",
-                               key=f"{name}_dl_md", icon=":material/download:")
+                               key=state.STUDY_DOWNLOAD(name, "md"), icon=":material/download:")
         tex_tab.code(latex, language="latex")
         tex_tab.download_button("table.tex", latex, file_name="table.tex", mime="text/x-tex",
-                                key=f"{name}_dl_tex", icon=":material/download:")
+                                key=state.STUDY_DOWNLOAD(name, "tex"), icon=":material/download:")
 
 
 def rerun_block(spec, name: str):
@@ -191,21 +187,21 @@ def rerun_block(spec, name: str):
     st.caption(RERUN_NOTE)
     st.code(RERUN, language="bash")
     st.download_button("spec.json", spec_json(spec), file_name="spec.json", mime="application/json",
-                       key=f"{name}_dl_spec", icon=":material/download:")
+                       key=state.STUDY_DOWNLOAD(name, "spec"), icon=":material/download:")
 
 
 def progress_panel():
-    study = state.studies().get(ss.get("study_id", ""), state.owner())
+    study = state.studies().get(ss.get(state.STUDY_ID, ""), state.owner())
     if study is None:
         return
     running = study.status == "running"
-    if running != ss.get("study_running"):
+    if running != ss.get(state.STUDY_RUNNING):
         st.rerun()          # started or ended: the page catches up and the refresh stops
     st.subheader(f"Study {study.label or study.id[:8]}")
     left = study.seconds_left()
     when = f" · {about(left)} left" if running and left is not None else ""
     st.progress(study.ran / max(study.to_run, 1), text=f"{study.message} · {study.status}{when}")
-    if running and st.button("Cancel the study", key="study_cancel", icon=":material/stop:"):
+    if running and st.button("Cancel the study", key=state.STUDY_CANCEL, icon=":material/stop:"):
         state.studies().cancel(study.id, state.owner())
         st.rerun()
     if study.error:
@@ -238,7 +234,7 @@ def forget_control():
     st.caption(f"{kept}: its studies and runs are listed here again after a browser restart. On a shared "
                "machine, forget this browser when you leave: it gets a new, empty identity; the studies stay in "
                "the run store (their fits are reused by anyone's identical study) but are no longer listed here.")
-    if st.button("Forget this browser", key="study_forget", icon=":material/logout:"):
+    if st.button("Forget this browser", key=state.STUDY_FORGET, icon=":material/logout:"):
         state.forget_browser()
         st.rerun()
 
@@ -253,17 +249,17 @@ with new:
     with ui.guarded("read the grid"):
         spec = design()
     if spec is not None:
-        label = st.text_input("Name", value="", key="study_label", placeholder="e.g. IV strength, 10 seeds")
+        label = st.text_input("Name", value="", key=state.STUDY_LABEL, placeholder="e.g. IV strength, 10 seeds")
         ready = False
         with ui.guarded("estimate the cost"):
             ready = cost(spec)
-        if st.button("Start the study", key="study_start", type="primary", disabled=not ready,
+        if st.button("Start the study", key=state.STUDY_START, type="primary", disabled=not ready,
                      icon=":material/play_arrow:"):
             with ui.guarded("start the study"):
-                ss["study_id"] = state.studies().start(state.owner(), spec, label).id
-    current = state.studies().get(ss.get("study_id", ""), state.owner())
-    ss["study_running"] = current is not None and current.status == "running"
-    st.fragment(run_every=POLL_SECONDS if ss["study_running"] else None)(progress_panel)()
+                ss[state.STUDY_ID] = state.studies().start(state.owner(), spec, label).id
+    current = state.studies().get(ss.get(state.STUDY_ID, ""), state.owner())
+    ss[state.STUDY_RUNNING] = current is not None and current.status == "running"
+    st.fragment(run_every=POLL_SECONDS if ss[state.STUDY_RUNNING] else None)(progress_panel)()
 
 with stored:
     rows = state.store().list_studies(state.owner())
@@ -272,7 +268,7 @@ with stored:
     else:
         labels = {r["id"]: f"{r['label'] or r['id'][:8]} · {r['fits']} fits · {study_status(r)} · {r['created']}"
                   for r in rows}
-        pick = st.selectbox("Study", list(labels), key="study_pick", format_func=labels.get)
+        pick = st.selectbox("Study", list(labels), key=state.STUDY_PICK, format_func=labels.get)
         with ui.guarded("open the study"):
             record = state.store().load_study(pick, state.owner())
             result = load_study(pick, state.store(), state.owner())
@@ -285,9 +281,9 @@ with stored:
                 st.warning(f"This study's grid is refused now, so it cannot run again: {err}", icon=":material/warning:")
             whole = len(result.fits) == len(record["keys"])
             if again is not None and st.button("Run it again (only the missing fits run)" if whole else
-                                               "Resume it (only the missing fits run)", key="study_again",
+                                               "Resume it (only the missing fits run)", key=state.STUDY_AGAIN,
                                                icon=":material/replay:" if whole else ":material/play_arrow:"):
-                ss["study_id"] = state.studies().start(state.owner(), again, record["label"]).id
+                ss[state.STUDY_ID] = state.studies().start(state.owner(), again, record["label"]).id
                 st.toast("Started: follow it under New study.")
                 st.rerun()
             if len(result.fits):

@@ -21,22 +21,22 @@ st.markdown(
 
 
 def locked() -> bool:
-    if ss.get("teacher_ok"):
+    if ss.get(state.TEACHER_OK):
         return False
-    tries = ss.get("teacher_tries", 0)
+    tries = ss.get(state.TEACHER_TRIES, 0)
     if tries >= teacher.MAX_TRIES:
         st.error("Too many wrong codes in this session. Close the browser tab and try again.")
         return True
     with st.form("teacher_form"):
-        typed = st.text_input("Teacher code", type="password", key="teacher_typed",
+        typed = st.text_input("Teacher code", type="password", key=state.TEACHER_TYPED,
                               help="Printed in the server's console when it starts (scripts/run.sh), or set "
                                    "with DMLCORE_TEACHER_CODE.")
         if st.form_submit_button("Open the class view"):
             if teacher.check(typed):
-                ss["teacher_ok"] = True
+                ss[state.TEACHER_OK] = True
                 st.rerun()
-            ss["teacher_tries"] = tries + 1
-            if ss["teacher_tries"] >= teacher.MAX_TRIES:
+            ss[state.TEACHER_TRIES] = tries + 1
+            if ss[state.TEACHER_TRIES] >= teacher.MAX_TRIES:
                 st.rerun()
             st.error("That is not the teacher's code.")
     return True
@@ -54,16 +54,16 @@ def pooled_view():
     st.markdown(f"**{classroom.count(len(table), 'run')}** from **{classroom.count(sessions, 'session')}** on "
                 f"**{classroom.count(seeds, 'data seed')}** since {time.strftime('%H:%M:%S', time.localtime(since))} "
                 "(refreshes every 5 s).")
-    st.plotly_chart(figures.class_histograms(table, list(s["method"])), key="class_hist")
-    st.dataframe(s.drop(columns=["method"]), hide_index=True, key="class_summary",
+    st.plotly_chart(figures.class_histograms(table, list(s["method"])), key=state.CLASS_HIST)
+    st.dataframe(s.drop(columns=["method"]), hide_index=True, key=state.CLASS_SUMMARY,
                  column_config={c: st.column_config.NumberColumn(format="%.3g") for c in ("median MSE", "q25", "q75")})
     effects = classroom.effect_summary(table)
     if len(effects):
         st.markdown("**The estimated effects around the truth.** Each point is one run's estimated effect (the "
                     "average slope of f in the price); the red line is the design's true effect, the black bars "
                     "the medians.")
-        st.plotly_chart(figures.class_effects(table, list(s["method"]), effects.attrs["truth"]), key="class_effects")
-        st.dataframe(effects.drop(columns=["method"]), hide_index=True, key="class_effects_table",
+        st.plotly_chart(figures.class_effects(table, list(s["method"]), effects.attrs["truth"]), key=state.CLASS_EFFECTS)
+        st.dataframe(effects.drop(columns=["method"]), hide_index=True, key=state.CLASS_EFFECTS_TABLE,
                      column_config={c: st.column_config.NumberColumn(format="%.3g")
                                     for c in ("median effect", "mean error", "spread", "RMSE")})
         lo, hi = effects.attrs["truth range"]
@@ -84,11 +84,11 @@ def pooled_view():
 if not locked():
     st.fragment(run_every=5)(pooled_view)()
     left, right = st.columns(2)
-    if left.button("Start a new round", key="class_new_round", icon=":material/restart_alt:",
+    if left.button("Start a new round", key=state.CLASS_NEW_ROUND, icon=":material/restart_alt:",
                    help="Pool only the runs stored from now on (for everyone using this server)."):
         teacher.new_round()
         st.rerun()
-    if right.button("Leave the teacher view", key="class_leave", icon=":material/logout:"):
-        ss.pop("teacher_ok", None)
+    if right.button("Leave the teacher view", key=state.CLASS_LEAVE, icon=":material/logout:"):
+        ss.pop(state.TEACHER_OK, None)
         st.rerun()
 state.remember()  # a reload of this browser finds the data and choices again

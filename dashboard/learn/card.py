@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from dashboard import state
 from dashboard import ui
 from dashboard.learn.common import notebook_button, slow, strength_metric
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
@@ -221,7 +222,7 @@ def plausible_section(tsls: dict):
         "union of 95 % intervals": [f"[{f3(lo)}, {f3(hi)}]" for lo, hi in zip(t["union lower"], t["union upper"])],
         "local to zero: estimate [95 %]": [f"{f3(e)} [{f3(lo)}, {f3(hi)}]" for e, lo, hi in zip(
             t["local-to-zero estimate"], t["local-to-zero lower"], t["local-to-zero upper"])]})
-    st.dataframe(table, hide_index=True, key="learn_card_plausible")
+    st.dataframe(table, hide_index=True, key=state.LEARN_CARD_PLAUSIBLE)
     st.markdown(
         f"- δ = 0 gives back 2SLS and its interval [{f3(tsls['lower'])}, {f3(tsls['upper'])}].\n"
         f"- The union of intervals reaches 0 at δ = **{r['breakdown_union']:.4f}**, the local-to-zero interval at "

@@ -4,6 +4,7 @@ sessions, and the first-stage strength metric."""
 import pandas as pd
 import streamlit as st
 
+from dashboard import state
 from dashboard import ui
 from dashboard.training import one_openmp_thread
 from dmlcore.inference.first_stage import strength_label
@@ -38,7 +39,7 @@ def notebook_button(name: str, **settings):
     (the tab's current ones) and prints the numbers the tab shows (:mod:`dmlcore.teaching.notebooks`)."""
     from dmlcore.teaching import notebooks
     st.download_button("Notebook", notebooks.dumps(name, settings), file_name=f"{name}.ipynb",
-                       mime="application/x-ipynb+json", key=f"learn_notebook_{name}", icon=":material/download:",
+                       mime="application/x-ipynb+json", key=state.LEARN_NOTEBOOK(name), icon=":material/download:",
                        on_click="ignore", help="This experiment as a Jupyter notebook to take home: it calls "
                        "dmlcore with the settings above and prints the numbers shown here.")
 
@@ -80,7 +81,7 @@ def slow(name: str, label: str, run):
     if kept is not None:
         results[name] = kept
         return kept
-    if not st.button(label, key=f"learn_run_{name}", type="primary", icon=":material/play_arrow:"):
+    if not st.button(label, key=state.LEARN_RUN(name), type="primary", icon=":material/play_arrow:"):
         return None
     bar = st.progress(0.0, text="Starting...")
     try:
@@ -137,4 +138,4 @@ def notation():
     """One table of the letters used on the Learn page (and the rest of the tool)."""
     with st.popover("Notation", icon=":material/menu_book:", help="Every letter on this page", width="stretch"):
         st.dataframe(pd.DataFrame(NOTATION, columns=["symbol", "means", "where"]), hide_index=True,
-                     key="learn_notation", column_config={"means": st.column_config.TextColumn(width="large")})
+                     key=state.LEARN_NOTATION, column_config={"means": st.column_config.TextColumn(width="large")})

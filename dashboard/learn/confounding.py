@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from dashboard import state
 from dashboard.learn.common import chart, notebook_button, num
 from dmlcore.teaching import figures, iv
 
@@ -20,14 +21,14 @@ def confounding_tab():
         "(the same random numbers at every ρ) and fits OLS (sales on price) and 2SLS (fuel cost as "
         "instrument).")
     c1, c2 = st.columns(2)
-    pi = c1.select_slider("Instrument coefficient π", [0.25, 0.5, 1.0, 2.0], value=1.0, key="learn_conf_pi",
+    pi = c1.select_slider("Instrument coefficient π", [0.25, 0.5, 1.0, 2.0], value=1.0, key=state.LEARN_CONF_PI,
                           persist_state="session")
-    n = c2.select_slider("Rows per data set", [100, 500, 2000], value=500, key="learn_conf_n", persist_state="session")
+    n = c2.select_slider("Rows per data set", [100, 500, 2000], value=500, key=state.LEARN_CONF_N, persist_state="session")
     exp = confounding_exp(float(pi), int(n))
     notebook_button("confounding", pi=float(pi), n=int(n))
     chart(figures.estimates_box(exp, "rho", x_title="confounding ρ",
                                           title="OLS and 2SLS over 200 simulated data sets at each ρ"),
-                    key="learn_conf_plot")
+                    key=state.LEARN_CONF_PLOT)
     s = exp.summary
     ols, tsls = s[s["estimator"] == "OLS"], s[s["estimator"] == "2SLS"]
     st.markdown(

@@ -17,8 +17,8 @@ from dmlcore.teaching.measured import measured
 def crossfit_tab():
     data = state.causal()
     ss = st.session_state
-    k = int(ss.get("est_folds", 10))
-    seed = int(ss.get("est_seed", 0))
+    k = int(ss.get(state.EST_FOLDS, 10))
+    seed = int(ss.get(state.EST_SEED, 0))
     if data is not None:
         n, source = len(data.table), f"your data ({state.dataset().name}, {len(data.table):,} rows)"
     else:
@@ -30,11 +30,11 @@ def crossfit_tab():
         f"{k - 1} folds (blue), then uses them only on fold k's own rows (orange) in the second stage. "
         "Every row is held out exactly once, so the second stage sees all N rows, each scored by "
         "nuisances that never saw it. These are exactly the folds dmlcore uses for this N, K and seed.")
-    chart(plots.folds_figure(folds, n), key="learn_folds")
+    chart(plots.folds_figure(folds, n), key=state.LEARN_FOLDS)
     table = pd.DataFrame({"fold": range(k), "held-out rows (scored)": [len(f) for f in folds],
                           "rows training s_k and g_k": [n - len(f) for f in folds],
                           "first held-out rows": [", ".join(map(str, f[:6])) + " …" for f in folds]})
-    st.dataframe(table, hide_index=True, key="learn_fold_table")
+    st.dataframe(table, hide_index=True, key=state.LEARN_FOLD_TABLE)
     st.caption("CE-DML-CMR and the naive plug-in skip this: one nuisance model, trained on all rows, "
                "scores the same rows it was trained on. The idea is old in IV: with many instruments the first "
                "stage of 2SLS overfits and 2SLS drifts toward OLS; jackknife IV (JIVE) and split-sample IV predict "
@@ -49,9 +49,9 @@ def crossfit_tab():
         "Cross-fitting scores each row with models that never saw it. The experiment fits the three methods with the same learners on the "
         "same simulated data sets (f(a) = 2 sin(a); second stage: splines, penalty chosen on validation rows).")
     c1, c2 = st.columns([3, 1])
-    setting = c1.radio("Setting", list(nuisance.SETTINGS), key="learn_cmp_setting", persist_state="session",
+    setting = c1.radio("Setting", list(nuisance.SETTINGS), key=state.LEARN_CMP_SETTING, persist_state="session",
                        format_func=lambda key: nuisance.SETTINGS[key].title)
-    draws = c2.select_slider("Data sets", [5, 10, 20, 50], value=20, key="learn_cmp_draws", persist_state="session")
+    draws = c2.select_slider("Data sets", [5, 10, 20, 50], value=20, key=state.LEARN_CMP_DRAWS, persist_state="session")
     swap_note()
     timing = _timing()
     if timing:
@@ -62,12 +62,12 @@ def crossfit_tab():
     if exp is not None:
         left, right = st.columns([3, 2], gap="large")
         with left:
-            chart(figures.methods_box(exp), key="learn_cmp_plot")
+            chart(figures.methods_box(exp), key=state.LEARN_CMP_PLOT)
         with right:
             s = exp.summary.set_index("method")
             st.dataframe(pd.DataFrame({"median MSE": s["median"], "q25": s["q25"], "q75": s["q75"],
                                        "lowest MSE on": s["lowest MSE on"]}).rename(index=METHOD_TITLES),
-                         key="learn_cmp_table", column_config={c: st.column_config.NumberColumn(format="%.3g")
+                         key=state.LEARN_CMP_TABLE, column_config={c: st.column_config.NumberColumn(format="%.3g")
                                                                for c in ("median MSE", "q25", "q75")})
             best = s["median"].idxmin()
             st.markdown(
@@ -98,7 +98,7 @@ def repeated_section():
         return
     s = exp.summary.set_index("R")
     one, many = s.index.min(), s.index.max()
-    st.dataframe(exp.summary, hide_index=True, key="learn_reps_table",
+    st.dataframe(exp.summary, hide_index=True, key=state.LEARN_REPS_TABLE,
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in exp.summary.columns[1:]})
     st.markdown(
         f"- With R = {one} the {exp.params['splits']} splits' f̂ differ from their mean by "
@@ -123,7 +123,7 @@ def measured_section():
                       for b, d, l, n in zip(table["benchmark"], table["design"], table["learners"], table["N"])],
         **{m: table[m] for m in ("DML-CMR", "CE-DML-CMR", "Naive plug-in")},
         "naive wins": [f"{w} of {s}" for w, s in zip(table["naive wins"], table["paired seeds"])]})
-    st.dataframe(shown, hide_index=True, key="learn_measured",
+    st.dataframe(shown, hide_index=True, key=state.LEARN_MEASURED,
                  column_config={"benchmark": short("benchmark", "design (std.: standardized noise), learners "
                                                                 "(nn, gb, rf), N rows"),
                                 "naive wins": short("naive wins", "naive plug-in's MSE lower than DML-CMR's, of the "

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from dashboard import state
 from dashboard.learn.common import chart, notebook_button, num, pct, short, strength_metric
 from dashboard.training import one_openmp_thread
 from dmlcore import plots
@@ -34,14 +35,14 @@ def demand_experiment():
         "learners, K = 3) react? The plot shows the **average demand curve**: expected sales if every customer "
         "were offered the same price.")
     c1, c2, c3, c4 = st.columns(4)
-    strength = c1.slider("Instrument strength", 0.0, 3.0, 1.0, 0.05, key="exp_strength", persist_state="session",
+    strength = c1.slider("Instrument strength", 0.0, 3.0, 1.0, 0.05, key=state.EXP_STRENGTH, persist_state="session",
                          help="How much the fuel price moves the ticket price.")
-    rho = c2.slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key="exp_rho", persist_state="session",
+    rho = c2.slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key=state.EXP_RHO, persist_state="session",
                     help="How strongly the hidden demand shock drives both price and sales.")
-    n = c3.select_slider("Rows", [500, 1000, 2000], value=1000, key="exp_n", persist_state="session")
-    seed = c4.number_input("Seed", min_value=0, max_value=10_000, value=0, step=1, key="exp_seed",
+    n = c3.select_slider("Rows", [500, 1000, 2000], value=1000, key=state.EXP_N, persist_state="session")
+    seed = c4.number_input("Seed", min_value=0, max_value=10_000, value=0, step=1, key=state.EXP_SEED,
                            persist_state="session")
-    with_naive = st.checkbox("also the naive plug-in (same learners)", key="exp_naive", persist_state="session")
+    with_naive = st.checkbox("also the naive plug-in (same learners)", key=state.EXP_NAIVE, persist_state="session")
     start = time.perf_counter()
     try:
         with st.spinner("Fitting..."), one_openmp_thread():
@@ -58,11 +59,11 @@ def demand_experiment():
         chart(plots.curve_figure([(name, f["curve"]) for name, f in fits.items()],
                                            methods=[f["key"] for f in fits.values()], x_title="price",
                                            y_title="average sales", title="Average demand curve",
-                                           lines_in_view=True), key="exp_curves")
+                                           lines_in_view=True), key=state.EXP_CURVES)
     with right:
         chart(plots.bar_figure(list(fits), [f["mse"] for f in fits.values()],
                                          keys=[f["key"] for f in fits.values()], y_title="MSE vs truth",
-                                         title="Error of f on the test grid (lower is better)"), key="exp_mse")
+                                         title="Error of f on the test grid (lower is better)"), key=state.EXP_MSE)
         strength_metric(st, result["f_stat"])
     st.markdown(f"**Price slope** of the average demand curve, in tickets per unit of price: truth "
                 f"{num(result['true_slope'], 1)}; "
@@ -117,12 +118,12 @@ def bands_section(strength: float, rho: float, n: int, seed: int):
     chart(plots.curve_figure([("DML-CMR, spline f", current["curve"])], methods=["dml-cmr"],
                                        x_title="price", y_title="average sales",
                                        title=f"Average demand curve with its 95 % band (strength {strength:g})"),
-                    key="exp_band_curve")
+                    key=state.EXP_BAND_CURVE)
     chart(plots.sweep_figure(
         demand.BAND_STRENGTHS, [("mean width of the band of f", [r["width"] for r in sweep], None),
                          ("share of the true f inside it", [r["coverage"] for r in sweep], 0.95)],
         x_title="instrument strength", log_x=True, title="Across instrument strengths (same N, ρ, seed)",
-        text=[f"first-stage F {r['f_stat']:,.1f}" for r in sweep]), key="exp_band_sweep")
+        text=[f"first-stage F {r['f_stat']:,.1f}" for r in sweep]), key=state.EXP_BAND_SWEEP)
     table = pd.DataFrame({"instrument strength": demand.BAND_STRENGTHS,
                           "first-stage F": [r["f_stat"] for r in sweep],
                           "label": [strength_label(r["f_stat"]).level for r in sweep],
@@ -130,7 +131,7 @@ def bands_section(strength: float, rho: float, n: int, seed: int):
                           "coverage (f, test grid)": [r["coverage"] for r in sweep],
                           "band width (average curve)": [r["curve_width"] for r in sweep],
                           "fit seconds": [r["seconds"] for r in sweep]})
-    st.dataframe(table, key="exp_band_table", hide_index=True, column_config={
+    st.dataframe(table, key=state.EXP_BAND_TABLE, hide_index=True, column_config={
         "instrument strength": short("strength", "instrument strength", "%g"),
         "first-stage F": short("F", "first-stage F", "%.1f"), "label": short("label", "strength label"),
         "band width (f, test grid)": short("width f", "band width (f, test grid)", "%.3g"),
@@ -170,7 +171,7 @@ def measured_coverage():
     st.markdown("**What the band delivered** over "
                 f"{int(fixed['data sets'].iloc[0])} data sets at each strength (ρ = 0.9, 1,000 rows, the penalty "
                 f"fixed at {demand.BAND_RIDGE:g}; bench/results/teaching/demand-band-coverage.csv):")
-    st.dataframe(table, hide_index=True, key="exp_band_coverage",
+    st.dataframe(table, hide_index=True, key=state.EXP_BAND_COVERAGE,
                  column_config={"median first-stage F": short("median F", "median first-stage F", "%.1f"),
                                 "mean coverage": short("coverage", "mean coverage", "%.3f"),
                                 "coverage s.e.": short("s.e.", "coverage s.e. (Monte Carlo)", "%.3f"),

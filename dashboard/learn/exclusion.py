@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from dashboard import state
 from dashboard.learn.common import chart, notebook_button, num
 from dmlcore.teaching import figures, iv
 
@@ -16,11 +17,11 @@ def exclusion_tab():
         "Now the fuel cost also moves sales **directly** by δ (say it signals the airline's finances to "
         "customers): the exclusion restriction fails. 200 data sets of 500 rows at each δ, confounding ρ = 0.5.")
     pi = st.slider("Instrument coefficient π (how much the fuel cost moves the price)", 0.2, 1.0, 0.5, 0.1,
-                   key="learn_excl_pi", persist_state="session")
+                   key=state.LEARN_EXCL_PI, persist_state="session")
     exp = exclusion_exp(float(pi))
     notebook_button("exclusion", pi=float(pi))
     chart(figures.estimates_box(exp, "direct effect", x_title="direct effect δ of the instrument on sales",
-                                          title="2SLS and OLS when the instrument is invalid"), key="learn_excl_plot")
+                                          title="2SLS and OLS when the instrument is invalid"), key=state.LEARN_EXCL_PLOT)
     s = exp.summary
     tsls, ols = s[s["estimator"] == "2SLS"], s[s["estimator"] == "OLS"]
     mid = tsls.iloc[len(tsls) // 2]

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from dashboard import state
 from dashboard.learn.common import chart, notebook_button, num
 from dmlcore.teaching import figures, forbidden
 
@@ -24,13 +25,13 @@ def forbidden_tab():
         "E[f(A) | Z] = e^(−σ²/2) · f(Z): the instrument sees a flattened copy of f. Three fits of the same "
         "degree-5 polynomial on the same data (30 data sets; hidden confounding):")
     c1, c2 = st.columns(2)
-    sigma = c1.slider("Spread σ of the price given the instrument", 0.3, 1.5, 0.8, 0.1, key="learn_forb_sigma",
+    sigma = c1.slider("Spread σ of the price given the instrument", 0.3, 1.5, 0.8, 0.1, key=state.LEARN_FORB_SIGMA,
                       persist_state="session")
-    n = c2.select_slider("Rows per data set", [500, 1000, 2000], value=1000, key="learn_forb_n",
+    n = c2.select_slider("Rows per data set", [500, 1000, 2000], value=1000, key=state.LEARN_FORB_N,
                          persist_state="session")
     exp = forbidden_exp(float(sigma), int(n))
     notebook_button("forbidden", sigma=float(sigma), n=int(n))
-    chart(figures.forbidden_figure(exp), key="learn_forb_plot")
+    chart(figures.forbidden_figure(exp), key=state.LEARN_FORB_PLOT)
     s = exp.summary.set_index("method")
     st.markdown(
         f"- **Regression** of sales on the polynomial of the price: MSE {num(s.loc['regression', 'mse'], 3)}; its "

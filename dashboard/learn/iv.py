@@ -3,6 +3,7 @@ estimator and LATE."""
 
 import streamlit as st
 
+from dashboard import state
 from dashboard.diagram import causal_dot, moment_text
 from dashboard.learn.common import chart, notebook_button, num
 from dmlcore.teaching import figures, iv
@@ -59,12 +60,12 @@ def wald_section():
         "cost between two levels). With a binary instrument the effect is the **Wald ratio**: how much mean "
         "sales differ between the instrument's two groups, divided by how much mean prices differ.")
     c1, c2 = st.columns(2)
-    rho = c1.slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key="learn_wald_rho", persist_state="session",
+    rho = c1.slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key=state.LEARN_WALD_RHO, persist_state="session",
                     help="How strongly the hidden shock U drives both price and sales.")
-    seed = c2.number_input("Seed", 0, 10_000, 0, key="learn_wald_seed", persist_state="session")
+    seed = c2.number_input("Seed", 0, 10_000, 0, key=state.LEARN_WALD_SEED, persist_state="session")
     exp = wald_exp(float(rho), int(seed))
     notebook_button("wald", rho=float(rho), seed=int(seed))
-    chart(figures.wald_scatter(exp), key="learn_wald_plot")
+    chart(figures.wald_scatter(exp), key=state.LEARN_WALD_PLOT)
     slopes = exp.summary.set_index("estimate")["slope"]
     (a0, y0), (a1, y1) = exp.params["means"]["off"], exp.params["means"]["on"]
     st.markdown(
@@ -85,10 +86,10 @@ def late_section():
         "like years of schooling, 2SLS estimates a weighted average of the effects on those the instrument "
         "moves (Angrist & Imbens 1995; *not simulated here*).")
     c1, c2 = st.columns(2)
-    compliers = c1.slider("Share of compliers", 0.1, 0.9, 0.4, 0.05, key="learn_late_share", persist_state="session",
+    compliers = c1.slider("Share of compliers", 0.1, 0.9, 0.4, 0.05, key=state.LEARN_LATE_SHARE, persist_state="session",
                           help="The rest is split equally between always-takers and never-takers.")
     effect_always = c2.slider("Effect for always-takers (compliers: 1, never-takers: 0)", -2.0, 4.0, 3.0, 0.5,
-                              key="learn_late_effect", persist_state="session")
+                              key=state.LEARN_LATE_EFFECT, persist_state="session")
     exp = late_exp(float(compliers), float(effect_always))
     notebook_button("late", compliers=float(compliers), effect_always=float(effect_always))
     med = exp.summary.set_index("estimator")

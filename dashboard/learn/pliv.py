@@ -4,6 +4,7 @@ orthogonal score, with and without cross-fitting; the second-order positive cont
 import pandas as pd
 import streamlit as st
 
+from dashboard import state
 from dashboard.learn.common import chart, cover, mc_se, notebook_button, num, short, slow
 from dashboard.training import one_openmp_thread
 from dmlcore.inference.effect_coverage import demand_contrast
@@ -77,13 +78,13 @@ def histograms_section():
                    "installation; run the small version below.")
     else:
         describe(exp, f"{exp.params['sims']:,} data sets of {exp.params['n']:,} rows (shipped in "
-                      f"{exp.params['source']}, written by `python -m bench.pliv`)", "learn_pliv_plot")
+                      f"{exp.params['source']}, written by `python -m bench.pliv`)", state.LEARN_PLIV_PLOT)
     st.markdown(f"**Recompute a small version live**: {LIVE['sims']} new data sets of {LIVE['n']} rows "
                 "(other random numbers; a few seconds).")
     live = slow("pliv-live", "Run the small version",
                 lambda cb: pliv.simulations(**LIVE, seed=1, callback=cb))
     if live is not None:
-        describe(live, f"{LIVE['sims']} data sets of {LIVE['n']} rows, computed on this server", "learn_pliv_live")
+        describe(live, f"{LIVE['sims']} data sets of {LIVE['n']} rows, computed on this server", state.LEARN_PLIV_LIVE)
 
 
 def describe(exp, what: str, key: str):
@@ -94,7 +95,7 @@ def describe(exp, what: str, key: str):
                           "mean of (θ̂ − θ)/se": s["mean t"].to_numpy(), "sd of (θ̂ − θ)/se": s["sd t"].to_numpy(),
                           "95 % interval covers θ": s["coverage"].to_numpy(),
                           "median θ̂ − θ": s["median bias"].to_numpy(), "median se": s["median se"].to_numpy()})
-    st.dataframe(table, hide_index=True, key=f"{key}_table", column_config={
+    st.dataframe(table, hide_index=True, key=state.TABLE_OF(key), column_config={
         "cross-fitting": short("cross-fit", "cross-fitting"),
         "mean of (θ̂ − θ)/se": short("mean t", "mean of t = (θ̂ − θ)/se", "%.3f"),
         "sd of (θ̂ − θ)/se": short("sd t", "sd of t = (θ̂ − θ)/se", "%.3f"),
@@ -150,7 +151,7 @@ def second_order_section():
     s_slope = pliv.loglog_slope(s_line["eps"], s_line["change"])
     lines.append((f"DML-CMR, error in ŝ (f̂ moves): slope {s_slope:.2f}", s_line["eps"], s_line["change"],
                   "ce-dml-cmr"))
-    chart(figures.second_order_figure(lines), key="learn_second_order")
+    chart(figures.second_order_figure(lines), key=state.LEARN_SECOND_ORDER)
     orth = t[t["score"] == "orthogonal"].set_index("eps")["change"]
     first, last = orth.index[0], orth.index[-1]
     order = {score: "second order" if slope > 1.75 else "first order" if slope < 1.5 else "in between"
@@ -182,7 +183,7 @@ def demand_section():
         "representer) estimated from the data so that the correction cancels f̂'s error to first order: the same idea as the orthogonal score "
         "above, for the effect instead of θ (docs/coverage.md has the details). Measured over simulated "
         "demand-iv data sets (1,000 rows each, `python -m bench.effect_coverage`):")
-    st.dataframe(shown, hide_index=True, key="learn_demand_debiased", column_config={
+    st.dataframe(shown, hide_index=True, key=state.LEARN_DEMAND_DEBIASED, column_config={
         "data sets": short("sets", "data sets"),
         "mean error (estimate − truth)": short("mean error", "mean error (estimate − truth)", "%.3f"),
         "sd of estimates": short("sd", "sd of estimates", "%.3f"),

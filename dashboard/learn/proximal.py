@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from dashboard import state
 from dashboard.learn.common import chart, notebook_button, num
 from dmlcore.teaching import figures, proximal
 
@@ -64,16 +65,16 @@ def pcl_tab():
         "Y = −1·A + 2·U + noise. With κ = 0 the bridge h(a, w) = −a + 2w solves the equation, and *proximal "
         "2SLS* (regress Y on A and W, instrumenting W with Z) estimates the effect −1. 200 data sets.")
     c1, c2, c3 = st.columns(3)
-    noise = c1.slider("Proxy noise τ", 0.0, 2.0, 1.0, 0.1, key="learn_pcl_noise", persist_state="session",
+    noise = c1.slider("Proxy noise τ", 0.0, 2.0, 1.0, 0.1, key=state.LEARN_PCL_NOISE, persist_state="session",
                       help="Standard deviation of the proxies' own noise: 0 means W and Z measure U exactly.")
-    kappa = c2.slider("Effect κ of the price on the outcome proxy", -0.5, 0.5, 0.0, 0.05, key="learn_pcl_kappa",
+    kappa = c2.slider("Effect κ of the price on the outcome proxy", -0.5, 0.5, 0.0, 0.05, key=state.LEARN_PCL_KAPPA,
                       persist_state="session", help="Not zero: the outcome proxy is affected by the treatment, "
                                                     "which the method forbids.")
-    n = c3.select_slider("Rows per data set", [500, 1000, 2000], value=1000, key="learn_pcl_n", persist_state="session")
+    n = c3.select_slider("Rows per data set", [500, 1000, 2000], value=1000, key=state.LEARN_PCL_N, persist_state="session")
     exp = proximal_exp(float(noise), float(kappa), int(n))
     notebook_button("proximal", noise=float(noise), kappa=float(kappa), n=int(n))
     chart(figures.estimates_box(exp, None, x_title="", title="Estimates of the effect of price (truth −1)"),
-                    key="learn_pcl_plot")
+                    key=state.LEARN_PCL_PLOT)
     s = exp.summary.set_index("estimator")
     span = lambda name: f"{num(s.loc[name, 'q25'])} to {num(s.loc[name, 'q75'])}"  # noqa: E731  the ends, as the plan quotes them
     lines = [

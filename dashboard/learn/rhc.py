@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from dashboard import state
 from dashboard import ui
 from dashboard.learn.card import answer
 from dashboard.learn.common import notebook_button, num
@@ -44,7 +45,7 @@ def rhc_tab():
     strength = s["strength"]
     table = pd.DataFrame([{"outcome proxy W": name, "F of the treatment proxies (given A, X)": v["f_stat"],
                            "partial R²": v["partial_r2"]} for name, v in strength["per_proxy"].items()])
-    st.dataframe(table, hide_index=True, key="learn_rhc_strength",
+    st.dataframe(table, hide_index=True, key=state.LEARN_RHC_STRENGTH,
                  column_config={"F of the treatment proxies (given A, X)": st.column_config.NumberColumn(format="%.1f"),
                                 "partial R²": st.column_config.NumberColumn(format="%.3f")})
     st.markdown(
@@ -65,7 +66,7 @@ def rhc_tab():
             ("proximal 2SLS with the proxies' roles swapped", s["p2sls_swapped"])]
     st.dataframe(pd.DataFrame([{"estimate": name, "ATE (days)": num(e["coef"]),
                                 "95 % interval": f"[{num(e['lower'])}, {num(e['upper'])}]"} for name, e in rows]),
-                 hide_index=True, key="learn_rhc_linear",
+                 hide_index=True, key=state.LEARN_RHC_LINEAR,
                  column_config={"estimate": st.column_config.TextColumn(width="large")})
     answer("The regression says " + interval(s["regression"]) + ", proximal 2SLS " + interval(s["p2sls"])
            + ". What did the proxies change, and what does it rest on?",
@@ -97,7 +98,7 @@ def rhc_tab():
                           "95 % interval": [f"[{num(lo)}, {num(hi)}]" for lo, hi in zip(table["lower"], table["upper"])],
                           "held-out score (s.e.)": [f"{v:.3f}" + (f" ({s:.3f})" if pd.notna(s) else "") if pd.notna(v) else "—"
                                                     for v, s in zip(table["held-out score"], table["held-out s.e."])]})
-    st.dataframe(shown, hide_index=True, key="learn_rhc_methods")
+    st.dataframe(shown, hide_index=True, key=state.LEARN_RHC_METHODS)
     low, high = table["ATE (days)"].min(), table["ATE (days)"].max()
     flexible = table[table["method"] != rhc.METHOD_TITLES.get("2sls", "2sls")]["ATE (days)"]
     answer("The nonparametric methods say " + num(flexible.min()) + " to " + num(flexible.max()) + " days. Why do "

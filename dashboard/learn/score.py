@@ -3,6 +3,7 @@
 import numpy as np
 import streamlit as st
 
+from dashboard import state
 from dashboard.learn.common import chart, notebook_button, num, slow
 from dmlcore.teaching import figures, nuisance
 
@@ -53,7 +54,7 @@ def score_tab():
     exp = slow("orthogonality", "Run the perturbation experiment", lambda cb: nuisance.orthogonality(callback=cb))
     if exp is None:
         return
-    chart(figures.orthogonality_figure(exp), key="learn_orth_plot")
+    chart(figures.orthogonality_figure(exp), key=state.LEARN_ORTH_PLOT)
     s = exp.summary
     at = {e: s[np.isclose(s["eps"], e)].set_index(["perturbation", "method"]) for e in (0.0, 0.1, 0.2)}
     base = at[0.0]["rmse"].xs("s")

@@ -4,6 +4,7 @@ Fuller, CLR and tF beside them."""
 import pandas as pd
 import streamlit as st
 
+from dashboard import state
 from dashboard.learn.common import chart, cover, mc_se, notebook_button, num, pct
 from dmlcore.inference.first_stage import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, strong_bar
 from dmlcore.teaching import figures, iv
@@ -19,14 +20,14 @@ def weak_tab():
         "The same markets with the confounding set by ρ, and an instrument made weaker and weaker. 500 data sets "
         "of 500 rows at each strength; the strength is named by the median first-stage F.")
     c1, c2 = st.columns(2)
-    k = c1.radio("Instruments", [4, 1], horizontal=True, key="learn_weak_k", persist_state="session",
+    k = c1.radio("Instruments", [4, 1], horizontal=True, key=state.LEARN_WEAK_K, persist_state="session",
                  format_func=lambda v: f"{v} instrument{'s' if v > 1 else ''}",
                  help="Four weak instruments show the bias toward OLS; one instrument shows the unreliable "
                       "intervals (its 2SLS median stays close to the truth until F is very small).")
-    rho = c2.slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key="learn_weak_rho", persist_state="session")
+    rho = c2.slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key=state.LEARN_WEAK_RHO, persist_state="session")
     exp = weak_exp(int(k), float(rho))
     notebook_button("weak", instruments=int(k), rho=float(rho))
-    chart(figures.weak_figure(exp), key="learn_weak_plot")
+    chart(figures.weak_figure(exp), key=state.LEARN_WEAK_PLOT)
     s = exp.summary
     draws = int(exp.params["draws"])
     # two narrow tables instead of one of eleven columns (a projector at 1,024 pixels shows them whole)
@@ -37,7 +38,7 @@ def weak_tab():
                               ("Fuller", "Fuller relative median bias"))}})
     st.markdown("**Medians of the estimates** over the draws (truth −1); in brackets, the median's distance from "
                 "the truth as a share of OLS's")
-    st.dataframe(estimates, hide_index=True, key="learn_weak_table",
+    st.dataframe(estimates, hide_index=True, key=state.LEARN_WEAK_TABLE,
                  column_config={"median F": st.column_config.NumberColumn(format="%.1f")})
     coverage = {"median F": s["median F"]}
     for title, column in (("2SLS interval", "2SLS interval coverage"), ("Fuller interval", "Fuller interval coverage"),
@@ -49,7 +50,7 @@ def weak_tab():
     coverage = pd.DataFrame(coverage)
     st.markdown("**How often each 95 % interval or set contains the truth**, in % (in brackets its Monte-Carlo "
                 "s.e., in percentage points)")
-    st.dataframe(coverage, hide_index=True, key="learn_weak_coverage",
+    st.dataframe(coverage, hide_index=True, key=state.LEARN_WEAK_COVERAGE,
                  column_config={"median F": st.column_config.NumberColumn(format="%.1f")})
     weakest, at10 = s.iloc[0], s.iloc[(s["median F"] - WEAK_F).abs().argmin()]
     lines = [
@@ -115,6 +116,6 @@ def weak_tab():
                f"{k} instrument{'s' if k > 1 else ''} and one treatment: **weak** below {WEAK_F:g}, **moderate** "
                f"from {WEAK_F:g} to {bar:g}, **strong** above ({source}).")
     choice = st.select_slider("Intervals of single data sets at strength", list(s["expected F"]),
-                              value=s["expected F"].iloc[1], key="learn_weak_pick", persist_state="session",
+                              value=s["expected F"].iloc[1], key=state.LEARN_WEAK_PICK, persist_state="session",
                               format_func=lambda v: f"F≈{s.set_index('expected F').loc[v, 'median F']:.3g}")
-    chart(figures.intervals_figure(exp, float(choice)), key="learn_weak_intervals")
+    chart(figures.intervals_figure(exp, float(choice)), key=state.LEARN_WEAK_INTERVALS)
