@@ -8,9 +8,9 @@ Two ways in, and no other: the pages and the ``dashboard`` modules call these fu
   server restart. The Train page's batches, the home page's demo and the Results page's bootstrap
   all start their fits here.
 - :func:`fit_now` fits the linear IV coefficient method (2SLS) in the page's own script run. It is
-  synchronous by design: 2SLS is closed-form algebra (about 0.1-0.4 s on the real data sets, Card's
-  3,010 rows included), so a job would cost more in queueing and a worker's start than the fit, and
-  the page would have to wait a rerun for a number it can draw now. The Results page uses it for the
+  synchronous by design: 2SLS is closed-form algebra (0.1-0.4 s measured on Card's 3,010 rows, the
+  reference fit with its held-out residual and debiased effect the slowest), so a job would add a turn
+  in the queue and a worker's start to it, and the page would wait a rerun for a number it can draw now. The Results page uses it for the
   2SLS reference drawn beside nonlinear fits on real data and for the linear IV inference under the
   page's covariance choice; both are kept in the session's caches (:func:`dashboard.state.cached`).
 """

@@ -112,3 +112,29 @@ def test_fit_now_fits_the_linear_iv_method_only():
 def test_no_page_is_over_300_lines():
     long = {name: text.count("\n") for name, text in _sources("pages") if text.count("\n") > 300}
     assert not long, f"pages over 300 lines (move their pieces into dashboard/): {long}"
+
+
+def test_accessors_refuse_undeclared_keys_and_the_caches_keep_one_value_per_key():
+    for access in (lambda: state.get("nope"), lambda: state.put("nope", 1), lambda: state.pop("nope"),
+                   lambda: state.cached(state.RES_ADD, "k", list)):      # a key, but not a cache
+        with pytest.raises(KeyError, match="declare"):
+            access()
+    try:
+        assert state.get(state.RES_ADD) == [] and state.get(state.RES_ADD) is not state.KEYS[state.RES_ADD].default
+        state.put(state.RES_ADD, ["run"])
+        assert state.get(state.RES_ADD) == ["run"] and state.pop(state.RES_ADD) == ["run"]
+        made = []
+        assert state.cached(state.RESULT_CACHE, "a", lambda: made.append(1) or len(made)) == 1
+        assert state.cached(state.RESULT_CACHE, "a", lambda: made.append(1) or len(made)) == 1 and made == [1]
+
+        def fails():
+            raise DMLCoreError("no cluster column chosen; choose one")
+        assert state.cached(state.RESULT_CACHE, "b", fails, errors_as_text=True) == "no cluster column chosen; choose one"
+        with pytest.raises(DMLCoreError):
+            state.cached(state.RESULT_CACHE, "c", fails)
+        state.cached(state.STUDY_TABLE_CACHE, "x", dict)
+        state.cached(state.STUDY_TABLE_CACHE, "y", dict, latest_only=True)
+        assert list(state.get(state.STUDY_TABLE_CACHE)) == ["y"]
+    finally:
+        for name in (state.RES_ADD, state.RESULT_CACHE, state.STUDY_TABLE_CACHE):
+            state.pop(name)
