@@ -32,7 +32,7 @@ INLINE_KEY = [
     re.compile(r"[\"'][\w]+[\"']\s+(?:not\s+)?in\s+" + _SS + r"\b"),        # "..." in ss
 ]
 DIRECT_FIT = [re.compile(r"\bfit_run\("), re.compile(r"\.fit\("), re.compile(r"\bregression_table\("),
-              re.compile(r"\.submit_fit\(")]
+              re.compile(r"\.submit_fit\("), re.compile(r"\bimport\b.*\bfit_run\b")]   # also fit_run under another name
 
 
 def _sources(*folders, skip=()):
@@ -90,7 +90,8 @@ def test_every_declaration_says_what_it_holds_and_covers_the_estimator_keys():
 
 def test_the_fit_scanner_finds_planted_fits():
     for line in ("run = fit_run(data, 'dml-cmr')", "est.fit(data)", "regression_table(data)",
-                 "state.registry().submit_fit(owner, 'x', data=d, method='2sls')"):
+                 "state.registry().submit_fit(owner, 'x', data=d, method='2sls')",
+                 "from dmlcore.runs import Run, fit_run as fit"):
         assert _hits(DIRECT_FIT, "planted.py", line), line
     assert not _hits(DIRECT_FIT, "fine.py", "fits.submit('x', data=d, method=m)")
 
