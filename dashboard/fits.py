@@ -20,10 +20,12 @@ from __future__ import annotations
 from dashboard import state
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS
+from dmlcore.estimators.tsls import TwoStageLeastSquares
 from dmlcore.runs import Run, fit_run
 
-# The registry's linear IV method: the one whose class reports its coefficient with an Anderson-Rubin set.
-LINEAR_IV = next(name for name, entry in METHODS.items() if "anderson_rubin" in getattr(entry.cls, "capabilities", ()))
+# The registry's 2SLS: the entry whose class is TwoStageLeastSquares (LIML, Fuller and GMM (IV) have classes of
+# their own).
+LINEAR_IV = next(name for name, entry in METHODS.items() if entry.cls is TwoStageLeastSquares)
 
 
 def submit(label: str, *, data, method: str, truth=None, dataset: str | None = None, **fit_kwargs) -> str:
