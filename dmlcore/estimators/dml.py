@@ -2,7 +2,8 @@
 
 All three share one machinery:
 
-1. split the rows into K folds (one "fold" holding every row when there is no cross-fitting);
+1. split the rows into K folds (one "fold" holding every row when there is no cross-fitting): the
+   resampler's ``"crossfit"`` folds (:mod:`dmlcore.stats.resample`);
 2. fit the nuisances on each fold's complement (on all rows without cross-fitting): the
    outcome model s_k(c) = E[Y | C] and the conditional distribution of f's modelled inputs;
 3. for every row i of fold k, compute the target t_i -- s_k(c_i) for the orthogonal score,

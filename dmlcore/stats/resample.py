@@ -10,11 +10,11 @@ A split is drawn for a *purpose*, a named stream of :data:`STREAMS`, and a seed 
 * :func:`draws`: the row indices of a resample with replacement (the bootstrap's refits);
 * :func:`subsample`: rows drawn without replacement (the first stage's cap on rows).
 
-The seed rule: purpose p with key (k, ...) draws from ``numpy.random.default_rng([seed, k, ...,
-index])``, so two purposes never share random numbers and one seed fixes them all; ``index`` numbers
-the draws of one purpose (the bootstrap's refit b). The keys are the constants each caller used
-before this module existed, so every split is the one it was, bit for bit (tests/test_resample.py
-recomputes them from the old code). One stream is the exception, kept for that reason: the first
+The seed rule: a purpose with key (k, ...) draws from ``numpy.random.default_rng([seed, k, ...,
+index])``, so no two purposes of :data:`STREAMS` share random numbers and the seed given fixes them
+all; ``index`` numbers the draws of one purpose (the bootstrap's refit b). The keys are the constants
+each caller used before this module existed, so every split is the one it was, bit for bit
+(tests/test_resample.py recomputes them from the old code). One stream is the exception, kept for that reason: the first
 stage's folds are scikit-learn's ``KFold(shuffle=True, random_state=seed)``, a legacy
 ``numpy.random.RandomState(seed)`` permutation.
 
