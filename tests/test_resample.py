@@ -19,7 +19,7 @@ from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.dml import make_folds
 from dmlcore.learners.select import inner_folds
-from dmlcore.runs.heldout_residual import INNER, fold_split
+from dmlcore.runs.heldout_residual import fold_split
 from dmlcore.stats import resample
 
 ROOT = Path(__file__).resolve().parents[1]
