@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.settings import SETTINGS
 from dmlcore.inference.effect_notes import clusters_note, identification_note, spread_note
 from dmlcore.inference.linear_iv import set_text
 
@@ -79,6 +80,20 @@ class Part:
             *(n for n in named if getattr(self, n) is not None), *self.extra)
         return {key: _write(named[key], getattr(self, key)) if key in named else copy.deepcopy(self.extra[key])
                 for key in order}
+
+    def __bool__(self) -> bool:
+        """False for a part read from an empty dict, as the dict was (``if run.heldout:``)."""
+        if self.keys is not None:
+            return bool(self.keys)
+        return bool(self.extra) or any(getattr(self, n) is not None for n in self._named())
+
+    def get(self, key: str, default=None):
+        """The stored value of ``key`` (as ``to_dict()`` writes it), ``default`` when absent: for keys named at
+        run time (a table's columns, a study's settings)."""
+        if not self.has(key):
+            return default
+        named = self._named()
+        return _write(named[key], getattr(self, key)) if key in named else copy.deepcopy(self.extra[key])
 
     def has(self, key: str) -> bool:
         """Whether the record part holds ``key`` (a field read as None may be absent or None)."""
@@ -233,19 +248,26 @@ class Effect(Part):
     @property
     def headline_is_debiased(self) -> bool:
         """Whether the headline is the debiased effect (else the method's own: 2SLS's coefficient, a plug-in)."""
-        return self.debiased is not None and self.estimate == self.debiased.estimate
+        return bool(self.debiased) and self.estimate == self.debiased.estimate
 
     @property
     def anderson_rubin(self) -> Interval | None:
         """The Anderson-Rubin entry of ``intervals`` (linear IV methods), or None."""
         return next((e for e in self.intervals or [] if isinstance(e, Interval) and e.is_anderson_rubin), None)
 
+    @property
+    def linear_head(self) -> str | None:
+        """The linear IV estimator whose closed-form interval is the headline ("2SLS", "LIML", "Fuller", "GMM"),
+        or None (a debiased, bootstrap or delta-method interval, or none)."""
+        interval = self.interval or ""
+        return next((name for name in LINEAR_HEADS if interval.startswith(f"{name}:")), None)
+
     def how(self) -> str:
         """The headline interval's kind in a few words: "debiased", "bootstrap", "2SLS s.e., <covariance>",
         "delta method" (the CLI's summary line)."""
         interval = self.interval or ""
         kind = interval.split("(")[-1].split(", as ")[0].rstrip(")") if "(" in interval else ""
-        linear = next((name for name in LINEAR_HEADS if interval.startswith(f"{name}:")), None)
+        linear = self.linear_head
         if self.headline_is_debiased:
             return "debiased"
         if self.bootstrap:
@@ -439,11 +461,10 @@ class Config(Part):
         extra = self.__dict__.get("extra", {})
         if name in extra:
             return extra[name]
+        if name in SETTINGS:          # a setting declared after the record was stored
+            return None
         raise AttributeError(f"the run's config has no setting {name!r}; it holds {', '.join(extra) or 'none'}")
 
-    def get(self, name: str, default=None):
-        """A setting by name (``method`` and ``data`` too), ``default`` when the record lacks it."""
-        return self.to_dict().get(name, default)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -491,6 +512,11 @@ class RunRecord(Part):
     curve: dict | None = None
 
     # -------------------------------------------------------- reading it
+
+    @property
+    def mse_fresh(self) -> float | None:
+        """The MSE on fresh draws of the design (``metrics["mse_fresh"]``; None when the truth has none)."""
+        return (self.metrics or {}).get("mse_fresh")
 
     @property
     def params(self) -> pd.Series:
