@@ -347,13 +347,12 @@ def _effect_text(effect: Effect, linear: bool = False) -> str:
             f"[{debiased.ci_lower:.4g}, {debiased.ci_upper:.4g}]")
     if effect.debiased_error:
         text += f" ({effect.debiased_error})"
-    notes = effect.notes()
     if debiased and not (effect.headline_is_debiased and debiased.weakly_identified):   # a flagged headline printed its reason
-        text += f" identification={notes['identification']}"
+        text += f" identification={effect.identification_note()}"
     if effect.spread:
-        text += f" spread={notes['spread']}"
+        text += f" spread={effect.spread_note()}"
     if effect.clusters:
-        text += f" {notes['clusters']}"
+        text += f" {effect.clusters_note()}"
     return text
 
 

@@ -276,11 +276,24 @@ class Effect(Part):
             return f"{linear} s.e., {kind}" if kind else f"{linear} s.e."
         return "delta method"
 
+    def identification_note(self) -> str:
+        """Whether the weak-identification flag fired, with the numbers it read
+        (:func:`dmlcore.inference.effect_notes.identification_note`)."""
+        return identification_note(self.to_dict())
+
+    def spread_note(self) -> str:
+        """The specification spread in a few words (:func:`dmlcore.inference.effect_notes.spread_note`)."""
+        return spread_note(self.to_dict())
+
+    def clusters_note(self) -> str:
+        """How the intervals treat clusters (:func:`dmlcore.inference.effect_notes.clusters_note`)."""
+        return clusters_note(self.to_dict())
+
     def notes(self) -> dict[str, str]:
         """{"identification", "spread", "clusters"}: the three notes that go beside an effect
         (:mod:`dmlcore.inference.effect_notes`)."""
-        d = self.to_dict()
-        return {"identification": identification_note(d), "spread": spread_note(d), "clusters": clusters_note(d)}
+        return {"identification": self.identification_note(), "spread": self.spread_note(),
+                "clusters": self.clusters_note()}
 
 
 # ----------------------------------------------------------------- diagnostics
@@ -358,6 +371,32 @@ class FirstStage(Part):
 
 
 # ----------------------------------------------------------------- the rest of a record
+
+@dataclass(frozen=True, kw_only=True)
+class History(Part):
+    """One model's loss curve in a fold (``fold_losses[k][model]``): the ``epoch`` numbers with their ``train``
+    and ``val`` losses."""
+
+    epoch: list | None = None
+    train: list | None = None
+    val: list | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FoldLosses(Part):
+    """One fold's losses (an entry of ``record["fold_losses"]``): ``fold``, its ``rows``, the second stage's
+    final ``second_stage_loss``, and each trained model's loss curve under its name ("s", "g", ...:
+    :meth:`histories`)."""
+
+    fold: int | None = None
+    rows: int | None = None
+    second_stage_loss: float | None = None
+
+    def histories(self) -> dict[str, History]:
+        """{model: its loss curve}, for every entry that is one (a dict with ``epoch``), in the record's order."""
+        return {name: History.from_dict(value) for name, value in self.extra.items()
+                if isinstance(value, Mapping) and "epoch" in value}
+
 
 @dataclass(frozen=True, kw_only=True)
 class Heldout(Part):
@@ -481,7 +520,7 @@ class RunRecord(Part):
     mse: float | None = None
     metrics: dict | None = None
     seconds: float | None = None
-    fold_losses: list | None = None
+    fold_losses: list[FoldLosses] | None = _parts(FoldLosses)
     second_stage_history: dict | None = None
     problem: str | None = None
     roles: dict | None = None
@@ -616,12 +655,11 @@ def _summary_lines(rec: RunRecord) -> list[str]:
             lines.append(f"Anderson-Rubin set: {set_text(ar.set)} ({ar.kind})")
         if effect.debiased_error:
             lines.append(f"Debiased effect: {effect.debiased_error}")
-        if effect.debiased is not None:
-            notes = effect.notes()
-            lines.append(f"Identification: {notes['identification']}")
-            lines.append(f"Spread: {notes['spread']}")
-        if effect.clusters is not None:
-            lines.append(f"Clusters: {effect.notes()['clusters']}")
+        if effect.debiased:
+            lines.append(f"Identification: {effect.identification_note()}")
+            lines.append(f"Spread: {effect.spread_note()}")
+        if effect.clusters:
+            lines.append(f"Clusters: {effect.clusters_note()}")
         if effect.truth is not None:
             lines.append(f"True effect: {_num(effect.truth)}" + (
                 "" if effect.covered is None else f" ({'inside' if effect.covered else 'outside'} the interval)"))
@@ -652,5 +690,5 @@ def _summary_lines(rec: RunRecord) -> list[str]:
     return lines
 
 
-PARTS = (RunRecord, Effect, Interval, Debiased, Spread, EffectClusters, Bootstrap, FirstStage, Strength, Relevance,
+PARTS = (RunRecord, FoldLosses, History, Effect, Interval, Debiased, Spread, EffectClusters, Bootstrap, FirstStage, Strength, Relevance,
          FirstStageInference, Heldout, Band, NuisanceChoice, LinearFit, CLR, WildBootstrap, Config)
