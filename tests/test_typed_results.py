@@ -9,6 +9,7 @@ import ast
 import dataclasses
 import json
 import math
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +56,7 @@ def test_every_kept_record_round_trips_through_its_typed_view():
         assert json.dumps(typed.to_dict()) == json.dumps(record), method        # key order too
         _check_fields(typed, record, method, seen)
         assert isinstance(typed.effect, Effect) and all(isinstance(e, Interval) for e in typed.effect.intervals)
+        assert pickle.loads(pickle.dumps(typed)).to_dict() == record      # a view travels to a worker and back
     # the kept records exercise most parts; the rest are read in the tests below
     assert {RunRecord, Effect, Interval, FirstStage, Config, FoldLosses} <= seen
 
