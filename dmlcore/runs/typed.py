@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -553,6 +554,13 @@ class RunRecord(Part):
     # -------------------------------------------------------- reading it
 
     @property
+    def headline_band(self) -> Band | None:
+        """The band that ``band_coverage`` and ``band_width`` summarise: the confidence band, else the spread of
+        repeated cross-fits (:func:`dmlcore.runs.bands.band_summary`); None without a band."""
+        bands = self.bands or {}
+        return bands.get("confidence") or bands.get("split_spread")
+
+    @property
     def mse_fresh(self) -> float | None:
         """The MSE on fresh draws of the design (``metrics["mse_fresh"]``; None when the truth has none)."""
         return (self.metrics or {}).get("mse_fresh")
@@ -663,7 +671,7 @@ def _summary_lines(rec: RunRecord) -> list[str]:
         if effect.truth is not None:
             lines.append(f"True effect: {_num(effect.truth)}" + (
                 "" if effect.covered is None else f" ({'inside' if effect.covered else 'outside'} the interval)"))
-        if effect.warning:
+        if effect.warning and effect.warning != effect.interval:      # a weak headline's interval says it already
             lines.append(f"Warning: {effect.warning}")
     diagnostics = rec.diagnostics
     if diagnostics is not None:
@@ -687,7 +695,8 @@ def _summary_lines(rec: RunRecord) -> list[str]:
         for name, value in params.items():
             lines.append(f"{str(name)[:23]:<24}{_num(value):>12}{_num(errors.get(name)):>12}")
     lines.append(rule)
-    return lines
+    return [wrapped for line in lines for wrapped in (textwrap.wrap(line, width, subsequent_indent="    ",
+                                                                    break_on_hyphens=False) or [""])]
 
 
 PARTS = (RunRecord, FoldLosses, History, Effect, Interval, Debiased, Spread, EffectClusters, Bootstrap, FirstStage, Strength, Relevance,
