@@ -577,8 +577,8 @@ class RunRecord(Part):
 
     def _by_column(self, values: dict | None, what: str, name: str) -> pd.Series:
         if not values:
-            raise DMLCoreError(f"{what}: {self.method} has no coefficients (only the linear IV methods and the "
-                               f"regression record them); read .effect for its average effect.")
+            raise DMLCoreError(f"{what}: {self.method} has no coefficients (a linear IV method's record has them); "
+                               f"read .effect for its average effect.")
         first = [c for c in (self.roles or {}).get("treatment", []) if c in values]
         order = [*first, *(c for c in values if c not in first)]
         return pd.Series([values[c] for c in order], index=order, name=name, dtype=float)
