@@ -20,6 +20,11 @@ import ast
 import re
 from pathlib import Path
 
+import pandas as pd
+import pytest
+
+from bench.docgen.tables import is_learner, is_method
+from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._registry import METHODS
 from dmlcore.learners.registry import LEARNER_REGISTRY
 
@@ -128,3 +133,14 @@ def test_the_scanner_finds_a_planted_check_and_passes_plain_data():
     lines = [line for line, _ in checks(PLANTED)]
     assert lines == list(range(2, 12)), checks(PLANTED)
     assert checks(DATA) == []
+
+
+def test_a_bench_row_selection_names_registered_methods_only():
+    """Row selections are data, but checked data: a renamed or mistyped name fails instead of selecting no rows."""
+    column = pd.Series(["dml-cmr", "naive", "nn"])
+    assert is_method(column, "naive").tolist() == [False, True, False]
+    assert is_learner(column, "nn").tolist() == [False, False, True]
+    with pytest.raises(DMLCoreError, match="'dml_cmr'"):
+        is_method(column, "dml_cmr")
+    with pytest.raises(ValueError, match="'mlp'"):
+        is_learner(column, "mlp")
