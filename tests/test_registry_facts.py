@@ -7,7 +7,7 @@ its leading part (``"dml"``), a pandas query string doing the same (``"method ==
 compared with a learner (``learner == "nn"``), or a dict literal keyed by method names that restates what an
 entry holds (its title, sentence name or colour; a flag per method). Ask the entry instead
 (``dmlcore/estimators/_registry.py``: ``Method`` fields and properties such as ``linear_iv``, ``k_class``,
-``cross_fits``, ``outcome_model``, ``noun``, ``f_model``; the role names ``PAPER_METHOD``, ``PLUG_IN``,
+``cross_fits``, ``outcome_model``, ``noun``, ``f_model``; the role names ``PAPER_METHOD``, ``PLUG_IN_METHOD``,
 ``LINEAR_REFERENCE``) or the learner registry (``dmlcore/learners/registry.py``: ``is_network``,
 ``is_staged``). Names as plain data are no check: the methods a study or benchmark runs, ``fit_run(data,
 "2sls")``, a table of published numbers per method, a bench table's row selection through

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .registry import block, family
-from .tables import FAMILY, PLUG_IN, is_method, per_seed, prose, timed, title
+from .tables import FAMILY, PLUG_IN_METHOD, is_method, per_seed, prose, timed, title
 from .words import num, paired, relation
 
 OLD = "before-fast-dropout/"
@@ -152,7 +152,7 @@ def draws_after(rows) -> str:
 def old_pcl(rows) -> str:
     frame = rows.csv(OLD + "demand-pcl-nn.csv")
     med = frame.groupby(["method", "n"])["mse"].median()
-    return ", ".join(f"{m if m == PLUG_IN else prose(m)} {' / '.join(f'{med[(m, n)]:.2f}' for n in (1000, 5000))}"
+    return ", ".join(f"{m if m == PLUG_IN_METHOD else prose(m)} {' / '.join(f'{med[(m, n)]:.2f}' for n in (1000, 5000))}"
                      for m in FAMILY)
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 from dmlcore.learners.registry import LEARNER_REGISTRY
 from dmlcore.learners.select import AUTO, AUTO_BY_DEFAULT
 from dmlcore.estimators import METHOD_TITLES, METHODS, get_method
-from dmlcore.estimators._registry import PAPER_METHOD, PLUG_IN  # noqa: F401 (PLUG_IN: for the blocks)
+from dmlcore.estimators._registry import PAPER_METHOD, PLUG_IN_METHOD  # noqa: F401 (PLUG_IN_METHOD: for the blocks)
 from dmlcore.studies.summarize import paired_table, summary_table
 
 REFERENCE = PAPER_METHOD

@@ -243,8 +243,8 @@ METHOD_TITLES: dict[str, str] = {name: m.title for name, m in METHODS.items()}
 
 # The methods that notes, lessons and benchmarks name on purpose, by their role: their names live here only, and
 # every other module asks the entries' facts above (tests/test_registry_facts.py finds a name tested elsewhere).
-PAPER_METHOD = "dml-cmr"        # the paper's Algorithm 1: the default method, the reference of every comparison
-PLUG_IN = "naive"               # the plug-in that the orthogonal score corrects
+PAPER_METHOD = "dml-cmr"        # the paper's Algorithm 1 (the CLI's default): the bench tables' reference
+PLUG_IN_METHOD = "naive"        # the plug-in that the orthogonal score corrects
 LINEAR_REFERENCE = "2sls"       # the linear IV reference: the results page's reference fit, the wild bootstrap
 
 
