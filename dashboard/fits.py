@@ -19,13 +19,10 @@ from __future__ import annotations
 
 from dashboard import state
 from dmlcore.errors import DMLCoreError
-from dmlcore.estimators import METHODS
-from dmlcore.estimators.tsls import TwoStageLeastSquares
+from dmlcore.estimators._registry import LINEAR_REFERENCE
 from dmlcore.runs import Run, fit_run
 
-# The registry's 2SLS: the entry whose class is TwoStageLeastSquares (LIML, Fuller and GMM (IV) have classes of
-# their own).
-LINEAR_IV = next(name for name, entry in METHODS.items() if entry.cls is TwoStageLeastSquares)
+LINEAR_IV = LINEAR_REFERENCE     # the registry's linear IV reference (2SLS), the one method fit_now fits
 
 
 def submit(label: str, *, data, method: str, truth=None, dataset: str | None = None, **fit_kwargs) -> str:
