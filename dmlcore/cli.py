@@ -36,11 +36,10 @@ from dmlcore import plugins
 from dmlcore.plugins import add_to_environment, load_plugins
 from dmlcore.process import set_threads
 from dmlcore.estimators import for_method
-from dmlcore.estimators.settings import SETTINGS, FitSettings, add_setting_flags
+from dmlcore.estimators.settings import SETTINGS, FitSettings, add_setting_flags, setting_group
 from dmlcore.estimators import METHODS
 from dmlcore.runs import fit_run
-from dmlcore.studies.command import (OWN_DATA_OPTIONS, add_covariance_options, add_debias_option,
-                                    add_executor_options, add_own_data_options, add_study_parser, exit_status,
+from dmlcore.studies.command import (OWN_DATA_OPTIONS, add_own_data_options, add_study_parser, exit_status,
                                     own_data, run_cli_study, study_command)
 from dmlcore.studies.spec import FIT_SETTINGS, LATER_SETTINGS, refuse_unused, spec_from_dict
 
@@ -54,7 +53,7 @@ def cli_datasets() -> list[str]:
     return [name for name in dataset_names() if name != "table"]
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
+def _add_common(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--dataset", default="demand-iv", metavar="NAME",
                    help=f"built-in data set: {', '.join(cli_datasets())} (default demand-iv; `list datasets` "
                         f"gives each one's problem, rows, roles, source and options)")
@@ -68,10 +67,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="ihdp-like generator: 'code' (the authors' code that made their replicates and the "
                         "paper's numbers, default) or 'text' (the paper's appendix: a weak confounder)")
     p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
-    add_setting_flags(p)      # --learner, --folds, ... : one flag per declared setting (dmlcore.estimators.settings)
-    p.add_argument("--threads", type=int,
-                   help="torch threads (default 1, or DMLCORE_TORCH_THREADS; 2 is faster on an idle "
-                        "2-core machine, much slower when other work shares the cores)")
+    # --learner, --folds, --seed, --cov, --jobs, ...: a flag per declared setting of this command, in the
+    # --help sections of their groups (dmlcore.estimators.settings)
+    add_setting_flags(p, command, fit_jobs=FIT_JOBS)
+    setting_group(p, "infrastructure").add_argument(
+        "--threads", type=int, help="torch threads (default 1, or DMLCORE_TORCH_THREADS; 2 is faster on an idle "
+                                    "2-core machine, much slower when other work shares the cores)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -103,7 +104,7 @@ def refuse_unused_options(args, methods: list[str]) -> None:
     refuse_unused, the check a study makes); the own-data options apply with ``--csv`` only."""
     given = getattr(args, "given", [])
     data_names = {option for options in DATASET_OPTIONS.values() for option in options}
-    settings = {name for name, setting in SETTINGS.items() if setting.cli}
+    settings = {name for name, setting in SETTINGS.items() if setting.cli and setting.scope == "method"}
     flags = {option: _flag(dest) for dest, option in DATA_ALIASES.items() if hasattr(args, dest)}
     flags.update({DATA_ALIASES.get(d, d): _flag(d) for d in given})
     spell = lambda name: flags.get(name, _flag(name))  # noqa: E731
@@ -157,42 +158,22 @@ def build_parser() -> argparse.ArgumentParser:
     shown.add_argument("what", nargs="?", choices=("datasets", "methods"), help="one of the two (default both)")
 
     fit = sub.add_parser("fit", help="fit one estimator and report its metrics")
-    _add_common(fit)
+    _add_common(fit, "fit")
     fit.add_argument("--n", type=int, default=5000, help="rows to simulate")
-    fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--method", default="dml-cmr", choices=METHODS)
     fit.add_argument("--json", help="write the full run record here")
     fit.add_argument("--predictions", help="write f-hat at every row here (CSV)")
-    fit.add_argument("--bootstrap", type=int, metavar="B",
-                     help="add a bootstrap interval of the effect from B refits on resampled rows (e.g. 200)")
-    fit.add_argument("--heldout-folds", type=int, metavar="K",
-                     help="folds of the held-out residual (default: 2 without a known truth, else off; 0: off)")
-    fit.add_argument("--effect-folds", type=int, metavar="K",
-                     help="refits that cross-fit f-hat for the debiased effect (default: the held-out residual's, "
-                          "else 2; 0: correct the full-sample fit, measured biased)")
-    add_debias_option(fit)
-    fit.add_argument("--executor", default="local", choices=("local", "ray"),
-                     help="where refits run (bootstrap, held-out residual, debiased effect): local processes or a "
-                          "Ray cluster")
-    fit.add_argument("--jobs", type=int,
-                     help=f"refits run at once in worker processes, the held-out residual's and the debiased "
-                          f"effect's beside the fit (default {FIT_JOBS}, or the cores when fewer; 1: one after "
-                          f"another in this process); the numbers are the same")
-    fit.add_argument("--address", help="Ray cluster address for --executor ray (default: a local Ray)")
-    add_covariance_options(fit)
     add_own_data_options(fit)
     add_linear_options(fit)      # --absorb, --weights, --formula, --table (dmlcore.linear_cli)
 
     bench = sub.add_parser("bench", help="repeat fits over sizes, seeds and methods")
-    _add_common(bench)
+    _add_common(bench, "bench")
     bench.add_argument("--sizes", default="1000,2000,5000", help="comma-separated N")
     bench.add_argument("--methods", default="dml-cmr,ce-dml-cmr,naive",
                        help=f"comma-separated, from {', '.join(METHODS)} (default dml-cmr,ce-dml-cmr,naive)")
     bench.add_argument("--reps", type=int, default=10, help="repetitions (seeds 0..reps-1)")
     bench.add_argument("--seed-offset", type=int, default=0, help="first seed")
     bench.add_argument("--out", default="results.csv", help="CSV of every fit (appended as it runs)")
-    add_debias_option(bench)
-    add_executor_options(bench)
     add_study_parser(sub)
     add_table_command(sub)        # several fit --json records side by side (dmlcore.linear_cli)
     parser.commands = sub.choices
@@ -397,7 +378,8 @@ def _methods_text() -> str:
     """Each method's name, title, problems, the fit settings it reads and what it is."""
     lines = ["Methods (fit --method NAME, bench --methods A,B; settings a method does not read are refused):"]
     for name, entry in METHODS.items():
-        settings = ", ".join(_flag(s) for s, setting in SETTINGS.items() if setting.cli and s in entry.settings) \
+        settings = ", ".join(_flag(s) for s, setting in SETTINGS.items() if setting.cli and setting.scope == "method"
+                             and s in entry.settings) \
             or "none"
         lines += ["", f"{name}  {entry.title}  problems: {', '.join(p.upper() for p in entry.problems)}",
                   _wrapped(entry.help), _wrapped(f"settings: {settings}")]

@@ -24,7 +24,7 @@ from golden_records import path_of, stable
 from dmlcore.errors import DMLCoreError, FitCancelled, NotFittedError
 from dmlcore.estimators import CAPABILITIES, METHODS, CMREstimator, for_method, make_estimator
 from dmlcore.runs import fit_run
-from dmlcore.estimators.settings import SETTINGS, FitSettings
+from dmlcore.estimators.settings import DECLARED, SETTINGS, FitSettings
 
 # the smallest budgets that still run every step of each method (its own settings in f_params)
 TINY = {
@@ -191,10 +191,11 @@ def test_capabilities_are_declared_not_guessed(linear_iv):
 
 
 # ------------------------------------------------------------------ settings: declared once, refused where unread
-@pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.cli or s.study])
+@pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.scope == "method" and (s.cli or s.study)])
 def test_every_declared_setting_round_trips_through_the_cli_and_a_study(name):
-    """A declared setting has a flag of `fit` and a key of a study grid, and a value given either way reaches
-    the FitSettings that make_estimator and fit_run take (for a method that reads it)."""
+    """A method's declared setting has a flag of `fit` and a key of a study grid, and a value given either way
+    reaches the FitSettings that make_estimator and fit_run take (for a method that reads it); the run's settings:
+    tests/test_declared_once.py."""
     from dmlcore.cli import build_parser
     from dmlcore.studies.spec import spec_from_dict
 
@@ -243,7 +244,8 @@ def test_a_default_is_declared_once():
             if name in SETTINGS and name not in ("seed", "nuisance_params", "f_params", "cluster"):
                 assert parameter.default == getattr(DEFAULTS, name), (cls.__name__, name)
     assert FIT_SETTINGS == {n: getattr(DEFAULTS, n) for n, s in SETTINGS.items() if s.study}
-    assert all(fit[n] == getattr(DEFAULTS, n) for n, s in SETTINGS.items() if s.cli)
+    assert all(fit[s.dest] == getattr(DEFAULTS, n) for n, s in SETTINGS.items()
+               if "fit" in s.commands and s.cli_default is DECLARED)
 
 
 def test_unknown_settings_are_refused_naming_the_known_ones():
