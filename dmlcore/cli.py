@@ -104,7 +104,8 @@ def refuse_unused_options(args, methods: list[str]) -> None:
     refuse_unused, the check a study makes); the own-data options apply with ``--csv`` only."""
     given = getattr(args, "given", [])
     data_names = {option for options in DATASET_OPTIONS.values() for option in options}
-    settings = {name for name, setting in SETTINGS.items() if setting.cli and setting.scope == "method"}
+    command = getattr(args, "command", "fit")     # the method settings this command has flags of
+    settings = [name for name, setting in SETTINGS.items() if setting.scope == "method" and command in setting.commands]
     flags = {option: _flag(dest) for dest, option in DATA_ALIASES.items() if hasattr(args, dest)}
     flags.update({DATA_ALIASES.get(d, d): _flag(d) for d in given})
     spell = lambda name: flags.get(name, _flag(name))  # noqa: E731
@@ -122,7 +123,7 @@ def refuse_unused_options(args, methods: list[str]) -> None:
     data = [DATA_ALIASES.get(d, d) for d in given if DATA_ALIASES.get(d, d) in data_names]
     try:
         if dataset is None or dataset in dataset_names():   # else load_dataset refuses it, listing the data sets
-            refuse_unused(dataset, data, methods, [d for d in given if d in settings], spell)
+            refuse_unused(dataset, data, methods, [d for d in given if d in settings], spell, known=settings)
     except DMLCoreError as err:
         problems.append(str(err))
     if problems:

@@ -191,10 +191,10 @@ def test_capabilities_are_declared_not_guessed(linear_iv):
 
 
 # ------------------------------------------------------------------ settings: declared once, refused where unread
-@pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.scope == "method" and (s.cli or s.study)])
+@pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.study])
 def test_every_declared_setting_round_trips_through_the_cli_and_a_study(name):
-    """A method's declared setting has a flag of `fit` and a key of a study grid, and a value given either way
-    reaches the FitSettings that make_estimator and fit_run take (for a method that reads it); the run's settings:
+    """A study key's setting has a flag of `fit` and a key of a study grid, and a value given either way
+    reaches the FitSettings that make_estimator and fit_run take (for a method that reads it); every other flag:
     tests/test_declared_once.py."""
     from dmlcore.cli import build_parser
     from dmlcore.studies.spec import spec_from_dict

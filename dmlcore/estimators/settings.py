@@ -24,6 +24,8 @@ the check, the run record's ``config`` and the refusal follow.
 
 from __future__ import annotations
 
+import argparse
+import json
 import re
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
@@ -210,10 +212,12 @@ class FitSettings:
                                                "term its own G: linearmodels, ivreg2) or min (the smaller G: fixest)",
                                choices=CLUSTER_DF, later=True, label="Two-way G")
     # the learners' and the second stage's own settings (a dict each; no flag, no study key)
-    nuisance_params: dict | None = _declare(None, "settings of the named learner (its DEFAULTS)", kind="dict",
-                                            study=False, commands=())
-    f_params: dict | None = _declare(None, "settings of the second stage, or a peer's or Fuller's own", kind="dict",
-                                     study=False, commands=())
+    nuisance_params: dict | None = _declare(None, "settings of the named learner (its DEFAULTS), a JSON object: "
+                                                  "'{\"lr\": 0.001}'", kind="dict", study=False, commands=("fit",),
+                                            metavar="JSON")
+    f_params: dict | None = _declare(None, "settings of the second stage, or a peer's or Fuller's own, a JSON "
+                                           "object: '{\"alpha\": 4}'", kind="dict", study=False,
+                                     commands=("fit",), metavar="JSON")
     # every fit: what is computed around it (group "run") and where it runs ("infrastructure")
     seed: int = _declare(0, "seeds the fit (and draws a simulation's data)", kind="int", scope="every", study=False,
                          commands=("fit",), group="run")
@@ -343,11 +347,17 @@ def add_setting_flags(parser, command: str = "fit", *, grid: bool = False, decla
     ``--help``: typed, with its choices and default; with ``grid`` (``study``), a study key's flag takes a comma
     list of values checked by the study spec. ``declared``: the declarations (default :data:`SETTINGS`);
     ``values``: what a help text's ``{name}`` stands for (``fit_jobs``)."""
-    for s in (SETTINGS if declared is None else declared).values():
+    declared = SETTINGS if declared is None else declared
+    for group in GROUPS:           # the sections in this order: estimator, run, infrastructure
+        if any(command in s.commands and s.group == group for s in declared.values()):
+            setting_group(parser, group)
+    for s in declared.values():
         if command not in s.commands:
             continue
         target = setting_group(parser, s.group)
-        help = s.help_for(command).format(**values)
+        help = s.help_for(command)
+        for key, value in values.items():
+            help = help.replace("{" + key + "}", str(value))
         named = s.named_values()
         if grid and s.study:
             choices = f": {', '.join(named)}" if named is not None else ""
@@ -365,6 +375,8 @@ def add_setting_flags(parser, command: str = "fit", *, grid: bool = False, decla
             kwargs["type"] = int
         if s.kind == "bool":       # --small alone is True; --small false / true as well
             kwargs.update(type=parse_bool, nargs="?", const=True)
+        if s.kind == "dict":
+            kwargs["type"] = parse_object
         if named is not None:
             kwargs["choices"] = named
         target.add_argument(s.flag, **kwargs)
@@ -378,3 +390,14 @@ def parse_bool(text) -> bool:
     if value in ("false", "0", "no"):
         return False
     raise ValueError(f"not true or false: {text!r}")
+
+
+def parse_object(text) -> dict:
+    """A command line's JSON object (a dict setting's value)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"not a JSON object such as '{{\"lr\": 0.001}}': {text!r}")
+    return value

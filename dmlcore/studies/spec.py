@@ -95,12 +95,14 @@ def settings_used(method: str) -> frozenset[str]:
     return METHODS[method].settings & set(FIT_SETTINGS)
 
 
-def refuse_unused(dataset: str | None, data=(), methods=(), settings=(), spell=None) -> None:
+def refuse_unused(dataset: str | None, data=(), methods=(), settings=(), spell=None, known=None) -> None:
     """Refuse, in one line naming every one, the ``data`` options that ``dataset`` does not take (its
     registry entry, :data:`~dmlcore.data.registry.DATASET_OPTIONS`; a real data set, or None: the user's
     own file, takes none) and the fit ``settings`` that none of ``methods`` reads (their registry entries'
     ``settings``). ``spell`` writes an option as the user gave it, a command-line flag; by default a key of a
-    study file ('rho' where it is refused, rho where it is listed)."""
+    study file ('rho' where it is refused, rho where it is listed). ``known``: the method settings the caller
+    takes (default: a study's keys, :data:`FIT_SETTINGS`), those a refusal lists as what a method reads."""
+    known = tuple(FIT_SETTINGS if known is None else known)
     named, listed = (repr, str) if spell is None else (spell, spell)
     problems = []
     options = dataset_options(dataset) if dataset is not None else {}
@@ -119,12 +121,11 @@ def refuse_unused(dataset: str | None, data=(), methods=(), settings=(), spell=N
             problems.append(f"Unknown option{'s' if len(unused) > 1 else ''} {names} for {dataset}; it takes "
                             f"{takes}.")
     methods = list(dict.fromkeys(methods))
-    unread = [name for name in dict.fromkeys(settings) if not any(name in settings_used(m) for m in methods)]
+    unread = [name for name in dict.fromkeys(settings) if not any(name in METHODS[m].settings for m in methods)]
     if unread:
         names = ", ".join(named(name) for name in unread)
         if len(methods) == 1:
-            order = [*FIT_SETTINGS, *sorted(settings_used(methods[0]))]
-            reads = ", ".join(listed(s) for s in sorted(settings_used(methods[0]), key=order.index))
+            reads = ", ".join(listed(s) for s in known if s in METHODS[methods[0]].settings)
             problems.append(f"{methods[0]} does not use {names} (it reads {reads or 'none of the fit settings'}); "
                             f"leave {'it' if len(unread) == 1 else 'them'} out.")
         else:
