@@ -147,6 +147,10 @@ class Setting:
             return not self.default
         return "cpu" if self.name == "device" else "example"
 
+    def text(self, value) -> str:
+        """``value`` as its flag takes it (a dict as JSON)."""
+        return json.dumps(value) if self.kind == "dict" else str(value)
+
     def unset(self, value) -> bool:
         """Whether ``value`` leaves the setting as it is by default."""
         if value is None or value is self.default:
