@@ -21,12 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dmlcore.data.ihdp import IHDP_DESIGNS
 from dmlcore.data.datasets import REAL_DATASETS
-from dmlcore.data.registry import (DATASET_OPTIONS, SIMULATED, dataset_names, dataset_options, load_dataset,
-                                   real_dataset_names)
+from dmlcore.data.registry import (DATA_OPTIONS, DATASET_OPTIONS, SIMULATED, add_data_flags, dataset_names,
+                                   dataset_options, load_dataset, real_dataset_names)
 from dmlcore.device import resolve_device
-from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.inference.effect_notes import clusters_note, identification_note, spread_note
 from dmlcore.inference.linear_iv import set_text
@@ -57,16 +55,8 @@ def _add_common(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--dataset", default="demand-iv", metavar="NAME",
                    help=f"built-in data set: {', '.join(cli_datasets())} (default demand-iv; `list datasets` "
                         f"gives each one's problem, rows, roles, source and options)")
-    p.add_argument("--iv-strength", type=float, default=1.0, help="instrument strength of demand-iv")
-    p.add_argument("--rho", type=float, default=0.9, help="confounding correlation of demand-iv")
-    p.add_argument("--ood-test", action="store_true", help="demand-iv fresh test draws with time in [1, 11]")
-    p.add_argument("--noise-scale", default="standardized", choices=tuple(NOISE_SCALES),
-                   help="demand-iv/digits-iv outcome noise: 'standardized' (the authors' code behind the "
-                        "paper's numbers, default) or 'raw' (the appendix's literal text; almost no confounding)")
-    p.add_argument("--design", default="code", choices=tuple(IHDP_DESIGNS),
-                   help="ihdp-like generator: 'code' (the authors' code that made their replicates and the "
-                        "paper's numbers, default) or 'text' (the paper's appendix: a weak confounder)")
-    p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
+    # --n (bench: --sizes, a comma list), --rho, ...: a flag per declared data set option (dmlcore.data.registry)
+    add_data_flags(p, command, defaults={"n": "1000,2000,5000"})
     # --learner, --folds, --seed, --cov, --jobs, ...: a flag per declared setting of this command, in the
     # --help sections of their groups (dmlcore.estimators.settings)
     add_setting_flags(p, command, fit_jobs=FIT_JOBS)
@@ -95,7 +85,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 FIT_JOBS = 2       # `fit`'s worker processes for a run's refits (the library's default is 1: in process)
-DATA_ALIASES = {"sizes": "n"}   # bench's grid of N is the data sets' option n
+# bench's comma list of an option under its own flag (--sizes: the data sets' option n), from the declarations
+DATA_ALIASES = {option.grid_flag: name for name, option in DATA_OPTIONS.items() if option.grid_flag}
+
+
+def _data_options(args) -> dict:
+    """The data set options of parsed ``args`` by name (each declared option with a flag of this command;
+    bench's comma lists, such as --sizes, are the caller's)."""
+    return {name: getattr(args, name) for name, option in DATA_OPTIONS.items() if option.cli and hasattr(args, name)}
 
 
 def refuse_unused_options(args, methods: list[str]) -> None:
@@ -160,7 +157,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     fit = sub.add_parser("fit", help="fit one estimator and report its metrics")
     _add_common(fit, "fit")
-    fit.add_argument("--n", type=int, default=5000, help="rows to simulate")
     fit.add_argument("--method", default="dml-cmr", choices=METHODS)
     fit.add_argument("--json", help="write the full run record here")
     fit.add_argument("--predictions", help="write f-hat at every row here (CSV)")
@@ -169,7 +165,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="repeat fits over sizes, seeds and methods")
     _add_common(bench, "bench")
-    bench.add_argument("--sizes", default="1000,2000,5000", help="comma-separated N")
     bench.add_argument("--methods", default="dml-cmr,ce-dml-cmr,naive",
                        help=f"comma-separated, from {', '.join(METHODS)} (default dml-cmr,ce-dml-cmr,naive)")
     bench.add_argument("--reps", type=int, default=10, help="repetitions (seeds 0..reps-1)")
@@ -193,9 +188,7 @@ def _fit(args) -> int:
     elif args.csv:
         data, truth, params, dataset = own_data(args), None, {"csv": args.csv}, Path(args.csv).name
     else:
-        loaded = load_dataset(args.dataset, n=args.n, seed=args.seed, rho=args.rho, iv_strength=args.iv_strength,
-                              ood_test=args.ood_test, data_dir=args.data_dir, noise_scale=args.noise_scale,
-                              design=args.design)
+        loaded = load_dataset(args.dataset, seed=args.seed, **_data_options(args))
         data, truth, params, dataset = loaded.data, loaded.truth, loaded.params, args.dataset
     data = with_linear_options(args, data)
     args.jobs = min(FIT_JOBS, os.cpu_count() or 1) if args.jobs is None else args.jobs
@@ -414,8 +407,7 @@ def _bench(args) -> int:
                            f"without one; use `python -m dmlcore study --dataset {args.dataset} --methods ...` "
                            f"for each method's effect and held-out residual.")
     refuse_unused_options(args, methods)
-    data = {"n": sizes, "rho": args.rho, "iv_strength": args.iv_strength, "ood_test": args.ood_test,
-            "noise_scale": args.noise_scale, "design": args.design, "data_dir": args.data_dir}
+    data = {**_data_options(args), "n": sizes}
     spec = spec_from_dict({"dataset": args.dataset, "methods": methods,
                            "data": {k: v for k, v in data.items() if k in dataset_options(args.dataset)},
                            "seeds": list(range(args.seed_offset, args.seed_offset + args.reps)),

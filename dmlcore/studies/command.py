@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from dmlcore.data.io import load_table
+from dmlcore.data.registry import DATA_OPTIONS, add_data_flags
 from dmlcore.data.roles import CausalData
 from dmlcore.data.tables import TABLE, keep_table
 from dmlcore.errors import DMLCoreError
@@ -23,8 +24,8 @@ from dmlcore.studies.provenance import provenance_line
 from dmlcore.studies.report import about, seeds_warning
 from dmlcore.studies.summarize import compact, format_value, verdict_lines
 
-DATA_FLAGS = {"sizes": "n", "rho": "rho", "iv_strength": "iv_strength", "noise_scale": "noise_scale",
-              "design": "design", "ood_test": "ood_test", "data_dir": "data_dir"}
+# the study's data flags, argparse name -> data set option (--sizes: n), from the declarations
+DATA_FLAGS = {option.grid_flag or name: name for name, option in DATA_OPTIONS.items() if option.cli}
 # the argparse names of the study's grid flags of settings (a setting's grid_dest, where not its name)
 SETTING_DESTS = {name: SETTINGS[name].grid_dest for name in FIT_SETTINGS if SETTINGS[name].grid_dest}
 SETTING_FLAGS = tuple(SETTING_DESTS.get(name, name) for name in FIT_SETTINGS)
@@ -98,17 +99,10 @@ def add_study_parser(sub) -> None:
     p.add_argument("--spec", help="a TOML or JSON grid (several data sets); replaces the grid flags")
     p.add_argument("--dataset", help="a simulated data set (default demand-iv), or a real one (rhc, card, ...): "
                                      "no truth, so effects and held-out residuals instead of the MSE")
-    p.add_argument("--sizes", help="N, e.g. 1000,2000,5000,10000")
     p.add_argument("--methods", help="default dml-cmr,ce-dml-cmr,naive")
     p.add_argument("--seeds", help="e.g. 0-19 or 0,3,5-9 (default 0-9)")
-    p.add_argument("--rho", help="confounding correlation (demand-iv, digits-iv)")
-    p.add_argument("--iv-strength", help="instrument strength (demand-iv, digits-iv)")
-    p.add_argument("--noise-scale", help="standardized or raw (demand-iv, digits-iv)")
-    p.add_argument("--design", help="code or text (ihdp-like): the authors' code behind the paper's numbers, or the "
-                                    "paper's appendix")
-    p.add_argument("--ood-test", nargs="?", const="true", help="demand-iv fresh test draws with time in [1, 11]")
-    p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
     p.add_argument("--out", help="write fits.csv, summary.csv, paired.csv, report.html and PNGs here")
+    add_data_flags(p, "study")     # --sizes, --rho, ...: a comma list per declared data set option
     add_own_data_options(p)
     # a grid flag (a comma list) per study key, and the run's and infrastructure's flags of a study, in the
     # --help sections of their groups (dmlcore.estimators.settings)
