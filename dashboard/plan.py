@@ -22,7 +22,7 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.second_stage import BOOST_DEFAULTS, NN_DEFAULTS
 from dmlcore.estimators.settings import DEFAULTS, SETTINGS
 from dmlcore.estimators.splines import check_tabular
-from dmlcore.stats.clusters import check_cluster_folds
+from dmlcore.stats.resample import check_cluster_folds
 from dmlcore.stats.covariance import check_covariance
 from dmlcore.learners import LEARNER_REGISTRY, LEARNER_TITLES, LEARNERS
 from dmlcore.learners.nn import DEFAULTS as NN_NUISANCE_DEFAULTS

@@ -4,7 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import streamlit as st
+import torch
 
+from dmlcore import process
 from dmlcore.data.roles import CausalData
 
 
@@ -54,6 +56,18 @@ def refits_in_process(monkeypatch):
     """`dmlcore fit` run by a test refits in its own process (no worker processes started per test; the
     CLI's default starts them: tests/test_concurrent_refits.py checks they give the same record)."""
     monkeypatch.setattr("dmlcore.cli.FIT_JOBS", 1)
+
+
+@pytest.fixture(autouse=True)
+def process_threads_restored():
+    """A test that runs the CLI in this process makes it the process's owner (``set_threads``): its torch
+    threads and the owner's mark are put back after the test, so later fits run as a library call's do
+    (one torch thread; a record's last digits depend on the count)."""
+    owner, threads = process._owner_set, torch.get_num_threads()
+    yield
+    process._owner_set = owner
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
 
 
 @pytest.fixture

@@ -1,11 +1,13 @@
-"""Clusters in the nonparametric methods (dmlcore.stats.clusters): folds that keep a cluster whole, the
-debiased effect's clustered standard error, the cluster bootstrap, and the refusals in run records."""
+"""Clusters in the nonparametric methods (dmlcore.stats.clusters, the resampler's groups option in
+dmlcore.stats.resample): folds that keep a cluster whole, the debiased effect's clustered standard
+error, the cluster bootstrap, and the refusals in run records."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dmlcore.stats.clusters import cluster_folds, mean_se, resample_clusters
+from dmlcore.stats.clusters import mean_se
+from dmlcore.stats.resample import check_cluster_folds, cluster_draw, cluster_folds
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
@@ -39,7 +41,6 @@ def test_cluster_folds_keep_every_cluster_whole_and_balance_the_rows():
 
 
 def test_too_few_clusters_for_the_folds_or_for_the_standard_errors_are_said_in_one_line():
-    from dmlcore.stats.clusters import check_cluster_folds
     from dmlcore.stats.covariance import FEW_CLUSTERS, few_clusters_note
 
     check_cluster_folds(5, 5)
@@ -60,7 +61,7 @@ def test_clustered_standard_error_from_cluster_sums():
 
 def test_resampled_clusters_come_whole():
     groups = np.repeat(np.arange(10), np.arange(1, 11))
-    rows = resample_clusters(groups, np.random.default_rng(2))
+    rows = cluster_draw(groups, np.random.default_rng(2))
     drawn = pd.Series(groups[rows]).value_counts()
     assert all(count % (label + 1) == 0 for label, count in drawn.items())   # whole clusters, maybe repeated
 

@@ -1,7 +1,8 @@
 """Repeated cross-fitting: one DML-CMR configuration fitted R times on the same data.
 
 Repetition r refits a copy of the estimator with seed ``seed + r``, which redraws everything
-the seed controls: the fold split, the learners' own randomness (initial weights, subsamples,
+the seed controls: the fold split (the resampler's ``"crossfit"`` folds of seed + r,
+:mod:`dmlcore.stats.resample`), the learners' own randomness (initial weights, subsamples,
 validation splits) and the draws of f's inputs (DoubleML's ``n_rep``, with the learners' seeds
 varied too). The point estimate is the pointwise median of the R f-hats.
 

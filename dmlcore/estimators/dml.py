@@ -2,7 +2,8 @@
 
 All three share one machinery:
 
-1. split the rows into K folds (one "fold" holding every row when there is no cross-fitting);
+1. split the rows into K folds (one "fold" holding every row when there is no cross-fitting): the
+   resampler's ``"crossfit"`` folds (:mod:`dmlcore.stats.resample`);
 2. fit the nuisances on each fold's complement (on all rows without cross-fitting): the
    outcome model s_k(c) = E[Y | C] and the conditional distribution of f's modelled inputs;
 3. for every row i of fold k, compute the target t_i -- s_k(c_i) for the orthogonal score,
@@ -24,7 +25,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from dmlcore.stats.clusters import cluster_folds, groups_of
+from dmlcore.stats import resample
+from dmlcore.stats.clusters import groups_of
 from dmlcore.data.roles import CausalData
 from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError
@@ -45,13 +47,9 @@ DRAW_BANK = 4  # the bank holds DRAW_BANK * n_draws draws per row
 
 def make_folds(n: int, folds: int, seed: int, groups: np.ndarray | None = None) -> list[np.ndarray]:
     """A random partition of range(n) into ``folds`` sorted index arrays of near-equal size; with
-    ``groups`` (the rows' cluster numbers) every cluster's rows in one fold (:mod:`dmlcore.stats.clusters`)."""
-    rng = np.random.default_rng([seed, 7])
-    if groups is not None:
-        fold_of = cluster_folds(groups, folds, rng)
-        return [np.flatnonzero(fold_of == k) for k in range(folds)]
-    perm = rng.permutation(n)
-    return [np.sort(part) for part in np.array_split(perm, folds)]
+    ``groups`` (the rows' cluster numbers) every cluster's rows in one fold: the resampler's
+    ``"crossfit"`` folds (:mod:`dmlcore.stats.resample`)."""
+    return resample.folds(n, folds, seed, "crossfit", groups)
 
 
 class _TwoStageCMR(CMREstimator):

@@ -18,8 +18,9 @@ with M = mean_i m(W_i; b), G = mean_i q(C_i) b(X_i)', Q = mean_i q(C_i) q(C_i)',
 
 the smallest xi (in mean square) with mean_i xi(C_i) b(X_i) = M. M uses the same contrast
 points and weights as the plug-in. It is cross-fitted: the xi-hat of a row comes from the
-RIESZ_FOLDS - 1 folds without it. f-hat is the method's own full-sample fit (measured against
-a cross-fitted f-hat in docs/coverage.md).
+RIESZ_FOLDS - 1 folds without it (the resampler's ``"representer"`` folds,
+:mod:`dmlcore.stats.resample`). f-hat is the method's own full-sample fit (measured against a
+cross-fitted f-hat in docs/coverage.md).
 
 Bases (:data:`LADDER`): additive, as Sieve 2SLS's: a constant, the treatment (linear, or a cubic
 spline), splines in the other inputs drawn given C and in the excluded conditioning columns
@@ -56,7 +57,8 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.stats import norm
 
-from dmlcore.stats.clusters import cluster_folds, describe, groups_of, mean_se
+from dmlcore.stats import resample
+from dmlcore.stats.clusters import describe, groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import supports
@@ -330,8 +332,7 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
     m_f = per_row(plan, n, f_points)
     used = np.isfinite(m_f)
     residual = y - np.asarray(f_rows, dtype=float)
-    rng = np.random.default_rng([seed, 43])
-    fold_of = rng.permutation(n) % folds if groups is None else cluster_folds(groups, folds, rng)
+    fold_of = resample.fold_labels(n, folds, seed, "representer", groups)
     scale = treatment_scale(data, plan.treatment)
     results, seen = [], set()
     for rung in ladder:

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import f as f_dist
 from sklearn.ensemble import HistGradientBoostingRegressor
-from sklearn.model_selection import KFold
 
 from dmlcore.data.roles import ROLE_NAMES, CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import _RANK_TOL, check_full_rank, check_not_absorbed, dummy_columns, with_dummies
+from dmlcore.stats import resample
 from dmlcore.stats.covariance import FEW_CLUSTERS, check_covariance
 from dmlcore.stats.fixed_effects import transform_of
 from dmlcore.inference.linear_iv import first_stage_inference
@@ -347,11 +347,12 @@ def _residualize(v, x):
 
 
 def _nonparametric(table, targets, features, base, folds, max_rows, random_state):
-    """{target: (held-out R^2 on ``features``, on ``base`` only -- the fold mean when empty)}."""
-    rng = np.random.default_rng(random_state)
-    rows = rng.choice(len(table), max_rows, replace=False) if len(table) > max_rows else slice(None)
+    """{target: (held-out R^2 on ``features``, on ``base`` only -- the fold mean when empty)}; the rows
+    kept and the folds are the resampler's ``"first-stage rows"`` and ``"first-stage"`` (:mod:`dmlcore.stats.resample`)."""
+    rows = (resample.subsample(len(table), max_rows, random_state, "first-stage rows") if len(table) > max_rows
+            else slice(None))
     sub = table.iloc[rows]
-    split = list(KFold(folds, shuffle=True, random_state=random_state).split(sub))
+    split = [(rest, held) for held, rest in resample.splits(len(sub), folds, random_state, "first-stage")]
     out = {}
     for name in targets:
         target = sub[name].to_numpy(dtype=float)

@@ -45,6 +45,7 @@ import numpy as np
 
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
 from dmlcore.progress import Monitor
+from dmlcore.stats import resample
 
 AUTO = "auto"
 # the candidates of "auto": name -> (learner, settings that replace the learner's defaults). gb-small was
@@ -103,8 +104,10 @@ def held_out_sets(n: int, train_sets: list[np.ndarray]) -> list[np.ndarray] | No
 
 
 def inner_folds(rows: np.ndarray, folds: int, seed: int) -> list[np.ndarray]:
-    perm = np.random.default_rng([seed, 41]).permutation(rows)
-    return [np.sort(part) for part in np.array_split(perm, folds)]
+    """The sorted ``rows`` of each of ``folds`` inner folds of one training set: the resampler's
+    ``"selection"`` folds (:mod:`dmlcore.stats.resample`) of its positions."""
+    rows = np.asarray(rows)
+    return [np.sort(rows[part]) for part in resample.folds(len(rows), folds, seed, "selection")]
 
 
 def energy_score(draws: np.ndarray, x: np.ndarray) -> np.ndarray:

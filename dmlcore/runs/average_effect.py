@@ -26,8 +26,9 @@ Intervals (:func:`effect_record`, level ``LEVEL``):
   and V the sandwich variance behind the bands (delta method; knots, penalty and nuisances
   held fixed, smoothing bias ignored).
 * Any method: :func:`bootstrap_effect` refits the method on B resamples of the rows (drawn with
-  replacement) and reports the estimate -/+ z * the refits' standard deviation. Refits run
-  through the study runner's executor (``dmlcore.executors``), in parallel or on Ray.
+  replacement: the resampler's ``"bootstrap"`` draws, :mod:`dmlcore.stats.resample`) and reports
+  the estimate -/+ z * the refits' standard deviation. Refits run through the study runner's
+  executor (``dmlcore.executors``), in parallel or on Ray.
   With cross-fitting, a resample's repeated rows can fall in a fold and in its complement, so
   the nuisances see some held-out rows: the coverage measured in docs/coverage.md includes it.
 
@@ -48,7 +49,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm, t as t_dist
 
-from dmlcore.stats.clusters import describe, groups_of, resample_clusters
+from dmlcore.stats import resample
+from dmlcore.stats.clusters import describe, groups_of
 from dmlcore.stats.covariance import cluster_columns, covariance_words, is_clustered, n_clusters
 from dmlcore.data.roles import CausalData
 from dmlcore.inference.debiased_effect import add_debiased
@@ -315,10 +317,7 @@ def bootstrap_effect(data: CausalData, method: str, settings, refits: int, *, se
 def _refit_effect(item: dict) -> float:
     """One bootstrap refit: the method's effect on a resample of the rows (picklable)."""
     data = item["data"]
-    n = len(data.table)
-    rng = np.random.default_rng([item["seed"], 31, item["index"]])
-    groups = item.get("groups")
-    rows = rng.integers(0, n, size=n) if groups is None else resample_clusters(groups, rng)
+    rows = resample.draws(len(data.table), item["seed"], "bootstrap", item["index"], item.get("groups"))
     sample = data.subset(rows)
     estimator = make_estimator(item["method"], item["kwargs"], seed=item["seed"])
     estimator.fit(sample)

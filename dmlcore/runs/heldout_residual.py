@@ -14,7 +14,8 @@ score is
 which estimates E[g(C)^2] (the projected residual) without the upward bias of squaring a noisy
 fit. It is 0 for a function that satisfies the restriction and can come out slightly negative
 by chance; lower is better. ``relative`` divides it by Var(Y). The refits use the fold's other
-rows only, so the score describes the method at (K - 1)/K of the data.
+rows only, so the score describes the method at (K - 1)/K of the data. The K folds and the INNER
+parts are the resampler's ``"heldout"`` and ``"projection"`` folds (:mod:`dmlcore.stats.resample`).
 
 What it can and cannot tell: it ranks fits by how well they solve the restriction on this
 data, never by their distance to the true f (which can be far even when the projected
@@ -29,7 +30,8 @@ import weakref
 import numpy as np
 
 from dmlcore.executors import get_executor
-from dmlcore.stats.clusters import cluster_folds, groups_of, mean_se
+from dmlcore.stats import resample
+from dmlcore.stats.clusters import groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import for_estimator, make_estimator
@@ -171,12 +173,9 @@ def _refit(item: dict):
 
 def fold_split(data: CausalData, folds: int, seed: int = 0, cluster: str | None = None) -> list[tuple]:
     """(held-out rows, the other rows) of each of ``folds`` random folds: the held-out residual's
-    split, shared by the debiased effect's refits; each cluster of the column ``cluster`` whole."""
-    n = len(data.table)
-    rng = np.random.default_rng([seed, 29])
-    groups = groups_of(data.table, cluster)
-    fold_of = rng.permutation(n) % folds if groups is None else cluster_folds(groups, folds, rng)
-    return [(np.flatnonzero(fold_of == k), np.flatnonzero(fold_of != k)) for k in range(folds)]
+    split, shared by the debiased effect's refits; each cluster of the column ``cluster`` whole: the
+    resampler's ``"heldout"`` splits (:mod:`dmlcore.stats.resample`)."""
+    return resample.splits(len(data.table), folds, seed, "heldout", groups_of(data.table, cluster))
 
 
 def projected_residual(estimator, data: CausalData, seed: int = 0) -> dict:
@@ -229,7 +228,7 @@ def _cross_fitted_projection(c, r, names, excluded, seed):
         raise DMLCoreError(f"The held-out residual's regression on the {len(names)} conditioning columns needs "
                            f"more rows per fold than {m}; use fewer folds or more rows.")
     z, omega = basis(c), basis.penalty()
-    part = np.random.default_rng([seed, 37]).permutation(m) % INNER
+    part = resample.fold_labels(m, INNER, seed, "projection")
     fits = {ridge: np.empty(m) for ridge in RIDGES}
     for j in range(INNER):
         fit, out = part != j, part == j
