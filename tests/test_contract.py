@@ -239,7 +239,8 @@ def test_a_default_is_declared_once():
     from dmlcore.studies.spec import FIT_SETTINGS
 
     fit = vars(build_parser().parse_args(["fit"]))
-    for cls in (DMLCMR, OutcomeRegression):
+    # every method's class but the peers' (their own epochs: docs/peers.md)
+    for cls in {DMLCMR, OutcomeRegression, *(entry.cls for entry in METHODS.values() if not entry.peer)}:
         for name, parameter in inspect.signature(cls).parameters.items():
             if name in SETTINGS and name not in ("seed", "nuisance_params", "f_params", "cluster"):
                 assert parameter.default == getattr(DEFAULTS, name), (cls.__name__, name)
