@@ -144,7 +144,9 @@ def add_data_flags(parser, command: str = "fit", *, exclude=(), defaults: dict |
         help = f"{option.help} ({', '.join(option_users(option.name))})"
         if command == "study" or (command == "bench" and option.grid_flag):
             flag = option.grid_flag or option.name
-            kwargs = {"dest": flag, "default": (defaults or {}).get(option.name), "help": f"{help}; a comma list"}
+            default = (defaults or {}).get(option.name)
+            shown = f" (default {option.default})" if default is None and option.default is not None else ""
+            kwargs = {"dest": flag, "default": default, "help": f"{help}{shown}; a comma list"}
             if option.kind == "bool":
                 kwargs.update(nargs="?", const="true")
             group.add_argument("--" + flag.replace("_", "-"), **kwargs)
