@@ -3,9 +3,12 @@ study) and ``list`` (the data sets and methods, from their registries).
 
 Bad input exits with status 2 and one line naming the problem; no traceback reaches the user. An option
 given on the command line that the data set or method does not use is refused, all such options named in
-one line (:func:`refuse_unused_options`): an option is a data set's when its name is in the data registry's
-``DATASET_OPTIONS``, a method's when it is in some registry entry's ``settings``, and your own file's when
-it is in ``OWN_DATA_OPTIONS``; declaring a new option there is all it takes to have it listed and checked.
+one line (:func:`refuse_unused_options`): an option is a data set's when it is declared beside its simulator
+(a ``DataOption`` in the data registry's ``SIMULATORS``), a method's when it is in some registry entry's
+``settings``, and your own file's when it is in ``OWN_DATA_OPTIONS``. The flags of settings and data options
+are made from their declarations (:func:`~dmlcore.estimators.settings.add_setting_flags`,
+:func:`~dmlcore.data.registry.add_data_flags`): declaring a new one is all it takes to have it parsed, listed
+and checked.
 """
 
 from __future__ import annotations

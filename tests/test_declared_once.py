@@ -135,3 +135,20 @@ def test_no_other_home_lists_the_data_options():
     assert registry.OPTION_LABELS == {n: o.label for n, o in DATA_OPTIONS.items()}
     assert all(o.label for o in DATA_OPTIONS.values())
     assert registry.DATASET_OPTIONS == {d: tuple(o.name for o in opts) for d, opts in registry.OPTIONS_OF.items()}
+
+
+def test_a_study_of_your_file_takes_every_run_flag(tmp_path, monkeypatch):
+    """The run settings of a study's flags (--cov, --cluster, --no-debias, --time-limit) reach a study of your
+    own file as they reach one of a data set (--time-limit was once dropped there)."""
+    from dmlcore.data.simulate import simulate_demand_iv
+    from dmlcore.studies.command import study_spec
+
+    monkeypatch.setenv("DMLCORE_HOME", str(tmp_path / "home"))
+    path = tmp_path / "mine.csv"
+    simulate_demand_iv(100, seed=1).data.table.to_csv(path, index=False)
+    own = ["--csv", str(path), "--outcome", "sales", "--treatment", "price", "--instrument", "fuel_price"]
+    for argv in (own, ["--dataset", "demand-iv", "--sizes", "100"]):
+        args = build_parser().parse_args(["study", *argv, "--methods", "2sls", "--seeds", "0", "--cov", "robust",
+                                          "--no-debias", "--time-limit", "7"])
+        config = study_spec(args).configs()[0]
+        assert (config["cov_type"], config["debias"], config["time_limit"]) == ("robust", False, 7), argv

@@ -138,8 +138,14 @@ def study_spec(args) -> StudySpec:
     settings = {name: getattr(args, SETTING_DESTS.get(name, name)) for name in FIT_SETTINGS}
     return spec_from_flags(args.dataset or "demand-iv", methods=args.methods, seeds=args.seeds,
                            data={option: getattr(args, flag) for flag, option in DATA_FLAGS.items()},
-                           settings={**settings, "cov_type": args.cov, "cluster": args.cluster, "debias": args.debias,
-                                     "time_limit": args.time_limit})
+                           settings={**settings, **_run_settings(args)})
+
+
+def _run_settings(args) -> dict:
+    """The grid's run settings given by flags (--cov, --cluster, --no-debias, --time-limit): every declared
+    setting of the run group with a flag of ``study`` (the infrastructure's go to the runner)."""
+    return {name: getattr(args, s.dest) for name, s in SETTINGS.items()
+            if "study" in s.commands and not s.study and s.group == "run"}
 
 
 def _table_spec(args) -> StudySpec:
@@ -152,7 +158,7 @@ def _table_spec(args) -> StudySpec:
     options = keep_table(own_data(args), Path(args.csv).name, [args.cluster] if args.cluster else None)
     settings = {name: getattr(args, SETTING_DESTS.get(name, name)) for name in FIT_SETTINGS}
     return spec_from_flags(TABLE, methods=args.methods, seeds=args.seeds, data={k: [v] for k, v in options.items()},
-                           settings={**settings, "cov_type": args.cov, "cluster": args.cluster, "debias": args.debias})
+                           settings={**settings, **_run_settings(args)})
 
 
 def study_command(args) -> int:
