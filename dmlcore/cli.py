@@ -507,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         set_threads(args.threads)
     try:
-        resolve_device(getattr(args, "device", "auto"))  # before any data is made
+        resolve_device(getattr(args, "device", SETTINGS["device"].default))  # before any data is made
         return {"fit": _fit, "bench": _bench, "study": study_command, "list": _list,
                 "table": table_command}[args.command](args)
     except (DMLCoreError, FitDiverged) as exc:

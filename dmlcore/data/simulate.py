@@ -214,14 +214,14 @@ def demand_iv_price_draws(frame: pd.DataFrame, n_draws: int, rng: np.random.Gene
     return (mean[:, None] + rng.standard_normal((len(frame), n_draws)))[:, :, None]
 
 
-def _demand_iv_draw(n, rng, rho, iv_strength, ood=False, noise_scale="standardized"):
+def _demand_iv_draw(n, rng, rho, iv_strength, ood=False, noise_scale=NOISE_SCALE.default):
     s = rng.integers(1, 8, size=n).astype(float)
     t = rng.uniform(1.0, 11.0, size=n) if ood else rng.uniform(0.0, 10.0, size=n)
     z = rng.normal(size=n)
     return demand_iv_given(s, t, z, rng, rho, iv_strength, noise_scale)
 
 
-def demand_iv_given(s, t, z, rng, rho, iv_strength, noise_scale="standardized") -> pd.DataFrame:
+def demand_iv_given(s, t, z, rng, rho, iv_strength, noise_scale=NOISE_SCALE.default) -> pd.DataFrame:
     """Price and sales of demand-iv drawn given customer type s, time t and fuel price z."""
     n = len(z)
     w = rng.normal(size=n)
