@@ -32,7 +32,7 @@ import torch
 from dmlcore.data.registry import load_dataset
 from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError, FitCancelled
-from dmlcore.estimators import FitSettings, for_method
+from dmlcore.estimators import FitSettings, for_method, get_method
 from dmlcore.runs import fit_run
 
 FIELDS = ["dataset", "n", "seed", "method", "folds", "device", "gpu", "mse", "seconds", "after_fit_seconds",
@@ -154,7 +154,7 @@ def main() -> int:
             n = QUICK[dataset] if args.quick else n
             where = torch.device("cpu") if on_cpu else device
             folds = 2 if args.quick else 10
-            row = dict(dataset=dataset, n=n, seed=seed, method=method, folds=folds if method == "dml-cmr" else 1,
+            row = dict(dataset=dataset, n=n, seed=seed, method=method, folds=folds if get_method(method).cross_fits else 1,
                        device=str(where), gpu=gpu if where.type == "cuda" else "",
                        started_at_s=round(time.monotonic() - start, 1))
             left = deadline - time.monotonic()

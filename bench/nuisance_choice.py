@@ -54,7 +54,7 @@ def one(task: dict) -> list[dict]:
     sizes = [task["n"] - len(rows) for rows in fits["nn"].folds_]
     for k in learned:
         kind, settings = CANDIDATES[k]
-        if k != "nn":   # the boosted nuisances; f linear, unused
+        if k not in fits:   # the boosted nuisances (the network's fit is above); f linear, unused
             fits[k] = DMLCMR(kind, task["folds"], f_model="linear", nuisance_params=settings or None,
                              seed=task["seed"]).fit(sim.data)
         outcome[k], sampler[k] = _ReusedOutcome(fits[k].s_model_, sizes), _ReusedSampler(fits[k].g_model_, sizes)

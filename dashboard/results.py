@@ -19,6 +19,7 @@ from dmlcore.inference.effect_coverage import coverage_note, measured_coverage
 from dmlcore.inference.effect_notes import clusters_note, identification_note, notes
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS, METHOD_TITLES
+from dmlcore.estimators._registry import PAPER_METHOD, PLUG_IN_METHOD
 from dmlcore.runs import Run
 from dmlcore.store import StoredRun, safe_filename
 
@@ -432,8 +433,8 @@ def closest_notes(items: list[ResultItem]) -> list[str]:
                        else f"{it.title} {it.record['mse']:.3g}" for it in scored[1:])
     notes = [f"**Closest to the truth: {best.title}** (MSE {best.record['mse']:.3g}). The others' MSE, as a "
              f"multiple of that: {others}."]
-    dml = [it for it in scored if it.method == "dml-cmr"]
-    if best.method == "naive" and dml:
+    dml = [it for it in scored if it.method == PAPER_METHOD]
+    if best.method == PLUG_IN_METHOD and dml:
         notes.append(
             f"Here the naive plug-in beat DML-CMR (MSE {best.record['mse']:.3g} against "
             f"{dml[0].record['mse']:.3g}). That is not a fault of the tool: the paper's guarantees for DML-CMR "

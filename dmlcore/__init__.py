@@ -4,7 +4,7 @@ The public face: data with roles (:class:`CausalData`, :func:`load_dataset`), th
 their registry (:data:`METHODS`, :func:`make_estimator`; every estimator follows one contract,
 :class:`CMREstimator`), learners as objects (any scikit-learn regressor, or
 :class:`OutcomeLearner` / :class:`ConditionalSampler`), one fit with its JSON record
-(:func:`fit_run`), studies (:func:`run_study`) and the run store (:class:`RunStore`). Your own
+(:func:`fit_run`; its record read typed: :class:`RunRecord`, :class:`Effect`, ...), studies (:func:`run_study`) and the run store (:class:`RunStore`). Your own
 methods: :func:`register_method`, from the modules listed in ``DMLCORE_PLUGINS`` (:mod:`dmlcore.plugins`).
 See docs/architecture.md.
 """
@@ -22,6 +22,7 @@ from dmlcore.estimators._registry import register_method
 from dmlcore.learners import ConditionalSampler, OutcomeLearner
 from dmlcore.regression_table import regression_table
 from dmlcore.runs import Run, fit_run
+from dmlcore.runs.typed import Debiased, Effect, FirstStage, Heldout, Interval, RunRecord
 from dmlcore.store import RunStore
 from dmlcore.studies import StudySpec, run_study, spec_from_dict
 
@@ -30,7 +31,8 @@ __all__ = ["__version__", "CausalData", "load_dataset", "simulate_demand_iv", "s
            "CMREstimator", "DMLCMR", "CEDMLCMR", "NaivePlugIn", "RepeatedCrossFit", "OutcomeRegression",
            "TwoStageLeastSquares", "Sieve2SLS", "KIV", "DFIV", "DeepGMM", "KPV", "PMMR", "NMMR",
            "OutcomeLearner", "ConditionalSampler", "Run", "fit_run", "RunStore", "StudySpec", "run_study",
-           "spec_from_dict", "LIML", "Fuller", "GMMIV", "regression_table", "register_method"]
+           "spec_from_dict", "LIML", "Fuller", "GMMIV", "regression_table", "register_method", "RunRecord", "Effect",
+           "Interval", "Debiased", "FirstStage", "Heldout"]
 
 from dmlcore import plugins as _plugins  # noqa: E402  (last: a plugin imports dmlcore, complete by now)
 

@@ -29,7 +29,6 @@ from dmlcore.data.registry import (DATA_OPTIONS, DATASET_OPTIONS, SIMULATED, add
                                    dataset_options, load_dataset, real_dataset_names)
 from dmlcore.device import resolve_device
 from dmlcore.errors import DMLCoreError, FitDiverged
-from dmlcore.inference.effect_notes import clusters_note, identification_note, spread_note
 from dmlcore.inference.linear_iv import set_text
 from dmlcore.linear_cli import (add_linear_options, add_table_command, check_table, check_wild_bootstrap, formula_data,
                                 table_command, table_from_args, wild_bootstrap_record, with_linear_options)
@@ -40,6 +39,7 @@ from dmlcore.estimators import for_method
 from dmlcore.estimators.settings import SETTINGS, FitSettings, add_setting_flags, setting_group
 from dmlcore.estimators import METHODS
 from dmlcore.runs import fit_run
+from dmlcore.runs.typed import CLR, Config, Effect, FirstStage, Interval, RunRecord
 from dmlcore.studies.command import (OWN_DATA_OPTIONS, add_own_data_options, add_study_parser, exit_status,
                                     own_data, run_cli_study, study_command)
 from dmlcore.studies.spec import FIT_SETTINGS, LATER_SETTINGS, refuse_unused, spec_from_dict
@@ -197,121 +197,140 @@ def _fit(args) -> int:
     args.jobs = min(FIT_JOBS, os.cpu_count() or 1) if args.jobs is None else args.jobs
     settings = for_method(FitSettings.from_args(args), args.method)   # a flag the method does not read was refused
     run = fit_run(data, args.method, settings, truth=truth, dataset=dataset, data_params=params)
-    rec = run.record
-    rec.update(wild_bootstrap_record(args, data))       # --wild-bootstrap B (dmlcore.linear_cli)
-    diagnostics = rec.get("diagnostics") or {}
-    if diagnostics.get("error"):      # e.g. blank pixel covariates: the fit itself went fine
-        print(f"warning: no first-stage diagnostics: {diagnostics['error']}", file=sys.stderr)
-    if diagnostics.get("warning"):
-        print(f"warning: {diagnostics['warning']}", file=sys.stderr)
-    elif (diagnostics.get("strength") or {}).get("level") == "moderate":   # labels: diagnostics.strength_label
-        print(f"note: instrument strength {diagnostics['strength']['text']}", file=sys.stderr)
-    if diagnostics.get("dropped_note"):      # a constant or collinear covariate: one line
-        print(f"note: {diagnostics['dropped_note']}", file=sys.stderr)
-    for note in (diagnostics.get("inference") or {}).get("notes") or []:
-        print(f"note: {note}", file=sys.stderr)
+    run.record.update(wild_bootstrap_record(args, data))       # --wild-bootstrap B (dmlcore.linear_cli)
+    result = run.result                                        # the record, typed (dmlcore.runs.typed)
+    for line in _diagnostics_notes(result.diagnostics):
+        print(line, file=sys.stderr)
     if args.json:
         Path(args.json).write_text(run.to_json())
     if args.predictions:
         run.predictions().to_csv(args.predictions, index=False)
-    mse = "n/a (no ground truth)" if rec["mse"] is None else f"{rec['mse']:.4f}"
-    # a linear IV method's line says what it estimates: its coefficients, effect, intervals -- not the learner's
-    # held-out residual, DML-CMR's debiased derivative or a spread, which stay in --json
-    linear = "anderson_rubin" in METHODS[args.method].cls.capabilities
-    extra = _coefficients_text(rec)
-    if rec["band_width"] is not None:
-        covered = "n/a" if rec["band_coverage"] is None else f"{rec['band_coverage']:.3f}"
-        extra += f" band_coverage={covered} band_width={rec['band_width']:.4g}"
-    extra += _effect_text(rec["effect"], linear=linear)
-    if not linear and "cluster" in METHODS[args.method].settings and (rec.get("config") or {}).get("cluster"):
-        # the DML-CMR family's folds keep clusters whole: the clustering changes the fit, not only its intervals
-        extra += f" folds=clusters of '{rec['config']['cluster']}' kept whole (the estimate depends on --cluster)"
-    for role, chosen in (rec.get("nuisances") or {}).items():   # "auto" nuisances: which candidate won
-        extra += f" {role}-hat=auto:{chosen['choice']}"
-    if rec.get("heldout") and not linear:
-        held = rec["heldout"]
-        extra += (f" heldout=n/a ({held['error']})" if "error" in held else
-                  f" heldout={held['relative']:.4g} (projected residual / Var(Y))")
-    folds = "" if rec["folds"] is None else f", folds={rec['folds']}"
-    if linear:
-        shown_mse = "" if rec["mse"] is None else f" mse={mse}"
-        print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}):{shown_mse} seconds={rec['seconds']:.1f}{extra}")
-    else:
-        print(f"{rec['method']} on {rec['dataset']} (n={rec['n']}, learner={rec['learner']}{folds}, "
-              f"seed={rec['seed']}): mse={mse} seconds={rec['seconds']:.1f}{extra}")
-    clr, cov = rec.get("clr") or {}, (rec.get("config") or {}).get("cov_type") or "unadjusted"
-    if clr.get("pieces") is not None and cov != "unadjusted":
-        print(f"conditional likelihood-ratio set: not shown under --cov {cov} ({clr['robust_to']}); the "
-              f"Anderson-Rubin set above follows --cov")
-    elif clr.get("pieces") is not None:
-        print(f"conditional likelihood-ratio {clr['level']:.0%} set {set_text(clr['pieces'])} ({clr['robust_to']})")
-    if rec.get("wild_bootstrap"):
-        wild = rec["wild_bootstrap"]
-        shown = "n/a (unbounded: see the Anderson-Rubin set)" if wild["interval"] is None else \
-            f"[{wild['interval'][0]:.4g}, {wild['interval'][1]:.4g}]"
-        print(f"wild cluster bootstrap ({wild['draws']} draws, {wild['weights']}, {wild['n_clusters']} clusters): "
-              f"p-value of a zero effect {wild['pvalue']:.4g}, 95% interval {shown}")
+    print(_summary_text(result))
     if args.table_path:
         print(table_from_args(args, data))
     return 0
 
 
-def _coefficients_text(rec: dict, most: int = 4) -> str:
+def _diagnostics_notes(diagnostics: FirstStage | None) -> list[str]:
+    """The first stage's warnings and notes for stderr: why there are none, a weak or moderate instrument, a
+    dropped covariate, the covariance's notes."""
+    if not diagnostics:
+        return []
+    lines = []
+    if diagnostics.error:      # e.g. blank pixel covariates: the fit itself went fine
+        lines.append(f"warning: no first-stage diagnostics: {diagnostics.error}")
+    if diagnostics.warning:
+        lines.append(f"warning: {diagnostics.warning}")
+    elif diagnostics.strength and diagnostics.strength.level == "moderate":   # labels: diagnostics.strength_label
+        lines.append(f"note: instrument strength {diagnostics.strength.text}")
+    if diagnostics.dropped_note:      # a constant or collinear covariate: one line
+        lines.append(f"note: {diagnostics.dropped_note}")
+    lines += [f"note: {note}" for note in (diagnostics.inference.notes if diagnostics.inference else None) or []]
+    return lines
+
+
+def _summary_text(result: RunRecord) -> str:
+    """What ``fit`` prints on stdout: the one-line summary, then a linear IV method's conditional
+    likelihood-ratio set and the wild cluster bootstrap when asked for."""
+    lines = [_summary_line(result)]
+    clr, cov = result.clr or CLR(), (result.config.cov_type if result.config else None) or "unadjusted"
+    if clr.pieces is not None and cov != "unadjusted":
+        lines.append(f"conditional likelihood-ratio set: not shown under --cov {cov} ({clr.robust_to}); the "
+                     f"Anderson-Rubin set above follows --cov")
+    elif clr.pieces is not None:
+        lines.append(f"conditional likelihood-ratio {clr.level:.0%} set {set_text(clr.pieces)} ({clr.robust_to})")
+    wild = result.wild_bootstrap
+    if wild:
+        shown = "n/a (unbounded: see the Anderson-Rubin set)" if wild.interval is None else \
+            f"[{wild.interval[0]:.4g}, {wild.interval[1]:.4g}]"
+        lines.append(f"wild cluster bootstrap ({wild.draws} draws, {wild.weights}, {wild.n_clusters} clusters): "
+                     f"p-value of a zero effect {wild.pvalue:.4g}, 95% interval {shown}")
+    return "\n".join(lines)
+
+
+def _summary_line(result: RunRecord) -> str:
+    """The one-line summary of a run: method, data, rows (learner, folds, seed), MSE, seconds, then what the
+    method estimates."""
+    mse = "n/a (no ground truth)" if result.mse is None else f"{result.mse:.4f}"
+    # a linear IV method's line says what it estimates: its coefficients, effect, intervals -- not the learner's
+    # held-out residual, DML-CMR's debiased derivative or a spread, which stay in --json
+    linear = "anderson_rubin" in METHODS[result.method].cls.capabilities
+    extra = _coefficients_text(result)
+    if result.band_width is not None:
+        covered = "n/a" if result.band_coverage is None else f"{result.band_coverage:.3f}"
+        extra += f" band_coverage={covered} band_width={result.band_width:.4g}"
+    extra += _effect_text(result.effect, linear=linear)
+    cluster = result.config.cluster if result.config else None
+    if not linear and "cluster" in METHODS[result.method].settings and cluster:
+        # the DML-CMR family's folds keep clusters whole: the clustering changes the fit, not only its intervals
+        extra += f" folds=clusters of '{cluster}' kept whole (the estimate depends on --cluster)"
+    for role, chosen in (result.nuisances or {}).items():   # "auto" nuisances: which candidate won
+        extra += f" {role}-hat=auto:{chosen.choice}"
+    held = result.heldout
+    if held and not linear:
+        extra += (f" heldout=n/a ({held.error})" if held.has("error") else
+                  f" heldout={held.relative:.4g} (projected residual / Var(Y))")
+    folds = "" if result.folds is None else f", folds={result.folds}"
+    if linear:
+        shown_mse = "" if result.mse is None else f" mse={mse}"
+        return f"{result.method} on {result.dataset} (n={result.n}):{shown_mse} seconds={result.seconds:.1f}{extra}"
+    return (f"{result.method} on {result.dataset} (n={result.n}, learner={result.learner}{folds}, "
+            f"seed={result.seed}): mse={mse} seconds={result.seconds:.1f}{extra}")
+
+
+def _coefficients_text(result: RunRecord, most: int = 4) -> str:
     """A linear method's coefficients for the one-line summary, the treatment's first, each with its
     standard error under the covariance choice: `` coefficients (s.e. robust): educ=0.1323 (0.04923), ...``."""
-    coefficients, errors = rec.get("coefficients") or {}, rec.get("std_errors") or {}
+    coefficients, errors = result.coefficients or {}, result.std_errors or {}
     if not coefficients:
         return ""
-    first = [c for c in (rec.get("roles") or {}).get("treatment", []) if c in coefficients]
-    names = [*first, *(c for c in coefficients if c not in first)][:most]
-    config = rec.get("config") or {}
-    cov = config.get("cov_type") or "unadjusted"
-    cov += f" by {config['cluster']}" if config.get("cluster") else ""
-    cov += ", small" if config.get("small") else ""
+    names = list(result.params.index)[:most]          # the treatment's first
+    config = result.config or Config()
+    cov = config.cov_type or "unadjusted"
+    cov += f" by {config.cluster}" if config.cluster else ""
+    cov += ", small" if config.small else ""
     shown = ", ".join(f"{c}={coefficients[c]:.4g}" + (f" ({errors[c]:.4g})" if c in errors else "") for c in names)
     more = f", ... ({len(coefficients) - most} more in --json)" if len(coefficients) > most else ""
     return f" coefficients (s.e. {cov}): {shown}{more}" if errors else f" coefficients {shown}{more}"
 
 
-def _effect_text(effect: dict, linear: bool = False) -> str:
+def _effect_text(effect: Effect, linear: bool = False) -> str:
     """The effect for the one-line summary: estimate [interval] (how), or why there is none; the
     plug-in beside a debiased headline, the debiased average derivative beside another method's f. ``linear``
     (a linear IV method): the coefficient's interval and Anderson-Rubin set only."""
-    if effect.get("estimate") is None:
-        return f" effect=n/a ({effect.get('error')})"
-    text = f" effect={effect['estimate']:.4g}"
-    interval, debiased = effect.get("interval") or "", effect.get("debiased")
-    headline = bool(debiased) and effect["estimate"] == debiased["estimate"]
-    if effect.get("ci_lower") is not None:
-        kind = interval.split("(")[-1].split(", as ")[0].rstrip(")") if "(" in interval else ""   # linear IV: its covariance
-        linear = next((name for name in ("2SLS", "LIML", "Fuller", "GMM") if interval.startswith(f"{name}:")), None)
-        how = ("debiased" if headline else "bootstrap" if effect.get("bootstrap") else
-               f"{linear} s.e., {kind}" if linear and kind else f"{linear} s.e." if linear else "delta method")
-        text += f" [{effect['ci_lower']:.4g}, {effect['ci_upper']:.4g}] ({effect['level']:.0%}, {how})"
+    if effect.estimate is None:
+        return f" effect=n/a ({effect.error})"
+    text = f" effect={effect.estimate:.4g}"
+    interval, debiased = effect.interval or "", effect.debiased
+    if effect.ci_lower is not None:
+        text += f" [{effect.ci_lower:.4g}, {effect.ci_upper:.4g}] ({effect.level:.0%}, {effect.how()})"
+        # with an interval, the headline's own kind decides (as this line always has): a linear IV method whose
+        # headline is its bootstrap interval goes on to the debiased average derivative, like any other method
+        linear = effect.linear_head is not None
     elif interval.startswith("weakly identified"):
         text += f" ({interval})"            # weakly identified (its one-line reason): no interval
     else:
         text += " (no interval: add --bootstrap B)"
-    for entry in effect.get("intervals") or []:
-        if entry["interval"].startswith("Anderson-Rubin") and entry.get("set") is not None:
-            text += f" anderson_rubin={set_text(entry['set'])} ({entry['kind']})"
+    for entry in effect.intervals or []:
+        if entry.is_anderson_rubin and entry.set is not None:
+            text += f" anderson_rubin={set_text(entry.set)} ({entry.kind})"
     if linear:
         return text
-    plug = effect.get("plug_in") or {}
-    if headline and plug.get("estimate") is not None:
-        text += f" plug-in={plug['estimate']:.4g}"
+    plug = effect.plug_in or Interval()
+    if effect.headline_is_debiased and plug.estimate is not None:
+        text += f" plug-in={plug.estimate:.4g}"
     elif debiased:
-        text += f" debiased average derivative={debiased['estimate']:.4g} " + (
-            "(weakly identified: no interval)" if debiased.get("weakly_identified") else
-            f"[{debiased['ci_lower']:.4g}, {debiased['ci_upper']:.4g}]")
-    if effect.get("debiased_error"):
-        text += f" ({effect['debiased_error']})"
-    if debiased and not (headline and debiased.get("weakly_identified")):   # a flagged headline printed its reason
-        text += f" identification={identification_note(effect)}"
-    if effect.get("spread"):
-        text += f" spread={spread_note(effect)}"
-    if effect.get("clusters"):
-        text += f" {clusters_note(effect)}"
+        text += f" debiased average derivative={debiased.estimate:.4g} " + (
+            "(weakly identified: no interval)" if debiased.weakly_identified else
+            f"[{debiased.ci_lower:.4g}, {debiased.ci_upper:.4g}]")
+    if effect.debiased_error:
+        text += f" ({effect.debiased_error})"
+    if debiased and not (effect.headline_is_debiased and debiased.weakly_identified):   # a flagged headline printed its reason
+        text += f" identification={effect.identification_note()}"
+    if effect.spread:
+        text += f" spread={effect.spread_note()}"
+    if effect.clusters:
+        text += f" {effect.clusters_note()}"
     return text
 
 
@@ -434,13 +453,13 @@ def _bench(args) -> int:
             writer.writeheader()
 
         def write(event: dict) -> None:
-            rec = event["record"]
-            if rec is None:
+            result = RunRecord.from_dict(event["record"])      # the record, typed (dmlcore.runs.typed)
+            if result is None:
                 return
-            row = {k: rec.get(k) for k in fields}
-            row["mse_fresh"] = rec["metrics"].get("mse_fresh")
-            row.update({o: rec["config"]["data"].get(o) for o in design})
-            row.update({s: rec["config"].get(s) for s in chosen})
+            row = {k: result.get(k) for k in fields}
+            row["mse_fresh"] = result.mse_fresh
+            row.update({o: (result.config.data or {}).get(o) for o in design})
+            row.update({s: result.config.get(s) for s in chosen})
             writer.writerow(row)
             handle.flush()
             rows.append(row)

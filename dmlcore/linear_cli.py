@@ -13,6 +13,7 @@ from dmlcore.data.io import load_table
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS
+from dmlcore.estimators._registry import LINEAR_REFERENCE
 from dmlcore.inference.wild_bootstrap import wild_cluster_bootstrap
 from dmlcore.regression_table import (DEFAULT_METHODS, TABLE_METHODS, models_table, regression_table, table_format,
                                       write_table)
@@ -93,9 +94,10 @@ def check_wild_bootstrap(args) -> None:
     """Refuse ``--wild-bootstrap`` where it does not apply, before any fit."""
     if args.wild_bootstrap is None:
         return
-    if args.method != "2sls" or not str(args.cov).startswith("clustered"):
+    if args.method != LINEAR_REFERENCE or not str(args.cov).startswith("clustered"):
         raise DMLCoreError(f"--wild-bootstrap bootstraps the 2SLS coefficient under clustering: use it with --method "
-                           f"2sls and --cov clustered or clustered-cr1 (got --method {args.method}, --cov {args.cov}).")
+                           f"{LINEAR_REFERENCE} and --cov clustered or clustered-cr1 (got --method {args.method}, "
+                           f"--cov {args.cov}).")
 
 
 def wild_bootstrap_record(args, data: CausalData) -> dict:

@@ -24,7 +24,7 @@ from dmlcore.export import Table
 from dmlcore.inference.linear_iv import anderson_rubin_set, clr_set, set_text
 from dmlcore.runs import fit_run
 
-TABLE_METHODS = ("ols", "2sls", "liml", "fuller", "gmm-iv")
+TABLE_METHODS = ("ols", *(name for name, entry in METHODS.items() if entry.linear_iv))
 DEFAULT_METHODS = ("ols", "2sls", "liml")
 STARS = ((0.01, "***"), (0.05, "**"), (0.10, "*"))
 
@@ -148,8 +148,8 @@ def _statistics(data, models, columns, iv_titles, stages, cov_type, cluster, lev
     rows = [{"": "Observations", **{t: f"{models[t].n_:,}" for t in columns}},
             {"": "Fixed effects", **{t: ", ".join(data.absorb) or "no" for t in columns}},
             {"": "Weights", **{t: data.weights or "no" for t in columns}}]
-    kappas = {t: models[t].kappa_ for t in iv_titles if models[t].kind != "gmm"}
-    if any(models[t].kind in ("liml", "fuller") for t in iv_titles):
+    kappas = {t: models[t].kappa_ for t in iv_titles if not models[t].efficient_gmm}
+    if any(models[t].k_class for t in iv_titles):
         rows.append({"": "kappa (k-class)", **blank, **{t: f"{k:.4f}" for t, k in kappas.items()}})
     inference = diag.get("inference") or {}
     if stages and not inference.get("error"):
@@ -349,9 +349,9 @@ def _model_statistics(records, titles, treatments, labels, level, digits=3) -> t
     rows += [{"": "Fixed effects", **{t: ", ".join(r.get("absorb") or []) or "no" for t, r in per}},
              {"": "Weights", **{t: r.get("weights") or "no" for t, r in per}},
              {"": "R²", **{t: f"{linear[t]['r2']:.3f}" if linear[t].get("r2") is not None else "" for t, _ in per}}]
-    if any(r.get("method") in ("liml", "fuller") for _, r in per):
-        rows.append({"": "kappa (k-class)", **{t: f"{linear[t]['kappa']:.4f}" if r.get("method") in ("liml", "fuller")
-                                               else "" for t, r in per}})
+    k_class = {t: r.get("method") in METHODS and METHODS[r["method"]].k_class for t, r in per}
+    if any(k_class.values()):
+        rows.append({"": "kappa (k-class)", **{t: f"{linear[t]['kappa']:.4f}" if k_class[t] else "" for t, _ in per}})
     rows.append({"": "Standard errors", **{t: _se_words(config[t], linear[t]) for t, _ in per}})
     for treatment in treatments:
         suffix = f" ({labels.get(treatment, treatment)})" if len(treatments) > 1 else ""

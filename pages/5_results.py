@@ -11,6 +11,7 @@ from dmlcore.inference.first_stage import strength_label
 from dmlcore.errors import DMLCoreError
 from dmlcore.stats.covariance import COV_CHOICES, COV_TITLES, FEW_CLUSTERS, cluster_columns, is_clustered
 from dmlcore.estimators import METHODS
+from dmlcore.estimators._registry import LINEAR_REFERENCE
 from dmlcore.learners.select import describe as describe_selection
 from dmlcore.estimators import METHOD_TITLES
 from dmlcore.runs import fit_run
@@ -59,7 +60,7 @@ def axis_titles(item, curve):
 
 def reference_2sls(items):
     """For real data: a 2SLS fit on the same data when none was selected (live runs only)."""
-    if any(it.method == "2sls" for it in items):
+    if any(it.method == LINEAR_REFERENCE for it in items):
         return None
     live = next((it for it in items if it.run is not None), None)
     if live is None:
@@ -67,7 +68,7 @@ def reference_2sls(items):
     cache = ss.setdefault("reference_2sls", {})
     if live.key not in cache:
         try:
-            cache[live.key] = fit_run(live.run.data, "2sls", dataset=live.record.get("dataset"))
+            cache[live.key] = fit_run(live.run.data, LINEAR_REFERENCE, dataset=live.record.get("dataset"))
         except DMLCoreError as err:
             cache[live.key] = str(err)
     return cache[live.key]
@@ -87,7 +88,7 @@ def curves_section(chosen):
     ref = reference_2sls(chosen) if real else None
     if ref is not None and not isinstance(ref, str):
         named.append(("2SLS (reference)", ref.curve()))
-        methods.append("2sls")
+        methods.append(LINEAR_REFERENCE)
     if not named:
         return
     x_title, y_title = axis_titles(chosen[0], named[0][1])
@@ -120,7 +121,7 @@ def curves_section(chosen):
 def side_by_side_2sls(chosen, reference):
     """2SLS's coefficients with their standard errors: under the page's covariance choice (below, with the
     effect) where it applies, else as the run was fitted; the table's title says which."""
-    coef_item = next((it for it in chosen if it.method == "2sls"), None)
+    coef_item = next((it for it in chosen if it.method == LINEAR_REFERENCE), None)
     record = coef_item.record if coef_item else (reference.record if reference is not None else None)
     if not record or not record.get("coefficients"):
         return

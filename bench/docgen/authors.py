@@ -6,7 +6,7 @@ from __future__ import annotations
 from dmlcore.studies.figures import mse_figure
 
 from .registry import block, family, figure
-from .tables import nuisance_line, per_seed, prose, select, study_table, title
+from .tables import is_method, nuisance_line, per_seed, prose, select, study_table, title
 from .words import num, paired, relation
 
 DEEP = ("dml-cmr", "ce-dml-cmr", "naive")
@@ -206,7 +206,7 @@ def sieve_change(rows) -> str:
     parts = {}
     for (n, strength), part in old.groupby(["n", "iv_strength"], sort=True):
         new = rows.csv(f"authors/{part['file'].iloc[0]}")
-        new = new[(new["method"] == "sieve-2sls") & (new["n"] == n) & (new["iv_strength"] == strength)]
+        new = new[is_method(new["method"], "sieve-2sls") & (new["n"] == n) & (new["iv_strength"] == strength)]
         parts[(n, strength)] = (part["mse"].median(), new["mse"].median())
     def cells(keys):
         return ", ".join(f"{num(parts[k][0])} → {num(parts[k][1])}" for k in keys)
@@ -226,7 +226,7 @@ def figure2_timing(rows) -> str:
     log = rows.time_log("figure2-idle/study.log")
     minutes, seconds = divmod(log["wall_s"], 60)
     by_n = fits.groupby("n")["seconds"].sum()
-    dml = fits[fits["method"] == "dml-cmr"].groupby("n")["seconds"].median()
+    dml = fits[is_method(fits["method"], "dml-cmr")].groupby("n")["seconds"].median()
     bench = rows.fits("authors/demand-iv-nn-1000-2000.csv", "authors/demand-iv-nn-5000.csv", "authors/demand-iv-nn-10000.csv")
     key = ["n", "seed", "method"]
     merged = fits[key + ["mse"]].merge(bench[key + ["mse"]], on=key, suffixes=("", "_bench"))
@@ -307,7 +307,8 @@ def paper_pcl_ratios(rows) -> str:
 @block("regression-rho:ranges")
 def regression_rho_ranges(rows) -> str:
     """The regression that ignores the instrument, raw design against the authors', over ρ."""
-    s = rows.csv("authors/regression-rho/summary.csv").query("method == 'regression'")
+    s = rows.csv("authors/regression-rho/summary.csv")
+    s = s[is_method(s["method"], "regression")]
     raw, authors = (s[s["noise_scale"] == scale]["median"] for scale in ("raw", "standardized"))
     return (f"{num(raw.min(), 2)}–{num(raw.max(), 2)} on the raw design against {num(authors.min(), 2)}–"
             f"{num(authors.max(), 2)} on the authors' (gradient boosting, N = {s['n'].iloc[0]}, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .registry import family
+from .tables import is_method, title as method_title
 
 COLUMNS = ("run", "date", "students' browsers", "Results pages showing their runs", "blank pages",
            "click to results: first / median / last", "page switches of a 21st session: median / 90th percentile "
@@ -81,7 +82,7 @@ def demo_debias(rows, file: str) -> str:
     """The demo's fits with and without the debiased effect (``bench/perf/demo_debias_cost.sh``): wall
     seconds per repeat and their ratio."""
     d = rows.jsonl(file)
-    titles = {"dml-cmr": "DML-CMR (gb, K = 5)", "naive": "naive plug-in (gb)", "2sls": "2SLS",
+    titles = {"dml-cmr": "DML-CMR (gb, K = 5)", "naive": "naive plug-in (gb)", "2sls": method_title("2sls"),
               "regression": "regression (gb)"}
     wide = d.pivot_table(index=["method", "repeat"], columns="debias", values="wall")
     lines = ["| | debiased effect on | off | on / off |", "|---|---|---|---|"]
@@ -211,7 +212,7 @@ def demo_debias_figure(rows, file: str, what: str) -> str:
         walls = d.groupby(["method", "debias"])["wall"]
         return f"{(walls.max() / walls.min()).max():.1f}"
     if what == "dml-off":
-        w = d[(d["method"] == "dml-cmr") & (d["debias"] == "off")]["wall"]
+        w = d[is_method(d["method"], "dml-cmr") & (d["debias"] == "off")]["wall"]
         return f"{w.min():.0f} to {w.max():.0f} s"
     if what == "ratio":
         total = d.pivot_table(index="repeat", columns="debias", values="wall", aggfunc="sum")

@@ -15,7 +15,7 @@ from dmlcore.inference.effect_coverage import (DESIGN_TITLES, OWN_NUISANCES, PRO
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
 
 from .registry import block, derived_file, family
-from .tables import title
+from .tables import fact, has, is_method, title
 from .words import num
 
 BAND_NAMES = {"outcome": "outcome", "structural": "structural", "score": "score", "split": "split spread (R = 5)"}
@@ -42,7 +42,7 @@ def bands_summary(rows, file: str) -> str:
     return text + (f", {s['seconds_per_seed']:.1f} s per seed" if "seconds_per_seed" in s else "")
 
 
-INTERVALS = {"2sls": "2SLS", "dml-sieve": "DML-CMR, spline f (delta)", "sieve-2sls": "Sieve 2SLS (delta)",
+INTERVALS = {"2sls": title("2sls"), "dml-sieve": "DML-CMR, spline f (delta)", "sieve-2sls": "Sieve 2SLS (delta)",
              "dml-boot": "DML-CMR, linear learners, bootstrap"}
 
 
@@ -145,7 +145,7 @@ def _rhc(rows, file):
 def _interval(r) -> str:
     if not pd.isna(r.bootstrap):
         return f"bootstrap, {r.bootstrap:.0f} refits (estimate ± 1.96 × sd of the refits)"
-    return "coefficient ± 1.96 × s.e." if r.method == "2sls" else "delta method"
+    return "coefficient ± 1.96 × s.e." if has(r.method, "linear_iv") else "delta method"
 
 
 @family(r"rhc:(?P<file>[^:]+\.csv)(?::(?P<which>boot))?")
@@ -322,7 +322,7 @@ def procedure_check(rows) -> str:
     sources = {"f alone": f_alone_rows(rows), "whole refits": debiased_rows(rows)}
     worst = {}
     for procedure, study in sources.items():
-        study = study[(study["design"] == "linear") & (study["method"] == "dml-cmr") & study["f_model"].isna()]
+        study = study[(study["design"] == "linear") & is_method(study["method"], "dml-cmr") & study["f_model"].isna()]
         mine = check[check["procedure"] == procedure].merge(study[["seed", "effect_debiased"]], on="seed")
         worst[procedure] = (len(mine), float((mine["estimate"] - mine["effect_debiased"]).abs().max()))
     wide = check.pivot(index="seed", columns="procedure", values="estimate").dropna()
@@ -446,7 +446,7 @@ def band_range(rows, files: str, bands: str, field: str, fmt: str | None) -> str
 def sieve_weak(rows) -> str:
     """How often Sieve 2SLS's debiased interval covers on the weak design, by reported strength."""
     done = debiased_rows(rows)
-    done = done[(done["status"] == "done") & (done["design"] == "weak") & (done["arm"] == "sieve-2sls")]
+    done = done[(done["status"] == "done") & (done["design"] == "weak") & is_method(done["arm"], "sieve-2sls")]
     inside = (done["effect_debiased_ci_lower"] <= done["effect_truth"]) & (done["effect_truth"] <= done["effect_debiased_ci_upper"])
     bins = pd.cut(done["effect_strength"], [0, 5, 10, 20, 40, 80, np.inf], right=False)
     table = inside.groupby(bins, observed=True).agg(["sum", "size"])
@@ -500,7 +500,8 @@ def rhc_summary(rows) -> str:
     dml_zero = "excluding" if _excludes_zero(boot.loc["dml-cmr"]) else "including"
     flexible = sizes.drop("2sls")
     versus = "smaller in size than" if (flexible < sizes["2sls"]).all() else "not all smaller in size than"
-    smallest = "the smallest" if sizes.idxmin() == "dml-cmr" and boot_sizes.idxmin() == "dml-cmr" else "not the smallest"
+    smallest = ("the smallest" if sizes["dml-cmr"] == sizes.min() and boot_sizes["dml-cmr"] == boot_sizes.min()
+                else "not the smallest")
     return (f"by {sizes.min():.1f} to {sizes.max():.1f} days with the linear or spline f, {every}; by "
             f"{boot_sizes['dml-cmr']:.2f} (DML-CMR) and {boot_sizes['naive']:.2f} days (naive plug-in) with boosted "
             f"trees for f, DML-CMR's bootstrap interval {dml_zero} 0. The flexible methods' estimates are {versus} "
@@ -654,7 +655,7 @@ def moderate_misses(rows) -> str:
     """The issue-31 targets against the rows: each design and method whose debiased interval, where
     the flag is silent, covers outside 0.90-0.97 or has width / needed outside 0.9-1.3."""
     table = summarize(rows31(rows))
-    part = table[(table["kind"] == "debiased") & table["arm"].str.startswith(("dml-cmr", "naive"))]
+    part = table[(table["kind"] == "debiased") & fact(table["arm"].str.split().str[0], "uses_learner")]
     misses, met = [], []
     for r in part.itertuples():
         name = f"{DESIGN_TITLES.get(r.design, r.design)}, {r.arm}"

@@ -11,7 +11,7 @@ import pandas as pd
 from .peers import quartiles, seed_text
 from .raw import NAMES
 from .registry import block
-from .tables import prose
+from .tables import is_method, prose
 from .words import num, paired, relation
 
 FOLDER = "gpu"
@@ -171,7 +171,7 @@ def _speed_line(rows) -> str:
     """The GPU's seconds against the CPUs' for the targets' fits."""
     gpu, cpu = fits(rows), cpu_fits(rows)
     idle = rows.jsonl(IDLE)
-    idle = idle[(idle["method"] == "dml-cmr") & (idle["n"] == 5000) & (idle["folds"] == 10)]
+    idle = idle[is_method(idle["method"], "dml-cmr") & (idle["n"] == 5000) & (idle["folds"] == 10)]
     by_threads = idle.groupby("torch_threads")["seconds"].median()
     demand = _of(gpu, "demand-iv", 5000, "dml-cmr")
     here = _of(cpu, "demand-iv", 5000, "dml-cmr")
@@ -299,7 +299,7 @@ def benchmarks_summary(rows) -> str:
     big = got[(got["dataset"] == "dsprites-pcl") & (got["n"] == 5000)]
     medians = ", ".join(f"{prose(m)} {num(_per_seed(cell, m).median())} ({(cell['method'] == m).sum()} seeds)"
                         for m in METHODS)
-    seconds = cell[cell["method"] == "dml-cmr"]["seconds"]
+    seconds = cell[is_method(cell["method"], "dml-cmr")]["seconds"]
     big_text = "; ".join(f"seed {seed}: " + ", ".join(f"{prose(r.method)} {num(r.mse)} ({r.seconds:.0f} s)"
                                                       for r in part.itertuples())
                          for seed, part in big.groupby("seed"))

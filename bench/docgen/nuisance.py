@@ -16,7 +16,7 @@ import pandas as pd
 from .authors import PAPER
 from .peers import SIZES, STRENGTH, quartiles
 from .registry import block, family
-from .tables import prose
+from .tables import has, is_learner, is_method, prose, title
 from .words import Paired, num, p_text, paired
 
 BUDGET = "error-budget-demand-iv.csv"
@@ -28,7 +28,7 @@ BUDGET_CELLS = (("learned", "learned"), ("oracle", "learned"), ("learned", "orac
 CELL_NAMES = {"nn:nn": "nn : nn (the defaults)", "auto:nn": "auto : nn", "oracle:nn": "oracle : nn (the true s)",
               "gb:nn": "gb : nn", "nn:gb": "nn : gb", "gb:gb": "gb : gb", "nn:oracle": "nn : oracle",
               "oracle:oracle": "oracle : oracle", "auto:auto": "auto : auto", "gb-small:nn": "gb-small : nn"}
-STORED = {"dml-cmr": "DML-CMR, defaults (stored rows)", "naive": "naive plug-in", "dfiv": "DFIV"}
+STORED = {"dml-cmr": "DML-CMR, defaults (stored rows)", "naive": "naive plug-in", "dfiv": title("dfiv")}
 TARGET_SECONDS = 60.0
 
 
@@ -193,7 +193,7 @@ def speed_auto(rows) -> str:
     lines = ["| rows | fit (demand-iv, N = 5000, nn, seed) | outcome_learner | seconds | 1-minute load average at its end |",
              "|---|---|---|---|---|"]
     for r in frame.itertuples():
-        fit = f"{'DML-CMR, K = ' + str(r.folds) if r.method == 'dml-cmr' else 'CE-DML-CMR'}, seed {r.seed}"
+        fit = f"{title(r.method)}{', K = ' + str(r.folds) if has(r.method, 'cross_fits') else ''}, seed {r.seed}"
         chosen = "unset (the network)" if pd.isna(r.outcome_learner) else r.outcome_learner
         lines.append(f"| `{r.file}` | {fit} | {chosen} | {r.seconds:.0f} | "
                      f"{r.load_avg_1min:g} |")
@@ -240,7 +240,7 @@ def targets(rows) -> str:
             lines.append(f"| lower than {prose(method)} on ≥ 14 of 20 seeds, strength {k:g} | {_count(pairs[0])} | "
                          f"{_count(pairs[1])} | |")
     speed = speed_rows(rows)
-    fits = speed[(speed["method"] == "dml-cmr") & (speed["outcome_learner"] == "auto") & (speed["folds"] == 10)]
+    fits = speed[is_method(speed["method"], "dml-cmr") & (speed["outcome_learner"] == "auto") & (speed["folds"] == 10)]
     lines.append(f"| DML-CMR K = 10, N = 5000 within {TARGET_SECONDS:.0f} s on 2 cores | {_time_state(fits)} | | |")
     return "\n".join(lines)
 
@@ -321,7 +321,7 @@ def choice_median(rows, file: str, strength: str, cell: str) -> str:
 def budget_vs_paper(rows) -> str:
     """The learned nn cell's median against the paper's DML-CMR median (N = 5000, strength 1)."""
     frame = rows.csv(BUDGET)
-    part = frame[(frame["learner"] == "nn") & (frame["outcome"] == "learned") & (frame["distribution"] == "learned")]
+    part = frame[is_learner(frame["learner"], "nn") & (frame["outcome"] == "learned") & (frame["distribution"] == "learned")]
     paper = PAPER["demand-iv-nn-5000"][1]["dml-cmr"]
     return (f"{part['mse'].median() / paper:.1f} times the paper's median on the grid "
             f"({part['mse_fresh'].median() / paper:.1f} times at fresh draws; the paper's figure reads ~{paper:g})")

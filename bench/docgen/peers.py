@@ -12,7 +12,7 @@ from dmlcore.studies.figures import mse_figure
 
 from .authors import cell
 from .registry import block, figure
-from .tables import per_seed, timed, title
+from .tables import is_method, per_seed, timed, title
 from .words import num, p_text, paired
 
 SIZES, STRENGTH, PCL = ("authors/peers-demand-iv-sizes.csv", "authors/peers-demand-iv-strength.csv",
@@ -63,7 +63,7 @@ def iv_peer_table(rows, method: str) -> str:
              + (f" {name} s/fit, median |" if seconds else ""), "|---|---|---|---|---|---|---|---|" + "---|" * seconds]
     for n, strength in IV_CELLS:
         fits = iv_cell(rows, n, strength)
-        mine, dml = fits[fits["method"] == method], fits[fits["method"] == "dml-cmr"]
+        mine, dml = fits[fits["method"] == method], fits[is_method(fits["method"], "dml-cmr")]
         pair = paired(per_seed(fits, "dml-cmr"), per_seed(fits, method))
         lines.append(f"| {n}, {strength:g} | {quartiles(mine['mse'])} | {num(mine['mse'].mean())} | "
                      f"{num(mine['mse'].min())}–{num(mine['mse'].max())} | {num(mine['mse_fresh'].median())} | "
@@ -422,7 +422,8 @@ def dfiv_choice(rows) -> str:
 @block("peers:nmmr-standardized:growth")
 def nmmr_standardized_growth(rows) -> str:
     """NMMR-U's median before the defaults changed, at the smallest and the largest N."""
-    frame = rows.csv("authors/peers-nmmr-standardized-demand-pcl.csv").query("method == 'nmmr'")
+    frame = rows.csv("authors/peers-nmmr-standardized-demand-pcl.csv")
+    frame = frame[is_method(frame["method"], "nmmr")]
     med = frame.groupby("n")["mse"].median()
     seeds = frame.groupby("n")["seed"].nunique().min()
     return f"NMMR-U {med.iloc[0]:.1f} → {med.iloc[-1]:.1f} from N = {med.index[0]} to {med.index[-1]}, medians of {seeds} seeds"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pandas as pd
 
 from .registry import block, family
-from .tables import per_seed, prose, timed
+from .tables import FAMILY, PLUG_IN_METHOD, is_method, per_seed, prose, timed, title
 from .words import num, paired, relation
 
 OLD = "before-fast-dropout/"
-NAMES = {"dml-cmr": "DML-CMR (K = 10)", "ce-dml-cmr": "CE-DML-CMR", "naive": "naive plug-in", "sieve-2sls": "sieve 2SLS"}
+NAMES = {"dml-cmr": "DML-CMR (K = 10)", "ce-dml-cmr": title("ce-dml-cmr"), "naive": "naive plug-in", "sieve-2sls": "sieve 2SLS"}
 ORDER = list(NAMES)
 
 
@@ -129,7 +129,7 @@ def dropout_change(rows) -> str:
 @block("draws")
 def draws(rows) -> str:
     def cell(frame):
-        return frame[(frame["n"] == 5000) & (frame["method"] == "ce-dml-cmr") & (frame["seed"] <= 4)]
+        return frame[(frame["n"] == 5000) & is_method(frame["method"], "ce-dml-cmr") & (frame["seed"] <= 4)]
     parts = [("1", cell(rows.csv("draws-1.csv"))), ("8 (default)", cell(rows.csv(OLD + "demand-iv-nn.csv"))),
              ("16", cell(rows.csv("draws-16.csv")))]
     seconds = all(timed(frame) for _, frame in parts)      # a time only with the load it was measured under
@@ -144,7 +144,7 @@ def draws(rows) -> str:
 @block("draws:after")
 def draws_after(rows) -> str:
     frame = rows.csv("demand-iv-nn.csv")
-    cell = frame[(frame["n"] == 5000) & (frame["method"] == "ce-dml-cmr") & (frame["seed"] <= 4)]
+    cell = frame[(frame["n"] == 5000) & is_method(frame["method"], "ce-dml-cmr") & (frame["seed"] <= 4)]
     return quartiles(cell["mse"])
 
 
@@ -152,8 +152,8 @@ def draws_after(rows) -> str:
 def old_pcl(rows) -> str:
     frame = rows.csv(OLD + "demand-pcl-nn.csv")
     med = frame.groupby(["method", "n"])["mse"].median()
-    return ", ".join(f"{prose(m) if m != 'naive' else 'naive'} {' / '.join(f'{med[(m, n)]:.2f}' for n in (1000, 5000))}"
-                     for m in ("dml-cmr", "ce-dml-cmr", "naive"))
+    return ", ".join(f"{m if m == PLUG_IN_METHOD else prose(m)} {' / '.join(f'{med[(m, n)]:.2f}' for n in (1000, 5000))}"
+                     for m in FAMILY)
 
 
 # ---------------------------------------------------------------- dsprites-pcl and the image learner
@@ -219,8 +219,10 @@ def keep_memory(rows) -> str:
 
 @block("keep-memory:dml")
 def keep_memory_dml(rows) -> str:
-    old = rows.csv("dsprites-pcl-nn.csv").query("n == 1000 and seed == 1 and method == 'dml-cmr'").iloc[0]
-    new = rows.csv("dsprites-pcl-keep-memory-1.csv").query("method == 'dml-cmr'").iloc[0]
+    old = rows.csv("dsprites-pcl-nn.csv")
+    old = old[(old["n"] == 1000) & (old["seed"] == 1) & is_method(old["method"], "dml-cmr")].iloc[0]
+    new = rows.csv("dsprites-pcl-keep-memory-1.csv")
+    new = new[is_method(new["method"], "dml-cmr")].iloc[0]
     log = rows.time_log("dsprites-pcl-keep-memory-1-dml.log")
     return (f"now **{new['seconds']:.0f} s** ({1 - new['seconds'] / old['seconds']:.0%} less than {old['seconds']:,.0f} s), "
             f"{log['system_s']:.0f} s of system time, peak {log['peak_kib'] / 2 ** 20:.2f} GiB (not recorded for the "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .registry import block
+from .tables import is_learner, is_method
 
 
 @block("readme:bands")
@@ -19,7 +20,8 @@ def bands(rows) -> str:
 
 @block("readme:weak-grid")
 def weak_grid(rows) -> str:
-    frame = rows.csv("authors/weak-grid-vs-fresh.csv").query("method == 'naive'")
+    frame = rows.csv("authors/weak-grid-vs-fresh.csv")
+    frame = frame[is_method(frame["method"], "naive")]
     return (f"at instrument strength {frame['iv_strength'].iloc[0]:g}, N = {frame['n'].iloc[0]}, the naive plug-in with "
             f"boosting scored {frame['mse'].min():.2f}–{frame['mse'].max():.2f} on the grid and "
             f"{frame['mse_fresh'].min():.3f}–{frame['mse_fresh'].max():.3f} at fresh draws over {len(frame)} seeds")
@@ -28,7 +30,7 @@ def weak_grid(rows) -> str:
 @block("readme:threads")
 def threads(rows) -> str:
     plan = rows.jsonl("speed.jsonl")
-    base = plan[(plan["method"] == "dml-cmr") & (plan["learner"] == "nn") & (plan["n"] == 5000) & (plan["folds"] == 10)]
+    base = plan[is_method(plan["method"], "dml-cmr") & is_learner(plan["learner"], "nn") & (plan["n"] == 5000) & (plan["folds"] == 10)]
     one, two = (base[base["torch_threads"] == t].iloc[0] for t in (1, 2))
     return (f"{two['seconds'] / one['seconds']:.1f}x: one fit each, {one['seconds']:.0f} s with one thread at a 1-minute "
             f"load of {one['load_avg_1min']:g} and {two['seconds']:.0f} s with two at {two['load_avg_1min']:g}, so the "

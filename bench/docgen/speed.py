@@ -7,8 +7,10 @@ import re
 
 import pandas as pd
 
+from dmlcore.learners.registry import is_network
+
 from .registry import block, family
-from .tables import title
+from .tables import FAMILY, REFERENCE, is_method, prose, title
 from .words import num
 
 
@@ -83,7 +85,7 @@ def speed_idle_authors(rows) -> str:
 def speed_idle_authors_dml(rows) -> str:
     """DML-CMR's idle median time on the authors' design (one torch thread), with its seeds."""
     frame = rows.jsonl("authors/speed-idle.jsonl")
-    part = frame[(frame["method"] == "dml-cmr") & (frame["torch_threads"] == 1)]
+    part = frame[is_method(frame["method"], "dml-cmr") & (frame["torch_threads"] == 1)]
     seeds = sorted(part["seed"])
     return f"{part['seconds'].median():.1f} s (seeds {seeds[0]}–{seeds[-1]}, {len(part)} fits)"
 
@@ -97,9 +99,9 @@ def speed_idle_authors_load(rows) -> str:
 @block("speed-idle-authors:vs-tables")
 def speed_vs_tables(rows) -> str:
     idle = rows.jsonl("authors/speed-idle.jsonl")
-    idle = idle[(idle["method"] == "dml-cmr") & (idle["torch_threads"] == 1)]["seconds"].median()
+    idle = idle[is_method(idle["method"], "dml-cmr") & (idle["torch_threads"] == 1)]["seconds"].median()
     table = rows.csv("authors/demand-iv-nn-5000.csv")
-    loaded = table.loc[table["method"] == "dml-cmr", "seconds"].mean()
+    loaded = table.loc[is_method(table["method"], "dml-cmr"), "seconds"].mean()
     return f"about {loaded / idle:.1f} times as long ({loaded:.1f} s on average)"
 
 
@@ -204,7 +206,7 @@ def study40(rows) -> str:
         wall = study_seconds(rows, f"study40-{run}.log")
         base = base or wall
         total = fits["seconds"].sum()
-        dml = fits.loc[fits["method"] == "dml-cmr", "seconds"].median()
+        dml = fits.loc[is_method(fits["method"], "dml-cmr"), "seconds"].median()
         lines.append(f"| {label} | {wall:.1f} s | {base / wall:.2f} | {total:.1f} s | "
                      f"{wall - total / workers:.1f} s | {dml:.2f} s | {log['peak_kib'] / 1024:.0f} MiB |")
     return "\n".join(lines)
@@ -284,7 +286,8 @@ def executor_range(rows, file: str, executor: str, field: str, fmt: str) -> str:
 def study40_speedups(rows) -> str:
     """How much faster two loky workers and a local Ray instance finished the 40-fit study than one process."""
     walls = {run: study_seconds(rows, f"study40-{run}.log") for run in ("jobs1", "jobs2", "ray2")}
-    dml = rows.csv("study40-jobs1-fits.csv").query("method == 'dml-cmr'")["seconds"].median()
+    dml = rows.csv("study40-jobs1-fits.csv")
+    dml = dml[is_method(dml["method"], "dml-cmr")]["seconds"].median()
     return (f"{dml:.0f} s per DML-CMR fit) two loky workers finished {walls['jobs1'] / walls['jobs2']:.2f} times "
             f"faster than one process and a local Ray instance {walls['jobs1'] / walls['ray2']:.2f} times")
 
@@ -293,7 +296,8 @@ def study40_speedups(rows) -> str:
 def executor_vs_fits(rows) -> str:
     """The largest median idle time per fit (loaded machine) against the neural fits' own times."""
     gap = rows.jsonl("executor-overhead.jsonl")["gap_s"].max()
-    fits = rows.csv("demand-iv-nn.csv").query("n in (2000, 5000) and method in ('dml-cmr', 'ce-dml-cmr', 'naive')")
+    fits = rows.csv("demand-iv-nn.csv")
+    fits = fits[fits["n"].isin((2000, 5000)) & fits["method"].isin(FAMILY)]
     fits = fits["seconds"]
     return (f"{fits.min():.0f}–{fits.max():.0f} s each at N = 2000 and 5000 on the raw-noise design, "
             "bench/results/demand-iv-nn.csv) "
@@ -353,7 +357,7 @@ def default_fit_text(row) -> str:
             f"named: {r['outcome_learner']}, {r['sampler']}")
         lines.append(f"| `{r['command']}` | {r['command_seconds']:.1f} s | {r['fit_seconds']:.1f} s | {chosen} | "
                      f"{r['load_before'][0]:.1f} → {r['load_after'][0]:.1f} |")
-    dml = next(r for r in runs if r["method"] == "dml-cmr" and not r["named"] and r.get("debias", True)
+    dml = next(r for r in runs if r["method"] == REFERENCE and not r["named"] and r.get("debias", True)
                and r.get("refits") != "in process")
     verdict = (f"DML-CMR's command takes {row['ratio']:.2f} times CE-DML-CMR's (target ≤ {row['ratio_target']}: "
                f"{'met' if row['ratio_met'] else 'not met'}) and {dml['command_seconds']:.1f} s (target ≤ "
@@ -368,17 +372,17 @@ def default_fit_text(row) -> str:
     cost = row.get("auto_cost")
     if isinstance(cost, dict) and cost:
         verdict += ("; auto's time over the nuisances named nn (the default before auto): " +
-                    ", ".join(f"{'DML-CMR' if m == 'dml-cmr' else 'CE-DML-CMR'} {v:.2f}x" for m, v in cost.items()))
+                    ", ".join(f"{title(m)} {v:.2f}x" for m, v in cost.items()))
     effect = row.get("effect_seconds")
     if isinstance(effect, dict) and effect:
         verdict += ("; the debiased effect (its two refits of the method, the representer and the specification "
-                    "spread) adds " + " and ".join(f"{v:.1f} s to {'DML-CMR' if m == 'dml-cmr' else 'CE-DML-CMR'}'s"
+                    "spread) adds " + " and ".join(f"{v:.1f} s to {title(m)}'s"
                                                    for m, v in effect.items()) + " command")
     saved = row.get("workers_save_seconds")
     if isinstance(saved, dict) and saved:   # --jobs-one-too (issue 45): the refits in process after the fit
         verdict += ("; the refits in worker processes beside the fit (the default) instead of after it in the "
                     "command's process (`--jobs 1`) save " +
-                    " and ".join(f"{v:.1f} s of {'DML-CMR' if m == 'dml-cmr' else 'CE-DML-CMR'}'s" for m, v in
+                    " and ".join(f"{v:.1f} s of {title(m)}'s" for m, v in
                                  saved.items()) + " command, with "
                     + ("the same record" if row.get("records_identical") else "a DIFFERENT record (a bug)"))
     return "\n".join(lines) + "\n\n" + verdict + "."
@@ -391,7 +395,7 @@ def auto_candidates(rows) -> str:
     frame = pd.concat([rows.csv(name) for name in ("nuisance-benchmark-demand-iv.csv",
                                                     "nuisance-benchmark-demand-iv-1000-2000.csv")])
     once = frame.drop_duplicates(["n", "iv_strength", "seed"])
-    won = {role: int(once[f"{role}_auto"].str.split("/").apply(lambda c: "nn" in c).sum()) for role in ("s", "g")}
+    won = {role: int(once[f"{role}_auto"].str.split("/").apply(lambda c: any(is_network(name) for name in c)).sum()) for role in ("s", "g")}
     sizes = ", ".join(str(n) for n in sorted(once["n"].unique()))
     return (f"in {len(once)} selections on demand-iv (N = {sizes}; seeds × designs), the network had the lowest "
             f"held-out loss {won['s']} times for the outcome model and {won['g']} times for the distribution model")
@@ -475,7 +479,7 @@ def pilot_selection_inner(rows) -> str:
     for method in ("ce-dml-cmr", "naive"):
         part = pair[pair["method"] == method]
         moved = part[part["mse_two"] != part["mse_every"]]
-        name = "the naive plug-in" if method == "naive" else title(method)
+        name = prose(method)
         parts.append(f"{name} differed on {len(moved)} of {len(part)} seeds (seeds "
                      f"{', '.join(str(x) for x in sorted(moved['seed']))}), higher on {int((moved['mse_two'] > moved['mse_every']).sum())}")
     return (f"made the every-fold choice in {int(one['same'].sum())} of {len(one)} selections of the bench above, but "

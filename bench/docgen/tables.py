@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dmlcore.learners.registry import LEARNER_REGISTRY
 from dmlcore.learners.select import AUTO, AUTO_BY_DEFAULT
-from dmlcore.estimators import METHOD_TITLES
+from dmlcore.estimators import METHOD_TITLES, METHODS, get_method
+from dmlcore.estimators._registry import PAPER_METHOD, PLUG_IN_METHOD  # noqa: F401 (PLUG_IN_METHOD: for the blocks)
 from dmlcore.studies.summarize import paired_table, summary_table
 
-REFERENCE = "dml-cmr"
-
-
-# How running text names a method (tables use METHOD_TITLES).
-PROSE = {"naive": "the naive plug-in", "2sls": "linear 2SLS", "regression": "the regression that ignores the instrument"}
+REFERENCE = PAPER_METHOD
 
 
 def title(method: str) -> str:
@@ -22,8 +20,32 @@ def title(method: str) -> str:
 
 
 def prose(method: str) -> str:
-    """A method's name in a sentence ("the naive plug-in")."""
-    return PROSE.get(method, title(method))
+    """A method's name in a sentence ("the naive plug-in": its registry entry's ``noun``)."""
+    return METHODS[method].noun if method in METHODS else title(method)
+
+
+def is_method(column: pd.Series, method: str) -> pd.Series:
+    """Which stored rows ``method`` fitted (a mask of their ``column`` of method names): the rows a table shows,
+    named as data. ``method`` must be registered, so that a renamed method fails here, not as an empty table."""
+    get_method(method)
+    return column == method
+
+
+def is_learner(column: pd.Series, learner: str) -> pd.Series:
+    """:func:`is_method` for a column of learner names: ``learner`` must be in the learner registry."""
+    if learner not in LEARNER_REGISTRY:
+        raise ValueError(f"unknown learner {learner!r}; known: {', '.join(LEARNER_REGISTRY)}")
+    return column == learner
+
+
+def has(method: str, name: str) -> bool:
+    """A registry fact of ``method`` (``has("2sls", "linear_iv")``); False for a name the registry does not know."""
+    return method in METHODS and bool(getattr(METHODS[method], name))
+
+
+def fact(column: pd.Series, name: str) -> pd.Series:
+    """:func:`has` for each stored row's method (``fact(rows["method"], "linear_iv")``), a boolean mask."""
+    return column.map(lambda m: has(m, name)).astype(bool)
 
 
 def select(fits: pd.DataFrame, **cell) -> pd.DataFrame:
@@ -78,7 +100,7 @@ def study_table(fits: pd.DataFrame, *, unit: str = "MSE", reps_label: str = "rep
     return "\n".join(lines)
 
 
-FAMILY = ("dml-cmr", "ce-dml-cmr", "naive")
+FAMILY = tuple(name for name, entry in METHODS.items() if entry.second_stage)     # the DML-CMR family
 ROLES = (("outcome_learner", "outcome model s(c)"), ("sampler", "distribution model"))
 
 
@@ -90,7 +112,7 @@ def nuisance_line(rows: pd.DataFrame) -> str:
         return ""
     said = {}
     for column, role in ROLES:
-        part = family[family["method"] != "naive"] if column == "outcome_learner" else family
+        part = family[fact(family["method"], "outcome_model")] if column == "outcome_learner" else family
         given = part[column] if column in part else pd.Series(pd.NA, index=part.index)
         for value in sorted(given.where(given.notna(), "own:" + part["learner"].astype(str)).unique()):
             said.setdefault(value, []).append((column, role))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dmlcore.teaching.measured import measured
 
 from .registry import derived_file
+from .tables import fact, title
 
 
 @derived_file("bench/results/teaching/measured.csv")
@@ -104,11 +105,10 @@ def rhc_tables(rows) -> str:
         lines.append(f"| {name} | {_f(e['coef'], 2)} | [{_f(e['lower'], 2)}, {_f(e['upper'], 2)}] |")
     effects = rows.csv("rhc-effects.csv")
     boot = rows.csv("rhc-effects-boot.csv")
-    for frame, kind in ((effects[effects["method"] != "2sls"], None), (boot[boot["bootstrap"].notna()], "boot")):
+    for frame, kind in ((effects[~fact(effects["method"], "linear_iv")], None), (boot[boot["bootstrap"].notna()], "boot")):
         for _, r in frame.iterrows():
             second = ("the learner's own f, bootstrap" if kind else "spline f")
-            name = {"sieve-2sls": "Sieve 2SLS", "dml-cmr": "DML-CMR", "ce-dml-cmr": "CE-DML-CMR",
-                    "naive": "naive plug-in"}[r["method"]]
+            name = title(r["method"])
             lines.append(f"| {name} ({r['learner']}, {second}) | {_f(r['estimate'], 2)} | "
                          f"[{_f(r['lower'], 2)}, {_f(r['upper'], 2)}] |")
     lines.append(f"\n*`python -m bench.card_exercise` ({data['run']['date']}) and `python -m bench.rhc_effects` "
@@ -257,7 +257,7 @@ def _rhc(rows):
 def _rhc_flexible(rows):
     effects = rows.csv("rhc-effects.csv")
     boot = rows.csv("rhc-effects-boot.csv")
-    return [*effects[effects["method"] != "2sls"].itertuples(), *boot[boot["bootstrap"].notna()].itertuples()]
+    return [*effects[~fact(effects["method"], "linear_iv")].itertuples(), *boot[boot["bootstrap"].notna()].itertuples()]
 
 
 def _demo(rows, method: str) -> str:

@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 
 from bench.perf import load
+from dmlcore.estimators import get_method
 from dmlcore.studies.provenance import processor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +69,7 @@ def run_once(method: str, extra: list[str], seed: int, n: int) -> dict:
     """One ``dmlcore fit`` in a fresh process: its wall time and what its record says."""
     with tempfile.TemporaryDirectory() as tmp:
         record_path = Path(tmp) / "run.json"
-        folds = ["--folds", "10"] if method == "dml-cmr" else []
+        folds = ["--folds", "10"] if get_method(method).cross_fits else []
         argv = ["fit", *SETTINGS, "--n", str(n), "--method", method, *folds, "--seed", str(seed), *extra, "--json",
                 str(record_path)]
         load_before = os.getloadavg()

@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard.learn.common import chart, cover, mc_se, notebook_button, num, short, slow
 from dashboard.training import one_openmp_thread
 from dmlcore.inference.effect_coverage import demand_contrast
+from dmlcore.estimators._registry import PAPER_METHOD
 from dmlcore.teaching import figures, nuisance, pliv
 
 LIVE = dict(n=500, sims=100, folds=5)
@@ -29,7 +30,7 @@ def dml_cmr_s_line():
     with one_openmp_thread():
         exp = nuisance.orthogonality(n=500, seeds=1, epsilons=pliv.EPSILONS, folds=2)
     s = exp.summary
-    return s[(s["perturbation"] == "s") & (s["method"] == "dml-cmr") & (s["eps"] > 0)]
+    return s[(s["perturbation"] == "s") & (s["method"] == PAPER_METHOD) & (s["eps"] > 0)]
 
 
 def pliv_tab():

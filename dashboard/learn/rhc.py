@@ -99,7 +99,7 @@ def rhc_tab():
                                                     for v, s in zip(table["held-out score"], table["held-out s.e."])]})
     st.dataframe(shown, hide_index=True, key="learn_rhc_methods")
     low, high = table["ATE (days)"].min(), table["ATE (days)"].max()
-    flexible = table[table["method"] != rhc.METHOD_TITLES.get("2sls", "2sls")]["ATE (days)"]
+    flexible = table[~table["method"].isin([e.title for e in rhc.METHODS.values() if e.linear_iv])]["ATE (days)"]
     answer("The nonparametric methods say " + num(flexible.min()) + " to " + num(flexible.max()) + " days. Why do "
            "the estimates differ, and which would you report?",
            "They estimate the same ATE under the same roles, but with different bridges: a linear one (2SLS), "

@@ -56,7 +56,13 @@ class Method:
     (docs/peers.md), with its own learners and settings (``f_params``). ``build(entry, settings, seed)``: how
     :func:`make_estimator` makes it (default: the class called with the settings it reads).
     ``epochs_arg`` and ``fixed`` (peers): the constructor argument that ``epochs`` sets, and the
-    arguments the method's name fixes.
+    arguments the method's name fixes. ``prose``: how running text names it ("the naive plug-in";
+    None: its title). ``f_model``: the second stage f it always fits (a name of
+    :mod:`dmlcore.estimators.second_stage`: "linear", "sieve"), None where f is chosen (``f_model``) or
+    its own (peers).
+
+    Facts derived from the entry (properties, so that no caller tests a method's name): ``linear_iv``,
+    ``k_class``, ``cross_fits``, ``outcome_model``, ``noun``.
     """
 
     name: str
@@ -75,6 +81,34 @@ class Method:
     epochs_arg: str | None = None
     fixed: tuple = field(default=())
     plugin: str | None = None     # registered by register_method (the module it came from), not built in
+    prose: str | None = None
+    f_model: str | None = None
+
+    @property
+    def linear_iv(self) -> bool:
+        """A linear IV estimator (2SLS and its k-class and GMM kin, docs/linear-iv.md): coefficients with
+        standard errors, absorbed fixed effects, weights and the covariance choices."""
+        return issubclass(self.cls, TwoStageLeastSquares)
+
+    @property
+    def k_class(self) -> bool:
+        """A k-class estimator with an estimated kappa (LIML, Fuller): its tables show kappa."""
+        return self.linear_iv and self.cls.k_class
+
+    @property
+    def cross_fits(self) -> bool:
+        """It splits the rows into K folds (reads ``folds``)."""
+        return "folds" in self.settings
+
+    @property
+    def outcome_model(self) -> bool:
+        """It fits the outcome nuisance s(c) = E[Y | C] (reads ``outcome_learner``); the naive plug-in does not."""
+        return "outcome_learner" in self.settings
+
+    @property
+    def noun(self) -> str:
+        """Its name in a sentence: ``prose``, else its title."""
+        return self.prose or self.title
 
     def refusal(self, data: CausalData) -> str | None:
         """Why this method cannot fit ``data`` (wrong problem, images for a kernel method), or None."""
@@ -156,29 +190,32 @@ _ENTRIES = (
            settings=SECOND_STAGE_SETTINGS - {"folds"}, colour="#17becf", **_FAMILY),
     Method("naive", "Naive plug-in",
            "Plugs the first stage straight into the second (DeepIV-style); biased when the first stage is off.",
-           NaivePlugIn, settings=SECOND_STAGE_SETTINGS - {"folds", "outcome_learner"}, colour="#d62728", **_FAMILY),
+           NaivePlugIn, settings=SECOND_STAGE_SETTINGS - {"folds", "outcome_learner"}, colour="#d62728",
+           prose="the naive plug-in", **_FAMILY),
     Method("2sls", "2SLS", "Classical linear two-stage least squares, with standard errors.",
-           TwoStageLeastSquares, record_learner="linear", settings=LINEAR_IV_SETTINGS, colour="#2ca02c"),
+           TwoStageLeastSquares, record_learner="linear", settings=LINEAR_IV_SETTINGS, colour="#2ca02c",
+           prose="linear 2SLS", f_model="linear"),
     # the other linear IV estimators (docs/linear-iv.md): same model, fixed effects, weights and covariances
     Method("liml", "LIML", "Limited-information maximum likelihood: linear IV, less biased than 2SLS with many or "
            "weak instruments; equal to 2SLS with one instrument.", LIML,
-           record_learner="linear", settings=LINEAR_IV_SETTINGS, colour="#8c564b"),
+           record_learner="linear", settings=LINEAR_IV_SETTINGS, colour="#8c564b", f_model="linear"),
     Method("fuller", "Fuller", "Fuller's modified LIML (alpha=1; f_params {'alpha': a}): finite moments, nearly "
            "unbiased under weak instruments.", Fuller, _fuller, record_learner="linear",
            settings=LINEAR_IV_SETTINGS | {"f_params"},
-           colour="#e377c2"),
+           colour="#e377c2", f_model="linear"),
     Method("gmm-iv", "GMM (IV)", "Efficient two-step linear GMM, weighted under the covariance choice (robust or "
            "clustered); equal to 2SLS with homoskedastic errors.", GMMIV,
-           record_learner="linear", settings=LINEAR_IV_SETTINGS, colour="#7f7f7f"),
+           record_learner="linear", settings=LINEAR_IV_SETTINGS, colour="#7f7f7f", f_model="linear"),
     Method("sieve-2sls", "Sieve 2SLS",
            "Spline (sieve) 2SLS: tensor-product B-splines (with many covariates, a spline in the treatment plus a "
            "term per covariate), knots and ridge chosen by validation on the training rows; a few seconds for "
-           "5,000 rows.", Sieve2SLS, record_learner="linear", settings=frozenset({"n_knots"}), colour="#9467bd"),
+           "5,000 rows.", Sieve2SLS, record_learner="linear", settings=frozenset({"n_knots"}), colour="#9467bd",
+           f_model="sieve"),
     Method("regression", "Regression (ignores C)",
            "The outcome regressed on f's inputs with the learner, ignoring instruments and proxies: what "
            "confounding does to an estimate that does not correct for it.", OutcomeRegression,
            uses_learner=True, networks=None, settings=frozenset({"learner", "epochs", "device", "nuisance_params"}),
-           colour="#ff7f0e"),
+           colour="#ff7f0e", prose="the regression that ignores the instrument"),
     # the methods the paper compares against (docs/peers.md)
     _peer_entry("kiv", KIV, "KIV", "kernel",
                 "Kernel IV (Singh et al. 2019): two kernel ridge regressions with 100 random Fourier features, "
@@ -203,6 +240,12 @@ _ENTRIES = (
 )
 METHODS: dict[str, Method] = {m.name: m for m in _ENTRIES}
 METHOD_TITLES: dict[str, str] = {name: m.title for name, m in METHODS.items()}
+
+# The methods that notes, lessons and benchmarks name on purpose, by their role: their names live here only, and
+# every other module asks the entries' facts above (tests/test_registry_facts.py finds a name tested elsewhere).
+PAPER_METHOD = "dml-cmr"        # the paper's Algorithm 1 (the CLI's default): the bench tables' reference
+PLUG_IN_METHOD = "naive"        # the plug-in that the orthogonal score corrects
+LINEAR_REFERENCE = "2sls"       # the linear IV reference: the results page's reference fit, the wild bootstrap
 
 
 _NAME = __import__("re").compile(r"[a-z0-9][a-z0-9._-]{0,39}")
@@ -313,7 +356,7 @@ def make_estimator(method: str, settings: FitSettings | None = None, *, seed: in
 def trains_networks(config: dict) -> bool:
     """Whether a run config's fit trains a torch network: an nn nuisance or second stage of a
     method with a learner, or a neural peer method (DFIV, DeepGMM, NMMR)."""
-    entry = METHODS.get(config.get("method") or "dml-cmr")
+    entry = METHODS.get(config.get("method") or PAPER_METHOD)
     if entry is None:
         return False
     if entry.networks is not None:

@@ -47,7 +47,7 @@ class LIML(TwoStageLeastSquares):
     >>> est.kappa_
     """
 
-    kind, title = "liml", "LIML"
+    title, k_class = "LIML", True
 
 
 class Fuller(TwoStageLeastSquares):
@@ -79,7 +79,7 @@ class Fuller(TwoStageLeastSquares):
     >>> est.coef_["educ"], est.std_errors_["educ"]
     """
 
-    kind, title = "fuller", "Fuller"
+    title, k_class = "Fuller", True
 
     def __init__(self, add_constant=True, drop_constant=True, max_columns=1000, cov_type=DEFAULTS.cov_type,
                  cluster=None, small=DEFAULTS.small, fixef_k=DEFAULTS.fixef_k, cluster_df=DEFAULTS.cluster_df,
@@ -118,7 +118,7 @@ class GMMIV(TwoStageLeastSquares):
     >>> est.coef_["educ"], est.std_errors_["educ"]
     """
 
-    kind, title = "gmm", "GMM"
+    title, efficient_gmm = "GMM", True
 
     def _check_settings(self, data) -> None:
         if len(cluster_columns(self.cluster)) > 1:

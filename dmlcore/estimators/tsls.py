@@ -107,7 +107,9 @@ class TwoStageLeastSquares(CMREstimator):
     """
 
     capabilities = frozenset({"linear_functional", "anderson_rubin", "absorb_weights"})
-    kind, title = "2sls", "2SLS"
+    title = "2SLS"
+    k_class = False         # kappa estimated (LIML, Fuller) rather than 1
+    efficient_gmm = False   # two-step GMM weighting (GMMIV)
 
     def __init__(self, add_constant=True, drop_constant=True, max_columns=1000, cov_type=DEFAULTS.cov_type,
                  cluster=None, small=DEFAULTS.small, fixef_k=DEFAULTS.fixef_k, cluster_df=DEFAULTS.cluster_df):
@@ -183,7 +185,7 @@ class TwoStageLeastSquares(CMREstimator):
         n = len(y)
         clusters = cluster_codes(data.table, self.cluster) if self.cluster else None
         se_df = counted_df(transform, clusters, self.fixef_k)
-        if self.kind == "2sls" and self.cov_type == "unadjusted" and not self.small:
+        if not (self.k_class or self.efficient_gmm) and self.cov_type == "unadjusted" and not self.small:
             # (Xh'Xh)^-1 = R^-1 R^-T from Xh = QR: its diagonal is a sum of squares, never negative
             q_hat, r = np.linalg.qr(x_hat)
             beta = solve_triangular(r, q_hat.T @ y)
@@ -193,8 +195,9 @@ class TwoStageLeastSquares(CMREstimator):
                 std_errors = np.sqrt(resid @ resid / n * np.sum(r_inv ** 2, axis=1))
             self.kappa_ = 1.0
         else:
-            beta, std_errors, self.kappa_ = linear_fit(self.kind, y, x, z, x_names, z_names, self.cov_type, clusters,
-                                                       transform.df, alpha=getattr(self, "alpha", 1.0),
+            beta, std_errors, self.kappa_ = linear_fit(y, x, z, x_names, z_names, self.cov_type, clusters,
+                                                       transform.df, gmm=self.efficient_gmm, k_class=self.k_class,
+                                                       fuller_alpha=getattr(self, "alpha", None),
                                                        small=self.small, se_df=se_df, cluster_df=self.cluster_df)
         if not (np.all(np.isfinite(beta)) and np.all(np.isfinite(std_errors))):
             raise DMLCoreError(f"{self.title} could not compute finite coefficients and standard errors: the "
@@ -287,10 +290,10 @@ def t_df(cov_type: str, clusters, n: int, k: int, absorbed: int = 0) -> int:
     return int(n - k - absorbed)
 
 
-def linear_fit(kind, y, x, z, x_names, z_names, cov_type, clusters, extra_df=0, alpha=1.0, *, small=False,
-               se_df=None, cluster_df="conventional"):
-    """``(coefficients, standard errors, kappa)`` of linearmodels' IV2SLS, IVLIML or IVGMM (``kind`` "2sls",
-    "liml", "fuller" with Fuller's ``alpha``, "gmm") on the (already transformed) arrays, in the order of
+def linear_fit(y, x, z, x_names, z_names, cov_type, clusters, extra_df=0, *, gmm=False, k_class=False,
+               fuller_alpha=None, small=False, se_df=None, cluster_df="conventional"):
+    """``(coefficients, standard errors, kappa)`` of linearmodels' IV2SLS, IVLIML (``k_class``: LIML, or Fuller
+    with ``fuller_alpha``) or IVGMM (``gmm``) on the (already transformed) arrays, in the order of
     ``x_names``: regressors that are also instruments are exogenous, the others endogenous. ``cov_type``
     as :mod:`dmlcore.stats.covariance` (CR1: ``debiased=True``); ``extra_df`` absorbed levels count in every
     small-sample factor (Fuller's kappa, CR1), as they would with their dummies entered."""
@@ -314,7 +317,7 @@ def linear_fit(kind, y, x, z, x_names, z_names, cov_type, clusters, extra_df=0, 
     kappa = 1.0
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if kind == "gmm":
+        if gmm:
             try:
                 fit = IVGMM(*parts, weight_type=kind_cov, **kwargs).fit(cov_type=kind_cov, debiased=debiased, **kwargs)
             except ValueError as exc:       # a singular weight matrix (fewer clusters than moments)
@@ -325,7 +328,7 @@ def linear_fit(kind, y, x, z, x_names, z_names, cov_type, clusters, extra_df=0, 
             if scalar is not None:
                 cov = cov * scalar
             return fit.params[x_names].to_numpy(), np.sqrt(np.diag(cov)), kappa
-        if kind == "2sls":
+        if not k_class:
             model = IV2SLS(*parts)
         else:
             try:
@@ -335,8 +338,8 @@ def linear_fit(kind, y, x, z, x_names, z_names, cov_type, clusters, extra_df=0, 
                                    "and the treatment jointly without error (their residuals are linearly "
                                    "dependent). Check for an outcome computed from the other columns, or use "
                                    "2sls.") from None
-            if kind == "fuller":       # Fuller (1977): kappa - alpha / (n - instruments), absorbed levels counted
-                kappa -= alpha / (len(y) - z.shape[1] - extra_df)
+            if fuller_alpha is not None:  # Fuller (1977): kappa - alpha / (n - instruments), absorbed levels counted
+                kappa -= fuller_alpha / (len(y) - z.shape[1] - extra_df)
             model = IVLIML(*parts, kappa=kappa)
         fit = model.fit(cov_type=kind_cov, debiased=debiased, extra_df=se_df, **kwargs)
     std_errors = fit.std_errors[x_names].to_numpy()

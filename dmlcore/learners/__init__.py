@@ -19,7 +19,7 @@ import copy
 from dmlcore.errors import DMLCoreError
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
 from dmlcore.learners.nn import MixtureDensity, NeuralOutcome
-from dmlcore.learners.registry import LEARNER_REGISTRY, Learner
+from dmlcore.learners.registry import LEARNER_REGISTRY, Learner, is_network
 from dmlcore.learners.select import AUTO, CANDIDATES, TABULAR_CANDIDATES, SelectedOutcome, SelectedSampler
 from dmlcore.learners.tabular import ResidualSampler, TabularOutcome, is_regressor, learner_name
 
@@ -53,7 +53,7 @@ def make_outcome_learner(learner, params: dict | None = None, seed: int = 0, ima
     given = _given(learner, OutcomeLearner, "outcome learner", "sampler")
     if given is not None:
         return given
-    if learner == "nn":
+    if is_network(learner):
         return NeuralOutcome(params, seed, image, device)
     return TabularOutcome(learner, params, seed)
 
@@ -65,7 +65,7 @@ def make_sampler(learner, params: dict | None = None, seed: int = 0, image=None,
     given = _given(learner, ConditionalSampler, "sampler", "outcome learner")
     if given is not None:
         return given
-    if learner == "nn":
+    if is_network(learner):
         return MixtureDensity(params, seed, image, device)
     return ResidualSampler(learner, params, seed)
 

@@ -44,6 +44,7 @@ import copy
 import numpy as np
 
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
+from dmlcore.learners.registry import is_network
 from dmlcore.progress import Monitor
 from dmlcore.stats import resample
 
@@ -69,7 +70,7 @@ def candidates_for(learner, image: bool) -> tuple[str, ...]:
     on images, the network and the boosters with the network as the learner, else the boosters."""
     if image:
         return IMAGE_CANDIDATES
-    return NETWORK_CANDIDATES if learner == "nn" else TABULAR_CANDIDATES
+    return NETWORK_CANDIDATES if is_network(learner) else TABULAR_CANDIDATES
 
 
 # the learners whose nuisances are "auto" by default (outcome_learner / sampler not set): those auto chooses

@@ -31,6 +31,7 @@ from sklearn.linear_model import Ridge
 from dmlcore.errors import DMLCoreError
 from dmlcore.learners.base import (ConditionalSampler, OutcomeLearner, Scaler, check_fraction, check_positive,
                                    merge_params, validation_split)
+from dmlcore.learners.registry import is_staged
 
 DEFAULTS = {
     "gb": dict(learning_rate=0.1, max_iter=500, max_leaf_nodes=31, min_samples_leaf=20,
@@ -47,6 +48,11 @@ _POSITIVE = {"gb": [("learning_rate", False, False), ("max_iter", True, False), 
              "rf": [("n_estimators", True, False), ("min_samples_leaf", True, False)],
              "linear": [("alpha", False, True)]}
 _FRACTIONS = {"gb": ["validation_fraction"], "rf": ["max_features"], "linear": []}
+# how each named learner's regressor is made from its seed and settings (beside DEFAULTS, its settings)
+_REGRESSORS = {"gb": lambda seed, p: HistGradientBoostingRegressor(early_stopping=True, scoring="loss",
+                                                                   random_state=seed, **p),
+               "rf": lambda seed, p: RandomForestRegressor(random_state=seed, **p),
+               "linear": lambda seed, p: Ridge(**p)}
 
 
 def learner_name(kind) -> str:
@@ -71,19 +77,15 @@ def make_regressor(kind, params: dict | None, seed: int):
         check_positive(key, p[key], integer=integer, allow_zero=zero)
     for key in _FRACTIONS[kind]:
         check_fraction(key, p[key], allow_one=key != "validation_fraction")
-    if kind == "gb" and p["max_leaf_nodes"] < 2:
+    if p.get("max_leaf_nodes", 2) < 2:
         raise DMLCoreError(f"max_leaf_nodes must be at least 2; got {p['max_leaf_nodes']!r}.")
-    if kind == "gb":
-        return HistGradientBoostingRegressor(early_stopping=True, scoring="loss", random_state=seed, **p)
-    if kind == "rf":
-        return RandomForestRegressor(random_state=seed, **p)
-    return Ridge(**p)
+    return _REGRESSORS[kind](seed, p)
 
 
 def _fit_with_history(kind, params, seed, C, y, fit_rows, val_rows, monitor, name, k):
     """Fit one regressor on ``fit_rows`` and report its loss history; returns the model."""
     model = fit_regressor(make_regressor(kind, params, seed), C[fit_rows], y[fit_rows], kind, name)
-    if isinstance(kind, str) and kind == "gb" and hasattr(model, "train_score_"):
+    if is_staged(kind) and hasattr(model, "train_score_"):
         # scoring="loss": scores are minus half the squared error, on the model's own split
         train, val = -2.0 * model.train_score_, -2.0 * model.validation_score_
         for stage, (a, b) in enumerate(zip(train, val)):
@@ -133,7 +135,7 @@ class TabularOutcome(OutcomeLearner):
         for k, rows in enumerate(train_sets):
             cs, ys = Scaler(C[rows]), Scaler(y[rows])
             Cs, ysd = cs.transform(C), ys.transform(y)
-            if isinstance(self.kind, str) and self.kind == "gb":  # boosting holds out its own validation split
+            if is_staged(self.kind):  # boosting holds out its own validation split
                 fit_rows, val_rows = rows, rows[:0]
             else:
                 fit_rows, val_rows = validation_split(rows, 0.1, rng)

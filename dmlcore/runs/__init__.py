@@ -2,6 +2,8 @@
 
 * :mod:`~dmlcore.runs.fit` -- :func:`fit_run`, from data, a method and its settings to a :class:`Run`;
 * :mod:`~dmlcore.runs.result` -- :class:`Run`, the fitted estimator with its record;
+* :mod:`~dmlcore.runs.typed` -- the record read typed: :class:`~dmlcore.runs.typed.RunRecord` and its parts
+  (effect, first stage, held-out residual, ...), with the run's summary and headline interval;
 * :mod:`~dmlcore.runs.bands` -- f's bands, as a record's ``bands`` and along a curve;
 * :mod:`~dmlcore.runs.average_effect` -- the average effect or derivative with its interval (closed form,
   delta method, bootstrap refits), as a record's ``effect``;

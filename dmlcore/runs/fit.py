@@ -115,7 +115,7 @@ def fit_run(data: CausalData, method: str, settings: FitSettings | None = None, 
     >>> from dmlcore import fit_run, load_dataset
     >>> sim = load_dataset("demand-iv", n=1000, seed=0)
     >>> run = fit_run(sim.data, "dml-cmr", truth=sim.truth, learner="gb", folds=5)
-    >>> run.record["mse"], run.record["effect"]["ci_lower"], run.record["nuisances"]
+    >>> run.mse, run.conf_int(), run.nuisances        # typed views of run.record (dmlcore.runs.typed)
     """
     s = FitSettings.of(settings, **changes)
     if s.time_limit is None:

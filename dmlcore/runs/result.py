@@ -13,6 +13,7 @@ from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, bridge_curve
 from dmlcore.errors import DMLCoreError
 from dmlcore.runs.bands import curve_band
+from dmlcore.runs.typed import CLR, Band, Config, Effect, FirstStage, Heldout, LinearFit, NuisanceChoice, RunRecord
 from dmlcore.stats.covariance import is_clustered
 
 CURVE_POINTS = 60     # treatment values of a curve without a known truth
@@ -43,9 +44,16 @@ class Run:
     >>> from dmlcore import fit_run, load_dataset
     >>> sim = load_dataset("demand-iv", n=1000, seed=0)
     >>> run = fit_run(sim.data, "2sls", truth=sim.truth)
-    >>> run.record["mse"], run.record["effect"]["estimate"]
+    >>> run.mse, run.effect.estimate, run.effect.how()    # typed views of the record (dmlcore.runs.typed)
+    >>> print(run.summary())      # the run as text
+    >>> run.conf_int()            # the headline interval: a one-row DataFrame (lower, upper)
+    >>> run.params                # a linear method's coefficients (a Series)
     >>> run.curve().head()        # estimate and truth of f along the treatment
     >>> run.to_json()[:60]        # the record as JSON
+
+    The typed views (``effect``, ``diagnostics``, ``heldout``, ``config``, ``bands``, ``nuisances``, ``clr``,
+    ``linear``, ``result``) are read from ``record`` at each call, so they follow it; ``to_dict()`` writes them
+    back and equals ``record``.
     """
 
     record: dict
@@ -94,6 +102,82 @@ class Run:
 
     def to_json(self) -> str:
         return json.dumps(self.record, indent=2, default=_json_default)
+
+    # -------------------------------------------------------- typed views of the record (dmlcore.runs.typed)
+
+    @property
+    def result(self) -> RunRecord:
+        """The whole record, typed."""
+        return RunRecord.from_dict(self.record)
+
+    def to_dict(self) -> dict:
+        """The record as stored, written from its typed view (equal to ``record``; ``to_json`` its JSON)."""
+        return self.result.to_dict()
+
+    @property
+    def effect(self) -> Effect | None:
+        """The treatment's average effect or derivative with its intervals (``record["effect"]``)."""
+        return Effect.from_dict(self.record.get("effect"))
+
+    @property
+    def diagnostics(self) -> FirstStage | None:
+        """The linear first stage of IV and PCL data (``record["diagnostics"]``; None for other problems)."""
+        return FirstStage.from_dict(self.record.get("diagnostics"))
+
+    @property
+    def heldout(self) -> Heldout | None:
+        """The held-out projected residual (``record["heldout"]``; None when not computed)."""
+        return Heldout.from_dict(self.record.get("heldout"))
+
+    @property
+    def config(self) -> Config | None:
+        """Every setting of the fit, the method and the data set's options (``record["config"]``)."""
+        return Config.from_dict(self.record.get("config"))
+
+    @property
+    def bands(self) -> dict[str, Band]:
+        """f's bands by kind (``record["bands"]``: "confidence", "split_spread"; empty without one)."""
+        return self.result.bands or {}
+
+    @property
+    def nuisances(self) -> dict[str, NuisanceChoice]:
+        """The ``"auto"`` nuisances' choices by role (``record["nuisances"]``; empty without one)."""
+        return self.result.nuisances or {}
+
+    @property
+    def clr(self) -> CLR | None:
+        """A linear IV method's conditional likelihood-ratio set (``record["clr"]``), or None."""
+        return CLR.from_dict(self.record.get("clr"))
+
+    @property
+    def linear(self) -> LinearFit | None:
+        """A linear IV fit's R², kappa, degrees of freedom (``record["linear"]``), or None."""
+        return LinearFit.from_dict(self.record.get("linear"))
+
+    @property
+    def mse(self) -> float | None:
+        """The MSE of f-hat against the truth (None without a truth)."""
+        return self.record.get("mse")
+
+    @property
+    def params(self):
+        """A linear method's coefficients by column (a pandas Series, the treatment's first); refused for a
+        method without coefficients."""
+        return self.result.params
+
+    @property
+    def bse(self):
+        """A linear method's standard errors by column (a pandas Series) under the run's covariance."""
+        return self.result.bse
+
+    def conf_int(self, level: float | None = None) -> pd.DataFrame:
+        """The headline effect's interval (:meth:`dmlcore.runs.typed.RunRecord.conf_int`): a one-row DataFrame
+        indexed by the treatment, columns ``lower`` and ``upper``."""
+        return self.result.conf_int(level)
+
+    def summary(self) -> str:
+        """The run as text (:meth:`dmlcore.runs.typed.RunRecord.summary`)."""
+        return self.result.summary()
 
 
 def _json_default(value):

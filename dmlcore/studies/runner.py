@@ -47,13 +47,14 @@ from dmlcore.device import gpus_needed
 from dmlcore.estimators import FitSettings, trains_networks
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.runs import fit_run
+from dmlcore.runs.typed import Debiased, Effect, Heldout, Interval, RunRecord
 from dmlcore.store import RunStore, default_store_path
 from dmlcore.executors import Executor, get_executor
 from dmlcore.studies.checks import check_study
 from dmlcore.studies.spec import FIT_SETTINGS, INTEGER_SETTINGS, StudySpec, config_key, spec_from_dict
 from dmlcore.studies.report import write_outputs
 from dmlcore.studies.provenance import provenance, snapshot
-from dmlcore.studies.summarize import OUTCOMES, add_arms, paired_table, summary_table
+from dmlcore.studies.summarize import EFFECT_FIELDS, OUTCOMES, add_arms, paired_table, summary_table
 
 
 def run_fit_config(config: dict) -> dict:
@@ -64,8 +65,9 @@ def run_fit_config(config: dict) -> dict:
         run = fit_run(loaded.data, config["method"], FitSettings.from_config(config), truth=loaded.truth,
                       dataset=config["dataset"], data_params=loaded.params)
         record = {**json.loads(run.to_json()), "curve": curve_points(run)}
-        return {"status": "done", "error": None, **record_outcomes(record), "seconds": record["seconds"],
-                "rows": record["n"], "worker_seconds": time.perf_counter() - start, "record": record}
+        result = RunRecord.from_dict(record)
+        return {"status": "done", "error": None, **record_outcomes(record), "seconds": result.seconds,
+                "rows": result.n, "worker_seconds": time.perf_counter() - start, "record": record}
     except Exception as exc:  # one fit's failure is a row of the study, never the study's end
         return failed_row(exc, time.perf_counter() - start)
 
@@ -83,20 +85,21 @@ def curve_points(run) -> dict | None:
 
 
 def record_outcomes(record: dict) -> dict:
-    """The fits.csv outcomes of a run record: MSE, effect with its interval, held-out residual."""
-    effect, heldout = record.get("effect") or {}, record.get("heldout") or {}
-    plug, debiased = effect.get("plug_in") or {}, effect.get("debiased") or {}
-    weak = effect.get("weakly_identified")
-    return {"mse": record.get("mse"), "mse_fresh": (record.get("metrics") or {}).get("mse_fresh"),
-            "mse_where": record.get("truth") if record.get("mse") is not None else None,
-            **{f"effect_{k}": effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "level", "interval",
-                                                       "estimand")},
-            "effect_plug_in": plug.get("estimate"), "effect_plug_in_ci_lower": plug.get("ci_lower"),
-            "effect_plug_in_ci_upper": plug.get("ci_upper"), "effect_debiased": debiased.get("estimate"),
-            "effect_debiased_se": debiased.get("std_error"), "effect_debiased_ci_lower": debiased.get("ci_lower"),
-            "effect_debiased_ci_upper": debiased.get("ci_upper"), "effect_strength": debiased.get("strength"),
-            "effect_weak": None if weak is None else int(weak), "effect_truth": effect.get("truth"),
-            "heldout_relative": heldout.get("relative"), "heldout_relative_se": heldout.get("relative_std_error")}
+    """The fits.csv outcomes of a run record: MSE, effect with its interval, held-out residual (read through its
+    typed view, :class:`dmlcore.runs.typed.RunRecord`)."""
+    result = RunRecord.from_dict(record)
+    effect, heldout = result.effect or Effect(), result.heldout or Heldout()
+    plug, debiased = effect.plug_in or Interval(), effect.debiased or Debiased()
+    weak = effect.weakly_identified
+    return {"mse": result.mse, "mse_fresh": result.mse_fresh,
+            "mse_where": result.truth if result.mse is not None else None,
+            **{f"effect_{k}": effect.get(k) for k in EFFECT_FIELDS},
+            "effect_plug_in": plug.estimate, "effect_plug_in_ci_lower": plug.ci_lower,
+            "effect_plug_in_ci_upper": plug.ci_upper, "effect_debiased": debiased.estimate,
+            "effect_debiased_se": debiased.std_error, "effect_debiased_ci_lower": debiased.ci_lower,
+            "effect_debiased_ci_upper": debiased.ci_upper, "effect_strength": debiased.strength,
+            "effect_weak": None if weak is None else int(weak), "effect_truth": effect.truth,
+            "heldout_relative": heldout.relative, "heldout_relative_se": heldout.relative_std_error}
 
 
 def failed_row(error: Exception | str, worker_seconds: float | None = None) -> dict:

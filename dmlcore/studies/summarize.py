@@ -46,6 +46,7 @@ import pandas as pd
 from dmlcore.data.registry import OPTION_LABELS
 from dmlcore.estimators import METHOD_TITLES, METHODS
 from dmlcore.estimators.settings import SETTINGS, STUDY_SETTINGS
+from dmlcore.runs.typed import FoldLosses
 from dmlcore.studies.spec import FIT_SETTINGS, settings_used
 from dmlcore.studies.verdict import (ALPHA, RULE, compare_many, min_pairs, paired_verdict,  # noqa: F401  (the one rule's)
                                      signed_rank_p, smallest_p, verdict)
@@ -294,19 +295,19 @@ def fold_loss_table(fits: pd.DataFrame, fold_losses: dict) -> pd.DataFrame:
     rows = []
     for key, folds in fold_losses.items():
         head = {**by_key.get(key, {}), "key": key}
-        for fold in folds or ():
-            if not isinstance(fold, dict):
+        for entry in folds or ():
+            if not isinstance(entry, dict):
                 continue
-            base = {**head, "fold": fold.get("fold"), "rows": fold.get("rows")}
-            for model, history in fold.items():
-                if isinstance(history, dict) and "epoch" in history:
-                    train, val = history.get("train") or [], history.get("val") or []
-                    for i, epoch in enumerate(history.get("epoch") or []):
-                        rows.append({**base, "model": model, "epoch": epoch,
-                                     "train": train[i] if i < len(train) else None,
-                                     "val": val[i] if i < len(val) else None})
-            if fold.get("second_stage_loss") is not None:
-                rows.append({**base, "model": "f", "epoch": None, "train": fold["second_stage_loss"], "val": None})
+            fold = FoldLosses.from_dict(entry)          # typed (dmlcore.runs.typed)
+            base = {**head, "fold": fold.fold, "rows": fold.rows}
+            for model, history in fold.histories().items():
+                train, val = history.train or [], history.val or []
+                for i, epoch in enumerate(history.epoch or []):
+                    rows.append({**base, "model": model, "epoch": epoch,
+                                 "train": train[i] if i < len(train) else None,
+                                 "val": val[i] if i < len(val) else None})
+            if fold.second_stage_loss is not None:
+                rows.append({**base, "model": "f", "epoch": None, "train": fold.second_stage_loss, "val": None})
     return pd.DataFrame(rows, columns=[*design, *FOLD_LOSS_COLUMNS])
 
 

@@ -8,6 +8,7 @@ from plotly.subplots import make_subplots
 
 from dmlcore.inference.first_stage import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F
 from dmlcore.estimators import METHOD_TITLES
+from dmlcore.estimators._registry import PAPER_METHOD, PLUG_IN_METHOD
 from dmlcore.plots import PALETTE, TRUTH_COLOR, color_for
 from dmlcore.teaching.classroom import log_bins
 from dmlcore.teaching.forbidden import f0
@@ -267,7 +268,7 @@ def pliv_histograms(exp: Experiment) -> go.Figure:
         row, col = i // 2 + 1, i % 2 + 1
         t = table.loc[(table["score"] == score) & (table["cross-fitting"] == crossfit), "t"].clip(-6, 6)
         fig.add_trace(go.Histogram(x=t, xbins=bins, histnorm="probability density", name=SCORE_TITLES[score],
-                                   marker_color=color_for("naive" if score == "naive" else "dml-cmr"), opacity=0.75,
+                                   marker_color=color_for(PLUG_IN_METHOD if score == "naive" else PAPER_METHOD), opacity=0.75,
                                    legendgroup=score, showlegend=row == 1), row=row, col=col)
         fig.add_trace(go.Scatter(x=grid, y=np.exp(-grid ** 2 / 2) / np.sqrt(2 * np.pi), mode="lines",
                                  name="N(0, 1)", line=dict(color=TRUTH_COLOR, dash="dash", width=2),

@@ -229,14 +229,15 @@ def orthogonality(*, n: int = 1000, seeds: int = 5, epsilons=EPSILONS, folds: in
         z = data.table["z"].to_numpy(dtype=float)
         delta = (z - z.mean()) / z.std()
         y_sd, a_sd = float(y.std()), float(data.table["price"].std())
-        nuisances = {"naive": (y, fitted["ce-dml-cmr"].draws_[:, :, col]),
-                     "ce-dml-cmr": (fitted["ce-dml-cmr"].targets_, fitted["ce-dml-cmr"].draws_[:, :, col]),
-                     "dml-cmr": (fitted["dml-cmr"].targets_, fitted["dml-cmr"].draws_[:, :, col])}
-        for method, (targets, draws) in nuisances.items():
+        # each arm's second stage on one fit's nuisances: the naive plug-in on CE-DML-CMR's (the same nuisances,
+        # fitted once on all rows) with Y itself where the others have s-hat, since it fits no outcome model
+        for method, source in (("naive", "ce-dml-cmr"), ("ce-dml-cmr", "ce-dml-cmr"), ("dml-cmr", "dml-cmr")):
+            outcome_model = REGISTRY[method].outcome_model
+            targets, draws = (fitted[source].targets_ if outcome_model else y), fitted[source].draws_[:, :, col]
             base = grid_basis @ second_stage(targets, draws.astype(float))
             for kind in PERTURBATIONS:
                 for eps in epsilons:
-                    size = 0.0 if kind == "s" and method == "naive" else eps  # the naive plug-in has no s-hat
+                    size = 0.0 if kind == "s" and not outcome_model else eps  # without s-hat, nothing to perturb
                     t, x = perturb(kind, size, targets, draws.astype(float), delta, y_sd, a_sd)
                     curve = grid_basis @ second_stage(t, x)
                     rows.append({"seed": k, "perturbation": kind, "eps": eps, "method": method,

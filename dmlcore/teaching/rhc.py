@@ -26,7 +26,7 @@ import pandas as pd
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.inference.first_stage import first_stage
-from dmlcore.estimators import METHOD_TITLES
+from dmlcore.estimators import METHOD_TITLES, METHODS
 
 Z95 = 1.959963984540054
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
@@ -83,6 +83,11 @@ def proxy_steps() -> dict:
     return steps
 
 
+def _fixed_f(method: str) -> str | None:
+    """The f a method always fits (its registry entry's ``f_model``; None: chosen, or unknown here)."""
+    return METHODS[method].f_model if method in METHODS else None
+
+
 def measured_effects(folder: Path = RESULTS) -> pd.DataFrame | None:
     """Every method's effect on these data as the project measured it (one row per fit), or None
     when the rows are not in this installation."""
@@ -91,7 +96,8 @@ def measured_effects(folder: Path = RESULTS) -> pd.DataFrame | None:
         return None
     rows = pd.concat(frames, ignore_index=True).drop_duplicates(["method", "learner", "f_model", "bootstrap"])
     second = np.where(rows["bootstrap"].notna(), "the learner's own f (bootstrap interval)",
-                      np.where((rows["f_model"] == "sieve") | (rows["method"] == "sieve-2sls"), "spline f", "linear f"))
+                      np.where((rows["f_model"] == "sieve") | (rows["method"].map(_fixed_f) == "sieve"),
+                               "spline f", "linear f"))
     return pd.DataFrame({"method": rows["method"].map(lambda m: METHOD_TITLES.get(m, m)),
                          "nuisances": rows["learner"], "second stage": second,
                          "ATE (days)": rows["estimate"], "lower": rows["lower"], "upper": rows["upper"],
