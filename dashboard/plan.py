@@ -15,6 +15,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
+from dmlcore.data.registry import dataset_options
 from dmlcore.data.roles import CausalData
 from dmlcore import device as torch_device
 from dmlcore.errors import DMLCoreError
@@ -132,7 +133,8 @@ F_FIELDS: dict[str, tuple[Field, ...]] = {
     ),
     "linear": (),
 }
-F_MODEL_CHOICES = {"own": "the learner's own",
+F_MODEL_OWN = "own"      # the widget's name of f_model None: the learner's own second stage
+F_MODEL_CHOICES = {F_MODEL_OWN: "the learner's own",
                    "sieve": "spline basis (sieve): gives 95 % confidence bands"}
 F_MODEL_HELP = ("The second stage f of DML-CMR, CE-DML-CMR and the naive plug-in. The learner's own: a "
                 "network, boosted trees or a linear model, as the nuisance learner. Spline basis (sieve): f "
@@ -190,29 +192,40 @@ def _widget_default(fld: Field):
     return fld.default
 
 
+# The widgets of a fit setting: widget key -> the setting (dmlcore.estimators.settings), whose declared default is
+# the widget's (f_model None shown as "own")
+WIDGET_SETTINGS = {"est_learner": "learner", "est_folds": "folds", "est_seed": "seed", "est_draws": "n_draws",
+                   "est_epochs": "epochs", "est_f_model": "f_model", "est_reps": "reps_crossfit",
+                   "est_device": "device", "est_debias": "debias", "est_cluster": "cluster"}
+
+
+def setting_widget_default(key: str):
+    """The declared default of the setting behind widget ``key``, as the widget holds it."""
+    value = SETTINGS[WIDGET_SETTINGS[key]].default
+    return F_MODEL_OWN if key == "est_f_model" and value is None else value
+
+
 ESTIMATOR_DEFAULTS: dict[str, object] = {
     "est_methods": ["dml-cmr", "naive", "2sls"],
-    "est_learner": "nn",
-    "est_folds": 10,
-    "est_seed": 0,
-    "est_draws": DEFAULT_DRAWS,
-    "est_epochs": None,
-    "est_f_model": "own",
-    "est_reps": 1,
-    "est_device": "auto",
-    "est_debias": True,
-    "est_cluster": None,
+    **{key: setting_widget_default(key) for key in WIDGET_SETTINGS},
     **{learner_override_key(m): SAME for m in SECOND_STAGE_METHODS},
     **{nuisance_key(lr, f.param): _widget_default(f) for lr, fields in NUISANCE_FIELDS.items() for f in fields},
     **{f_key(m, f.param): _widget_default(f) for m, fields in F_FIELDS.items() for f in fields},
 }
 
 # What the one-click demo uses: fast on 2 cores, the three kinds of estimator and the confounded regression;
-# without the debiased effect, whose refits made its fits 2.3-2.8 times as long (docs/class.md).
-DEMO_DATA = dict(name="demand-iv", n=2000, seed=0, rho=0.9, iv_strength=1.0)
-DEMO_SETTINGS = {"est_methods": ["dml-cmr", "naive", "2sls", "regression"], "est_learner": "gb", "est_folds": 5,
-                 "est_seed": 0, "est_draws": DEFAULT_DRAWS, "est_epochs": None, "est_f_model": "own",
-                 "est_reps": 1, "est_debias": False, "est_cluster": None}
+# without the debiased effect, whose refits made its fits 2.3-2.8 times as long (docs/class.md). The data set's
+# other options and the settings not named here are the declared defaults.
+_DEMAND_IV = dataset_options("demand-iv")
+DEMO_DATA = dict(name="demand-iv", n=2000, seed=0, rho=_DEMAND_IV["rho"], iv_strength=_DEMAND_IV["iv_strength"])
+DEMO_SETTINGS = {**{key: ESTIMATOR_DEFAULTS[key] for key in WIDGET_SETTINGS if key != "est_device"},
+                 "est_methods": ["dml-cmr", "naive", "2sls", "regression"], "est_learner": "gb", "est_folds": 5,
+                 "est_debias": False}
+
+
+def _setting(state, key: str):
+    """Widget ``key``'s value in ``state``, else its default."""
+    return state.get(key, ESTIMATOR_DEFAULTS[key])
 
 
 @dataclass(frozen=True)
@@ -264,14 +277,14 @@ def learner_for(method: str, state) -> str | None:
     if not METHODS[method].uses_learner:
         return None
     if not METHODS[method].second_stage:
-        return state.get("est_learner", "nn")
+        return _setting(state, "est_learner")
     override = state.get(learner_override_key(method), SAME)
-    return state.get("est_learner", "nn") if override in (None, SAME) else override
+    return _setting(state, "est_learner") if override in (None, SAME) else override
 
 
 def learners_in_use(state) -> list[str]:
     used = []
-    for method in state.get("est_methods", []):
+    for method in _setting(state, "est_methods"):
         learner = learner_for(method, state)
         if learner and learner not in used:
             used.append(learner)
@@ -295,38 +308,38 @@ def methods_for(data: CausalData | None) -> list[str]:
 def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[PlannedFit], dict[str, str]]:
     """The fits the current choices describe, and the problems with them by widget key."""
     errors: dict[str, str] = {}
-    methods = [m for m in state.get("est_methods", []) if m in METHODS]
+    methods = [m for m in _setting(state, "est_methods") if m in METHODS]
     if not methods:
         errors["est_methods"] = "Choose at least one method to compare."
     for method in (m for m in methods if data is not None):
         if METHODS[method].refusal(data) and "est_methods" not in errors:
             errors["est_methods"] = METHODS[method].refusal(data)
     neural = [m for m in methods if METHODS[m].second_stage]
-    sieve_f = state.get("est_f_model", "own") == "sieve"
-    if state.get("est_f_model", "own") not in F_MODEL_CHOICES:
+    sieve_f = _setting(state, "est_f_model") == "sieve"
+    if _setting(state, "est_f_model") not in F_MODEL_CHOICES:
         errors["est_f_model"] = (f"Unknown second stage {state.get('est_f_model')!r}; choose one of "
                                  f"{', '.join(F_MODEL_CHOICES.values())}.")
     elif sieve_f and neural and data is not None:
         _refusal(errors, "est_f_model", data, "The spline-basis (sieve) second stage",
                  "Choose the learner's own second stage (the neural network learner) on image data.")
-    reps = state.get("est_reps", 1)
+    reps = _setting(state, "est_reps")
     if isinstance(reps, bool) or not isinstance(reps, numbers.Integral) or not 1 <= reps <= MAX_REPS:
         errors["est_reps"] = (f"Repeated cross-fits R must be a whole number from 1 to {MAX_REPS}; got "
                               f"{reps!r}. Set it back to 1 for a single fit.")
         reps = 1
-    folds = int(state.get("est_folds", 10))
+    folds = int(_setting(state, "est_folds"))
     if any("folds" in METHODS[m].settings for m in methods) and data is not None:
         try:
             data.check_folds(folds)
         except DMLCoreError as err:
             errors["est_folds"] = str(err)
-    epochs = state.get("est_epochs")
+    epochs = _setting(state, "est_epochs")
     epochs = int(epochs) if epochs not in (None, 0) else None
-    common = dict(folds=folds, seed=int(state.get("est_seed", 0)), n_draws=int(state.get("est_draws", DEFAULT_DRAWS)),
+    common = dict(folds=folds, seed=int(_setting(state, "est_seed")), n_draws=int(_setting(state, "est_draws")),
                   epochs=epochs)
-    if not state.get("est_debias", True):
+    if not _setting(state, "est_debias"):
         common["debias"] = False
-    cluster = state.get("est_cluster")
+    cluster = _setting(state, "est_cluster")
     if cluster and data is not None:
         try:
             check_covariance("clustered", cluster, data.table)
@@ -335,10 +348,10 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
             common.update(cov_type="clustered", cluster=cluster)
         except DMLCoreError as err:
             errors["est_cluster"] = str(err)
-    device = state.get("est_device", "auto")
+    device = _setting(state, "est_device")
     try:
         torch_device.resolve_device(device)
-        if device != "auto":
+        if device != DEFAULTS.device:
             common["device"] = device
     except DMLCoreError as err:
         errors["est_device"] = str(err)

@@ -3,9 +3,12 @@ study) and ``list`` (the data sets and methods, from their registries).
 
 Bad input exits with status 2 and one line naming the problem; no traceback reaches the user. An option
 given on the command line that the data set or method does not use is refused, all such options named in
-one line (:func:`refuse_unused_options`): an option is a data set's when its name is in the data registry's
-``DATASET_OPTIONS``, a method's when it is in some registry entry's ``settings``, and your own file's when
-it is in ``OWN_DATA_OPTIONS``; declaring a new option there is all it takes to have it listed and checked.
+one line (:func:`refuse_unused_options`): an option is a data set's when it is declared beside its simulator
+(a ``DataOption`` in the data registry's ``SIMULATORS``), a method's when it is in some registry entry's
+``settings``, and your own file's when it is in ``OWN_DATA_OPTIONS``. The flags of settings and data options
+are made from their declarations (:func:`~dmlcore.estimators.settings.add_setting_flags`,
+:func:`~dmlcore.data.registry.add_data_flags`): declaring a new one is all it takes to have it parsed, listed
+and checked.
 """
 
 from __future__ import annotations
@@ -21,12 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dmlcore.data.ihdp import IHDP_DESIGNS
 from dmlcore.data.datasets import REAL_DATASETS
-from dmlcore.data.registry import (DATASET_OPTIONS, SIMULATED, dataset_names, dataset_options, load_dataset,
-                                   real_dataset_names)
+from dmlcore.data.registry import (DATA_OPTIONS, DATASET_OPTIONS, SIMULATED, add_data_flags, dataset_names,
+                                   dataset_options, load_dataset, real_dataset_names)
 from dmlcore.device import resolve_device
-from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.inference.linear_iv import set_text
 from dmlcore.linear_cli import (add_linear_options, add_table_command, check_table, check_wild_bootstrap, formula_data,
@@ -35,12 +36,11 @@ from dmlcore import plugins
 from dmlcore.plugins import add_to_environment, load_plugins
 from dmlcore.process import set_threads
 from dmlcore.estimators import for_method
-from dmlcore.estimators.settings import SETTINGS, FitSettings, add_setting_flags
+from dmlcore.estimators.settings import SETTINGS, FitSettings, add_setting_flags, setting_group
 from dmlcore.estimators import METHODS
 from dmlcore.runs import fit_run
 from dmlcore.runs.typed import CLR, Config, Effect, FirstStage, Interval, RunRecord
-from dmlcore.studies.command import (OWN_DATA_OPTIONS, add_covariance_options, add_debias_option,
-                                    add_executor_options, add_own_data_options, add_study_parser, exit_status,
+from dmlcore.studies.command import (OWN_DATA_OPTIONS, add_own_data_options, add_study_parser, exit_status,
                                     own_data, run_cli_study, study_command)
 from dmlcore.studies.spec import FIT_SETTINGS, LATER_SETTINGS, refuse_unused, spec_from_dict
 
@@ -54,24 +54,18 @@ def cli_datasets() -> list[str]:
     return [name for name in dataset_names() if name != "table"]
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
+def _add_common(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--dataset", default="demand-iv", metavar="NAME",
                    help=f"built-in data set: {', '.join(cli_datasets())} (default demand-iv; `list datasets` "
                         f"gives each one's problem, rows, roles, source and options)")
-    p.add_argument("--iv-strength", type=float, default=1.0, help="instrument strength of demand-iv")
-    p.add_argument("--rho", type=float, default=0.9, help="confounding correlation of demand-iv")
-    p.add_argument("--ood-test", action="store_true", help="demand-iv fresh test draws with time in [1, 11]")
-    p.add_argument("--noise-scale", default="standardized", choices=tuple(NOISE_SCALES),
-                   help="demand-iv/digits-iv outcome noise: 'standardized' (the authors' code behind the "
-                        "paper's numbers, default) or 'raw' (the appendix's literal text; almost no confounding)")
-    p.add_argument("--design", default="code", choices=tuple(IHDP_DESIGNS),
-                   help="ihdp-like generator: 'code' (the authors' code that made their replicates and the "
-                        "paper's numbers, default) or 'text' (the paper's appendix: a weak confounder)")
-    p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
-    add_setting_flags(p)      # --learner, --folds, ... : one flag per declared setting (dmlcore.estimators.settings)
-    p.add_argument("--threads", type=int,
-                   help="torch threads (default 1, or DMLCORE_TORCH_THREADS; 2 is faster on an idle "
-                        "2-core machine, much slower when other work shares the cores)")
+    # --n (bench: --sizes, a comma list), --rho, ...: a flag per declared data set option (dmlcore.data.registry)
+    add_data_flags(p, command, defaults={"n": "1000,2000,5000"})
+    # --learner, --folds, --seed, --cov, --jobs, ...: a flag per declared setting of this command, in the
+    # --help sections of their groups (dmlcore.estimators.settings)
+    add_setting_flags(p, command, fit_jobs=FIT_JOBS)
+    setting_group(p, "infrastructure").add_argument(
+        "--threads", type=int, help="torch threads (default 1, or DMLCORE_TORCH_THREADS; 2 is faster on an idle "
+                                    "2-core machine, much slower when other work shares the cores)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,7 +88,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 FIT_JOBS = 2       # `fit`'s worker processes for a run's refits (the library's default is 1: in process)
-DATA_ALIASES = {"sizes": "n"}   # bench's grid of N is the data sets' option n
+# bench's comma list of an option under its own flag (--sizes: the data sets' option n), from the declarations
+DATA_ALIASES = {option.grid_flag: name for name, option in DATA_OPTIONS.items() if option.grid_flag}
+
+
+def _data_options(args) -> dict:
+    """The data set options of parsed ``args`` by name (each declared option with a flag of this command;
+    bench's comma lists, such as --sizes, are the caller's)."""
+    return {name: getattr(args, name) for name, option in DATA_OPTIONS.items() if option.cli and hasattr(args, name)}
 
 
 def refuse_unused_options(args, methods: list[str]) -> None:
@@ -103,7 +104,8 @@ def refuse_unused_options(args, methods: list[str]) -> None:
     refuse_unused, the check a study makes); the own-data options apply with ``--csv`` only."""
     given = getattr(args, "given", [])
     data_names = {option for options in DATASET_OPTIONS.values() for option in options}
-    settings = {name for name, setting in SETTINGS.items() if setting.cli}
+    command = getattr(args, "command", "fit")     # the method settings this command has flags of
+    settings = [name for name, setting in SETTINGS.items() if setting.scope == "method" and command in setting.commands]
     flags = {option: _flag(dest) for dest, option in DATA_ALIASES.items() if hasattr(args, dest)}
     flags.update({DATA_ALIASES.get(d, d): _flag(d) for d in given})
     spell = lambda name: flags.get(name, _flag(name))  # noqa: E731
@@ -121,7 +123,7 @@ def refuse_unused_options(args, methods: list[str]) -> None:
     data = [DATA_ALIASES.get(d, d) for d in given if DATA_ALIASES.get(d, d) in data_names]
     try:
         if dataset is None or dataset in dataset_names():   # else load_dataset refuses it, listing the data sets
-            refuse_unused(dataset, data, methods, [d for d in given if d in settings], spell)
+            refuse_unused(dataset, data, methods, [d for d in given if d in settings], spell, known=settings)
     except DMLCoreError as err:
         problems.append(str(err))
     if problems:
@@ -157,42 +159,20 @@ def build_parser() -> argparse.ArgumentParser:
     shown.add_argument("what", nargs="?", choices=("datasets", "methods"), help="one of the two (default both)")
 
     fit = sub.add_parser("fit", help="fit one estimator and report its metrics")
-    _add_common(fit)
-    fit.add_argument("--n", type=int, default=5000, help="rows to simulate")
-    fit.add_argument("--seed", type=int, default=0)
+    _add_common(fit, "fit")
     fit.add_argument("--method", default="dml-cmr", choices=METHODS)
     fit.add_argument("--json", help="write the full run record here")
     fit.add_argument("--predictions", help="write f-hat at every row here (CSV)")
-    fit.add_argument("--bootstrap", type=int, metavar="B",
-                     help="add a bootstrap interval of the effect from B refits on resampled rows (e.g. 200)")
-    fit.add_argument("--heldout-folds", type=int, metavar="K",
-                     help="folds of the held-out residual (default: 2 without a known truth, else off; 0: off)")
-    fit.add_argument("--effect-folds", type=int, metavar="K",
-                     help="refits that cross-fit f-hat for the debiased effect (default: the held-out residual's, "
-                          "else 2; 0: correct the full-sample fit, measured biased)")
-    add_debias_option(fit)
-    fit.add_argument("--executor", default="local", choices=("local", "ray"),
-                     help="where refits run (bootstrap, held-out residual, debiased effect): local processes or a "
-                          "Ray cluster")
-    fit.add_argument("--jobs", type=int,
-                     help=f"refits run at once in worker processes, the held-out residual's and the debiased "
-                          f"effect's beside the fit (default {FIT_JOBS}, or the cores when fewer; 1: one after "
-                          f"another in this process); the numbers are the same")
-    fit.add_argument("--address", help="Ray cluster address for --executor ray (default: a local Ray)")
-    add_covariance_options(fit)
     add_own_data_options(fit)
     add_linear_options(fit)      # --absorb, --weights, --formula, --table (dmlcore.linear_cli)
 
     bench = sub.add_parser("bench", help="repeat fits over sizes, seeds and methods")
-    _add_common(bench)
-    bench.add_argument("--sizes", default="1000,2000,5000", help="comma-separated N")
+    _add_common(bench, "bench")
     bench.add_argument("--methods", default="dml-cmr,ce-dml-cmr,naive",
                        help=f"comma-separated, from {', '.join(METHODS)} (default dml-cmr,ce-dml-cmr,naive)")
     bench.add_argument("--reps", type=int, default=10, help="repetitions (seeds 0..reps-1)")
     bench.add_argument("--seed-offset", type=int, default=0, help="first seed")
     bench.add_argument("--out", default="results.csv", help="CSV of every fit (appended as it runs)")
-    add_debias_option(bench)
-    add_executor_options(bench)
     add_study_parser(sub)
     add_table_command(sub)        # several fit --json records side by side (dmlcore.linear_cli)
     parser.commands = sub.choices
@@ -211,9 +191,7 @@ def _fit(args) -> int:
     elif args.csv:
         data, truth, params, dataset = own_data(args), None, {"csv": args.csv}, Path(args.csv).name
     else:
-        loaded = load_dataset(args.dataset, n=args.n, seed=args.seed, rho=args.rho, iv_strength=args.iv_strength,
-                              ood_test=args.ood_test, data_dir=args.data_dir, noise_scale=args.noise_scale,
-                              design=args.design)
+        loaded = load_dataset(args.dataset, seed=args.seed, **_data_options(args))
         data, truth, params, dataset = loaded.data, loaded.truth, loaded.params, args.dataset
     data = with_linear_options(args, data)
     args.jobs = min(FIT_JOBS, os.cpu_count() or 1) if args.jobs is None else args.jobs
@@ -416,7 +394,8 @@ def _methods_text() -> str:
     """Each method's name, title, problems, the fit settings it reads and what it is."""
     lines = ["Methods (fit --method NAME, bench --methods A,B; settings a method does not read are refused):"]
     for name, entry in METHODS.items():
-        settings = ", ".join(_flag(s) for s, setting in SETTINGS.items() if setting.cli and s in entry.settings) \
+        settings = ", ".join(_flag(s) for s, setting in SETTINGS.items() if setting.cli and setting.scope == "method"
+                             and s in entry.settings) \
             or "none"
         lines += ["", f"{name}  {entry.title}  problems: {', '.join(p.upper() for p in entry.problems)}",
                   _wrapped(entry.help), _wrapped(f"settings: {settings}")]
@@ -450,8 +429,7 @@ def _bench(args) -> int:
                            f"without one; use `python -m dmlcore study --dataset {args.dataset} --methods ...` "
                            f"for each method's effect and held-out residual.")
     refuse_unused_options(args, methods)
-    data = {"n": sizes, "rho": args.rho, "iv_strength": args.iv_strength, "ood_test": args.ood_test,
-            "noise_scale": args.noise_scale, "design": args.design, "data_dir": args.data_dir}
+    data = {**_data_options(args), "n": sizes}
     spec = spec_from_dict({"dataset": args.dataset, "methods": methods,
                            "data": {k: v for k, v in data.items() if k in dataset_options(args.dataset)},
                            "seeds": list(range(args.seed_offset, args.seed_offset + args.reps)),
@@ -548,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         set_threads(args.threads)
     try:
-        resolve_device(getattr(args, "device", "auto"))  # before any data is made
+        resolve_device(getattr(args, "device", SETTINGS["device"].default))  # before any data is made
         return {"fit": _fit, "bench": _bench, "study": study_command, "list": _list,
                 "table": table_command}[args.command](args)
     except (DMLCoreError, FitDiverged) as exc:

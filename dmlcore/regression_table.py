@@ -19,6 +19,7 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.inference.first_stage import first_stage as diagnostics
 from dmlcore.estimators import METHODS, make_estimator
 from dmlcore.estimators.tsls import TwoStageLeastSquares
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.export import Table
 from dmlcore.inference.linear_iv import anderson_rubin_set, clr_set, set_text
 from dmlcore.runs import fit_run
@@ -53,10 +54,10 @@ def _fits(data, methods, cov_type, cluster, conventions=None):
     return out
 
 
-def regression_table(data, methods=DEFAULT_METHODS, *, cov_type: str = "unadjusted",
+def regression_table(data, methods=DEFAULT_METHODS, *, cov_type: str = DEFAULTS.cov_type,
                      cluster: str | None = None, first_stage: bool = True, digits: int = 3,
-                     level: float = 0.95, small: bool = False, fixef_k: str = "full",
-                     cluster_df: str = "conventional", **options) -> Table:
+                     level: float = 0.95, small: bool = DEFAULTS.small, fixef_k: str = DEFAULTS.fixef_k,
+                     cluster_df: str = DEFAULTS.cluster_df, **options) -> Table:
     """OLS, the first stage of each endogenous column and the linear IV ``methods`` side by side.
 
     ``data`` a list (or tuple) of models instead of one CausalData: :func:`models_table` of them (several

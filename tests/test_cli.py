@@ -255,7 +255,7 @@ EXAMPLE = {"n": "200", "rho": "0.5", "iv_strength": "0.5", "noise_scale": "raw",
 
 def flag(name, value="default"):
     if value == "default":       # a fit setting's example comes from its declaration
-        value = EXAMPLE[name] if name in EXAMPLE else str(SETTINGS[name].example())
+        value = EXAMPLE[name] if name in EXAMPLE else SETTINGS[name].text(SETTINGS[name].example())
     return [f"--{name.replace('_', '-')}"] + ([] if value is None else [value])
 
 
@@ -263,7 +263,7 @@ def fit_options(kind):
     """The options of `fit` that the registries declare as data set options or fit settings with a flag."""
     dests = {a.dest for a in build_parser().commands["fit"]._actions}
     declared = ({o for opts in DATASET_OPTIONS.values() for o in opts} if kind == "data" else
-                {name for name, setting in SETTINGS.items() if setting.cli})
+                {name for name, setting in SETTINGS.items() if setting.cli and setting.scope == "method"})
     return sorted(dests & declared)
 
 

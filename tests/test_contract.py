@@ -24,7 +24,7 @@ from golden_records import path_of, stable
 from dmlcore.errors import DMLCoreError, FitCancelled, NotFittedError
 from dmlcore.estimators import CAPABILITIES, METHODS, CMREstimator, for_method, make_estimator
 from dmlcore.runs import fit_run
-from dmlcore.estimators.settings import SETTINGS, FitSettings
+from dmlcore.estimators.settings import DECLARED, SETTINGS, FitSettings
 
 # the smallest budgets that still run every step of each method (its own settings in f_params)
 TINY = {
@@ -191,10 +191,11 @@ def test_capabilities_are_declared_not_guessed(linear_iv):
 
 
 # ------------------------------------------------------------------ settings: declared once, refused where unread
-@pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.cli or s.study])
+@pytest.mark.parametrize("name", [n for n, s in SETTINGS.items() if s.study])
 def test_every_declared_setting_round_trips_through_the_cli_and_a_study(name):
-    """A declared setting has a flag of `fit` and a key of a study grid, and a value given either way reaches
-    the FitSettings that make_estimator and fit_run take (for a method that reads it)."""
+    """A study key's setting has a flag of `fit` and a key of a study grid, and a value given either way
+    reaches the FitSettings that make_estimator and fit_run take (for a method that reads it); every other flag:
+    tests/test_declared_once.py."""
     from dmlcore.cli import build_parser
     from dmlcore.studies.spec import spec_from_dict
 
@@ -238,12 +239,14 @@ def test_a_default_is_declared_once():
     from dmlcore.studies.spec import FIT_SETTINGS
 
     fit = vars(build_parser().parse_args(["fit"]))
-    for cls in (DMLCMR, OutcomeRegression):
+    # every method's class but the peers' (their own epochs: docs/peers.md)
+    for cls in {DMLCMR, OutcomeRegression, *(entry.cls for entry in METHODS.values() if not entry.peer)}:
         for name, parameter in inspect.signature(cls).parameters.items():
             if name in SETTINGS and name not in ("seed", "nuisance_params", "f_params", "cluster"):
                 assert parameter.default == getattr(DEFAULTS, name), (cls.__name__, name)
     assert FIT_SETTINGS == {n: getattr(DEFAULTS, n) for n, s in SETTINGS.items() if s.study}
-    assert all(fit[n] == getattr(DEFAULTS, n) for n, s in SETTINGS.items() if s.cli)
+    assert all(fit[s.dest] == getattr(DEFAULTS, n) for n, s in SETTINGS.items()
+               if "fit" in s.commands and s.cli_default is DECLARED)
 
 
 def test_unknown_settings_are_refused_naming_the_known_ones():

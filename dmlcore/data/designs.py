@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from dmlcore.data.roles import CausalData
-from dmlcore.data.simulate import (Y_STD, Evaluation, GroundTruth, Simulation, _check_n, bridge_curve,
+from dmlcore.data.simulate import (IV_STRENGTH, N, Y_STD, Evaluation, GroundTruth, Simulation, _check_n, bridge_curve,
                                    demand_iv_grid)
 from dmlcore.errors import DMLCoreError
 
@@ -92,7 +92,11 @@ def _covariate_design(name, n, seed, strength=1.0):
     return table, f
 
 
-def simulate_design(name: str, n: int = 1000, seed: int = 0, iv_strength: float = 1.0) -> Simulation:
+# The options of each design (dmlcore.data.options): its rows, and linear-iv's instrument strength
+DESIGN_OPTIONS = {**{name: (N,) for name in DESIGNS}, "linear-iv": (N, IV_STRENGTH)}
+
+
+def simulate_design(name: str, n: int = 1000, seed: int = 0, iv_strength: float = IV_STRENGTH.default) -> Simulation:
     """The design ``name`` (module notes) with ``n`` rows; ``iv_strength`` applies to linear-iv."""
     _check_n(n)
     if name not in DESIGNS:

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from dmlcore.data.io import load_table
+from dmlcore.data.options import DataOption
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, Simulation
 from dmlcore.errors import DMLCoreError
@@ -143,7 +144,18 @@ def check_design(design: str) -> str:
     return design
 
 
-def semisynthetic_f(a, x, design: str = "code") -> np.ndarray:
+# The options of ihdp-like and replicate (dmlcore.data.options)
+DESIGN = DataOption("design", "code", "ihdp-like generator: 'code' (the authors' code that made their replicates "
+                                      "and the paper's numbers, default) or 'text' (the paper's appendix: a weak "
+                                      "confounder)", kind="text", choices=tuple(IHDP_DESIGNS), check=check_design,
+                    label="IHDP design")
+DATA_DIR = DataOption("data_dir", None, "replicate folder for --dataset replicate", kind="path",
+                      label="Replicate folder")
+IHDP_LIKE_OPTIONS = (DESIGN,)
+REPLICATE_OPTIONS = (DATA_DIR,)
+
+
+def semisynthetic_f(a, x, design: str = DESIGN.default) -> np.ndarray:
     """The structural function f(A, X) on the raw outcome scale, X the standardized covariates.
 
     * ``code``: 0.9 A² - 1.5 A + 2 mean_i X_i - |X1 X2| - sin(10 + X3²), which is what the
@@ -222,7 +234,7 @@ def _split(n, rng, design):
 
 def simulate_semisynthetic(covariates: pd.DataFrame, n_instrument_levels: int = 5, seed: int = 0,
                            confounder_sd: float | None = None, noise_sd: float | None = None,
-                           name: str = "semisynthetic", design: str = "code") -> Simulation:
+                           name: str = "semisynthetic", design: str = DESIGN.default) -> Simulation:
     """Instrument, treatment and outcome drawn on real covariates (Wu et al. 2023; paper D.1.3).
 
     X are the covariates standardized (each column mean 0, sd 1; sd with ddof 1 in the code, as
@@ -326,7 +338,7 @@ def ihdp_covariates() -> pd.DataFrame:
 
 
 def simulate_ihdp_like(seed: int = 0, n_instrument_levels: int = 5, confounder_sd: float | None = None,
-                       noise_sd: float | None = None, design: str = "code") -> Simulation:
+                       noise_sd: float | None = None, design: str = DESIGN.default) -> Simulation:
     """:func:`simulate_semisynthetic` on the 747 IHDP children: with ``design="code"`` 470 rows
     are fitted and 202 scored (the sizes of the authors' train and validation files), with
     ``design="text"`` 672 and 75."""

@@ -23,7 +23,8 @@ import pandas as pd
 from sklearn.datasets import load_digits
 
 from dmlcore.data.roles import CausalData
-from dmlcore.data.simulate import (METRIC_HELP, Y_STD, GroundTruth, Simulation, _check_n, _demand_iv_draw,
+from dmlcore.data.simulate import (IV_STRENGTH, METRIC_HELP, N, NOISE_SCALE, RHO, Y_STD, GroundTruth, Simulation,
+                                   _check_n, _demand_iv_draw,
                                    check_noise_scale, demand_f0, demand_iv_grid)
 from dmlcore.errors import DMLCoreError
 
@@ -74,8 +75,12 @@ def _digit_images(types, pool: dict, rng) -> np.ndarray:
     return out
 
 
-def simulate_digits_iv(n: int = 5000, seed: int = 0, rho: float = 0.9,
-                       iv_strength: float = 1.0, noise_scale: str = "standardized") -> Simulation:
+DIGITS_IV_OPTIONS = (N, RHO, IV_STRENGTH, NOISE_SCALE)       # demand-iv's, but ood_test (dmlcore.data.options)
+DSPRITES_PCL_OPTIONS = (N,)
+
+
+def simulate_digits_iv(n: int = N.default, seed: int = 0, rho: float = RHO.default,
+                       iv_strength: float = IV_STRENGTH.default, noise_scale: str = NOISE_SCALE.default) -> Simulation:
     """IV ticket demand whose customer type is seen only as an 8x8 digit image.
 
     The rows are those of ``simulate_demand_iv(n, seed, rho, iv_strength, noise_scale=...)`` (same draws), with
@@ -246,7 +251,7 @@ def _draw_dsprites(n, rng):
     return _table(scalars, image, SPRITE_COLUMNS)
 
 
-def simulate_dsprites_pcl(n: int = 5000, seed: int = 0) -> Simulation:
+def simulate_dsprites_pcl(n: int = N.default, seed: int = 0) -> Simulation:
     """Proximal causal learning with a 64x64 image as the treatment (paper's appendix D.2.2).
 
     scale ~ Unif{0.5, 0.6, .., 1}, rotation ~ Unif(0, 2 pi), posX, posY ~ Unif on 32 points of

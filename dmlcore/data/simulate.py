@@ -29,6 +29,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from dmlcore.data.options import DataOption
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.learners.oracle import OracleOutcome, OracleSampler
@@ -174,6 +175,21 @@ def check_noise_scale(noise_scale: str) -> str:
     return noise_scale
 
 
+# The options of the demand simulations (dmlcore.data.options; digits-iv and the designs take some of them too)
+N = DataOption("n", 5000, "rows to simulate", kind="int", check=check_n, label="N (rows)", grid_flag="sizes")
+RHO = DataOption("rho", 0.9, "confounding correlation", check=check_rho, label="Confounding ρ")
+IV_STRENGTH = DataOption("iv_strength", 1.0, "instrument strength", check=check_iv_strength,
+                         label="Instrument strength")
+NOISE_SCALE = DataOption("noise_scale", "standardized", "outcome noise: 'standardized' (the authors' code behind "
+                                                        "the paper's numbers, default) or 'raw' (the appendix's "
+                                                        "literal text; almost no confounding)",
+                         kind="text", choices=tuple(NOISE_SCALES), check=check_noise_scale, label="Outcome noise")
+OOD_TEST = DataOption("ood_test", False, "fresh test draws with time in [1, 11]", kind="bool",
+                      label="Out-of-distribution test")
+DEMAND_IV_OPTIONS = (N, RHO, IV_STRENGTH, NOISE_SCALE, OOD_TEST)
+DEMAND_PCL_OPTIONS = (N,)
+
+
 def demand_iv_price_mean(frame: pd.DataFrame, iv_strength: float) -> np.ndarray:
     """E[price | fuel price z, time t] = 25 + (k z + 3) psi(t): the noise w has mean 0 and is
     independent of (z, t, type)."""
@@ -198,14 +214,14 @@ def demand_iv_price_draws(frame: pd.DataFrame, n_draws: int, rng: np.random.Gene
     return (mean[:, None] + rng.standard_normal((len(frame), n_draws)))[:, :, None]
 
 
-def _demand_iv_draw(n, rng, rho, iv_strength, ood=False, noise_scale="standardized"):
+def _demand_iv_draw(n, rng, rho, iv_strength, ood=False, noise_scale=NOISE_SCALE.default):
     s = rng.integers(1, 8, size=n).astype(float)
     t = rng.uniform(1.0, 11.0, size=n) if ood else rng.uniform(0.0, 10.0, size=n)
     z = rng.normal(size=n)
     return demand_iv_given(s, t, z, rng, rho, iv_strength, noise_scale)
 
 
-def demand_iv_given(s, t, z, rng, rho, iv_strength, noise_scale="standardized") -> pd.DataFrame:
+def demand_iv_given(s, t, z, rng, rho, iv_strength, noise_scale=NOISE_SCALE.default) -> pd.DataFrame:
     """Price and sales of demand-iv drawn given customer type s, time t and fuel price z."""
     n = len(z)
     w = rng.normal(size=n)
@@ -222,8 +238,9 @@ def demand_iv_grid() -> pd.DataFrame:
     return pd.DataFrame({"price": p.ravel(), "time": t.ravel(), "customer_type": s.ravel().astype(float)})
 
 
-def simulate_demand_iv(n: int = 5000, seed: int = 0, rho: float = 0.9, iv_strength: float = 1.0,
-                       ood_test: bool = False, noise_scale: str = "standardized") -> Simulation:
+def simulate_demand_iv(n: int = N.default, seed: int = 0, rho: float = RHO.default,
+                       iv_strength: float = IV_STRENGTH.default, ood_test: bool = OOD_TEST.default,
+                       noise_scale: str = NOISE_SCALE.default) -> Simulation:
     """IV ticket demand. ``ood_test`` draws the fresh test points with time in [1, 11];
     ``noise_scale`` is "standardized" (the authors' code, default) or "raw" (the appendix's text)."""
     _check_n(n)
@@ -313,7 +330,7 @@ def _at_unique(function, values) -> np.ndarray:
     return np.asarray(function(unique), dtype=float)[position.ravel()]
 
 
-def simulate_demand_pcl(n: int = 5000, seed: int = 0) -> Simulation:
+def simulate_demand_pcl(n: int = N.default, seed: int = 0) -> Simulation:
     """Proximal ticket demand of Xu et al. (2021)."""
     _check_n(n)
     table = _demand_pcl_draw(n, np.random.default_rng(seed))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dmlcore.data.options import DataOption
 from dmlcore.data.roles import ROLE_NAMES, CausalData
 from dmlcore.errors import DMLCoreError
 
@@ -61,6 +62,14 @@ def keep_table(data: CausalData, file: str, extra: list[str] | None = None) -> d
         table.to_parquet(partial, index=False)
         partial.replace(path)
     return {"table": key, "file": str(file), "roles": roles_text(data)}
+
+
+# The options of the data set "table" (dmlcore.data.options): a study's kept copy of a user's file, written by
+# keep_table, never on the command line
+TABLE_OPTIONS = (DataOption("table", None, "the kept table's content hash", kind="text", label="Table (content hash)",
+                            cli=False),
+                 DataOption("file", "", "the file's name", kind="text", label="File", cli=False),
+                 DataOption("roles", "", "the roles (roles_text)", kind="text", label="Roles", cli=False))
 
 
 def load_kept_table(table: str | None, roles: str, file: str = "") -> CausalData:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dmlcore.stats.covariance import cluster_columns
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.estimators.tsls import TwoStageLeastSquares
 
 
@@ -80,8 +81,9 @@ class Fuller(TwoStageLeastSquares):
 
     title, k_class = "Fuller", True
 
-    def __init__(self, add_constant=True, drop_constant=True, max_columns=1000, cov_type="unadjusted",
-                 cluster=None, small=False, fixef_k="full", cluster_df="conventional", alpha=1.0):
+    def __init__(self, add_constant=True, drop_constant=True, max_columns=1000, cov_type=DEFAULTS.cov_type,
+                 cluster=None, small=DEFAULTS.small, fixef_k=DEFAULTS.fixef_k, cluster_df=DEFAULTS.cluster_df,
+                 alpha=1.0):
         super().__init__(add_constant, drop_constant, max_columns, cov_type, cluster, small, fixef_k, cluster_df)
         self.alpha = alpha
 

@@ -11,23 +11,35 @@ line (:func:`~dmlcore.estimators._registry.refuse_unread`) for any other when it
 its default;
 a ``"run"`` setting (the seed, the covariance, the effect's refits, the executor) applies to every fit.
 
+Groups: every setting is in one ``group``: ``"estimator"`` (what the method fits: the learner, K, the
+draws, ...), ``"run"`` (what is computed around the fit: the seed, the covariance, the effect's refits) or
+``"infrastructure"`` (where it runs: the device, the executor, the jobs); ``--help`` lists the flags in
+those three sections.
+
 Adding a setting: a field here, its name in the ``settings`` of the registry entries that read it
 (dmlcore/estimators/_registry.py) and the constructor argument of the same name in the classes that
-use it. The CLI flag, the study key, the check, the run record's ``config`` and the refusal follow.
+use it. The CLI flag (:func:`add_setting_flags`, in every command its ``commands`` name), the study key,
+the check, the run record's ``config`` and the refusal follow.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import re
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from dmlcore.errors import DMLCoreError
-from dmlcore.stats.covariance import CLUSTER_DF, FIXEF_K
+from dmlcore.executors import EXECUTORS
+from dmlcore.stats.covariance import CLUSTER_DF, COV_CHOICES, FIXEF_K
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners.registry import LEARNER_REGISTRY
 from dmlcore.learners.select import AUTO   # outcome_learner / sampler chosen by cross-fitted held-out loss
 from dmlcore.learners.tabular import learner_name
+
+
+DECLARED = type("Declared", (), {"__repr__": lambda self: "DECLARED"})()   # a flag's default: the declared one
 
 
 @dataclass(frozen=True)
@@ -38,10 +50,19 @@ class Setting:
     same or ``"auto"``), "dict", "bool"; ``choices``: the named values a text setting takes; ``minimum``: the smallest integer;
     ``pattern``: a regular expression a text value matches (``expects`` says it in words); ``scope``:
     "method", "run" or "every" (the seed: every estimator takes it; module notes);
-    ``study``: a key of a study grid; ``cli``: a flag of ``fit`` and ``bench`` (the name with dashes);
+    ``study``: a key of a study grid (and, in ``study``, a flag that takes a comma list of values);
     ``later``: added after stores held fits, so left out of a stored config's key while unset;
     ``keeps_none``: None is a value of its own (the learner's own, no cap), not "the default";
     ``label``: what a user reads for it in tables and forms (study tables' column headers).
+
+    Its flag (:func:`add_setting_flags`): ``commands``, the commands that have it ("fit", "bench",
+    "study"; none: no flag); ``group``, its section of ``--help`` ("estimator", "run", "infrastructure");
+    ``option``: the flag's name where it is not the setting's with dashes (``cov``), also argparse's name of it;
+    ``grid_dest``: argparse's name of the study's comma list where not the setting's; ``metavar``;
+    ``cli_default``: the flag's default where the command chooses one at run time (None; by default the
+    declared default); ``helps``: (command, text) pairs where a command's flag says more than ``help`` or
+    means that command's own thing (``--jobs`` of a study: fits at once). A ``bool`` setting that is True by
+    default is switched off by ``--no-NAME``; one that is False by default is ``--NAME`` (or ``--NAME false``).
     """
 
     name: str
@@ -54,14 +75,43 @@ class Setting:
     expects: str | None = None
     scope: str = "method"
     study: bool = True
-    cli: bool = True
+    commands: tuple = ("fit", "bench", "study")
     later: bool = False
     keeps_none: bool = False
     label: str = ""
+    group: str = "estimator"
+    option: str | None = None
+    grid_dest: str | None = None
+    metavar: str | None = None
+    cli_default: Any = DECLARED
+    helps: tuple = ()
+
+    @property
+    def cli(self) -> bool:
+        """Whether some command has a flag for it."""
+        return bool(self.commands)
+
+    @property
+    def dest(self) -> str:
+        """argparse's name of its flag (``args.cov`` for ``cov_type``)."""
+        return self.option or self.name
+
+    @property
+    def negated(self) -> bool:
+        """A switch that is on by default: its flag is ``--no-NAME``."""
+        return self.kind == "bool" and self.default is True
 
     @property
     def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
+        name = "--" + self.dest.replace("_", "-")
+        return "--no-" + name[2:] if self.negated else name
+
+    def flag_default(self):
+        """The default of its flag in ``fit`` and ``bench``: the declared one unless the command chooses."""
+        return self.default if self.cli_default is DECLARED else self.cli_default
+
+    def help_for(self, command: str) -> str:
+        return dict(self.helps).get(command, self.help)
 
     def named_values(self) -> tuple | None:
         """The named values it takes (None: any value of its kind)."""
@@ -97,6 +147,10 @@ class Setting:
             return not self.default
         return "cpu" if self.name == "device" else "example"
 
+    def text(self, value) -> str:
+        """``value`` as its flag takes it (a dict as JSON)."""
+        return json.dumps(value) if self.kind == "dict" else str(value)
+
     def unset(self, value) -> bool:
         """Whether ``value`` leaves the setting as it is by default."""
         if value is None or value is self.default:
@@ -104,6 +158,12 @@ class Setting:
         if self.kind == "dict" and value == {}:
             return True
         return isinstance(value, (str, int, float, bool)) and value == self.default
+
+
+# what the executor flags mean in a study (and bench): where the fits run, not a fit's refits
+_STUDY_EXECUTOR = "local processes, or Ray tasks (a cluster with --address, else a local instance)"
+_STUDY_JOBS = "fits at once: worker processes (local, default 1) or the CPUs of a local Ray instance (default: all)"
+_STUDY_ADDRESS = "a running Ray cluster: host:port, ray://host:port or auto"
 
 
 def _declare(default, help: str, **kw):
@@ -130,7 +190,8 @@ class FitSettings:
                                      "band)", kind="int", minimum=1, label="Cross-fits R")
     device: str = _declare("auto", "where the networks run: auto (CUDA when torch sees one, else the CPU), cpu, "
                                    "cuda or cuda:N", pattern=r"auto|cpu|cuda(:\d+)?",
-                          expects="auto, cpu, cuda or cuda:N", label="Device")
+                          expects="auto, cpu, cuda or cuda:N", label="Device", group="infrastructure",
+                          grid_dest="devices")
     outcome_learner: Any = _declare(None, "the outcome model s(c) = E[Y|C] of dml-cmr, ce-dml-cmr (default: auto with "
                                           "--learner nn or gb, else --learner's); auto: gb or gb-small, and nn too with --learner nn (nn alone on images), "
                                           "whichever has the lower cross-fitted held-out loss (recorded in the run's "
@@ -155,31 +216,54 @@ class FitSettings:
                                                "term its own G: linearmodels, ivreg2) or min (the smaller G: fixest)",
                                choices=CLUSTER_DF, later=True, label="Two-way G")
     # the learners' and the second stage's own settings (a dict each; no flag, no study key)
-    nuisance_params: dict | None = _declare(None, "settings of the named learner (its DEFAULTS)", kind="dict",
-                                            study=False, cli=False)
-    f_params: dict | None = _declare(None, "settings of the second stage, or a peer's or Fuller's own", kind="dict",
-                                     study=False, cli=False)
-    # every fit
+    nuisance_params: dict | None = _declare(None, "settings of the named learner (its DEFAULTS), a JSON object: "
+                                                  "'{\"lr\": 0.001}'", kind="dict", study=False, commands=("fit",),
+                                            metavar="JSON")
+    f_params: dict | None = _declare(None, "settings of the second stage, or a peer's or Fuller's own, a JSON "
+                                           "object: '{\"alpha\": 4}'", kind="dict", study=False,
+                                     commands=("fit",), metavar="JSON")
+    # every fit: what is computed around it (group "run") and where it runs ("infrastructure")
     seed: int = _declare(0, "seeds the fit (and draws a simulation's data)", kind="int", scope="every", study=False,
-                         cli=False)
-    cov_type: str = _declare("unadjusted", "the covariance of 2SLS's standard errors and the diagnostics",
-                             scope="run", study=False, cli=False)
-    cluster: str | None = _declare(None, "the column(s) whose values group the rows (clustered covariance)",
-                                   scope="run", study=False, cli=False)
-    bootstrap: int | None = _declare(None, "refits on resampled rows for the effect's bootstrap interval",
-                                     kind="int", scope="run", study=False, cli=False)
-    heldout_folds: int | None = _declare(None, "folds of the held-out residual", kind="int", scope="run",
-                                         study=False, cli=False)
-    effect_folds: int | None = _declare(None, "refits that cross-fit f-hat for the debiased effect", kind="int",
-                                        scope="run", study=False, cli=False)
-    debias: bool = _declare(True, "the debiased effect (False: the plug-in only)", kind="bool", scope="run",
-                            study=False, cli=False)
+                         commands=("fit",), group="run")
+    cov_type: str = _declare("unadjusted", "covariance of 2SLS's standard errors, Anderson-Rubin set and first-stage "
+                                           "F: unadjusted (homoskedastic, default), robust (heteroskedasticity-robust) "
+                                           "or clustered (with --cluster)", choices=COV_CHOICES,
+                             scope="run", study=False, commands=("fit", "study"), group="run", option="cov")
+    cluster: str | None = _declare(None, "the column that groups rows, with --cov clustered", scope="run",
+                                   study=False, commands=("fit", "study"), group="run", metavar="COLUMN")
+    bootstrap: int | None = _declare(None, "add a bootstrap interval of the effect from B refits on resampled rows "
+                                           "(e.g. 200)", kind="int", scope="run", study=False, commands=("fit",),
+                                     group="run", metavar="B")
+    heldout_folds: int | None = _declare(None, "folds of the held-out residual (default: 2 without a known truth, "
+                                               "else off; 0: off)", kind="int", scope="run", study=False,
+                                         commands=("fit",), group="run", metavar="K")
+    effect_folds: int | None = _declare(None, "refits that cross-fit f-hat for the debiased effect (default: the "
+                                              "held-out residual's, else 2; 0: correct the full-sample fit, measured "
+                                              "biased)", kind="int", scope="run", study=False, commands=("fit",),
+                                        group="run", metavar="K")
+    debias: bool = _declare(True, "skip the debiased effect: no refits of the method for it (2 on simulated data; on "
+                                  "real data it shares the held-out residual's); the effect is then the plug-in, "
+                                  "with no debiased interval", kind="bool", scope="run", study=False, group="run")
     time_limit: int | None = _declare(None, "seconds a fit may take with every refit (None: no limit); a fit over "
                                       "it stops and fails", kind="int", minimum=1, scope="run", study=False,
-                                      cli=False, label="Time limit per fit (s)")
-    executor: str = _declare("local", "where a run's refits run (bootstrap, held-out residual, debiased effect)", scope="run", study=False, cli=False)
-    jobs: int = _declare(1, "refits run at once (more than 1: in worker processes, beside the fit)", kind="int", scope="run", study=False, cli=False)
-    address: str | None = _declare(None, "Ray cluster address", scope="run", study=False, cli=False)
+                                      commands=("study",), group="run", metavar="SECONDS",
+                                      label="Time limit per fit (s)",
+                                      helps=(("study", "a fit (with every refit) that runs longer stops and fails; a "
+                                                       "study key (time_limit) that leaves the fits' store keys "
+                                                       "alone"),))
+    executor: str = _declare("local", "where a run's refits run (bootstrap, held-out residual, debiased effect): "
+                                      "local processes or a Ray cluster", choices=EXECUTORS, scope="run",
+                             study=False, group="infrastructure",
+                             helps=(("bench", _STUDY_EXECUTOR), ("study", _STUDY_EXECUTOR)))
+    jobs: int = _declare(1, "refits run at once (more than 1: in worker processes, beside the fit)", kind="int",
+                         scope="run", study=False, group="infrastructure", cli_default=None,
+                         helps=(("fit", "refits run at once in worker processes, the held-out residual's and the "
+                                        "debiased effect's beside the fit (default {fit_jobs}, or the cores when "
+                                        "fewer; 1: one after another in this process); the numbers are the same"),
+                                ("bench", _STUDY_JOBS), ("study", _STUDY_JOBS)))
+    address: str | None = _declare(None, "Ray cluster address for --executor ray (default: a local Ray)",
+                                   scope="run", study=False, group="infrastructure",
+                                   helps=(("bench", _STUDY_ADDRESS), ("study", _STUDY_ADDRESS)))
 
     def replace(self, **changes) -> "FitSettings":
         """A copy with ``changes``; a name that is not a setting is refused in one line."""
@@ -218,11 +302,9 @@ class FitSettings:
 
     @classmethod
     def from_args(cls, args) -> "FitSettings":
-        """The settings of parsed command-line ``args`` (the flags :func:`add_setting_flags` adds and the run
-        options of ``fit``); an option the command does not have keeps its default."""
-        aliases = {"cov_type": "cov"}
-        changes = {name: getattr(args, aliases.get(name, name)) for name in SETTINGS
-                   if hasattr(args, aliases.get(name, name))}
+        """The settings of parsed command-line ``args`` (the flags :func:`add_setting_flags` adds); an option the
+        command does not have keeps its default."""
+        changes = {name: getattr(args, s.dest) for name, s in SETTINGS.items() if hasattr(args, s.dest)}
         return DEFAULTS.replace(**changes)
 
 
@@ -249,29 +331,59 @@ DEFAULTS = FitSettings()
 STUDY_SETTINGS: dict[str, Any] = {name: s.default for name, s in SETTINGS.items() if s.study}
 
 
-def add_setting_flags(parser, *, grid: bool = False, dests: dict | None = None) -> None:
-    """Add a flag for every declared setting with ``cli`` (``--learner``, ``--folds``, ...) to an argparse
-    parser: typed, with its choices and default (``fit``, ``bench``), or, with ``grid``, a comma list of
-    values checked by the study spec (``study``). ``dests``: a flag's argparse name where it is not the
-    setting's."""
-    for s in SETTINGS.values():
-        if not s.cli:
+GROUPS = {"estimator": "estimator settings (what the method fits)",
+          "run": "run settings (what is computed around the fit)",
+          "infrastructure": "infrastructure (where it runs)"}
+
+
+def setting_group(parser, group: str):
+    """The argparse argument group of ``parser`` that lists the flags of settings in ``group`` (made once)."""
+    groups = parser.__dict__.setdefault("_setting_groups", {})
+    if group not in groups:
+        groups[group] = parser.add_argument_group(GROUPS[group])
+    return groups[group]
+
+
+def add_setting_flags(parser, command: str = "fit", *, grid: bool = False, declared: dict | None = None,
+                      **values) -> None:
+    """Add to an argparse parser a flag for every declared setting whose ``commands`` name ``command``
+    (``--learner``, ``--folds``, ``--seed``, ``--cov``, ``--jobs``, ...), each in its group's section of
+    ``--help``: typed, with its choices and default; with ``grid`` (``study``), a study key's flag takes a comma
+    list of values checked by the study spec. ``declared``: the declarations (default :data:`SETTINGS`);
+    ``values``: what a help text's ``{name}`` stands for (``fit_jobs``)."""
+    declared = SETTINGS if declared is None else declared
+    for group in GROUPS:           # the sections in this order: estimator, run, infrastructure
+        if any(command in s.commands and s.group == group for s in declared.values()):
+            setting_group(parser, group)
+    for s in declared.values():
+        if command not in s.commands:
             continue
+        target = setting_group(parser, s.group)
+        help = s.help_for(command)
+        for key, value in values.items():
+            help = help.replace("{" + key + "}", str(value))
         named = s.named_values()
-        kwargs = {"dest": (dests or {}).get(s.name, s.name)}
-        if grid:
-            values = f": {', '.join(named)}" if named is not None else ""
+        if grid and s.study:
+            choices = f": {', '.join(named)}" if named is not None else ""
             default = "" if s.default is None else f" (default {s.default})"
-            kwargs.update(help=f"{s.help}{values}{default}; a comma list", metavar=s.name.upper())
-        else:
-            kwargs.update(help=s.help, default=s.default)
-            if s.kind == "int":
-                kwargs["type"] = int
-            if s.kind == "bool":       # --small alone is True; --small false / true as well
-                kwargs.update(type=parse_bool, nargs="?", const=True)
-            if named is not None:
-                kwargs["choices"] = named
-        parser.add_argument(s.flag, **kwargs)
+            target.add_argument(s.flag, dest=s.grid_dest or s.name, help=f"{help}{choices}{default}; a comma list",
+                                metavar=s.name.upper())
+            continue
+        kwargs = {"dest": s.dest, "help": help, "default": s.flag_default()}
+        if s.negated:
+            target.add_argument(s.flag, action="store_false", **kwargs)
+            continue
+        if s.metavar:
+            kwargs["metavar"] = s.metavar
+        if s.kind == "int":
+            kwargs["type"] = int
+        if s.kind == "bool":       # --small alone is True; --small false / true as well
+            kwargs.update(type=parse_bool, nargs="?", const=True)
+        if s.kind == "dict":
+            kwargs["type"] = parse_object
+        if named is not None:
+            kwargs["choices"] = named
+        target.add_argument(s.flag, **kwargs)
 
 
 def parse_bool(text) -> bool:
@@ -282,3 +394,14 @@ def parse_bool(text) -> bool:
     if value in ("false", "0", "no"):
         return False
     raise ValueError(f"not true or false: {text!r}")
+
+
+def parse_object(text) -> dict:
+    """A command line's JSON object (a dict setting's value)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"not a JSON object such as '{{\"lr\": 0.001}}': {text!r}")
+    return value

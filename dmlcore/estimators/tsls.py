@@ -19,6 +19,7 @@ from dmlcore.stats.covariance import (CLUSTER_DF, FIXEF_K, check_covariance, clu
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator, check_fitted, input_matrix
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.stats.fixed_effects import counted_df, transform_of
 
 _RANK_TOL = 1e-10
@@ -110,8 +111,8 @@ class TwoStageLeastSquares(CMREstimator):
     k_class = False         # kappa estimated (LIML, Fuller) rather than 1
     efficient_gmm = False   # two-step GMM weighting (GMMIV)
 
-    def __init__(self, add_constant=True, drop_constant=True, max_columns=1000, cov_type="unadjusted",
-                 cluster=None, small=False, fixef_k="full", cluster_df="conventional"):
+    def __init__(self, add_constant=True, drop_constant=True, max_columns=1000, cov_type=DEFAULTS.cov_type,
+                 cluster=None, small=DEFAULTS.small, fixef_k=DEFAULTS.fixef_k, cluster_df=DEFAULTS.cluster_df):
         self.add_constant = add_constant
         self.drop_constant = drop_constant
         self.max_columns = max_columns

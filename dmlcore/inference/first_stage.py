@@ -18,6 +18,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from dmlcore.data.roles import ROLE_NAMES, CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import _RANK_TOL, check_full_rank, check_not_absorbed, dummy_columns, with_dummies
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.stats import resample
 from dmlcore.stats.covariance import FEW_CLUSTERS, check_covariance
 from dmlcore.stats.fixed_effects import transform_of
@@ -57,7 +58,7 @@ class Strength:
     text: str
 
 
-def strong_bar(n_instruments: int = 1, cov_type: str = "unadjusted", n_endogenous: int = 1):
+def strong_bar(n_instruments: int = 1, cov_type: str = DEFAULTS.cov_type, n_endogenous: int = 1):
     """``(F above which "strong", source, what is kept above it, what may fail below it)``, or
     ``(None, why there is no bar, None, None)``: the bar depends on the number of instruments."""
     k = int(n_instruments)
@@ -82,7 +83,7 @@ def strong_bar(n_instruments: int = 1, cov_type: str = "unadjusted", n_endogenou
 
 
 def strength_label(f_stat: float, n_instruments: int = 1, *, statistic: str = "first-stage F",
-                   cov_type: str = "unadjusted", n_endogenous: int = 1, proximal: bool = False) -> Strength:
+                   cov_type: str = DEFAULTS.cov_type, n_endogenous: int = 1, proximal: bool = False) -> Strength:
     """The strength label of a first-stage F (or effective F) with ``n_instruments`` instruments,
     the one used by Roles, Results, Learn and the CLI. NaN counts as weak. ``proximal``: the
     F of treatment proxies for outcome proxies (PCL), with advice in those terms."""
@@ -122,7 +123,7 @@ def strength_label(f_stat: float, n_instruments: int = 1, *, statistic: str = "f
 
 
 def first_stage(data: CausalData, nonparametric: bool = True, folds: int = 5,
-                max_rows: int = 20_000, random_state: int = 0, *, cov_type: str = "unadjusted",
+                max_rows: int = 20_000, random_state: int = 0, *, cov_type: str = DEFAULTS.cov_type,
                 cluster: str | None = None, inference: bool = True) -> dict:
     """First-stage strength, linear and nonparametric: of the instruments for the treatment (IV),
     or of the treatment proxies Z for each outcome proxy W given the treatment (PCL).

@@ -47,6 +47,7 @@ from dmlcore.stats.covariance import (check_covariance, cluster_codes, few_clust
                                          lm_cov, n_clusters)
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.tsls import check_full_rank, check_not_absorbed, dummy_columns, with_dummies
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.stats.fixed_effects import transform_of
 
 AR_NAME = "Anderson-Rubin"
@@ -113,7 +114,7 @@ def _lm_options(model: LinearIV, cov_type: str, debiased: bool) -> dict:
     return out
 
 
-def fit_iv(model: LinearIV, cov_type: str = "unadjusted", debiased: bool = False):
+def fit_iv(model: LinearIV, cov_type: str = DEFAULTS.cov_type, debiased: bool = False):
     """linearmodels' IV2SLS of the model with the covariance choice."""
     from linearmodels.iv import IV2SLS
     with warnings.catch_warnings():
@@ -150,7 +151,7 @@ def _partialled(model: LinearIV, values: np.ndarray) -> np.ndarray:
     return values - x @ np.linalg.lstsq(x, values, rcond=None)[0] if x.shape[1] else values
 
 
-def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluster: str | None = None) -> dict:
+def first_stage_inference(data: CausalData, cov_type: str = DEFAULTS.cov_type, cluster: str | None = None) -> dict:
     """First-stage strength and overidentification under the covariance choice (module notes).
 
     Returns ``{"cov_type", "cluster", "n_clusters", "n_instruments", "endogenous": {name:
@@ -202,7 +203,7 @@ def first_stage_inference(data: CausalData, cov_type: str = "unadjusted", cluste
     return out
 
 
-def sanderson_windmeijer(model: LinearIV, cov_type: str = "unadjusted") -> dict:
+def sanderson_windmeijer(model: LinearIV, cov_type: str = DEFAULTS.cov_type) -> dict:
     """Sanderson & Windmeijer's (2016) conditional first-stage F of each endogenous column: ``{name: F}``.
 
     For column j of p endogenous columns: the 2SLS residual e_j of d_j on the other endogenous columns
@@ -290,7 +291,7 @@ def _test(result) -> dict | None:
 
 
 # ------------------------------------------------------------------ Anderson-Rubin
-def anderson_rubin_set(data: CausalData, cov_type: str = "unadjusted", cluster: str | None = None,
+def anderson_rubin_set(data: CausalData, cov_type: str = DEFAULTS.cov_type, cluster: str | None = None,
                        level: float = 0.95, scale: float = 1.0, small: bool = False) -> dict:
     """The Anderson-Rubin ``level`` confidence set of the endogenous column's coefficient beta.
 

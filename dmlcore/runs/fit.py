@@ -33,7 +33,7 @@ from dmlcore.runs.average_effect import bootstrap_effect, check_bootstrap, contr
 from dmlcore.errors import DMLCoreError, FitCancelled, FitDiverged
 from dmlcore.estimators import (METHODS, FitSettings, for_estimator, get_method, make_estimator,
                                 record_learner, refuse_unread)
-from dmlcore.estimators.settings import SETTINGS
+from dmlcore.estimators.settings import DEFAULTS, SETTINGS
 from dmlcore.inference.linear_iv import clr_set
 from dmlcore.runs.bands import band_summary
 from dmlcore.runs.heldout_residual import HELDOUT_FOLDS, check_folds, fold_refits, heldout_score, start_refits
@@ -380,7 +380,7 @@ def _scaled(callback, start: float, width: float):
     return lambda event: callback({**event, "progress": start + width * float(event.get("progress", 0.0))})
 
 
-def _first_stage(data: CausalData, cov_type: str = "unadjusted", cluster: str | None = None) -> dict:
+def _first_stage(data: CausalData, cov_type: str = DEFAULTS.cov_type, cluster: str | None = None) -> dict:
     """The linear first-stage diagnostics of an IV or PCL problem, or {"error": why} when they cannot
     be computed (e.g. blank pixel covariates): the fit itself went fine."""
     if data.image_columns and data.problem == "pcl":

@@ -12,50 +12,24 @@ import sys
 import time
 from pathlib import Path
 
-from dmlcore.stats.covariance import COV_CHOICES
 from dmlcore.data.io import load_table
+from dmlcore.data.registry import DATA_OPTIONS, add_data_flags
 from dmlcore.data.roles import CausalData
 from dmlcore.data.tables import TABLE, keep_table
 from dmlcore.errors import DMLCoreError
-from dmlcore.executors import EXECUTORS
 from dmlcore.studies.runner import StudyResult, run_study
-from dmlcore.estimators.settings import add_setting_flags
+from dmlcore.estimators.settings import DEFAULTS, SETTINGS, add_setting_flags, setting_group
 from dmlcore.studies.spec import FIT_SETTINGS, StudySpec, check_size, load_spec, spec_from_flags
 from dmlcore.studies.provenance import provenance_line
 from dmlcore.studies.report import about, seeds_warning
 from dmlcore.studies.summarize import compact, format_value, verdict_lines
 
-DATA_FLAGS = {"sizes": "n", "rho": "rho", "iv_strength": "iv_strength", "noise_scale": "noise_scale",
-              "design": "design", "ood_test": "ood_test", "data_dir": "data_dir"}
-SETTING_DESTS = {"device": "devices"}    # the argparse names of the study's setting flags, where not the setting's
+# the study's data flags, argparse name -> data set option (--sizes: n), from the declarations
+DATA_FLAGS = {option.grid_flag or name: name for name, option in DATA_OPTIONS.items() if option.cli}
+# the argparse names of the study's grid flags of settings (a setting's grid_dest, where not its name)
+SETTING_DESTS = {name: SETTINGS[name].grid_dest for name in FIT_SETTINGS if SETTINGS[name].grid_dest}
 SETTING_FLAGS = tuple(SETTING_DESTS.get(name, name) for name in FIT_SETTINGS)
 GRID_FLAGS = ("dataset", "methods", "seeds", *DATA_FLAGS, *SETTING_FLAGS)
-
-
-def add_executor_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--jobs", type=int, help="fits at once: worker processes (local, default 1) or the "
-                                                 "CPUs of a local Ray instance (default: all)")
-    parser.add_argument("--executor", default="local", choices=EXECUTORS,
-                        help="local processes, or Ray tasks (a cluster with --address, else a local instance)")
-    parser.add_argument("--address", help="a running Ray cluster: host:port, ray://host:port or auto")
-
-
-def add_covariance_options(parser: argparse.ArgumentParser) -> None:
-    """``--cov`` and ``--cluster``: the standard errors of 2SLS, its Anderson-Rubin set and the
-    first-stage diagnostics (dmlcore.inference.linear_iv)."""
-    parser.add_argument("--cov", default="unadjusted", choices=COV_CHOICES,
-                        help="covariance of 2SLS's standard errors, Anderson-Rubin set and first-stage F: "
-                             "unadjusted (homoskedastic, default), robust (heteroskedasticity-robust) or "
-                             "clustered (with --cluster)")
-    parser.add_argument("--cluster", metavar="COLUMN", help="the column that groups rows, with --cov clustered")
-
-
-def add_debias_option(parser: argparse.ArgumentParser) -> None:
-    """``--no-debias``: no debiased effect (no refits for it; the plug-in effect only)."""
-    parser.add_argument("--no-debias", dest="debias", action="store_false",
-                        help="skip the debiased effect: no refits of the method for it (2 on simulated data; on "
-                             "real data it shares the held-out residual's); the effect is then the plug-in, "
-                             "with no debiased interval")
 
 
 ROLE_FLAGS = ("outcome", "treatment", "instrument", "treatment-proxy", "outcome-proxy", "covariates", "inputs",
@@ -125,26 +99,16 @@ def add_study_parser(sub) -> None:
     p.add_argument("--spec", help="a TOML or JSON grid (several data sets); replaces the grid flags")
     p.add_argument("--dataset", help="a simulated data set (default demand-iv), or a real one (rhc, card, ...): "
                                      "no truth, so effects and held-out residuals instead of the MSE")
-    p.add_argument("--sizes", help="N, e.g. 1000,2000,5000,10000")
     p.add_argument("--methods", help="default dml-cmr,ce-dml-cmr,naive")
     p.add_argument("--seeds", help="e.g. 0-19 or 0,3,5-9 (default 0-9)")
-    add_setting_flags(p, grid=True, dests=SETTING_DESTS)    # one per declared setting (dmlcore.estimators.settings)
-    p.add_argument("--rho", help="confounding correlation (demand-iv, digits-iv)")
-    p.add_argument("--iv-strength", help="instrument strength (demand-iv, digits-iv)")
-    p.add_argument("--noise-scale", help="standardized or raw (demand-iv, digits-iv)")
-    p.add_argument("--design", help="code or text (ihdp-like): the authors' code behind the paper's numbers, or the "
-                                    "paper's appendix")
-    p.add_argument("--ood-test", nargs="?", const="true", help="demand-iv fresh test draws with time in [1, 11]")
-    p.add_argument("--data-dir", help="replicate folder for --dataset replicate")
     p.add_argument("--out", help="write fits.csv, summary.csv, paired.csv, report.html and PNGs here")
+    add_data_flags(p, "study")     # --sizes, --rho, ...: a comma list per declared data set option
     add_own_data_options(p)
-    add_covariance_options(p)
-    add_debias_option(p)
-    p.add_argument("--time-limit", type=int, metavar="SECONDS",
-                   help="a fit (with every refit) that runs longer stops and fails; a study key (time_limit) that "
-                        "leaves the fits' store keys alone")
-    add_executor_options(p)
-    p.add_argument("--threads", type=int, help="torch threads per fit (default 1, or DMLCORE_TORCH_THREADS)")
+    # a grid flag (a comma list) per study key, and the run's and infrastructure's flags of a study, in the
+    # --help sections of their groups (dmlcore.estimators.settings)
+    add_setting_flags(p, "study", grid=True)
+    setting_group(p, "infrastructure").add_argument(
+        "--threads", type=int, help="torch threads per fit (default 1, or DMLCORE_TORCH_THREADS)")
     p.add_argument("--yes", action="store_true", help="run a grid of more than 10,000 fits")
     p.add_argument("--fresh", action="store_true", help="run every fit again instead of reusing stored ones")
 
@@ -161,7 +125,7 @@ def study_spec(args) -> StudySpec:
         given = [f"--{name.replace('_', '-')}" for name in GRID_FLAGS if getattr(args, name) is not None]
         if given:
             raise DMLCoreError(f"Give the grid either by flags or by --spec FILE, not both ({given[0]} with --spec).")
-        if args.cov != "unadjusted" or args.cluster:
+        if args.cov != DEFAULTS.cov_type or args.cluster:
             raise DMLCoreError("With --spec FILE, give the covariance in the file (cov_type = \"robust\", "
                                "cluster = \"COLUMN\"), not by --cov or --cluster.")
         if not args.debias:
@@ -174,8 +138,14 @@ def study_spec(args) -> StudySpec:
     settings = {name: getattr(args, SETTING_DESTS.get(name, name)) for name in FIT_SETTINGS}
     return spec_from_flags(args.dataset or "demand-iv", methods=args.methods, seeds=args.seeds,
                            data={option: getattr(args, flag) for flag, option in DATA_FLAGS.items()},
-                           settings={**settings, "cov_type": args.cov, "cluster": args.cluster, "debias": args.debias,
-                                     "time_limit": args.time_limit})
+                           settings={**settings, **_run_settings(args)})
+
+
+def _run_settings(args) -> dict:
+    """The grid's run settings given by flags (--cov, --cluster, --no-debias, --time-limit): every declared
+    setting of the run group with a flag of ``study`` (the infrastructure's go to the runner)."""
+    return {name: getattr(args, s.dest) for name, s in SETTINGS.items()
+            if "study" in s.commands and not s.study and s.group == "run"}
 
 
 def _table_spec(args) -> StudySpec:
@@ -188,7 +158,7 @@ def _table_spec(args) -> StudySpec:
     options = keep_table(own_data(args), Path(args.csv).name, [args.cluster] if args.cluster else None)
     settings = {name: getattr(args, SETTING_DESTS.get(name, name)) for name in FIT_SETTINGS}
     return spec_from_flags(TABLE, methods=args.methods, seeds=args.seeds, data={k: [v] for k, v in options.items()},
-                           settings={**settings, "cov_type": args.cov, "cluster": args.cluster, "debias": args.debias})
+                           settings={**settings, **_run_settings(args)})
 
 
 def study_command(args) -> int:

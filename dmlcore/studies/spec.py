@@ -51,9 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dmlcore.stats.covariance import check_covariance
-from dmlcore.data.ihdp import IHDP_DESIGNS
-from dmlcore.data.registry import dataset_names, dataset_options, real_dataset_names
-from dmlcore.data.simulate import NOISE_SCALES, check_iv_strength, check_n, check_noise_scale, check_rho
+from dmlcore.data.registry import DATA_OPTIONS, dataset_names, dataset_options, real_dataset_names
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS
 from dmlcore.estimators.settings import SETTINGS, STUDY_SETTINGS
@@ -67,16 +65,17 @@ LATER_SETTINGS = tuple(name for name in FIT_SETTINGS if SETTINGS[name].later)
 INTEGER_SETTINGS = tuple(name for name in FIT_SETTINGS if SETTINGS[name].kind == "int")
 DEFAULT_METHODS = ("dml-cmr", "ce-dml-cmr", "naive")
 DEFAULT_SEEDS = "0-9"
-COVARIANCE = {"cov_type": "unadjusted", "cluster": None}   # one choice per grid (2SLS's errors, diagnostics)
+COVARIANCE = {"cov_type": SETTINGS["cov_type"].default, "cluster": SETTINGS["cluster"].default}  # one per grid
 GRID_KEYS = ("dataset", "data", "methods", "seeds", *FIT_SETTINGS, *COVARIANCE, "debias", "time_limit")
 # in a fit's config but not its store key: a finished fit is the same fit whatever its time limit was
 NOT_KEYED = ("time_limit",)
 CONFIRM_ABOVE = 10_000   # a larger grid runs only when confirmed (--yes)
-OPTION_CHOICES = {"noise_scale": tuple(NOISE_SCALES), "design": tuple(IHDP_DESIGNS)}  # options with named values
+# options with named values, from their declarations (dmlcore.data.options)
+OPTION_CHOICES = {name: option.choices for name, option in DATA_OPTIONS.items() if option.choices is not None}
 MAX_FITS = 1_000_000     # never expanded
 # The simulators' own checks of a data option (dmlcore.data.simulate), asked of every value of a grid
 # before any fit starts, so that a form or a spec refuses what every fit would fail on.
-OPTION_CHECKS = {"n": check_n, "rho": check_rho, "iv_strength": check_iv_strength, "noise_scale": check_noise_scale}
+OPTION_CHECKS = {name: option.check for name, option in DATA_OPTIONS.items() if option.check is not None}
 # What a configuration computes, not the package's version: bump it only when a change (a default, an
 # algorithm) alters the fits of stored configurations, so that a store no longer reuses them. "0.2.0" is
 # the package version the keys hashed before they stopped doing so: stores made then keep their fits.
@@ -95,12 +94,14 @@ def settings_used(method: str) -> frozenset[str]:
     return METHODS[method].settings & set(FIT_SETTINGS)
 
 
-def refuse_unused(dataset: str | None, data=(), methods=(), settings=(), spell=None) -> None:
+def refuse_unused(dataset: str | None, data=(), methods=(), settings=(), spell=None, known=None) -> None:
     """Refuse, in one line naming every one, the ``data`` options that ``dataset`` does not take (its
     registry entry, :data:`~dmlcore.data.registry.DATASET_OPTIONS`; a real data set, or None: the user's
     own file, takes none) and the fit ``settings`` that none of ``methods`` reads (their registry entries'
     ``settings``). ``spell`` writes an option as the user gave it, a command-line flag; by default a key of a
-    study file ('rho' where it is refused, rho where it is listed)."""
+    study file ('rho' where it is refused, rho where it is listed). ``known``: the method settings the caller
+    takes (default: a study's keys, :data:`FIT_SETTINGS`), those a refusal lists as what a method reads."""
+    known = tuple(FIT_SETTINGS if known is None else known)
     named, listed = (repr, str) if spell is None else (spell, spell)
     problems = []
     options = dataset_options(dataset) if dataset is not None else {}
@@ -119,12 +120,11 @@ def refuse_unused(dataset: str | None, data=(), methods=(), settings=(), spell=N
             problems.append(f"Unknown option{'s' if len(unused) > 1 else ''} {names} for {dataset}; it takes "
                             f"{takes}.")
     methods = list(dict.fromkeys(methods))
-    unread = [name for name in dict.fromkeys(settings) if not any(name in settings_used(m) for m in methods)]
+    unread = [name for name in dict.fromkeys(settings) if not any(name in METHODS[m].settings for m in methods)]
     if unread:
         names = ", ".join(named(name) for name in unread)
         if len(methods) == 1:
-            order = [*FIT_SETTINGS, *sorted(settings_used(methods[0]))]
-            reads = ", ".join(listed(s) for s in sorted(settings_used(methods[0]), key=order.index))
+            reads = ", ".join(listed(s) for s in known if s in METHODS[methods[0]].settings)
             problems.append(f"{methods[0]} does not use {names} (it reads {reads or 'none of the fit settings'}); "
                             f"leave {'it' if len(unread) == 1 else 'them'} out.")
         else:
@@ -143,8 +143,8 @@ class Grid:
     methods: tuple
     settings: dict
     seeds: tuple
-    covariance: tuple = ("unadjusted", None)
-    debias: bool = True
+    covariance: tuple = tuple(COVARIANCE.values())
+    debias: bool = SETTINGS["debias"].default
     time_limit: int | None = None
 
     def count(self) -> int:
@@ -173,7 +173,7 @@ class Grid:
     def _choices(self) -> dict:
         """The covariance and debias choices that are not the defaults (so the defaults leave fit keys as
         they were)."""
-        out = {} if self.covariance == ("unadjusted", None) else dict(zip(COVARIANCE, self.covariance))
+        out = {} if self.covariance == tuple(COVARIANCE.values()) else dict(zip(COVARIANCE, self.covariance))
         out = out if self.debias else {**out, "debias": False}
         return out if self.time_limit is None else {**out, "time_limit": self.time_limit}
 
@@ -276,13 +276,18 @@ def _values(name: str, value) -> list:
     return values
 
 
+def _switch(name: str, default) -> bool:
+    """Whether ``name`` is true or false: a bool default, or a data option declared a bool."""
+    return isinstance(default, bool) or (name in DATA_OPTIONS and DATA_OPTIONS[name].kind == "bool")
+
+
 def _coerce(name: str, value, default):
     """``value`` as the type of ``default`` (text from flags and files alike)."""
     text = str(value).strip()
     if text.lower() in ("none", "null", "") and default is None:
         return None
     try:
-        if isinstance(default, bool) or name == "ood_test":
+        if _switch(name, default):
             if isinstance(value, bool):
                 return value
             lowered = text.lower()
@@ -301,7 +306,7 @@ def _coerce(name: str, value, default):
                 raise ValueError
             return float(value)
     except (TypeError, ValueError):
-        kind = "true or false" if isinstance(default, bool) or name == "ood_test" else (
+        kind = "true or false" if _switch(name, default) else (
             "an integer" if isinstance(default, int) or default is None else "a number")
         raise DMLCoreError(f"{name} must be {kind}; got {value!r}.") from None
     return text
@@ -343,9 +348,9 @@ def _grid(block: dict) -> Grid:
             SETTINGS[name].check(value)
         settings[name] = values
     seeds = parse_seeds(block.get("seeds", DEFAULT_SEEDS))
-    covariance = (block.get("cov_type") or "unadjusted", block.get("cluster") or None)
+    covariance = (block.get("cov_type") or COVARIANCE["cov_type"], block.get("cluster") or None)
     check_covariance(*covariance)          # the cluster column is checked against the table by each fit
-    debias = _coerce("debias", block.get("debias", True), True)
+    debias = _coerce("debias", block.get("debias", SETTINGS["debias"].default), SETTINGS["debias"].default)
     return Grid(dataset, data, methods, settings, seeds, covariance, debias, _time_limit(block.get("time_limit")))
 
 

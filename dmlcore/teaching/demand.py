@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dmlcore.data.registry import load_dataset
-from dmlcore.data.simulate import bridge_curve, demand_f0
+from dmlcore.data.simulate import RHO, bridge_curve, demand_f0
 from dmlcore.inference.first_stage import first_stage
 from dmlcore.errors import DMLCoreError
 from dmlcore.runs import curve_band, fit_run
@@ -87,7 +87,7 @@ def band_fit(strength: float, rho: float, n: int, seed: int, ridge: float = BAND
             "seconds": run.record["seconds"]}
 
 
-def band_coverage(strengths=BAND_STRENGTHS, *, seeds: int = 10, rho: float = 0.9, n: int = 1000,
+def band_coverage(strengths=BAND_STRENGTHS, *, seeds: int = 10, rho: float = RHO.default, n: int = 1000,
                   small_ridge: float = 1e-9) -> pd.DataFrame:
     """What the band of :func:`band_fit` delivers over ``seeds`` data sets at each strength: the
     mean (and lowest) share of the test grid inside the band with the Monte-Carlo standard error of

@@ -23,10 +23,12 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
+from dmlcore.data.simulate import IV_STRENGTH, RHO
 from dmlcore.errors import DMLCoreError
 from dmlcore.teaching import card, demand, nuisance
 
-DEMAND_DEFAULTS = dict(strength=1.0, rho=0.9, n=1000, seed=0)   # the Ticket demand tab's sliders as it opens
+# the Ticket demand tab's sliders as it opens: demand-iv's declared strength and confounding (dmlcore.data.simulate)
+DEMAND_DEFAULTS = dict(strength=IV_STRENGTH.default, rho=RHO.default, n=1000, seed=0)
 
 
 def demand_key(strength: float, rho: float, n: int, seed: int, with_naive: bool = False) -> str:
