@@ -46,18 +46,17 @@ def effects_section(chosen, reference):
     cov, inference = covariance_choice(data) if data is not None else (None, None)
     linear = (data, inference) if isinstance(inference, results.LinearIV) else None
     table = results.effects_table(chosen, reference, linear)
-    widths = {col: results.text_width(table[col], col) for col in table.columns if col != "effect"}
-    if sum(widths.values()) > 500:
-        st.caption("Scroll the table sideways when its right-hand columns are out of view.")
-    with st.container(key=state.RES_EFFECTS_BOX):       # every text whole; the grid scrolls sideways
-        st.dataframe(table, key=state.RES_EFFECTS, hide_index=True,
-                     column_config={"effect": st.column_config.NumberColumn(format="%.4g"),
-                                    **{col: st.column_config.TextColumn(width=width) for col, width in widths.items()}})
-    st.markdown("\n".join(f"- **{run}** — identification: {weak} · spread: {spread} · clusters: {clusters}"
-                           for run, weak, spread, clusters in table[["run", *results.NOTE_COLUMNS]].itertuples(index=False)))
+    # The numbers in a table whose long texts wrap in their cells (a grid cannot wrap: it scrolled sideways
+    # even at 1,400 px); the notes and the measured coverage, long texts, in words under it. It fits a
+    # projector's 1,024 px. The frame and its CSV keep every column.
+    shown = table[[col for col in table.columns if col not in results.BESIDE_TABLE]]
+    with st.container(key=state.RES_EFFECTS_BOX):
+        st.table(shown.style.format({"effect": "{:.4g}"}, na_rep="—"), hide_index=True)
+    st.markdown("\n".join(effect_line(row) for row in table.to_dict("records")))
     st.download_button("Effects (CSV)", table.to_csv(index=False), file_name="effects.csv", mime="text/csv",
                        key=state.DL_EFFECTS, icon=":material/download:",
-                       help="The table above: each effect with its interval, kind, flag, spread and clusters.")
+                       help="The table above with the notes under it: each effect with its interval, kind, flag, spread, "
+                            "clusters and measured coverage.")
     how = results.interval_descriptions(chosen, reference, linear)
     if how:
         st.markdown("\n".join(f"- **{kind}**: {text}" for kind, text in how.items()))
@@ -69,6 +68,15 @@ def effects_section(chosen, reference):
     bootstrap_form(results.bootstrap_candidates(chosen))
     if isinstance(inference, results.LinearIV):
         linear_iv_section(data, cov, inference)
+
+
+def effect_line(row: dict) -> str:
+    """One effect's notes in words, under the table: its flag, spread, clusters and the measured coverage of
+    its kind of interval (when measured)."""
+    run, weak, spread, clusters = (row[col] for col in ("run", *results.NOTE_COLUMNS))
+    line = f"- **{run}** — identification: {weak} · spread: {spread} · clusters: {clusters}"
+    coverage = row.get(results.COVERAGE_COLUMN, "—")
+    return line + (f" · measured coverage: {coverage}" if coverage != "—" else "")
 
 
 def linear_iv_data(chosen, reference):
@@ -196,13 +204,15 @@ EFFECTS_NOTE = (
     "the debiased effect switched off (Estimators page; the one-click demo does so, to be quick) shows the "
     "plug-in, its kind says so, and has no debiased interval. 2SLS keeps "
     "its coefficient, a first-stage-weighted average of slopes, with the debiased average derivative on a row of "
-    "its own. 'Measured coverage' is how often that kind of interval, for that method and learner, contained "
+    "its own. 'Measured coverage' (in the lines under the table) is how often that kind of interval, for that "
+    "method and learner, contained "
     "the true effect in simulated designs (linear, weak instrument, demand-iv, demand-pcl, nonlinear-iv, "
     "hetero-iv: docs/coverage.md), with how many data sets and, for a debiased interval, how its f-hat was "
     "cross-fitted in them (as the run did: by refitting the whole method, nuisances included, on part of the "
     "rows); it promises nothing on data unlike them. 'Weakly identified' "
     "means the instruments barely move the treatment in the directions the effect needs: the interval would "
-    "be wide and unreliable, so none is printed. 'Weak identification' says whether that flag fired, and on "
+    "be wide and unreliable, so none is printed. 'Identification' (in those lines) says whether that flag fired, "
+    "and on "
     "which numbers (the linear first stage's F under the covariance chosen when fitting -- robust or clustered: the effective F "
     "(Kleibergen-Paap with several columns) with its cluster count -- and the representer's strength against their bars), or that "
     "the first stage could not be checked; 'spread' is "

@@ -217,7 +217,7 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
                      **(_notes(effect) if headline or not debiased else _coefficient_notes(effect)),
                      "plug-in": _with_interval(plug) if headline and plug is not None and plug.estimate is not None
                      else None,
-                     "measured coverage": coverage_note(rec.to_dict(), measured),
+                     COVERAGE_COLUMN: coverage_note(rec.to_dict(), measured),
                      "bootstrap percentile": f"{percentile[0]:.4g} to {percentile[1]:.4g}" if percentile else None,
                      "Anderson-Rubin set": set_text(ar.set) if ar is not None and ar.set is not None else None})
         if debiased and not headline:      # 2SLS: its coefficient, then the debiased average derivative
@@ -225,7 +225,7 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
             rows.append({"run": f"{title}: debiased average derivative", "effect": debiased.estimate,
                          f"{level:.0%} interval": _interval_text(debiased, debiased.weakly_identified),
                          "kind": "debiased", **_notes(as_fitted),
-                         "measured coverage": coverage_note(
+                         COVERAGE_COLUMN: coverage_note(
                              rec.updated(effect=effect.updated(estimate=debiased.estimate)).to_dict(), measured)})
     frame = pd.DataFrame(rows)
     if not len(frame):
@@ -238,6 +238,9 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
 
 NOTE_COLUMNS = ("weak identification", "spread", "clusters")
 """The effects table's notes beside each effect: the flag, the specification spread, the clusters."""
+COVERAGE_COLUMN = "measured coverage"
+BESIDE_TABLE = (*NOTE_COLUMNS, COVERAGE_COLUMN)
+"""The columns the Results page writes in words under its effects table (the frame and its CSV keep them)."""
 
 
 def _notes(effect: Effect) -> dict:
@@ -253,13 +256,6 @@ def _coefficient_notes(effect: Effect) -> dict:
     weak = ("see the Anderson-Rubin set: it holds however weak" if ar is not None and ar.set is not None
             else effect.identification_note())
     return dict(zip(NOTE_COLUMNS, (weak, "one specification (linear)", effect.clusters_note())))
-
-
-def text_width(values, header: str = "", px_per_char: float = 6.8, padding: int = 26) -> int:
-    """Pixels a text column of a table needs to show its longest value (or its header) whole: the grid's
-    automatic width stops at 500 px and cuts longer text."""
-    longest = max([len(str(header)), *(len(str(v)) for v in values)])
-    return int(longest * px_per_char) + padding
 
 
 def _typed(record: dict | RunRecord) -> RunRecord:

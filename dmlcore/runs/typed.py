@@ -363,7 +363,7 @@ class HypothesisTest(Part):
 @dataclass(frozen=True, kw_only=True)
 class FirstStageInference(Part):
     """The first stage's statistics under the covariance (``diagnostics.inference``): effective F,
-    Kleibergen-Paap, over-identification, their notes."""
+    Kleibergen-Paap, over-identification, their notes; or ``error`` when they could not be computed."""
 
     cov_type: str | None = None
     cluster: str | None = None
@@ -375,6 +375,7 @@ class FirstStageInference(Part):
     overid: dict[str, HypothesisTest] | None = _by_name(HypothesisTest)
     endogenous: dict[str, Endogenous] | None = _by_name(Endogenous)
     notes: list | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -515,6 +516,16 @@ class WildBootstrap(Part):
     n_clusters: int | None = None
     seed: int | None = None
     method: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataSource(Part):
+    """Where a run's data came from (``config.data``, read with ``DataSource.from_dict(config.data)``): a ``csv``
+    file, a real ``dataset`` by name, a ``formula``; a simulation's options are kept in ``extra``."""
+
+    csv: str | None = None
+    dataset: str | None = None
+    formula: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -738,4 +749,4 @@ def _summary_lines(rec: RunRecord) -> list[str]:
 
 
 PARTS = (RunRecord, FoldLosses, History, Effect, Interval, Debiased, Spread, EffectClusters, Bootstrap, FirstStage, Strength, Relevance,
-         FirstStageInference, Endogenous, HypothesisTest, Heldout, Band, NuisanceChoice, LinearFit, CLR, WildBootstrap, Config)
+         FirstStageInference, Endogenous, HypothesisTest, Heldout, Band, NuisanceChoice, LinearFit, CLR, WildBootstrap, DataSource, Config)
