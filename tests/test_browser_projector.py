@@ -93,14 +93,14 @@ def _results_effects(page, base, store, runs) -> dict:
         store.save(run, RESULTS_OWNER, f"#1 {method}")
     page.context.add_cookies([{"name": "dmlcore_owner", "value": RESULTS_OWNER, "url": base}])
     page.goto(f"{base}/results")
-    idle(page, 800)
+    idle(page, 400)
     for _ in runs:
         page.locator(".st-key-store_pick input").click()
         page.get_by_role("option").first.click()
         page.keyboard.press("Escape")
     page.locator(".st-key-store_load button").click()
     page.get_by_text("Effect of the treatment").wait_for()
-    idle(page, 1500)
+    idle(page, 800)
     box = page.locator(".st-key-res_effects_box")
     header = box.evaluate("box => [...box.querySelectorAll('tr')].map(tr => [...tr.children].map(c => c.textContent))")
     assert any("95% interval" in row and "Anderson-Rubin set" in row for row in header), header
