@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 
 import pandas as pd
 import streamlit as st
@@ -35,9 +36,10 @@ class ResultItem:
     run: Run | None = None
     stored: StoredRun | None = None
 
-    @property
+    @cached_property
     def result(self) -> RunRecord:
-        """The record, typed (:mod:`dmlcore.runs.typed`): what the renderers read."""
+        """The record, typed (:mod:`dmlcore.runs.typed`): what the renderers read (read once: an item lives for
+        one run of the page's script, :func:`collect` makes them anew)."""
         return RunRecord.from_dict(self.record)
 
     @property
