@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import fits, results, state, ui
 from dmlcore import plots
 from dmlcore.inference.first_stage import strength_label
+from dmlcore.runs.typed import Config
 from dmlcore.stats.covariance import COV_CHOICES, COV_TITLES, FEW_CLUSTERS, cluster_columns, is_clustered
 
 ss = st.session_state
@@ -16,20 +17,21 @@ def side_by_side_2sls(chosen, reference):
     """2SLS's coefficients with their standard errors: under the page's covariance choice (below, with the
     effect) where it applies, else as the run was fitted; the table's title says which."""
     coef_item = next((it for it in chosen if it.method == fits.LINEAR_IV), None)
-    record = coef_item.record if coef_item else (reference.record if reference is not None else None)
-    if not record or not record.get("coefficients"):
+    rec = coef_item.result if coef_item else (reference.result if reference is not None else None)
+    if not rec or not rec.coefficients:
         return
     data = linear_iv_data(chosen, reference)
     inference = chosen_inference(data) if data is not None else None
-    if isinstance(inference, dict):
-        cov = COV_TITLES[inference["cov_type"]] + (f" by {inference['cluster'].replace(',', ' and ')}" if inference["cluster"] else "")
-        coefficients = {k: v[0] for k, v in inference["coefficients"].items()}
-        errors = {k: v[1] for k, v in inference["coefficients"].items()}
+    if isinstance(inference, results.LinearIV):
+        cov = COV_TITLES[inference.cov_type] + (f" by {inference.cluster.replace(',', ' and ')}" if inference.cluster else "")
+        coefficients = {k: v[0] for k, v in inference.coefficients.items()}
+        errors = {k: v[1] for k, v in inference.coefficients.items()}
     else:
-        config = record.get("config") or {}
-        cov = COV_TITLES.get(config.get("cov_type") or "unadjusted", config.get("cov_type"))
-        cov += f" by {config['cluster']}, as fitted" if config.get("cluster") else ", as fitted"
-        coefficients, errors = record["coefficients"], record.get("std_errors", {})
+        config = rec.config if rec.config is not None else Config()
+        fitted_cov, fitted_cluster = config.cov_type, config.cluster
+        cov = COV_TITLES.get(fitted_cov or "unadjusted", fitted_cov)
+        cov += f" by {fitted_cluster}, as fitted" if fitted_cluster else ", as fitted"
+        coefficients, errors = rec.coefficients, rec.std_errors if rec.has("std_errors") else {}
     st.markdown(f"**2SLS, side by side:** linear coefficients ± standard errors, {cov}")
     st.dataframe(pd.DataFrame({"coefficient": coefficients, "std. error": errors}), key=state.RES_2SLS)
 
@@ -42,31 +44,39 @@ def effects_section(chosen, reference):
     st.markdown(f"**Effect of the treatment**: {results.estimand(chosen) or 'not available'}")
     data = linear_iv_data(chosen, reference)
     cov, inference = covariance_choice(data) if data is not None else (None, None)
-    linear = (data, inference) if isinstance(inference, dict) else None
+    linear = (data, inference) if isinstance(inference, results.LinearIV) else None
     table = results.effects_table(chosen, reference, linear)
-    widths = {col: results.text_width(table[col], col) for col in table.columns if col != "effect"}
-    if sum(widths.values()) > 500:
-        st.caption("Scroll the table sideways when its right-hand columns are out of view.")
-    with st.container(key=state.RES_EFFECTS_BOX):       # every text whole; the grid scrolls sideways
-        st.dataframe(table, key=state.RES_EFFECTS, hide_index=True,
-                     column_config={"effect": st.column_config.NumberColumn(format="%.4g"),
-                                    **{col: st.column_config.TextColumn(width=width) for col, width in widths.items()}})
-    st.markdown("\n".join(f"- **{row['run']}** — identification: {row['weak identification']} · spread: "
-                           f"{row['spread']} · clusters: {row['clusters']}" for _, row in table.iterrows()))
+    # The numbers in a table whose long texts wrap in their cells (a grid cannot wrap: it scrolled sideways
+    # even at 1,400 px); the notes and the measured coverage, long texts, in words under it. It fits a
+    # projector's 1,024 px. The frame and its CSV keep every column.
+    shown = table[[col for col in table.columns if col not in results.BESIDE_TABLE]]
+    with st.container(key=state.RES_EFFECTS_BOX):
+        st.table(shown.style.format({"effect": "{:.4g}"}, na_rep="—"), hide_index=True)
+    st.markdown("\n".join(effect_line(row) for row in table.to_dict("records")))
     st.download_button("Effects (CSV)", table.to_csv(index=False), file_name="effects.csv", mime="text/csv",
                        key=state.DL_EFFECTS, icon=":material/download:",
-                       help="The table above: each effect with its interval, kind, flag, spread and clusters.")
+                       help="The table above with the notes under it: each effect with its interval, kind, flag, spread, "
+                            "clusters and measured coverage.")
     how = results.interval_descriptions(chosen, reference, linear)
     if how:
         st.markdown("\n".join(f"- **{kind}**: {text}" for kind, text in how.items()))
     for item in chosen:
-        warning = (item.record.get("effect") or {}).get("warning")
+        warning = item.result.effect.warning if item.result.effect is not None else None
         if warning:
             st.warning(f"{item.title}: {warning}.", icon=":material/warning:")
     st.caption(EFFECTS_NOTE)
     bootstrap_form(results.bootstrap_candidates(chosen))
-    if isinstance(inference, dict):
+    if isinstance(inference, results.LinearIV):
         linear_iv_section(data, cov, inference)
+
+
+def effect_line(row: dict) -> str:
+    """One effect's notes in words, under the table: its flag, spread, clusters and the measured coverage of
+    its kind of interval (when measured)."""
+    run, weak, spread, clusters = (row[col] for col in ("run", *results.NOTE_COLUMNS))
+    line = f"- **{run}** — identification: {weak} · spread: {spread} · clusters: {clusters}"
+    coverage = row.get(results.COVERAGE_COLUMN, "—")
+    return line + (f" · measured coverage: {coverage}" if coverage != "—" else "")
 
 
 def linear_iv_data(chosen, reference):
@@ -83,8 +93,8 @@ def follow_fitted_clusters(chosen):
     """Start the "Standard errors" choice at the clusters the chosen runs were fitted with (the Estimators
     page's "Rows clustered by", a study's or the CLI's --cluster), once per such fit: otherwise 2SLS's row
     would show homoskedastic errors beside clustered debiased intervals of the same batch."""
-    fitted = next(((config.get("cov_type"), config["cluster"]) for item in chosen
-                   for config in [item.record.get("config") or {}] if config.get("cluster")), None)
+    fitted = next(((config.cov_type, config.cluster) for item in chosen
+                   for config in [item.result.config] if config is not None and config.cluster), None)
     if fitted is None or ss.get(state.RES_COV_FITTED) == fitted:
         return
     ss[state.RES_COV_FITTED] = fitted
@@ -134,7 +144,7 @@ def chosen_inference(data):
 
     def make():
         with st.spinner("2SLS, its first stage and the Anderson-Rubin set..."):
-            return {**results.linear_iv_inference(data, cov, cluster), "cov_type": cov, "cluster": cluster}
+            return results.linear_iv_inference(data, cov, cluster)
     return state.cached(state.LINEAR_IV_CACHE, (id(data.table), data.describe_roles(), cov, cluster), make,
                         errors_as_text=True)
 
@@ -143,43 +153,43 @@ def linear_iv_section(data, cov, out):
     """2SLS under the covariance choice: the Wald interval beside the Anderson-Rubin set, and the first stage."""
     st.markdown("**Linear IV inference** — 2SLS on these roles under the covariance choice above, its first "
                 "stage, and the Anderson-Rubin set, which stays valid however weak the instruments are")
-    wald, ar, first = out["wald"], out["ar"], out["first"]
-    rows = [("Wald: 2SLS ± 1.96 s.e.", [[wald["ci_lower"], wald["ci_upper"]]])]
-    if ar and ar.get("set") is not None:
-        rows.append(("Anderson-Rubin set", ar["set"]))
+    wald, ar, first = out.wald, out.ar, out.first
+    rows = [("Wald: 2SLS ± 1.96 s.e.", [[wald.ci_lower, wald.ci_upper]])]
+    if ar and ar.set is not None:
+        rows.append(("Anderson-Rubin set", ar.set))
     left, right = st.columns([3, 2], gap="large")
     with left:
-        st.plotly_chart(plots.interval_sets_figure(rows, estimate=wald["estimate"],
+        st.plotly_chart(plots.interval_sets_figure(rows, estimate=wald.estimate,
                                                    x_title=f"effect of {data.treatment[0]} (95 %)"),
                         key=state.RES_AR_FIGURE)
     with right:
-        st.markdown(f"**Wald** [{wald['ci_lower']:.4g}, {wald['ci_upper']:.4g}]: {wald['interval']}.")
+        st.markdown(f"**Wald** [{wald.ci_lower:.4g}, {wald.ci_upper:.4g}]: {wald.interval}.")
         if ar:
-            st.markdown(f"**{ar['interval'].split(':')[0]}**: " + ar["interval"].split(": ", 1)[1])
-    endogenous = next(iter(first["endogenous"].values()))
-    label = strength_label(first["effective_f"], first["n_instruments"], statistic=f"effective F ({cov})",
+            st.markdown(f"**{ar.interval.split(':')[0]}**: " + ar.interval.split(": ", 1)[1])
+    endogenous = next(iter(first.endogenous.values()))
+    label = strength_label(first.effective_f, first.n_instruments, statistic=f"effective F ({cov})",
                            cov_type=cov)
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("Partial R²", f"{endogenous['partial_r2']:.4f}",
+    m1.metric("Partial R²", f"{endogenous.partial_r2:.4f}",
               help="Share of the treatment's variation left after the covariates that the instruments explain.")
-    m2.metric(f"First-stage F ({cov})", f"{endogenous['f_stat_cov']:,.1f}",
+    m2.metric(f"First-stage F ({cov})", f"{endogenous.f_stat_cov:,.1f}",
               help="Wald statistic of the instruments in the first stage under this covariance, divided by their "
                    "number (linearmodels).")
-    few = first.get("n_clusters") is not None and first["n_clusters"] < FEW_CLUSTERS
-    m3.metric("Effective F", f"{first['effective_f']:,.1f}",
-              delta=f"unreliable: {first['n_clusters']} clusters" if few else label.level, delta_arrow="off",
+    few = first.n_clusters is not None and first.n_clusters < FEW_CLUSTERS
+    m3.metric("Effective F", f"{first.effective_f:,.1f}",
+              delta=f"unreliable: {first.n_clusters} clusters" if few else label.level, delta_arrow="off",
               delta_color="gray" if few else ui.STRENGTH_COLORS[label.level],
               help="Montiel Olea & Pflueger (2013): the first-stage F made robust to the covariance; with "
                    "homoskedastic errors it is the usual F. " + label.text)
-    if first.get("kleibergen_paap_f") is not None:
-        m4.metric("Kleibergen-Paap rk F", f"{first['kleibergen_paap_f']:,.1f}",
+    if first.kleibergen_paap_f is not None:
+        m4.metric("Kleibergen-Paap rk F", f"{first.kleibergen_paap_f:,.1f}",
                   help="ivreg2's robust analogue of the Cragg-Donald F (linearmodels); not a test, and Stock-Yogo's "
                        "critical values do not apply to it.")
-    for name, test in (first.get("overid") or {}).items():
+    for name, test in (first.overid or {}).items():
         if test:
-            st.caption(f"Overidentification, {name}: {test['stat']:.3g} (p = {test['pvalue']:.3f}; null: "
-                       f"{test['null'].rstrip('.').lower()}).")
-    for note in first.get("notes") or []:
+            st.caption(f"Overidentification, {name}: {test.stat:.3g} (p = {test.pvalue:.3f}; null: "
+                       f"{test.null.rstrip('.').lower()}).")
+    for note in first.notes or []:
         st.warning(note, icon=":material/warning:")
     st.caption("The Wald interval assumes the instruments are strong; the Anderson-Rubin set does not: it collects "
                "every coefficient the data do not reject. When the two disagree, trust the Anderson-Rubin set. Both "
@@ -194,13 +204,15 @@ EFFECTS_NOTE = (
     "the debiased effect switched off (Estimators page; the one-click demo does so, to be quick) shows the "
     "plug-in, its kind says so, and has no debiased interval. 2SLS keeps "
     "its coefficient, a first-stage-weighted average of slopes, with the debiased average derivative on a row of "
-    "its own. 'Measured coverage' is how often that kind of interval, for that method and learner, contained "
+    "its own. 'Measured coverage' (in the lines under the table) is how often that kind of interval, for that "
+    "method and learner, contained "
     "the true effect in simulated designs (linear, weak instrument, demand-iv, demand-pcl, nonlinear-iv, "
     "hetero-iv: docs/coverage.md), with how many data sets and, for a debiased interval, how its f-hat was "
     "cross-fitted in them (as the run did: by refitting the whole method, nuisances included, on part of the "
     "rows); it promises nothing on data unlike them. 'Weakly identified' "
     "means the instruments barely move the treatment in the directions the effect needs: the interval would "
-    "be wide and unreliable, so none is printed. 'Weak identification' says whether that flag fired, and on "
+    "be wide and unreliable, so none is printed. 'Identification' (in those lines) says whether that flag fired, "
+    "and on "
     "which numbers (the linear first stage's F under the covariance chosen when fitting -- robust or clustered: the effective F "
     "(Kleibergen-Paap with several columns) with its cluster count -- and the representer's strength against their bars), or that "
     "the first stage could not be checked; 'spread' is "
@@ -220,14 +232,14 @@ def bootstrap_form(candidates):
         item = next(it for it in candidates if it.key == key)
         refits = st.number_input("Refits (B)", min_value=2, max_value=5000, value=50, step=10, key=state.RES_BOOT_B,
                                  help="More refits give a steadier interval; 200 is common, 50 a rough one.")
-        seconds = float(item.record.get("seconds") or 0.0)
+        seconds = float(item.result.seconds or 0.0)
         st.caption(f"The run is refitted B times, about {seconds:.1f} s each, so about "
                    f"{refits * seconds / 60:.1f} min on one worker, as a new run that appears here when done.")
         if st.button("Start the bootstrap", key=state.RES_BOOT_START, icon=":material/play_arrow:"):
             with ui.guarded("start the bootstrap"):
                 run = item.run
                 fits.submit(f"{item.label} · bootstrap B={refits}", data=run.data, method=item.method,
-                            truth=run.truth, dataset=item.record.get("dataset"),
-                            **results.refit_kwargs(item.record, int(refits)))
+                            truth=run.truth, dataset=item.result.dataset,
+                            **results.refit_kwargs(item.result, int(refits)))
                 st.success("Started: follow it on Train; it appears among the runs here when done.")
                 st.page_link(ui.TRAIN, label="Follow it on Train", icon=":material/model_training:")

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import fits, state
 from dmlcore.inference.effect_coverage import coverage_note, measured_coverage
-from dmlcore.inference.effect_notes import clusters_note, identification_note, notes
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS, METHOD_TITLES
 from dmlcore.estimators._registry import PAPER_METHOD, PLUG_IN_METHOD
 from dmlcore.runs import Run
+from dmlcore.runs.typed import (Debiased, Effect, EffectClusters, FirstStageInference, Heldout, Interval,
+                                RunRecord)
 from dmlcore.store import StoredRun, safe_filename
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".tab", ".parquet", ".pq")
@@ -34,9 +36,16 @@ class ResultItem:
     run: Run | None = None
     stored: StoredRun | None = None
 
+    @cached_property
+    def result(self) -> RunRecord:
+        """The record, typed (:mod:`dmlcore.runs.typed`): what the renderers read (read once: an item lives for
+        one run of the page's script, :func:`collect` makes them anew)."""
+        return RunRecord.from_dict(self.record)
+
     @property
     def method(self) -> str:
-        return self.record.get("method", "")
+        rec = self.result
+        return rec.method if rec.has("method") else ""
 
     @property
     def batch(self) -> int | None:
@@ -44,7 +53,7 @@ class ResultItem:
 
     @property
     def has_truth(self) -> bool:
-        return self.record.get("truth") is not None
+        return self.result.truth is not None
 
     @property
     def title(self) -> str:
@@ -107,7 +116,7 @@ def metric_help(items) -> dict:
     """What each MSE column measures, from the runs' records (the first run that says)."""
     out = {}
     for it in items:
-        for key, text in (it.record.get("metric_help") or {}).items():
+        for key, text in (it.result.metric_help or {}).items():
             out.setdefault(key, text)
     out.setdefault("mse", "Mean squared error against the truth (lower is better)")
     out.setdefault("mse_fresh", "Mean squared error at fresh draws from the data's distribution")
@@ -120,45 +129,48 @@ def metrics_table(items: list[ResultItem]) -> pd.DataFrame:
     held-out residual relative to Var(Y) with its standard error when any run has one."""
     rows = []
     for item in items:
-        rec = item.record
-        metrics = rec.get("metrics") or {}
+        rec = item.result
+        heldout = rec.heldout if rec.heldout is not None else Heldout()
         rows.append({
             "run": item.title,
-            "method": METHOD_TITLES.get(rec.get("method"), rec.get("method")),
-            "learner": rec.get("learner"),
-            "K": str(rec.get("folds")) if "folds" in getattr(METHODS.get(rec.get("method")), "settings", ()) else "—",
-            "n": rec.get("n"),
-            "seed": rec.get("seed"),
-            "MSE": rec.get("mse"),
-            "MSE (fresh draws)": metrics.get("mse_fresh"),
-            "seconds": rec.get("seconds"),
-            "band coverage": rec.get("band_coverage"),
-            "band width": rec.get("band_width"),
-            "held-out residual": (rec.get("heldout") or {}).get("relative"),
-            "held-out s.e.": (rec.get("heldout") or {}).get("relative_std_error"),
+            "method": METHOD_TITLES.get(rec.method, rec.method),
+            "learner": rec.learner,
+            "K": str(rec.folds) if "folds" in getattr(METHODS.get(rec.method), "settings", ()) else "—",
+            "n": rec.n,
+            "seed": rec.seed,
+            "MSE": rec.mse,
+            "MSE (fresh draws)": rec.mse_fresh,
+            "seconds": rec.seconds,
+            "band coverage": rec.band_coverage,
+            "band width": rec.band_width,
+            "held-out residual": heldout.relative,
+            "held-out s.e.": heldout.relative_std_error,
         })
     frame = pd.DataFrame(rows)
-    if not any(item.record.get("bands") for item in items):
+    if not any(item.result.bands for item in items):
         frame = frame.drop(columns=["band coverage", "band width"], errors="ignore")
-    if not any(item.record.get("heldout") for item in items):
+    if not any(item.result.heldout for item in items):
         frame = frame.drop(columns=["held-out residual", "held-out s.e."], errors="ignore")
     if not frame.empty and frame["MSE (fresh draws)"].isna().all():
         frame = frame.drop(columns=["MSE (fresh draws)"])
     return frame
 
 
+BAND_KINDS = ("confidence", "split_spread")     # the bands a run may have, in the order their notes go
+
+
 def band_notes(items: list[ResultItem]) -> list[str]:
     """One line per run with a band: which band it is, where it was measured and how it did."""
     notes = []
     for item in items:
-        bands = item.record.get("bands") or {}
-        for entry in (bands.get("confidence"), bands.get("split_spread")):
+        bands = item.result.bands or {}
+        for kind in BAND_KINDS:
+            entry = bands.get(kind)
             if not entry:
                 continue
-            covered = ("" if entry.get("coverage") is None
-                       else f", contains the truth at {entry['coverage']:.0%} of them")
-            notes.append(f"**{item.title}** — {entry['what']}. Evaluated at: {entry['points']}; mean width "
-                         f"{entry['mean_width']:.3g}{covered}.")
+            covered = "" if entry.coverage is None else f", contains the truth at {entry.coverage:.0%} of them"
+            notes.append(f"**{item.title}** — {entry.what}. Evaluated at: {entry.points}; mean width "
+                         f"{entry.mean_width:.3g}{covered}.")
     return notes
 
 
@@ -183,8 +195,9 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
     debiased headline, the measured coverage of that kind of interval on the simulated designs
     (:func:`dmlcore.inference.effect_coverage.coverage_note`), the bootstrap's percentile interval and the
     Anderson-Rubin set where the run has them, or why there is no effect; beside each effect its
-    weak-identification flag, specification spread and cluster treatment (:mod:`dmlcore.inference.effect_notes`). 2SLS gets a second row
-    for the debiased average derivative; the 2SLS reference fit comes last when given.
+    weak-identification flag, specification spread and cluster treatment (:data:`NOTE_COLUMNS`,
+    :mod:`dmlcore.inference.effect_notes`). 2SLS gets a second row for the debiased average derivative; the
+    2SLS reference fit comes last when given.
 
     ``linear`` is the page's covariance choice: (data, :func:`linear_iv_inference` on it); the 2SLS runs
     fitted on that data show the interval, its kind and the Anderson-Rubin set under that choice
@@ -192,29 +205,30 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
     from dmlcore.inference.linear_iv import set_text
     measured = measured_coverage()
     rows = []
-    for title, record in _records(items, reference, linear):
-        effect = record["effect"]
-        level = effect.get("level") or 0.95
-        debiased = effect.get("debiased")
-        headline = bool(debiased) and effect.get("estimate") == debiased["estimate"]
-        plug = effect.get("plug_in") or {}
-        kind = interval_kind(effect.get("interval")) if effect.get("estimate") is not None else effect.get("error")
-        row = {"run": title, "effect": effect.get("estimate"), f"{level:.0%} interval": _interval_text(effect),
-               "kind": f"plug-in, {kind}" if plug_in_headline(record) else kind,
-               **(_notes(effect) if headline or not debiased else _coefficient_notes(effect)),
-               "plug-in": _with_interval(plug) if headline and plug.get("estimate") is not None else None,
-               "measured coverage": coverage_note(record, measured)}
-        percentile = (effect.get("bootstrap") or {}).get("percentile")
-        row["bootstrap percentile"] = f"{percentile[0]:.4g} to {percentile[1]:.4g}" if percentile else None
-        ar = _anderson_rubin(effect)
-        row["Anderson-Rubin set"] = set_text(ar["set"]) if ar and ar.get("set") is not None else None
-        rows.append(row)
+    for title, rec in _records(items, reference, linear):
+        effect = rec.effect
+        level = effect.level or 0.95
+        debiased = effect.debiased
+        headline = effect.headline_is_debiased
+        plug = effect.plug_in
+        kind = interval_kind(effect.interval) if effect.estimate is not None else effect.error
+        percentile = effect.bootstrap.percentile if effect.bootstrap is not None else None
+        ar = effect.anderson_rubin
+        rows.append({"run": title, "effect": effect.estimate, f"{level:.0%} interval": _interval_text(effect),
+                     "kind": f"plug-in, {kind}" if plug_in_headline(rec) else kind,
+                     **(_notes(effect) if headline or not debiased else _coefficient_notes(effect)),
+                     "plug-in": _with_interval(plug) if headline and plug is not None and plug.estimate is not None
+                     else None,
+                     COVERAGE_COLUMN: coverage_note(rec.to_dict(), measured),
+                     "bootstrap percentile": f"{percentile[0]:.4g} to {percentile[1]:.4g}" if percentile else None,
+                     "Anderson-Rubin set": set_text(ar.set) if ar is not None and ar.set is not None else None})
         if debiased and not headline:      # 2SLS: its coefficient, then the debiased average derivative
-            rows.append({"run": f"{title}: debiased average derivative", "effect": debiased["estimate"],
-                         f"{level:.0%} interval": _interval_text(debiased, debiased["weakly_identified"]),
-                         "kind": "debiased", **_notes({**effect, "clusters": debiased.get("clusters")}),   # as fitted: the page's choice moves 2SLS's alone
-                         "measured coverage": coverage_note(
-                             {**record, "effect": {**effect, "estimate": debiased["estimate"]}}, measured)})
+            as_fitted = effect.updated(clusters=debiased.clusters)   # as fitted: the page's choice moves 2SLS's alone
+            rows.append({"run": f"{title}: debiased average derivative", "effect": debiased.estimate,
+                         f"{level:.0%} interval": _interval_text(debiased, debiased.weakly_identified),
+                         "kind": "debiased", **_notes(as_fitted),
+                         COVERAGE_COLUMN: coverage_note(
+                             rec.updated(effect=effect.updated(estimate=debiased.estimate)).to_dict(), measured)})
     frame = pd.DataFrame(rows)
     if not len(frame):
         return frame
@@ -224,68 +238,74 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
     return frame
 
 
-def _notes(effect: dict) -> dict:
+NOTE_COLUMNS = ("weak identification", "spread", "clusters")
+"""The effects table's notes beside each effect: the flag, the specification spread, the clusters."""
+COVERAGE_COLUMN = "measured coverage"
+BESIDE_TABLE = (*NOTE_COLUMNS, COVERAGE_COLUMN)
+"""The columns the Results page writes in words under its effects table (the frame and its CSV keep them)."""
+
+
+def _notes(effect: Effect) -> dict:
     """The effect's weak-identification flag, specification spread and cluster treatment, as columns."""
-    out = notes(effect)
-    return {"weak identification": out["identification"], "spread": out["spread"], "clusters": out["clusters"]}
+    return dict(zip(NOTE_COLUMNS, (effect.identification_note(), effect.spread_note(), effect.clusters_note())))
 
 
-def _coefficient_notes(effect: dict) -> dict:
+def _coefficient_notes(effect: Effect) -> dict:
     """The notes of 2SLS's coefficient row: its Anderson-Rubin set holds however weak the instruments (without
     one, proximal 2SLS: the first stage's flag), its one specification is linear, its clusters follow its own
     interval (the page's choice)."""
-    ar = _anderson_rubin(effect)
-    return {"weak identification": ("see the Anderson-Rubin set: it holds however weak" if ar and ar.get("set")
-                                    is not None else identification_note(effect)),
-            "spread": "one specification (linear)", "clusters": clusters_note(effect)}
+    ar = effect.anderson_rubin
+    weak = ("see the Anderson-Rubin set: it holds however weak" if ar is not None and ar.set is not None
+            else effect.identification_note())
+    return dict(zip(NOTE_COLUMNS, (weak, "one specification (linear)", effect.clusters_note())))
 
 
-def text_width(values, header: str = "", px_per_char: float = 6.8, padding: int = 26) -> int:
-    """Pixels a text column of a table needs to show its longest value (or its header) whole: the grid's
-    automatic width stops at 500 px and cuts longer text."""
-    longest = max([len(str(header)), *(len(str(v)) for v in values)])
-    return int(longest * px_per_char) + padding
+def _typed(record: dict | RunRecord) -> RunRecord:
+    return record if isinstance(record, RunRecord) else RunRecord.from_dict(record)
 
 
-def _records(items, reference, linear: tuple | None = None):
-    """(title, record) of every run with an effect, the 2SLS reference last; a 2SLS run on the data of
+def _records(items, reference, linear: tuple | None = None) -> list[tuple[str, RunRecord]]:
+    """(title, typed record) of every run with an effect, the 2SLS reference last; a 2SLS run on the data of
     ``linear`` (data, inference) under that covariance choice."""
-    entries = [(item.title, item.record, item.run.data if item.run is not None else None) for item in items]
+    entries = [(item.title, item.result, item.run.data if item.run is not None else None) for item in items]
     if reference is not None:
-        entries.append(("2SLS (reference)", reference.record, reference.data))
+        entries.append(("2SLS (reference)", reference.result, reference.data))
     data, inference = linear if linear is not None else (None, None)
-    return [(title, under_covariance(record, inference) if data is not None and fitted_on is data else record)
-            for title, record, fitted_on in entries if record.get("effect")]
+    return [(title, under_covariance(rec, inference) if data is not None and fitted_on is data else rec)
+            for title, rec, fitted_on in entries if rec.effect]
 
 
-def under_covariance(record: dict, inference: dict | None) -> dict:
-    """``record`` with the interval of its coefficient (its kind and clusters) and its Anderson-Rubin set as the
-    covariance choice of ``inference`` (:func:`linear_iv_inference` on the record's own data) gives them,
+def under_covariance(record: dict | RunRecord, inference: LinearIV | None) -> RunRecord:
+    """``record`` (typed) with the interval of its coefficient (its kind and clusters) and its Anderson-Rubin set
+    as the covariance choice of ``inference`` (:func:`linear_iv_inference` on the record's own data) gives them,
     when the run's headline is 2SLS's coefficient (another linear IV estimator keeps its own interval);
     otherwise, or without ``inference``, ``record`` itself."""
-    effect = record.get("effect") or {}
-    if (inference is None or not keeps_coefficient(record.get("method")) or effect.get("estimate") is None
-            or not (effect.get("interval") or "").startswith("2SLS")):
-        return record
-    wald, first = inference["wald"], inference.get("first") or {}
-    chosen = {key: wald[key] for key in ("ci_lower", "ci_upper", "interval")}
-    chosen["clusters"] = ({"column": first["cluster"], "count": first["n_clusters"],
-                           "intervals": [{"interval": "2SLS", "treatment": "clustered"}]}
-                          if first.get("n_clusters") is not None else None)
-    intervals = [{**entry, **chosen} if entry["interval"] == effect.get("interval") else entry
-                 for entry in effect.get("intervals") or [] if not entry["interval"].startswith("Anderson-Rubin")]
-    if inference.get("ar"):
-        intervals.append(inference["ar"])
-    return {**record, "effect": {**effect, **chosen, "intervals": intervals}}
+    rec = _typed(record)
+    effect = rec.effect if rec.effect is not None else Effect()
+    if (inference is None or not keeps_coefficient(rec.method) or effect.estimate is None
+            or not (effect.interval or "").startswith(LINEAR_HEAD)):
+        return rec
+    wald, first = inference.wald, inference.first if inference.first is not None else FirstStageInference()
+    clusters = (EffectClusters.from_dict({"column": first.cluster, "count": first.n_clusters,
+                                          "intervals": [{"interval": LINEAR_HEAD, "treatment": "clustered"}]})
+                if first.n_clusters is not None else None)
+    chosen = {"ci_lower": wald.ci_lower, "ci_upper": wald.ci_upper, "interval": wald.interval}
+    intervals = [entry.updated(**chosen, clusters=clusters) if entry.interval == effect.interval else entry
+                 for entry in effect.intervals or [] if not entry.is_anderson_rubin]
+    if inference.ar:
+        intervals.append(inference.ar)
+    return rec.updated(effect=effect.updated(**chosen, clusters=clusters, intervals=[e.to_dict() for e in intervals]))
 
 
-def plug_in_headline(record: dict) -> bool:
+LINEAR_HEAD = "2SLS"       # the interval of the coefficient that the page's covariance choice recomputes
+
+
+def plug_in_headline(record: dict | RunRecord) -> bool:
     """Whether the run's headline effect is the plug-in: it has an effect, no debiased headline (switched
     off, not computed, or the regression that ignores C), and it is not 2SLS, whose coefficient stays."""
-    effect = record.get("effect") or {}
-    debiased = effect.get("debiased")
-    return (effect.get("estimate") is not None and not keeps_coefficient(record.get("method"))
-            and not (debiased and effect["estimate"] == debiased["estimate"]))
+    rec = _typed(record)
+    effect = rec.effect if rec.effect is not None else Effect()
+    return effect.estimate is not None and not keeps_coefficient(rec.method) and not effect.headline_is_debiased
 
 
 def keeps_coefficient(method: str | None) -> bool:
@@ -293,10 +313,6 @@ def keeps_coefficient(method: str | None) -> bool:
     class declares the Anderson-Rubin set)."""
     entry = METHODS.get(method)
     return entry is not None and "anderson_rubin" in getattr(entry.cls, "capabilities", ())
-
-
-def _anderson_rubin(effect: dict) -> dict | None:
-    return next((e for e in effect.get("intervals") or [] if e["interval"].startswith("Anderson-Rubin")), None)
 
 
 def interval_kind(how: str | None) -> str:
@@ -319,21 +335,21 @@ def interval_descriptions(items: list[ResultItem], reference: Run | None = None,
     choice ``linear``, as :func:`effects_table`), the Anderson-Rubin sets' words and why a run has no
     debiased effect included (one line per reason, naming its runs)."""
     out, reasons = {}, {}
-    for title, record in _records(items, reference, linear):
-        effect = record["effect"]
-        if effect.get("estimate") is None:
+    for title, rec in _records(items, reference, linear):
+        effect = rec.effect
+        if effect.estimate is None:
             continue
-        how = effect.get("interval") or ""
-        if plug_in_headline(record):
+        how = effect.interval or ""
+        if plug_in_headline(rec):
             out.setdefault("plug-in", PLUG_IN)
         out.setdefault(interval_kind(how), how.removeprefix("none: ").removeprefix("debiased: "))
-        if effect.get("debiased") and not how.startswith("debiased"):
-            out.setdefault("debiased", effect["debiased"]["interval"].removeprefix("debiased: "))
-        if effect.get("debiased_error"):
-            reasons.setdefault(effect["debiased_error"].removeprefix("no debiased effect: "), []).append(title)
-        ar = _anderson_rubin(effect)
+        if effect.debiased and not how.startswith("debiased"):
+            out.setdefault("debiased", effect.debiased.interval.removeprefix("debiased: "))
+        if effect.debiased_error:
+            reasons.setdefault(effect.debiased_error.removeprefix("no debiased effect: "), []).append(title)
+        ar = effect.anderson_rubin
         if ar:
-            out[f"Anderson-Rubin set, {title}"] = ar["interval"].split(": ", 1)[-1]
+            out[f"Anderson-Rubin set, {title}"] = ar.interval.split(": ", 1)[-1]
     return {**out, **{f"no debiased effect, {', '.join(titles)}": reason for reason, titles in reasons.items()}}
 
 
@@ -341,97 +357,121 @@ PLUG_IN = ("the effect of f-hat itself (the mean of its slope, or of its differe
            "values), not debiased: a shrunk f-hat reads as a small effect")
 
 
-def _interval_text(part: dict, weak: bool | None = None) -> str:
+def _interval_text(part: Effect | Debiased, weak: bool | None = None) -> str:
     """"lower to upper", "weakly identified" in words, or None (no interval)."""
-    weak = part.get("weakly_identified") if weak is None else weak
-    if weak or (part.get("interval") or "").startswith("weakly identified"):
+    weak = part.weakly_identified if weak is None else weak
+    if weak or (part.interval or "").startswith("weakly identified"):
         return "weakly identified: no confident interval"
-    lower, upper = part.get("ci_lower"), part.get("ci_upper")
-    return None if lower is None else f"{lower:.4g} to {upper:.4g}"
+    return None if part.ci_lower is None else f"{part.ci_lower:.4g} to {part.ci_upper:.4g}"
 
 
-def _with_interval(plug: dict) -> str:
-    text = f"{plug['estimate']:.4g}"
-    return text + (f" ({plug['ci_lower']:.4g} to {plug['ci_upper']:.4g})" if plug.get("ci_lower") is not None else "")
+def _with_interval(plug: Interval) -> str:
+    text = f"{plug.estimate:.4g}"
+    return text + (f" ({plug.ci_lower:.4g} to {plug.ci_upper:.4g})" if plug.ci_lower is not None else "")
 
 
 def estimand(items: list[ResultItem]) -> str | None:
     """What the effect column measures, in words: the debiased effect's estimand (every method's
     but 2SLS's headline), else the first run's, 2SLS's (a weighted average of its own) last."""
-    effects = [it.record["effect"] for it in sorted(items, key=lambda it: keeps_coefficient(it.method))
-               if (it.record.get("effect") or {}).get("estimand")]
+    effects = [it.result.effect for it in sorted(items, key=lambda it: keeps_coefficient(it.method))
+               if it.result.effect is not None and it.result.effect.estimand]
     for effect in effects:
-        for entry in effect.get("intervals") or []:
-            if entry.get("source") == "debiased" and entry.get("estimand"):
-                return entry["estimand"]
-    return effects[0]["estimand"] if effects else None
+        for entry in effect.intervals or []:
+            if entry.source == DEBIASED_SOURCE and entry.estimand:
+                return entry.estimand
+    return effects[0].estimand if effects else None
+
+
+DEBIASED_SOURCE = "debiased"      # an interval entry's ``source`` when it is the debiased effect's
 
 
 def bootstrap_candidates(items: list[ResultItem]) -> list[ResultItem]:
     """Live runs with an effect and no bootstrap yet: they can be refitted on resampled rows."""
-    return [it for it in items if it.run is not None and (it.record.get("effect") or {}).get("estimate") is not None
-            and not it.record["effect"].get("bootstrap")]
+    return [it for it in items if it.run is not None and it.result.effect is not None
+            and it.result.effect.estimate is not None and not it.result.effect.bootstrap]
 
 
-def refit_kwargs(record: dict, refits: int) -> dict:
+REFIT_SETTINGS = ("learner", "folds", "seed", "epochs", "n_draws", "nuisance_params", "f_params", "f_model", "cov_type",
+                  "cluster", "reps_crossfit", "device", "heldout_folds", "effect_folds", "debias")
+
+
+def refit_kwargs(record: dict | RunRecord, refits: int) -> dict:
     """``fit_run`` keywords that redo the run of ``record`` with a bootstrap of ``refits``."""
-    config = record.get("config") or {}
-    keys = ("learner", "folds", "seed", "epochs", "n_draws", "nuisance_params", "f_params", "f_model", "cov_type", "cluster",
-            "reps_crossfit", "device", "heldout_folds", "effect_folds", "debias")
-    kwargs = {k: config[k] for k in keys if k in config}
-    return {**kwargs, "data_params": config.get("data") or {}, "bootstrap": refits}
+    config = _typed(record).config
+    if config is None:
+        return {"data_params": {}, "bootstrap": refits}
+    kwargs = {k: config.get(k) for k in REFIT_SETTINGS if config.has(k)}
+    return {**kwargs, "data_params": config.data or {}, "bootstrap": refits}
 
 
 def download_name(item: ResultItem) -> str:
     """``<data set>_<method>_<id>``, the data set without a file extension: card_dml-cmr_3c0b2e5e."""
-    dataset = str(item.record.get("dataset") or "data")
+    dataset = str(item.result.dataset or "data")
     stem = dataset.rsplit(".", 1)[0] if dataset.lower().endswith(TABLE_SUFFIXES) else dataset
     return safe_filename(f"{stem}_{item.method}_{item.key[:8]}")
 
 
-def linear_iv_inference(data, cov_type: str, cluster: str | None) -> dict:
+@dataclass(frozen=True)
+class LinearIV:
+    """2SLS under the page's covariance choice (:func:`linear_iv_inference`): the Wald interval of the effect
+    (``wald``), its Anderson-Rubin entry (``ar``, None without one), the coefficients with their standard errors
+    ({column: (coefficient, standard error)}), the first stage's statistics (``first``) and the choice itself."""
+
+    wald: Interval
+    ar: Interval | None
+    coefficients: dict
+    first: FirstStageInference
+    cov_type: str | None = None
+    cluster: str | None = None
+
+
+def linear_iv_inference(data, cov_type: str, cluster: str | None) -> LinearIV:
     """2SLS's Wald interval and Anderson-Rubin set of the effect, its coefficients with their standard errors,
-    and the first stage, under the covariance choice: {"wald": effect closed form, "ar": the AR entry,
-    "coefficients": {column: (coefficient, standard error)}, "first": first_stage_inference}; raises
-    DMLCoreError for a bad choice (a cluster column with one level, ...)."""
+    and the first stage, under the covariance choice (:class:`LinearIV`); raises DMLCoreError for a bad choice
+    (a cluster column with one level, ...)."""
     from dmlcore.runs.average_effect import anderson_rubin_entry, closed_form, contrast
     from dmlcore.inference.linear_iv import first_stage_inference
     estimator = fits.fit_now(data, cov_type=cov_type, cluster=cluster, heldout_folds=0, debias=False).estimator
     plan = contrast(data)
-    return {"wald": closed_form(estimator, plan), "ar": anderson_rubin_entry(estimator, data, plan),
-            "coefficients": {str(k): (float(v), float(estimator.std_errors_[k])) for k, v in estimator.coef_.items()},
-            "first": first_stage_inference(data, cov_type, cluster)}
+    return LinearIV(wald=Interval.from_dict(closed_form(estimator, plan)),
+                    ar=Interval.from_dict(anderson_rubin_entry(estimator, data, plan)),
+                    coefficients={str(k): (float(v), float(estimator.std_errors_[k])) for k, v in estimator.coef_.items()},
+                    first=FirstStageInference.from_dict(first_stage_inference(data, cov_type, cluster)),
+                    cov_type=cov_type, cluster=cluster)
 
 
 STANDARDIZED_SALES = ("demand-iv", "digits-iv")  # scored on sales in units of 158 tickets
 
 
-def score_caption(record: dict) -> str | None:
+def score_caption(record: dict | RunRecord) -> str | None:
     """How a run with a truth was scored, with the outcome's scale named in words."""
-    if not record.get("truth"):
+    rec = _typed(record)
+    if not rec.truth:
         return None
-    if record.get("dataset") in STANDARDIZED_SALES:
+    if rec.dataset in STANDARDIZED_SALES:
         return ("Scored as in the paper: the mean squared error of f-hat on the benchmark's 2,800 test points, "
                 "with sales measured in units of 158 tickets (the benchmark's standardized sales).")
-    return f"Scored by the {record['truth']}."
+    return f"Scored by the {rec.truth}."
 
 
 def closest_notes(items: list[ResultItem]) -> list[str]:
     """Which run came closest to the truth and by how much, in words; with a plain-words note when
     the naive plug-in beat DML-CMR. Empty with fewer than two scored runs."""
-    scored = sorted((it for it in items if it.record.get("mse") is not None), key=lambda it: it.record["mse"])
+    mse = {it.key: it.result.mse for it in items}
+    scored = sorted((it for it in items if mse[it.key] is not None), key=lambda it: mse[it.key])
     if len(scored) < 2:
         return []
     best = scored[0]
-    others = ", ".join(f"{it.title} {it.record['mse'] / best.record['mse']:.1f}×" if best.record["mse"] > 0
-                       else f"{it.title} {it.record['mse']:.3g}" for it in scored[1:])
-    notes = [f"**Closest to the truth: {best.title}** (MSE {best.record['mse']:.3g}). The others' MSE, as a "
+    least = mse[best.key]
+    others = ", ".join(f"{it.title} {mse[it.key] / least:.1f}×" if least > 0
+                       else f"{it.title} {mse[it.key]:.3g}" for it in scored[1:])
+    notes = [f"**Closest to the truth: {best.title}** (MSE {least:.3g}). The others' MSE, as a "
              f"multiple of that: {others}."]
     dml = [it for it in scored if it.method == PAPER_METHOD]
     if best.method == PLUG_IN_METHOD and dml:
         notes.append(
-            f"Here the naive plug-in beat DML-CMR (MSE {best.record['mse']:.3g} against "
-            f"{dml[0].record['mse']:.3g}). That is not a fault of the tool: the paper's guarantees for DML-CMR "
+            f"Here the naive plug-in beat DML-CMR (MSE {least:.3g} against "
+            f"{mse[dml[0].key]:.3g}). That is not a fault of the tool: the paper's guarantees for DML-CMR "
             "concern how its error shrinks as the data grow, under conditions, not a win on every data set. "
             "Learn shows what the score and cross-fitting protect against, and what this project measured on "
             "the paper's benchmarks (tabs Orthogonal score and Cross-fitting).")

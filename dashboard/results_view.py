@@ -10,6 +10,7 @@ from dmlcore.data.datasets import OWN_DATA_UNKNOWN, REAL_DATASETS
 from dmlcore.estimators import METHOD_TITLES, METHODS
 from dmlcore.inference.band_coverage import band_caption
 from dmlcore.learners.select import describe as describe_selection
+from dmlcore.runs.typed import History
 
 ss = st.session_state
 
@@ -34,17 +35,16 @@ def choose_runs(items):
 
 def axis_titles(item, curve):
     """x: the curve's own column that the x values come from (else the treatment); y: what f means."""
-    roles = item.record.get("roles") or {}
-    treatments = roles.get("treatment") or []
+    treatments = item.result.role("treatment")
     x_title = treatments[0] if len(treatments) == 1 else "x"
     if curve is not None:
         for col in curve.columns:
             if col not in ("x", "estimate", "truth", "group") and curve[col].equals(curve["x"]):
                 x_title = col
                 break
-    if item.record.get("problem") == "pcl":
+    if item.result.problem == "pcl":
         return x_title, f"E[Y | do({x_title})]"
-    if item.record.get("dataset") in ("demand-iv", "digits-iv") and item.has_truth:
+    if item.result.dataset in ("demand-iv", "digits-iv") and item.has_truth:
         return x_title, "f(price, time = 5, type)"
     if not item.has_truth:
         return x_title, "average structural function"
@@ -59,7 +59,7 @@ def reference_2sls(items):
     if live is None:
         return None
     return state.cached(state.REFERENCE_2SLS, live.key,
-                        lambda: fits.fit_now(live.run.data, dataset=live.record.get("dataset")), errors_as_text=True)
+                        lambda: fits.fit_now(live.run.data, dataset=live.result.dataset), errors_as_text=True)
 
 
 def curves_section(chosen):
@@ -85,7 +85,7 @@ def curves_section(chosen):
     if real:
         left, right = st.columns(2, gap="medium")
         with left:
-            dataset = chosen[0].record.get("dataset")
+            dataset = chosen[0].result.dataset
             info = REAL_DATASETS.get(dataset)
             st.warning(info.caveat if info else OWN_DATA_UNKNOWN, icon=":material/help:")
             st.caption("The curves average f over the data's other inputs (the average structural "
@@ -95,12 +95,12 @@ def curves_section(chosen):
         with right:
             effects_view.side_by_side_2sls(chosen, ref if ref is not None and not isinstance(ref, str) else None)
     else:
-        scored = chosen[0].record.get("truth")
+        first = chosen[0].result
         caption = "Dashed black: the true causal function."
-        if chosen[0].record.get("dataset") in ("demand-iv", "digits-iv"):
+        if first.dataset in ("demand-iv", "digits-iv"):
             caption += " One panel per customer type: f against price at time 5."
-        if scored:
-            caption += " " + results.score_caption(chosen[0].record)
+        if first.truth:
+            caption += " " + results.score_caption(first)
         st.caption(caption)
     bands_caption(chosen)
     effects_view.effects_section(chosen, ref if ref is not None and not isinstance(ref, str) else None)
@@ -110,7 +110,7 @@ def bands_caption(chosen):
     notes = results.band_notes(chosen)
     if not notes:
         return
-    kinds = {kind for item in chosen for kind in item.record.get("bands") or {}}
+    kinds = {kind for item in chosen for kind in item.result.bands or {}}
     text = "Shaded: each run's band along its curve; the legend names its kind. " + band_caption(kinds)
     st.markdown("\n".join(f"- {note}" for note in notes))
     st.caption(text)
@@ -149,7 +149,7 @@ def metrics_section(chosen):
     if "MSE (fresh draws)" in table:
         st.caption(f"**MSE**: {helps['mse']}. **MSE (fresh draws)**: {helps['mse_fresh']}.")
     if "held-out residual" in table:
-        st.caption(heldout_note(chosen[0].record.get("problem")))
+        st.caption(heldout_note(chosen[0].result.problem))
 
 
 HELDOUT_HELP = ("An estimate of E[(E[Y − f̂(X) | C])²] ÷ Var(Y) on rows the fit never saw: a squared size, so 0 "
@@ -180,12 +180,13 @@ def details_section(chosen):
     labels = {it.key: it.title for it in chosen}
     key = st.selectbox("Run", list(labels), key=state.RES_DETAIL, format_func=lambda k: labels[k])
     item = next(it for it in chosen if it.key == key)
-    fold_losses = item.record.get("fold_losses") or []
+    rec = item.result
+    fold_losses = [fold.to_dict() for fold in rec.fold_losses or []]
     if fold_losses:
         losses = plots.losses_from_record(fold_losses)
-        history = item.record.get("second_stage_history") or {}
-        if len(history.get("epoch", [])) > 1:  # closed-form f (linear, sieve) has no training curve
-            losses["f"] = {None: history}
+        history = History.from_dict(rec.second_stage_history or {})
+        if len(history.epoch or []) > 1:  # closed-form f (linear, sieve) has no training curve
+            losses["f"] = {None: history.to_dict()}
         st.plotly_chart(plots.loss_figure(losses), key=state.RES_LOSSES)
         st.plotly_chart(plots.second_stage_figure(fold_losses), key=state.RES_SECOND_STAGE)
         if item.method in METHODS and METHODS[item.method].peer:
@@ -196,15 +197,16 @@ def details_section(chosen):
             st.caption("Losses are on the standardized scale; g reports a negative log-likelihood (neural "
                        "network) or a squared error (trees, linear). Each fold's nuisances are trained on the "
                        "other folds; the second-stage loss of fold k uses only them.")
-        for role, selection in (item.record.get("nuisances") or {}).items():   # what "auto" chose, and on what
-            st.caption(describe_selection(selection, role))
+        for role, selection in (rec.nuisances or {}).items():   # what "auto" chose, and on what
+            st.caption(describe_selection(selection.to_dict(), role))
     else:
         st.caption(f"{METHOD_TITLES.get(item.method, item.method)} has no nuisance models, so no fold-wise losses.")
-    for note in item.record.get("notes") or []:
+    for note in rec.notes or []:
         st.info(note, icon=":material/info:")
-    if item.record.get("coefficients"):
-        st.dataframe(pd.DataFrame({"coefficient": item.record["coefficients"],
-                                   "std. error": item.record.get("std_errors", {})}), key=state.RES_COEFFICIENTS)
+    if rec.coefficients:
+        st.dataframe(pd.DataFrame({"coefficient": rec.coefficients,
+                                   "std. error": rec.std_errors if rec.has("std_errors") else {}}),
+                     key=state.RES_COEFFICIENTS)
     name = results.download_name(item)
     c1, c2 = st.columns(2)
     c1.download_button("Predictions (CSV)", item.predictions().to_csv(index=False), file_name=f"{name}.csv",

@@ -11,6 +11,7 @@ from dashboard.plan import DEMO_DATA, DEMO_SETTINGS, build_plan
 from dmlcore.data.registry import SIMULATED, load_dataset
 from dmlcore.errors import DMLCoreError
 from dmlcore.process import one_openmp_thread  # noqa: F401 (the pages' fits in Streamlit's script thread)
+from dmlcore.runs.typed import RunRecord
 
 
 def dataset_from_registry(name: str, **params) -> state.Dataset:
@@ -105,22 +106,23 @@ def status_line(snap) -> str:
         stop = " · stopping after this step" if snap.cancel_requested else ""
         return f"{snap.stage or 'starting'}{where}{spent}{left}{stop}"
     if snap.status == "done":
-        rec = snap.run.record if snap.run is not None else None
+        rec = snap.run.result if snap.run is not None else None
         if rec is None:
             return "done · in the run store (see Results)"
-        return f"done {took(snap, rec)}" + (f" · MSE {rec['mse']:.4g}" if rec.get("mse") is not None else "")
+        return f"done {took(snap, rec)}" + (f" · MSE {rec.mse:.4g}" if rec.mse is not None else "")
     return snap.status
 
 
-def took(snap, rec: dict) -> str:
+def took(snap, rec: RunRecord | dict) -> str:
     """How long the run took by the wall clock, from its start to its end (bootstrap and held-out
     refits included), and the fit's own share when they differ."""
-    fit = float(rec.get("seconds") or 0.0)
+    rec = rec if isinstance(rec, RunRecord) else RunRecord.from_dict(rec)
+    fit = float(rec.seconds or 0.0)
     if snap.started is None or snap.finished is None:
         return f"in {fit:.1f} s (the fit)"
     wall = max(snap.finished - snap.started, fit)
-    boot = (rec.get("effect") or {}).get("bootstrap")
-    extra = ([f"{boot['refits']} bootstrap refits"] if boot else []) + (["the held-out residual"] if rec.get("heldout") else [])
+    boot = rec.effect.bootstrap if rec.effect is not None else None
+    extra = ([f"{boot.refits} bootstrap refits"] if boot else []) + (["the held-out residual"] if rec.heldout else [])
     if not extra or wall < fit + 1.0:
         return f"in {wall:.1f} s"
     return f"in {wall:.1f} s (the fit {fit:.1f} s, then {' and '.join(extra)})"

@@ -17,6 +17,7 @@ from dmlcore.estimators._registry import LINEAR_REFERENCE
 from dmlcore.inference.wild_bootstrap import wild_cluster_bootstrap
 from dmlcore.regression_table import (DEFAULT_METHODS, TABLE_METHODS, models_table, regression_table, table_format,
                                       write_table)
+from dmlcore.runs.typed import DataSource, RunRecord
 
 ROLE_OPTIONS = ("outcome", "treatment", "instrument", "treatment_proxy", "outcome_proxy", "covariates", "inputs",
                 "conditioning")
@@ -139,30 +140,32 @@ def _record_file(path: str) -> dict:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise DMLCoreError(f"Cannot read the run record {path!r}: {exc}. Give a file written by fit --json.") from None
-    if not isinstance(record, dict) or "coefficients" not in record:
-        method = record.get("method") if isinstance(record, dict) else None
+    if not isinstance(record, dict) or not RunRecord.from_dict(record).has("coefficients"):
+        method = RunRecord.from_dict(record).method if isinstance(record, dict) else None
         raise DMLCoreError(f"{path} is not a linear IV run record (no coefficients{'; method ' + method if method else ''})"
                            f"; give files written by fit --json with --method 2sls, liml, fuller or gmm-iv.")
     return record
 
 
+OLS_SETTINGS = ("cov_type", "cluster", "small", "fixef_k", "cluster_df")   # a run's settings its OLS column repeats
+OUTCOME_ROLE = "outcome"
+
+
 def data_of_record(record: dict, path: str) -> CausalData:
     """The CausalData a run record was fitted on: its --csv file or real --dataset with its roles, categorical
     columns, absorbed columns and weights; refused for a simulation or a formula."""
-    source = (record.get("config") or {}).get("data") or {}
-    if "formula" in source or not (source.get("csv") or source.get("dataset")):
+    rec = RunRecord.from_dict(record)
+    source = DataSource.from_dict((rec.config.data if rec.config is not None else None) or {})
+    if source.has("formula") or not (source.csv or source.dataset):
         raise DMLCoreError(f"ols:{path} needs a run of a --csv file or a real --dataset given by role options; this "
-                           f"run's data ({source or 'simulated'}) cannot be read back.")
-    if source.get("csv"):
-        table = load_table(source["csv"])
-    else:
-        table = load_real_dataset(source["dataset"]).table
-    roles = {k: list(v) for k, v in (record.get("roles") or {}).items() if k != "outcome"}
-    data = CausalData(table, record.get("problem") or "iv", (record.get("roles") or {}).get("outcome", [None])[0],
-                      name=record.get("dataset"), categorical=list(record.get("categorical") or []),
-                      absorb=list(record.get("absorb") or []), weights=record.get("weights"), **roles)
-    if len(data.table) != record.get("n"):
-        raise DMLCoreError(f"ols:{path}: its data now has {len(data.table)} rows, the run had {record.get('n')} "
+                           f"run's data ({source.to_dict() or 'simulated'}) cannot be read back.")
+    table = load_table(source.csv) if source.csv else load_real_dataset(source.dataset).table
+    roles = {k: list(v) for k, v in (rec.roles or {}).items() if k != OUTCOME_ROLE}
+    data = CausalData(table, rec.problem or "iv", (rec.role(OUTCOME_ROLE) or [None])[0],
+                      name=rec.dataset, categorical=list(rec.categorical or []),
+                      absorb=list(rec.absorb or []), weights=rec.weights, **roles)
+    if len(data.table) != rec.n:
+        raise DMLCoreError(f"ols:{path}: its data now has {len(data.table)} rows, the run had {rec.n} "
                            f"(rows dropped with --dropna?); fit that OLS from Python (models_table) instead.")
     return data
 
@@ -175,9 +178,8 @@ def table_command(args) -> int:
     for item in args.runs:
         if item.startswith("ols:"):
             record = _record_file(item[4:])
-            config = record.get("config") or {}
-            settings = {k: config[k] for k in ("cov_type", "cluster", "small", "fixef_k", "cluster_df")
-                        if config.get(k) is not None}
+            config = RunRecord.from_dict(record).config
+            settings = {k: config.get(k) for k in OLS_SETTINGS if config is not None and config.get(k) is not None}
             models.append({"data": data_of_record(record, item[4:]), "method": "ols", **settings})
         else:
             models.append(_record_file(item))

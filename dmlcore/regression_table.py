@@ -23,6 +23,8 @@ from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.export import Table
 from dmlcore.inference.linear_iv import anderson_rubin_set, clr_set, set_text
 from dmlcore.runs import fit_run
+from dmlcore.runs.typed import (CLR, Config, Endogenous, FirstStage, FirstStageInference, LinearFit, RunRecord,
+                                Strength)
 
 TABLE_METHODS = ("ols", *(name for name, entry in METHODS.items() if entry.linear_iv))
 DEFAULT_METHODS = ("ols", "2sls", "liml")
@@ -47,7 +49,7 @@ def _fits(data, methods, cov_type, cluster, conventions=None):
     for method in methods:
         if method == "ols":
             est = TwoStageLeastSquares(cov_type=cov_type, cluster=cluster, **(conventions or {}))
-            out["OLS"] = est.fit(_exogenous(data, data.outcome, data.input_columns))
+            out[OLS_TITLE] = est.fit(_exogenous(data, data.outcome, data.input_columns))
         else:
             est = make_estimator(method, cov_type=cov_type, cluster=cluster, **(conventions or {})).fit(data)
             out[est.title] = est
@@ -92,15 +94,15 @@ def regression_table(data, methods=DEFAULT_METHODS, *, cov_type: str = DEFAULTS.
     check_covariance(cov_type, cluster, data.table)
     conventions = {"small": small, "fixef_k": fixef_k, "cluster_df": cluster_df}
     fits = _fits(data, methods, cov_type, cluster, conventions)
-    iv_titles = [t for t in fits if t != "OLS"]
+    iv_titles = [t for t in fits if t != OLS_TITLE]
     endogenous = data.modelled_columns
     stages = {}
     if first_stage:
         for column in endogenous:
             est = _fits(_exogenous(data, column, data.conditioning_columns), ["ols"], cov_type, cluster,
-                        conventions)["OLS"]
+                        conventions)[OLS_TITLE]
             stages[f"First stage: {column}"] = est
-    order = ["OLS"] if "OLS" in fits else []
+    order = [OLS_TITLE] if OLS_TITLE in fits else []
     columns = order + list(stages) + iv_titles
     models = {**fits, **stages}
     names = list(dict.fromkeys(n for t in columns for n in models[t].coef_.index if n != "const"))
@@ -117,25 +119,25 @@ def regression_table(data, methods=DEFAULT_METHODS, *, cov_type: str = DEFAULTS.
             else:
                 coef_row[title] = se_row[title] = ""
         rows += [coef_row, se_row]
-    diag = diagnostics(data, nonparametric=False, cov_type=cov_type, cluster=cluster)
+    diag = FirstStage.from_dict(diagnostics(data, nonparametric=False, cov_type=cov_type, cluster=cluster))
     stats = _statistics(data, models, columns, iv_titles, stages, cov_type, cluster, level, diag, small)
     frame = pd.DataFrame(rows + stats, columns=[""] + columns).fillna("")
     dfs = sorted({m.df_ for m in models.values() if m.df_})
     return Table(frame, caption=f"{_dependent(data)}: linear IV estimates ({data.name})",
-                 notes=_notes(data, cov_type, cluster, dfs) + list((diag.get("inference") or {}).get("notes") or [])
-                 + _strength_notes(diag))
+                 notes=_notes(data, cov_type, cluster, dfs)
+                 + list((diag.inference.notes if diag.inference is not None else None) or []) + _strength_notes(diag))
 
 
-def _strength_notes(diag: dict) -> list[str]:
+def _strength_notes(diag: FirstStage) -> list[str]:
     """The one strength statistic of the diagnostics (the one the CLI, the run record and the effect's flag
     read) and the covariates they left out, each in one line."""
-    strength = diag.get("strength") or {}
+    strength = diag.strength if diag.strength is not None else Strength()
     out = []
-    if strength.get("f_stat") is not None:
-        out.append(f"Instrument strength as the diagnostics and the effect's flag read it: {strength['statistic']} "
-                   f"{strength['f_stat']:.2f}" + (f" ({strength['caveat']})." if strength.get("caveat") else "."))
-    if diag.get("dropped_note"):
-        out.append(diag["dropped_note"][0].upper() + diag["dropped_note"][1:] + ".")
+    if strength.f_stat is not None:
+        out.append(f"Instrument strength as the diagnostics and the effect's flag read it: {strength.statistic} "
+                   f"{strength.f_stat:.2f}" + (f" ({strength.caveat})." if strength.caveat else "."))
+    if diag.dropped_note:
+        out.append(diag.dropped_note[0].upper() + diag.dropped_note[1:] + ".")
     return out
 
 
@@ -151,32 +153,32 @@ def _statistics(data, models, columns, iv_titles, stages, cov_type, cluster, lev
     kappas = {t: models[t].kappa_ for t in iv_titles if not models[t].efficient_gmm}
     if any(models[t].k_class for t in iv_titles):
         rows.append({"": "kappa (k-class)", **blank, **{t: f"{k:.4f}" for t, k in kappas.items()}})
-    inference = diag.get("inference") or {}
-    if stages and not inference.get("error"):
-        key = "treatments" if data.problem == "iv" else "outcome_proxies"
+    inference = diag.inference if diag.inference is not None else FirstStageInference()
+    if stages and not inference.error:
+        relevance = diag.treatments if data.problem == "iv" else diag.outcome_proxies
         f_row, r2_row = {"": f"First-stage F ({cov_type})", **blank}, {"": "Partial R-squared", **blank}
         for title, column in zip(stages, data.modelled_columns):
-            entry = (inference.get("endogenous") or {}).get(column) or {}
-            f_row[title] = f"{entry['f_stat_cov']:.2f}" if entry else ""
-            r2_row[title] = f"{diag[key][column]['partial_r2']:.4f}"
+            entry = (inference.endogenous or {}).get(column)
+            f_row[title] = f"{entry.f_stat_cov:.2f}" if entry else ""
+            r2_row[title] = f"{relevance[column].partial_r2:.4f}"
         rows += [f_row, r2_row]
-        if inference.get("effective_f") is not None:
+        if inference.effective_f is not None:
             rows.append({"": "Effective F (Montiel Olea-Pflueger)", **blank,
-                         list(stages)[0]: f"{inference['effective_f']:.2f}"})
-    overid = inference.get("overid") or {}
-    for name, label in (("hansen_j", "Hansen J"), ("sargan", "Sargan"), ("wooldridge", "Wooldridge score")):
+                         list(stages)[0]: f"{inference.effective_f:.2f}"})
+    overid = inference.overid or {}
+    for name, label in OVERID_TESTS:
         test = overid.get(name)
         if test is not None:
-            text = f"{test['stat']:.2f} (p {test['pvalue']:.3f})"
-            rows.append({"": f"{label} overid. ({test['robust_to']})", **blank, **{t: text for t in iv_titles}})
+            text = f"{test.stat:.2f} (p {test.pvalue:.3f})"
+            rows.append({"": f"{label} overid. ({test.robust_to})", **blank, **{t: text for t in iv_titles}})
     if data.problem == "iv" and len(data.treatment) == 1 and iv_titles:
         try:
-            ar = anderson_rubin_set(data, cov_type, cluster, level, small=small)
-            rows.append({"": f"Anderson-Rubin {level:.0%} set", **blank, **{t: set_text(ar["pieces"]) for t in iv_titles}})
+            ar = CLR.from_dict(anderson_rubin_set(data, cov_type, cluster, level, small=small))   # its pieces, as CLR's
+            rows.append({"": f"Anderson-Rubin {level:.0%} set", **blank, **{t: set_text(ar.pieces) for t in iv_titles}})
             if cov_type == "unadjusted":       # CLR is homoskedastic only: never beside a robust or clustered AR
-                clr = clr_set(data, level)
-                rows.append({"": f"CLR {level:.0%} set ({clr['robust_to'].split(' (')[0]})", **blank,
-                             **{t: set_text(clr["pieces"]) for t in iv_titles}})
+                clr = CLR.from_dict(clr_set(data, level))
+                rows.append({"": f"CLR {level:.0%} set ({clr.robust_to.split(' (')[0]})", **blank,
+                             **{t: set_text(clr.pieces) for t in iv_titles}})
         except DMLCoreError:
             pass
     return rows
@@ -221,6 +223,9 @@ def write_table(table: Table, path: str) -> str:
 
 # ------------------------------------------------------------------ several models side by side
 MODEL_KEYS = ("data", "method", "label")
+CONSTANT, OUTCOME = "const", "outcome"      # the constant's coefficient name; the outcome's role
+OLS_TITLE = "OLS"                           # the OLS column's title among a table's fits
+OVERID_TESTS = (("hansen_j", "Hansen J"), ("sargan", "Sargan"), ("wooldridge", "Wooldridge score"))
 
 
 def _ols_record(data: CausalData, settings: dict) -> dict:
@@ -230,7 +235,7 @@ def _ols_record(data: CausalData, settings: dict) -> dict:
     return {"method": "ols", "n": est.n_, "roles": {"outcome": [data.outcome], "treatment": list(data.treatment)},
             "coefficients": {str(k): float(v) for k, v in est.coef_.items()},
             "std_errors": {str(k): float(v) for k, v in est.std_errors_.items()},
-            "linear": est.record_fields()["linear"], "config": dict(settings), "absorb": list(data.absorb),
+            "linear": RunRecord.from_dict(est.record_fields()).linear.to_dict(), "config": dict(settings), "absorb": list(data.absorb),
             "weights": data.weights, "effect": {}, "diagnostics": None, "clr": None}
 
 
@@ -272,7 +277,7 @@ def _p_value(estimate: float, std_error: float, df) -> float:
 
 
 def _column_title(record: dict) -> str:
-    method = record.get("method")
+    method = RunRecord.from_dict(record).method
     return "OLS" if method == "ols" else METHODS[method].title if method in METHODS else str(method)
 
 
@@ -301,10 +306,11 @@ def models_table(models, *, labels: dict | None = None, digits: int = 3, caption
         raise DMLCoreError(f"Give one title per model: {len(records)} models, {len(list(titles))} titles.")
     titles = [f"({i + 1}) {t}" for i, t in enumerate(
         titles if titles is not None else [label or _column_title(record) for record, label in records])]
-    treatments = list(dict.fromkeys(t for r, _ in records for t in (r.get("roles") or {}).get("treatment", [])))
-    names = list(dict.fromkeys([*[t for t in treatments if any(t in r["coefficients"] for r, _ in records)],
-                                *(n for r, _ in records for n in r["coefficients"] if n != "const")]))
-    names += ["const"] if any("const" in r["coefficients"] for r, _ in records) else []
+    records = [(RunRecord.from_dict(record), label) for record, label in records]
+    treatments = list(dict.fromkeys(t for r, _ in records for t in r.role("treatment")))
+    names = list(dict.fromkeys([*[t for t in treatments if any(t in r.coefficients for r, _ in records)],
+                                *(n for r, _ in records for n in r.coefficients if n != CONSTANT)]))
+    names += [CONSTANT] if any(CONSTANT in r.coefficients for r, _ in records) else []
     hidden = []
     if keep is not None:
         keep = list(keep)
@@ -316,76 +322,74 @@ def models_table(models, *, labels: dict | None = None, digits: int = 3, caption
     fmt = f"{{:.{digits}f}}"
     rows = []
     for name in names:
-        coef_row, se_row = {"": labels.get(name, "Constant" if name == "const" else name)}, {"": ""}
+        coef_row, se_row = {"": labels.get(name, "Constant" if name == CONSTANT else name)}, {"": ""}
         for title, (record, _) in zip(titles, records):
-            if name in record["coefficients"]:
-                b, s = record["coefficients"][name], record["std_errors"][name]
-                star = next((mark for bound, mark in STARS
-                             if _p_value(b, s, (record.get("linear") or {}).get("df_t")) < bound), "")
+            if name in record.coefficients:
+                b, s = record.coefficients[name], record.std_errors[name]
+                df_t = record.linear.df_t if record.linear is not None else None
+                star = next((mark for bound, mark in STARS if _p_value(b, s, df_t) < bound), "")
                 coef_row[title], se_row[title] = fmt.format(b) + star, f"({fmt.format(s)})"
             else:
                 coef_row[title] = se_row[title] = ""
         rows += [coef_row, se_row]
     stats, notes = _model_statistics(records, titles, treatments, labels, level, digits)
     if hidden:
-        shown = ", ".join(labels.get(n, "the constant" if n == "const" else n) for n in hidden)
+        shown = ", ".join(labels.get(n, "the constant" if n == CONSTANT else n) for n in hidden)
         notes.insert(1, f"Also in the models, not shown: {shown}.")
     frame = pd.DataFrame(rows + stats, columns=[""] + titles).fillna("")
-    outcome = next((r.get("roles", {}).get("outcome") for r, _ in records if r.get("roles", {}).get("outcome")), None)
+    outcome = next((r.role(OUTCOME) for r, _ in records if r.role(OUTCOME)), None)
     outcome = outcome[0] if isinstance(outcome, list) else outcome
     dependent = labels.get(outcome, outcome) if outcome else "the outcome"
     return Table(frame, caption=caption or f"Dependent variable: {dependent}", notes=notes)
 
 
 def _model_statistics(records, titles, treatments, labels, level, digits=3) -> tuple[list[dict], list[str]]:
-    per = list(zip(titles, (r for r, _ in records)))
-    config = {t: r.get("config") or {} for t, r in per}
-    linear = {t: r.get("linear") or {} for t, r in per}
-    rows = [{"": "Observations", **{t: f"{r['n']:,}" for t, r in per}}]
-    if any(c.get("cluster") for c in config.values()):
-        rows.append({"": "Clusters", **{t: (f"{linear[t]['n_clusters']:,} ({config[t]['cluster']})"
-                                            if config[t].get("cluster") and linear[t].get("n_clusters") else "")
+    per = list(zip(titles, (r for r, _ in records)))          # (title, typed run record)
+    config = {t: r.config if r.config is not None else Config() for t, r in per}
+    linear = {t: r.linear if r.linear is not None else LinearFit() for t, r in per}
+    cluster = {t: config[t].cluster for t, _ in per}
+    rows = [{"": "Observations", **{t: f"{r.n:,}" for t, r in per}}]
+    if any(cluster.values()):
+        rows.append({"": "Clusters", **{t: (f"{linear[t].n_clusters:,} ({cluster[t]})"
+                                            if cluster[t] and linear[t].n_clusters else "")
                                         for t, _ in per}})
-    rows += [{"": "Fixed effects", **{t: ", ".join(r.get("absorb") or []) or "no" for t, r in per}},
-             {"": "Weights", **{t: r.get("weights") or "no" for t, r in per}},
-             {"": "R²", **{t: f"{linear[t]['r2']:.3f}" if linear[t].get("r2") is not None else "" for t, _ in per}}]
-    k_class = {t: r.get("method") in METHODS and METHODS[r["method"]].k_class for t, r in per}
+    rows += [{"": "Fixed effects", **{t: ", ".join(r.absorb or []) or "no" for t, r in per}},
+             {"": "Weights", **{t: r.weights or "no" for t, r in per}},
+             {"": "R²", **{t: f"{linear[t].r2:.3f}" if linear[t].r2 is not None else "" for t, _ in per}}]
+    k_class = {t: r.method in METHODS and METHODS[r.method].k_class for t, r in per}
     if any(k_class.values()):
-        rows.append({"": "kappa (k-class)", **{t: f"{linear[t]['kappa']:.4f}" if k_class[t] else "" for t, _ in per}})
+        rows.append({"": "kappa (k-class)", **{t: f"{linear[t].kappa:.4f}" if k_class[t] else "" for t, _ in per}})
     rows.append({"": "Standard errors", **{t: _se_words(config[t], linear[t]) for t, _ in per}})
     for treatment in treatments:
         suffix = f" ({labels.get(treatment, treatment)})" if len(treatments) > 1 else ""
         row = {"": f"First-stage F{suffix}"}
         for t, r in per:
-            entry = ((((r.get("diagnostics") or {}).get("inference") or {}).get("endogenous") or {})
-                     .get(treatment) or {})
-            row[t] = f"{entry['f_stat_cov']:.2f}" if entry.get("f_stat_cov") is not None else ""
+            value = _endogenous(r, treatment).f_stat_cov
+            row[t] = f"{value:.2f}" if value is not None else ""
         rows.append(row)
     for treatment in treatments if len(treatments) > 1 else []:     # several endogenous: each one's conditional F
         row = {"": f"Sanderson-Windmeijer F ({labels.get(treatment, treatment)})"}
         for t, r in per:
-            entry = ((((r.get("diagnostics") or {}).get("inference") or {}).get("endogenous") or {})
-                     .get(treatment) or {})
-            value = entry.get("sanderson_windmeijer_f")
+            value = _endogenous(r, treatment).sanderson_windmeijer_f
             row[t] = f"{value:.2f}" if value is not None else ""
         rows.append(row)
     ar_row, clr_row, left_out = {"": f"Anderson-Rubin {level:.0%} set"}, {"": f"CLR {level:.0%} set"}, []
     for t, r in per:
-        ar = next((e for e in (r.get("effect") or {}).get("intervals") or []
-                   if e["interval"].startswith("Anderson-Rubin") and e.get("set") is not None), None)
-        ar_row[t] = _set_text(ar["set"], digits) if ar else ""
-        clr = r.get("clr") or {}
-        if clr.get("pieces") is not None and (config[t].get("cov_type") or "unadjusted") == "unadjusted":
-            clr_row[t] = _set_text(clr["pieces"], digits)
+        ar = next((e for e in (r.effect.intervals if r.effect is not None else None) or []
+                   if e.is_anderson_rubin and e.set is not None), None)
+        ar_row[t] = _set_text(ar.set, digits) if ar else ""
+        pieces = r.clr.pieces if r.clr is not None else None
+        if pieces is not None and (config[t].cov_type or "unadjusted") == "unadjusted":
+            clr_row[t] = _set_text(pieces, digits)
         else:
             clr_row[t] = ""
-            if clr.get("pieces") is not None:
+            if pieces is not None:
                 left_out.append(t.split(")")[0] + ")")
     if any(v for k, v in ar_row.items() if k):
         rows.append(ar_row)
     if any(v for k, v in clr_row.items() if k):
         rows.append(clr_row)
-    smalls = sorted({linear[t]["df_t"] for t, _ in per if linear[t].get("df_t")})
+    smalls = sorted({linear[t].df_t for t, _ in per if linear[t].df_t})
     stars = ("two-sided p-values from t with each column's degrees of freedom (Stata's small) where the standard "
              "errors row says so, else from the normal" if smalls else "two-sided p-values from the normal")
     notes = [f"Standard errors in parentheses, under each column's covariance (the standard errors row: "
@@ -396,11 +400,11 @@ def _model_statistics(records, titles, treatments, labels, level, digits=3) -> t
         notes.append(f"The conditional likelihood-ratio (CLR) set assumes homoskedastic errors (Moreira 2003): left "
                      f"out for columns {', '.join(left_out)}, whose standard errors are robust or clustered; their "
                      f"Anderson-Rubin set follows their covariance.")
-    few = sorted({linear[t]["n_clusters"] for t, _ in per if config[t].get("cluster") and linear[t].get("n_clusters")
-                  and linear[t]["n_clusters"] < FEW_CLUSTERS})
+    few = sorted({linear[t].n_clusters for t, _ in per if cluster[t] and linear[t].n_clusters
+                  and linear[t].n_clusters < FEW_CLUSTERS})
     if few:
         notes.append(few_clusters_note(few[0]))
-    if any(r.get("absorb") for _, r in per):
+    if any(r.absorb for _, r in per):
         notes.append("Absorbed fixed effects: rows demeaned within their groups; the constant is absorbed with them.")
     return rows, notes
 
@@ -409,18 +413,29 @@ SE_SHORT = {"unadjusted": "homoskedastic", "robust": "HC0", "robust-hc1": "HC1",
             "clustered-cr1": "CR1"}
 
 
-def _se_words(config: dict, linear: dict) -> str:
+def _se_words(config: Config, linear: LinearFit) -> str:
     """A column's standard errors in a few words: "HC1", "CR1 by region, t(8)" (the notes spell them out)."""
-    cov = config.get("cov_type") or "unadjusted"
-    small = bool(config.get("small"))
+    cov = config.cov_type or "unadjusted"
+    small = bool(config.small)
     short = SE_SHORT.get(cov, cov)
-    if small and cov in ("robust", "clustered"):
-        short = {"robust": "HC1", "clustered": "CR1"}[cov]
-    if config.get("cluster"):
-        short += " by " + " and ".join(cluster_columns(config["cluster"]))
-    if small and linear.get("df_t"):
-        short += f", t({linear['df_t']})"
+    if small and cov in SMALL_SHORT:
+        short = SMALL_SHORT[cov]
+    cluster = config.cluster
+    if cluster:
+        short += " by " + " and ".join(cluster_columns(cluster))
+    if small and linear.df_t:
+        short += f", t({linear.df_t})"
     return short
+
+
+SMALL_SHORT = {"robust": "HC1", "clustered": "CR1"}      # a covariance's short name with Stata's small
+
+
+def _endogenous(record: RunRecord, treatment: str) -> Endogenous:
+    """The first stage of ``treatment`` under the run's covariance (empty when the record has none)."""
+    inference = record.diagnostics.inference if record.diagnostics is not None else None
+    entry = (inference.endogenous if inference is not None else None) or {}
+    return entry.get(treatment) or Endogenous()
 
 
 def _set_text(pieces, digits: int) -> str:

@@ -33,7 +33,7 @@ def job_card(snap, *, live_losses: bool):
         elif snap.error:
             st.warning(snap.error)
         if snap.run is not None:
-            for note in snap.run.record.get("notes") or []:
+            for note in snap.run.result.notes or []:
                 st.caption(f":material/info: {note}")
         if live_losses and snap.losses:
             st.caption("Live losses of this run, per fold (solid: training, dotted: validation).")

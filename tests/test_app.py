@@ -332,7 +332,7 @@ def test_whole_flow_simulate_train_results_and_reload(monkeypatch):
     assert [m for m in texts(again.markdown) if m.startswith("- ")][0].startswith(
         "- DML-CMR · learner neural network · K = 3")
     again.switch_page(RESULTS).run()
-    assert len(again.dataframe[0].value) == 4                 # three runs' effects and 2SLS's debiased one
+    assert len(next(t.value for t in again.table if "kind" in t.value)) == 4   # three runs' effects and 2SLS's debiased one
     # another browser with the address, even an old one carrying the token, gets nothing
     monkeypatch.setattr(state, "browser_token", lambda: None)
     stranger = start(RESULTS, query={"owner": owner})
@@ -400,7 +400,7 @@ def test_demo_runs_and_lands_on_results(monkeypatch):
     assert any(m.startswith("**Closest to the truth:") for m in texts(at.markdown))
     assert "units of 158 tickets" in all_text(at) and "292.1" not in all_text(at)
     # without the debiased effect: each effect is the plug-in, labelled so, with the reason; no debiased row
-    effects = next(d.value for d in at.dataframe if "effect" in d.value and "kind" in d.value).set_index("run")
+    effects = next(t.value for t in at.table if "effect" in t.value and "kind" in t.value).set_index("run")
     assert [k.split(",")[0] for k in effects["kind"]] == ["plug-in", "plug-in", "2SLS s.e. (homoskedastic)",
                                                           "plug-in"]
     assert not any("debiased" in str(run) for run in effects.index) and "plug-in" not in effects
@@ -599,7 +599,7 @@ def test_real_data_results_side_by_side_with_2sls():
     assert "truth" not in {t.get("name") for t in curves["data"]}
     coefficients = next(d.value for d in at.dataframe if "coefficient" in d.value)  # the 2SLS reference
     assert 0.0 < coefficients.loc["educ", "coefficient"] < 0.2
-    effects = next(d.value for d in at.dataframe if "effect" in d.value).set_index("run")
+    effects = next(t.value for t in at.table if "effect" in t.value).set_index("run")
     assert list(effects.index) == ["#1 DML-CMR · linear", "2SLS (reference)",
                                    "2SLS (reference): debiased average derivative"]
     dml = effects.loc["#1 DML-CMR · linear"]                   # the debiased effect, the plug-in beside it
@@ -652,8 +652,9 @@ def test_runs_fitted_with_clusters_start_the_results_covariance_at_them():
     at.switch_page(RESULTS).run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="res_cov").value == "clustered" and at.selectbox(key="res_cluster").value == "cluster"
-    effects = next(d.value for d in at.dataframe if "effect" in d.value).set_index("run")
+    effects = next(t.value for t in at.table if "effect" in t.value).set_index("run")
     assert effects.loc["#1 2SLS", "kind"].startswith("2SLS s.e. (clustered")
-    assert "50 clusters" in effects.loc["#1 Naive plug-in · linear", "clusters"]
+    naive = [line for m in texts(at.markdown) for line in m.splitlines() if line.startswith("- **#1 Naive plug-in · linear** —")]
+    assert len(naive) == 1 and "clusters: clustered by 'cluster' (50 clusters" in naive[0]   # the notes, under the table
     at.selectbox(key="res_cov").set_value("robust").run()                  # the user's choice then holds
     assert at.selectbox(key="res_cov").value == "robust" and not at.exception

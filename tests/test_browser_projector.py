@@ -1,6 +1,8 @@
 """The Learn page on a projector (issue 47): at 1,024 x 768 pixels no table, chart or equation of any
-Learn tab, nor of the Class page with three students' runs, is cut (wider than its container), and no
-chart's titles overlap each other or its legend.
+Learn tab, nor of the Class page with three students' runs, nor the Results page's effect table (a 2SLS run:
+its coefficient, its debiased average derivative and Anderson-Rubin set; a regression: a plug-in), is cut
+(wider than its container), and no chart's titles overlap each other or its legend; the effect table also at
+1,400 x 900.
 
 One browser session over every tab (Streamlit server + Playwright + Debian's Chromium); the slow
 experiments behind buttons are not run. Screenshots of each tab go to artifacts/screenshots/projector/.
@@ -63,17 +65,57 @@ def _lessons() -> dict[str, list[str]]:
 
 
 def _class_runs(home):
-    """Three students' demo runs (two fast methods each) in the server's store, for the Class page."""
+    """Three students' demo runs (two fast methods each) in the server's store, for the Class page; returns
+    the store and the first student's runs (the Results page's, stored again under another owner)."""
     from dashboard.plan import DEMO_DATA
     from dmlcore.data.registry import load_dataset
     from dmlcore.runs import fit_run
     from dmlcore.store import RunStore
     store = RunStore(home / "runs.sqlite3")
+    first = {}
     for owner, seed in (("student-a", 1), ("student-b", 2), ("student-c", 3)):
         loaded = load_dataset(DEMO_DATA["name"], n=DEMO_DATA["n"], seed=seed)
         for method in ("2sls", "regression"):
-            store.save(fit_run(loaded.data, method, truth=loaded.truth, dataset=DEMO_DATA["name"],
-                               data_params=dict(loaded.params)), owner, f"#1 {method}")
+            run = fit_run(loaded.data, method, truth=loaded.truth, dataset=DEMO_DATA["name"],
+                          data_params=dict(loaded.params))
+            store.save(run, owner, f"#1 {method}")
+            first.setdefault(method, run)
+    return store, first
+
+
+RESULTS_OWNER = "5e" * 16        # the browser's owner token (its cookie) for the Results page
+
+
+def _results_effects(page, base, store, runs) -> dict:
+    """The Results page with ``runs`` reloaded from the store: the probe's findings at 1,024 x 768 and at
+    1,400 x 900 (screenshots of both), after checking that the effect grid is drawn with its numbers."""
+    for method, run in runs.items():
+        store.save(run, RESULTS_OWNER, f"#1 {method}")
+    page.context.add_cookies([{"name": "dmlcore_owner", "value": RESULTS_OWNER, "url": base}])
+    page.goto(f"{base}/results")
+    idle(page, 400)
+    for _ in runs:
+        page.locator(".st-key-store_pick input").click()
+        page.get_by_role("option").first.click()
+        page.keyboard.press("Escape")
+    page.locator(".st-key-store_load button").click()
+    page.get_by_text("Effect of the treatment").wait_for()
+    idle(page, 800)
+    box = page.locator(".st-key-res_effects_box")
+    header = box.evaluate("box => [...box.querySelectorAll('tr')].map(tr => [...tr.children].map(c => c.textContent))")
+    assert any("95% interval" in row and "Anderson-Rubin set" in row for row in header), header
+    assert not any("measured coverage" in row for row in header)         # in words under the grid
+    found = {}
+    for width, height in ((WIDTH, HEIGHT), (1400, 900)):
+        page.set_viewport_size({"width": width, "height": height})
+        box.scroll_into_view_if_needed()
+        idle(page, 600)
+        problems = page.evaluate(PROBE)
+        if problems:
+            found[f"Results {width}"] = problems
+        page.screenshot(path=str(SHOTS / f"results_effects_{width}.png"))
+    page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+    return found
 
 
 def test_learn_tabs_and_class_fit_a_projector(tmp_path):
@@ -108,7 +150,7 @@ def test_learn_tabs_and_class_fit_a_projector(tmp_path):
                 page.screenshot(path=str(SHOTS / f"{name}_{WIDTH}_whole.png"))    # the whole tab
                 page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
         # the Class page with three students' runs: the MSE histograms and the effects around the truth
-        _class_runs(tmp_path)
+        store, first = _class_runs(tmp_path)
         page.goto(f"{base}/class")
         idle(page, 800)
         page.locator("input[type=password]").fill("proj47")
@@ -124,5 +166,7 @@ def test_learn_tabs_and_class_fit_a_projector(tmp_path):
         page.set_viewport_size({"width": WIDTH, "height": min(int(height) + 40, 9000)})
         page.wait_for_timeout(600)
         page.screenshot(path=str(SHOTS / f"class_{WIDTH}_whole.png"))
+        page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+        found.update(_results_effects(page, base, store, first))
         browser.close()
     assert not found, found

@@ -4,12 +4,14 @@ treat clusters (dmlcore.inference.effect_notes), read from the run record."""
 
 from __future__ import annotations
 
+import io
 import json
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.results import ResultItem, effects_table
+from dashboard.results import BESIDE_TABLE, COVERAGE_COLUMN, ResultItem, effects_table
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
@@ -75,7 +77,7 @@ def _stored_results_page(runs) -> tuple[AppTest, dict]:
     at.multiselect(key="store_pick").set_value(list(at.multiselect(key="store_pick").options)).run()
     at.button(key="store_load").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    table = next(d.value for d in at.dataframe if "effect" in d.value and "kind" in d.value).set_index("run")
+    table = next(t.value for t in at.table if "effect" in t.value and "kind" in t.value).set_index("run")
     return at, table
 
 
@@ -87,7 +89,12 @@ def test_results_page_shows_flag_spread_and_clusters_beside_each_effect(runs, mo
         downloads[kwargs.get("key")] = data
         return button(label, data, *args, **kwargs)
     monkeypatch.setattr(st, "download_button", keep)
-    at, table = _stored_results_page(runs)
+    at, shown = _stored_results_page(runs)
+    # the page's table shows the numbers; the notes and the measured coverage are in words under it, and the
+    # download (the whole frame) carries them all (issue 47: the table fits a projector's 1,024 px)
+    table = pd.read_csv(io.StringIO(downloads["dl_effects"])).set_index("run")
+    assert list(shown.columns) == [c for c in table.columns if c not in BESIDE_TABLE]
+    assert list(shown.index) == list(table.index) and shown["kind"].equals(table["kind"])
     for label in ("clustered", "weak"):
         effect = runs[label].record["effect"]
         row = table.loc[label]
@@ -110,8 +117,9 @@ def test_results_page_shows_flag_spread_and_clusters_beside_each_effect(runs, mo
     lines = next(m.value for m in at.markdown if " — identification: " in m.value).splitlines()
     assert len(lines) == len(table)
     for line, (run, row) in zip(lines, table.iterrows()):
+        coverage = row[COVERAGE_COLUMN]
         assert line == (f"- **{run}** — identification: {row['weak identification']} · spread: {row['spread']} "
-                        f"· clusters: {row['clusters']}")
+                        f"· clusters: {row['clusters']}" + (f" · measured coverage: {coverage}" if coverage != "—" else ""))
     # the table's download carries the same columns and notes
     csv = downloads["dl_effects"]
     header = csv.splitlines()[0]

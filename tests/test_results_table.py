@@ -50,19 +50,19 @@ def test_the_covariance_choice_sets_2sls_interval_kind_and_anderson_rubin(cluste
     fitted = effects_table(_items(runs, stored_copy=True)).set_index("run")
     inference = linear_iv_inference(clustered_iv, cov, cluster)
     chosen = effects_table(_items(runs, stored_copy=True), linear=(clustered_iv, inference)).set_index("run")
-    wald = inference["wald"]
+    wald = inference.wald
     row = chosen.loc["2SLS run"]
-    assert row["effect"] == pytest.approx(wald["estimate"])          # the coefficient does not move
-    assert row["95% interval"] == f"{wald['ci_lower']:.4g} to {wald['ci_upper']:.4g}"
+    assert row["effect"] == pytest.approx(wald.estimate)          # the coefficient does not move
+    assert row["95% interval"] == f"{wald.ci_lower:.4g} to {wald.ci_upper:.4g}"
     assert row["95% interval"] != fitted.loc["2SLS run", "95% interval"]
     assert row["kind"] == f"2SLS s.e. ({words})" and fitted.loc["2SLS run", "kind"] == "2SLS s.e. (homoskedastic)"
     assert row["Anderson-Rubin set"] != fitted.loc["2SLS run", "Anderson-Rubin set"]
     # the clusters column follows the choice for 2SLS's coefficient (the run was fitted without clusters)
-    expected = (f"clustered by {words.split('by ')[1].split(',')[0]} ({inference['first']['n_clusters']} clusters"
+    expected = (f"clustered by {words.split('by ')[1].split(',')[0]} ({inference.first.n_clusters} clusters"
                 if cluster else "not clustered")
     assert row["clusters"].startswith(expected) and fitted.loc["2SLS run", "clusters"].startswith("not clustered")
     # the linear IV box shows the same interval the table does: one computation
-    assert inference["wald"]["interval"].startswith("2SLS") and words in inference["wald"]["interval"]
+    assert wald.interval.startswith("2SLS") and words in wald.interval
     # the runs the choice does not concern stay as fitted: another method, a stored run without its data
     for run in ("sieve run", "stored 2SLS"):
         assert chosen.loc[run].equals(fitted.loc[run])

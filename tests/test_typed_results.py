@@ -183,3 +183,70 @@ def test_config_reads_settings_by_name():
     assert config.get("folds") == RECORDS["dml-cmr"]["config"]["folds"] and config.get("absent", 7) == 7
     assert list(config.settings) == [k for k in RECORDS["dml-cmr"]["config"] if k not in ("method", "data")]
     assert math.isclose(RunRecord.from_dict(RECORDS["dml-cmr"]).effect.level, 0.95)
+
+
+# The dashboard's renderers of run records and the tables, scanned whole: every string-key read there must be
+# of something that is not a run record, named here by the variable that holds it (a DataFrame, its rows, the
+# store's summaries, the plan's demo data, the metric help, a table column's spec).
+DASHBOARD_RENDERERS = ("dashboard/results.py", "dashboard/results_view.py", "dashboard/effects_view.py",
+                       "dashboard/training.py", "dmlcore/regression_table.py", "dmlcore/linear_cli.py")
+NOT_RECORDS = {"frame": "a DataFrame", "shown": "a DataFrame", "with_truth": "a DataFrame", "curve": "a DataFrame",
+               "row": "a DataFrame's row", "r": "a stored run's summary row (RunStore.list)",
+               "helps": "metric_help's {metric: text}", "losses": "plots.losses_from_record's {model: ...}",
+               "params": "a data set's options", "DEMO_DATA": "the plan's demo data set",
+               "model": "a table column's spec {data, method, label, settings} (regression_table.models_table)"}
+
+
+def string_reads(source: str, allowed=()) -> list[str]:
+    """``x["key"]`` and ``x.get("key", ...)`` reads of a string key, except where ``x`` is a name in ``allowed``."""
+    reads = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            key, holder = node.slice, node.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+              and node.args):
+            key, holder = node.args[0], node.func.value
+        else:
+            continue
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and not (
+                isinstance(holder, ast.Name) and holder.id in allowed):
+            reads.append(f"{node.lineno} {ast.unparse(node)}")
+    return reads
+
+
+def test_the_dashboard_and_the_tables_read_no_record_keys():
+    """Issue 48's target for the dashboard and the tables: they read the typed views (ResultItem.result,
+    Run.result, RunRecord.from_dict), not ``record["key"]``; at 2a12b70 this scan found 292 such reads in these
+    six modules (121, 18, 50, 7, 77, 19)."""
+    planted = ('x = item.record.get("effect")\ny = rec["mse"]\nz = (r.get("a") or {}).get("b")\n'
+               'frame["MSE"] = 1\nw = row["run"]\n')
+    assert string_reads(planted, NOT_RECORDS) == ['1 item.record.get(\'effect\')', "2 rec['mse']",
+                                                   "3 (r.get('a') or {}).get('b')"]
+    found = {path: string_reads((ROOT / path).read_text(), NOT_RECORDS) for path in DASHBOARD_RENDERERS}
+    assert found == {path: [] for path in DASHBOARD_RENDERERS}
+
+
+def test_updated_sets_keys_as_a_dict_update_would():
+    record = RECORDS["2sls"]
+    effect = Effect.from_dict(record["effect"])
+    moved = effect.updated(estimate=1.5, clusters={"column": "g", "count": 3}, new_key=[1])
+    expected = {**record["effect"], "estimate": 1.5, "clusters": {"column": "g", "count": 3}, "new_key": [1]}
+    assert moved.to_dict() == expected and list(moved.to_dict()) == list(expected)
+    assert moved.clusters.column == "g" and moved.extra["new_key"] == [1] and effect.to_dict() == record["effect"]
+    # a part is written as its dict
+    typed = RunRecord.from_dict(record)
+    assert typed.updated(effect=moved).to_dict() == {**record, "effect": expected}
+    assert typed.role("treatment") == record["roles"]["treatment"] and typed.role("nothing") == []
+
+
+def test_first_stage_inference_reads_its_parts():
+    from dmlcore.runs.typed import Endogenous, FirstStageInference, HypothesisTest
+    stored = {"cov_type": "robust", "endogenous": {"price": {"partial_r2": 0.3, "f_stat_cov": 41.0, "later": 1}},
+              "kleibergen_paap": {"stat": 9.0, "pvalue": 0.01, "df": 2, "null": "underidentified"},
+              "overid": {"Sargan": {"stat": 1.5, "pvalue": 0.2, "df": 1, "null": "valid"}, "Wooldridge": None}}
+    typed = FirstStageInference.from_dict(stored)
+    assert typed.to_dict() == stored
+    assert isinstance(typed.endogenous["price"], Endogenous) and typed.endogenous["price"].f_stat_cov == 41.0
+    assert typed.endogenous["price"].extra == {"later": 1}
+    assert isinstance(typed.overid["Sargan"], HypothesisTest) and typed.overid["Sargan"].pvalue == 0.2
+    assert typed.overid["Wooldridge"] is None and typed.kleibergen_paap.null == "underidentified"

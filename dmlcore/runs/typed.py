@@ -100,6 +100,14 @@ class Part:
         """Whether the record part holds ``key`` (a field read as None may be absent or None)."""
         return key in (self.keys if self.keys is not None else self.to_dict())
 
+    def updated(self, **values):
+        """A copy with these keys set, as ``{**part, key: value}`` would set them in the stored dict: a key the
+        part holds keeps its place, a new one goes last (``dataclasses.replace`` keeps the old key order and
+        would drop it). A value may be a part or its dict."""
+        stored = self.to_dict()
+        stored.update({key: value.to_dict() if isinstance(value, Part) else value for key, value in values.items()})
+        return type(self).from_dict(stored)
+
 
 def _read(f: dataclasses.Field, value):
     cls, many = f.metadata.get("part"), f.metadata.get("many")
@@ -328,20 +336,46 @@ class Relevance(Part):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Endogenous(Part):
+    """One endogenous column's first stage under the covariance choice (``diagnostics.inference.endogenous[column]``,
+    :func:`dmlcore.inference.linear_iv.first_stage_inference`): partial R², the instruments' Wald statistic ÷ their
+    number (``f_stat_cov``) with its p-value and distribution, Sanderson-Windmeijer's F."""
+
+    partial_r2: float | None = None
+    f_stat_cov: float | None = None
+    f_cov_pvalue: float | None = None
+    f_cov_dist: str | None = None
+    sanderson_windmeijer_f: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HypothesisTest(Part):
+    """A test statistic with its p-value, degrees of freedom and null (an over-identification test of
+    ``diagnostics.inference.overid[name]``, Kleibergen-Paap's rank test); ``robust_to`` what it is robust to."""
+
+    stat: float | None = None
+    pvalue: float | None = None
+    df: float | None = None
+    null: str | None = None
+    robust_to: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class FirstStageInference(Part):
     """The first stage's statistics under the covariance (``diagnostics.inference``): effective F,
-    Kleibergen-Paap, over-identification, their notes."""
+    Kleibergen-Paap, over-identification, their notes; or ``error`` when they could not be computed."""
 
     cov_type: str | None = None
     cluster: str | None = None
     n_clusters: int | None = None
     n_instruments: int | None = None
     effective_f: float | None = None
-    kleibergen_paap: dict | None = None
+    kleibergen_paap: HypothesisTest | None = _part(HypothesisTest)
     kleibergen_paap_f: float | None = None
-    overid: dict | None = None
-    endogenous: dict | None = None
+    overid: dict[str, HypothesisTest] | None = _by_name(HypothesisTest)
+    endogenous: dict[str, Endogenous] | None = _by_name(Endogenous)
     notes: list | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -485,6 +519,16 @@ class WildBootstrap(Part):
 
 
 @dataclass(frozen=True, kw_only=True)
+class DataSource(Part):
+    """Where a run's data came from (``config.data``, read with ``DataSource.from_dict(config.data)``): a ``csv``
+    file, a real ``dataset`` by name, a ``formula``; a simulation's options are kept in ``extra``."""
+
+    csv: str | None = None
+    dataset: str | None = None
+    formula: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Config(Part):
     """The run's configuration (``record["config"]``): the ``method``, every setting as used (``settings``,
     also read as attributes: ``config.cov_type``) and the data set's options ``data``."""
@@ -559,6 +603,11 @@ class RunRecord(Part):
         repeated cross-fits (:func:`dmlcore.runs.bands.band_summary`); None without a band."""
         bands = self.bands or {}
         return bands.get("confidence") or bands.get("split_spread")
+
+    def role(self, name: str) -> list:
+        """The columns of role ``name`` ("outcome", "treatment", "instrument", ...: ``roles[name]``); [] when the
+        record names none."""
+        return list((self.roles or {}).get(name) or [])
 
     @property
     def mse_fresh(self) -> float | None:
@@ -700,4 +749,4 @@ def _summary_lines(rec: RunRecord) -> list[str]:
 
 
 PARTS = (RunRecord, FoldLosses, History, Effect, Interval, Debiased, Spread, EffectClusters, Bootstrap, FirstStage, Strength, Relevance,
-         FirstStageInference, Heldout, Band, NuisanceChoice, LinearFit, CLR, WildBootstrap, Config)
+         FirstStageInference, Endogenous, HypothesisTest, Heldout, Band, NuisanceChoice, LinearFit, CLR, WildBootstrap, DataSource, Config)
