@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .registry import block, family
-from .tables import per_seed, prose, timed
+from .tables import UNRECORDED, load_said, per_seed, prose, timed
 from .words import num, paired, relation
 
 OLD = "before-fast-dropout/"
@@ -159,13 +159,19 @@ def old_pcl(rows) -> str:
 # ---------------------------------------------------------------- dsprites-pcl and the image learner
 @block("dsprites")
 def dsprites(rows) -> str:
+    """MSE per seed; the fit's seconds beside it only when every row records its load (``timed``)."""
     frame = rows.csv("dsprites-pcl-nn.csv")
+    seconds = timed(frame)
     lines = ["| N | seed | DML-CMR (K = 10) | CE-DML-CMR | naive plug-in |", "|---|---|---|---|---|"]
     for (n, seed), part in frame.groupby(["n", "seed"], sort=True):
         got = part.set_index("method")
-        cells = [f"{got.loc[m, 'mse']:.2f} ({got.loc[m, 'seconds']:,.0f} s)" if m in got.index else "not run"
-                 for m in ("dml-cmr", "ce-dml-cmr", "naive")]
+        cells = [(f"{got.loc[m, 'mse']:.2f}" + (f" ({got.loc[m, 'seconds']:,.0f} s)" if seconds else ""))
+                 if m in got.index else "not run" for m in ("dml-cmr", "ce-dml-cmr", "naive")]
         lines.append(f"| {n} | {seed} | " + " | ".join(cells) + " |")
+    if seconds:
+        lines.append(f"\nIn brackets: the fit's wall time ({load_said(frame)}).")
+    else:
+        lines.append("\nThe rows record no load, so the fits' seconds are not quoted.")
     return "\n".join(lines)
 
 
@@ -184,7 +190,7 @@ def dsprites_truth(rows) -> str:
 @block("dsprites:process")
 def dsprites_process(rows) -> str:
     t = rows.time_log("dsprites-pcl-nn-5000-seed0.log")
-    return (f"{t['wall_s'] / 60:.0f} min of wall time for its three fits, {t['system_s']:,.0f} of its "
+    return (f"{t['wall_s'] / 60:.0f} min of wall time for its three fits ({load_said()}), {t['system_s']:,.0f} of its "
             f"{t['user_s'] + t['system_s']:,.0f} CPU seconds in the kernel, {t['minor_faults'] / 1e9:.1f} billion "
             f"minor page faults, peak memory {t['peak_kib'] / 2 ** 20:.1f} GiB")
 
@@ -207,7 +213,8 @@ def image_step(rows) -> str:
 def keep_memory(rows) -> str:
     runs = {k: rows.csv(f"dsprites-pcl-keep-memory-{k}.csv").set_index("method") for k in (0, 1)}
     logs = {k: rows.time_log(f"dsprites-pcl-keep-memory-{k}.log") for k in (0, 1)}
-    lines = ["| method | before | now | MSE, before / now |", "|---|---|---|---|"]
+    load = load_said(pd.concat(runs.values()))
+    lines = [f"| method | before ({load}) | now ({load}) | MSE, before / now |", "|---|---|---|---|"]
     for method in ("naive", "ce-dml-cmr"):
         a, b = runs[0].loc[method], runs[1].loc[method]
         lines.append(f"| {prose(method)} | {a['seconds']:.1f} s | **{b['seconds']:.1f} s** | {a['mse']:.4f} / {b['mse']:.4f} |")
@@ -222,7 +229,9 @@ def keep_memory_dml(rows) -> str:
     old = rows.csv("dsprites-pcl-nn.csv").query("n == 1000 and seed == 1 and method == 'dml-cmr'").iloc[0]
     new = rows.csv("dsprites-pcl-keep-memory-1.csv").query("method == 'dml-cmr'").iloc[0]
     log = rows.time_log("dsprites-pcl-keep-memory-1-dml.log")
-    return (f"now **{new['seconds']:.0f} s** ({1 - new['seconds'] / old['seconds']:.0%} less than {old['seconds']:,.0f} s), "
+    load = load_said(pd.concat([old.to_frame().T, new.to_frame().T]))
+    return (f"now **{new['seconds']:.0f} s** ({1 - new['seconds'] / old['seconds']:.0%} less than {old['seconds']:,.0f} s; "
+            f"{'both runs: ' + load if load != UNRECORDED else 'neither run recorded its load'}), "
             f"{log['system_s']:.0f} s of system time, peak {log['peak_kib'] / 2 ** 20:.2f} GiB (not recorded for the "
             f"earlier fit), MSE {new['mse']:.4f} ({old['mse']:.4f} before)")
 
