@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +94,8 @@ def test_the_site_builds_strictly_from_the_checkout(tmp_path):
     assert "outcome_learner" in api.split('id="dmlcore.DMLCMR"', 1)[1].split('id="dmlcore.CEDMLCMR"', 1)[0]
     assert "generated:" not in index and "generated:" not in (site / "benchmarks.html").read_text()
     assert 'id="dmlcore.CausalData"' in api and "Parameters" in api
+    bases = re.findall(r'class="doc doc-class-bases">(.*?)</p>', api, re.S)
+    assert bases and not [b for b in bases if re.search(r">_\w", b)], "a private base class on the API page"
     assert "--reps-crossfit" in cli_page
     assert (site / "archive" / "benchmarks-raw-noise-2026-11-26.html").exists()
 
