@@ -363,11 +363,13 @@ def default_fit_text(row) -> str:
                      f"{r['load_before'][0]:.1f} → {r['load_after'][0]:.1f} |")
     dml = next(r for r in runs if r["method"] == "dml-cmr" and not r["named"] and r.get("debias", True)
                and r.get("refits") != "in process")
+    # one row is one fit of each command: it can fall within a target or over it, but not decide it
     verdict = (f"DML-CMR's command takes {row['ratio']:.2f} times CE-DML-CMR's (target ≤ {row['ratio_target']}: "
-               f"{'met' if row['ratio_met'] else 'not met'}) and {dml['command_seconds']:.1f} s (target ≤ "
-               f"{row['seconds_target']:.0f} s on 2 idle cores: ")
-    verdict += ((("met" if row["seconds_met"] else "not met") + ")") if quiet else
-                "not decided by this row, taken under load)")
+               f"{'within it' if row['ratio_met'] else 'over it'} on this row) and {dml['command_seconds']:.1f} s "
+               f"(target ≤ {row['seconds_target']:.0f} s on 2 idle cores: ")
+    verdict += (f"{'within it' if row['seconds_met'] else 'over it'} on this row)" if quiet else
+                "this row, taken under load, does not count)")
+    verdict += "; a row is one fit of each command, which does not decide a target"
     per_run = [(r["load_before"][0] + r["load_after"][0]) / 2 for r in runs]
     uneven = not quiet and max(per_run) > 1.5 * min(per_run)
     if uneven:
