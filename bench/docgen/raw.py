@@ -198,7 +198,7 @@ def dsprites_process(rows) -> str:
 @block("image-step")
 def image_step(rows) -> str:
     frame = rows.jsonl("image-step.jsonl")
-    lines = ["| freed memory | s/step (wall) | user s | system s | minor faults/step | peak memory |",
+    lines = [f"| freed memory | s/step (wall; {load_said(frame)}) | user s | system s | minor faults/step | peak memory |",
              "|---|---|---|---|---|---|"]
     for keep, part in frame.groupby("keep_freed_memory", sort=True):
         faults = sorted({round(f, -3) for f in part["minor_faults"]})

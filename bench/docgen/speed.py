@@ -259,7 +259,7 @@ def executors(rows, file: str) -> str:
 @block("gc-cost")
 def gc_cost(rows) -> str:
     cost = rows.json("gc-cost.json")
-    return f"{cost['collect_ms_after_imports'] / 1000:.2f} s"
+    return f"{cost['collect_ms_after_imports'] / 1000:.2f} s at a 1-minute load of {cost['load'][0]:.1f}"
 
 
 @block("study-estimates")
