@@ -338,7 +338,7 @@ class DMLCMR(_TwoStageCMR):
         too with ``learner="nn"``; ``nn`` alone on image data) with the lowest held-out energy score,
         fitted for every fold (``dmlcore.learners.select``); the choice and the losses are in
         ``nuisance_selection_``.
-    f_model : {"nn", "boost", "linear", "sieve"}, default None
+    f_model : {None, "nn", "boost", "linear", "sieve"}
         The second stage (``dmlcore.estimators.second_stage``). None: the learner's own (``"nn"`` for
         nn, ``"linear"`` for linear, ``"boost"`` otherwise). ``"sieve"`` gives ``predict_interval`` (a
         95 % confidence band) and a closed-form interval for the effect.
@@ -427,7 +427,7 @@ class CEDMLCMR(_TwoStageCMR):
         too with ``learner="nn"``; ``nn`` alone on image data) with the lowest held-out energy score,
         fitted for every fold (``dmlcore.learners.select``); the choice and the losses are in
         ``nuisance_selection_``.
-    f_model : {"nn", "boost", "linear", "sieve"}, default None
+    f_model : {None, "nn", "boost", "linear", "sieve"}
         The second stage (``dmlcore.estimators.second_stage``). None: the learner's own (``"nn"`` for
         nn, ``"linear"`` for linear, ``"boost"`` otherwise). ``"sieve"`` gives ``predict_interval`` (a
         95 % confidence band) and a closed-form interval for the effect.
@@ -500,7 +500,7 @@ class NaivePlugIn(_TwoStageCMR):
         Not used: this method fits its nuisances once on all rows (no cross-fitting). A value other than
         the default is refused with a ``DMLCoreError`` (by the class, ``fit_run``, the command line and
         study grids).
-    outcome_learner : None
+    outcome_learner : None, default None
         Must be left out: the naive score uses the observed outcome, so there is no outcome model, and
         a value is refused with a ``DMLCoreError`` (``sampler`` sets the distribution model).
     sampler : str or object, default None
@@ -513,7 +513,7 @@ class NaivePlugIn(_TwoStageCMR):
         too with ``learner="nn"``; ``nn`` alone on image data) with the lowest held-out energy score,
         fitted for every fold (``dmlcore.learners.select``); the choice and the losses are in
         ``nuisance_selection_``.
-    f_model : {"nn", "boost", "linear", "sieve"}, default None
+    f_model : {None, "nn", "boost", "linear", "sieve"}
         The second stage (``dmlcore.estimators.second_stage``). None: the learner's own (``"nn"`` for
         nn, ``"linear"`` for linear, ``"boost"`` otherwise). ``"sieve"`` gives ``predict_interval`` (a
         95 % confidence band) and a closed-form interval for the effect.

@@ -64,7 +64,8 @@ class NMMR(PeerEstimator):
         "standardized"
     out_relu : bool, default False, a ReLU on the network's output (the NMMR code's network has
         one, though its comment says the last layer is exempt)
-    seed, device
+    seed : int, default 0
+    device : str, default "auto"
     """
 
     title, problem = "NMMR", "pcl"
