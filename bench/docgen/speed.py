@@ -346,6 +346,19 @@ def default_fit_named(rows, date: str) -> str:
     return default_fit_text(match.iloc[0])
 
 
+def _load_words(quiet: bool, other_work) -> str:
+    """The load of a default-fit row in words: idle (``IDLE_LOAD``), or above it with what else ran as the row
+    says (its ``other_work``, recorded since 2026-11-29; before, nothing was)."""
+    if quiet:
+        return "idle"
+    above = f"above {IDLE_LOAD:g}, the bound for idle"
+    if not isinstance(other_work, str) or not other_work:
+        return f"{above}; what else ran was not recorded"
+    if other_work.startswith("nothing"):
+        return f"{above}; other work: {other_work}, so the command's own processes count in it"
+    return f"{above}; other work: {other_work}"
+
+
 def default_fit_text(row) -> str:
     runs = row["runs"]
     loads = [x for r in runs for x in (r["load_before"][0], r["load_after"][0])]
@@ -353,7 +366,7 @@ def default_fit_text(row) -> str:
     lines = [f"Row of {row['date'][:16].replace('T', ' ')} (`bench/results/{DEFAULT_FIT}`), {row['machine']}, commit "
              f"{row['commit']}{' with uncommitted changes' if row['uncommitted_changes'] else ''}, N = {row['n']}, "
              f"seed {row['seed']}; 1-minute load average {min(loads):.1f}–{max(loads):.1f} "
-             f"({'idle' if quiet else 'under load: other work shared the cores'}).", "",
+             f"({_load_words(quiet, row.get('other_work'))}).", "",
              "| command | whole command | the fit alone | nuisances: chosen (s, g) | load before → after |",
              "|---|---|---|---|---|"]
     for r in runs:
@@ -368,7 +381,7 @@ def default_fit_text(row) -> str:
                f"{'within it' if row['ratio_met'] else 'over it'} on this row) and {dml['command_seconds']:.1f} s "
                f"(target ≤ {row['seconds_target']:.0f} s on 2 idle cores: ")
     verdict += (f"{'within it' if row['seconds_met'] else 'over it'} on this row)" if quiet else
-                "this row, taken under load, does not count)")
+                "this row's load is above the bound for idle, so it does not count)")
     verdict += "; a row is one fit of each command, which does not decide a target"
     per_run = [(r["load_before"][0] + r["load_after"][0]) / 2 for r in runs]
     uneven = not quiet and max(per_run) > 1.5 * min(per_run)
