@@ -78,9 +78,10 @@ def raw_growth(rows) -> str:
         growth = [per_seed(weak[weak["n"] == n], m).median() / per_seed(strong[strong["n"] == n], m).median()
                   for m in ORDER]
         parts.append(f"at N = {n} by {', '.join(f'{g:.1f}x' for g in growth)}")
-    seconds = weak[weak["n"] == 5000].groupby("method")["seconds"].mean()
+    cell = weak[weak["n"] == 5000]
+    seconds = cell.groupby("method")["seconds"].mean()
     return ("From strength 1.0 to 0.4 the median error of DML-CMR, CE-DML-CMR, the naive plug-in and sieve 2SLS "
-            f"grows {'; '.join(parts)} (mean seconds per fit at strength 0.4, N = 5000, loaded machine: "
+            f"grows {'; '.join(parts)} (mean seconds per fit at strength 0.4, N = 5000, {load_said(cell)}: "
             f"{' / '.join(f'{seconds[m]:.1f}' for m in ORDER)})")
 
 
