@@ -92,6 +92,7 @@ def test_the_site_builds_strictly_from_the_checkout(tmp_path):
     index, api, cli_page = ((site / name).read_text() for name in ("index.html", "api.html", "cli.html"))
     assert "DML-CMR for IV regression" in index and 'href="results-today.html"' in index
     assert ":mod:" not in api and ":class:" not in api and ":func:" not in api
+    assert "``" not in api, "reST double backticks printed literally (prose in a numpy type slot)"
     assert "outcome_learner" in api.split('id="dmlcore.DMLCMR"', 1)[1].split('id="dmlcore.CEDMLCMR"', 1)[0]
     assert "generated:" not in index and "generated:" not in (site / "benchmarks.html").read_text()
     assert 'id="dmlcore.CausalData"' in api and "Parameters" in api
