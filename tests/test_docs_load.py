@@ -69,6 +69,7 @@ def test_seconds_of_rows_without_load_are_dropped_or_marked_by_the_renderer(tmp_
 
 
 def test_idle_is_said_only_up_to_the_docs_load_bound():
-    from bench.docgen.tables import IDLE_LOAD, idle
+    from bench.docgen.tables import IDLE_MARGIN, idle
 
-    assert idle([0.4, IDLE_LOAD]) and not idle([0.4, IDLE_LOAD + 0.1])
+    assert idle([0.4, 1 + IDLE_MARGIN]) and not idle([0.4, 1 + IDLE_MARGIN + 0.1])
+    assert idle([2 + IDLE_MARGIN], threads=2) and not idle([2.6], threads=2)

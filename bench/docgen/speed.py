@@ -8,7 +8,7 @@ import re
 import pandas as pd
 
 from .registry import block, family
-from .tables import IDLE_LOAD, idle, load_said, title
+from .tables import IDLE_MARGIN, idle, load_said, title
 from .words import num
 
 
@@ -91,10 +91,17 @@ def speed_idle_authors_dml(rows) -> str:
 
 @block("speed-idle-authors:load")
 def speed_idle_authors_load(rows) -> str:
-    """The rows' 1-minute load range, and whether it lets the docs call the machine idle (``IDLE_LOAD``)."""
-    load = rows.jsonl("authors/speed-idle.jsonl")["load_avg_1min"]
-    return (f"{load.min():.1f}–{load.max():.1f}"
-            + ("" if idle(load) else f", above the {IDLE_LOAD:g} up to which the docs call the 2 cores idle"))
+    """The rows' 1-minute load range, and how many let the docs call the machine idle (``tables.idle``)."""
+    return _idle_range(rows.jsonl("authors/speed-idle.jsonl"), "–")
+
+
+def _idle_range(frame: pd.DataFrame, between: str) -> str:
+    """A speed bench's 1-minute load range and how many of its rows were within the bound for idle (the fit's
+    own torch threads + ``IDLE_MARGIN``)."""
+    load = frame["load_avg_1min"]
+    within = sum(idle([x], t) for x, t in zip(load, frame["torch_threads"]))
+    return (f"{load.min():.1f}{between}{load.max():.1f}; {within} of {len(frame)} rows within the bound for idle, "
+            f"the fit's own torch threads + {IDLE_MARGIN:g}")
 
 
 @block("speed-idle-authors:vs-tables")
@@ -129,9 +136,7 @@ def speed_idle_raw(rows) -> str:
 
 @block("speed-idle-raw:load")
 def speed_idle_raw_load(rows) -> str:
-    load = rows.jsonl("speed-idle.jsonl")["load_avg_1min"]
-    return (f"{load.min():.1f} and {load.max():.1f}"
-            + ("" if idle(load) else f", above the {IDLE_LOAD:g} up to which the docs call the 2 cores idle"))
+    return _idle_range(rows.jsonl("speed-idle.jsonl"), " and ")
 
 
 def _plan(rows) -> pd.DataFrame:
@@ -347,11 +352,11 @@ def default_fit_named(rows, date: str) -> str:
 
 
 def _load_words(quiet: bool, other_work) -> str:
-    """The load of a default-fit row in words: idle (``IDLE_LOAD``), or above it with what else ran as the row
+    """The load of a default-fit row in words: idle (``tables.idle``, one thread), or above it with what else ran as the row
     says (its ``other_work``, recorded since 2026-11-29; before, nothing was)."""
     if quiet:
         return "idle"
-    above = f"above {IDLE_LOAD:g}, the bound for idle"
+    above = f"above {1 + IDLE_MARGIN:g}, the bound for idle"
     if not isinstance(other_work, str) or not other_work:
         return f"{above}; what else ran was not recorded"
     if other_work.startswith("nothing"):
