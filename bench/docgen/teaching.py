@@ -21,6 +21,12 @@ import inspect  # noqa: E402
 import math  # noqa: E402
 
 from .registry import block  # noqa: E402
+from .tables import prose, title  # noqa: E402
+
+
+def _and(names: list) -> str:
+    """Names in a sentence: "a", "a and b", "a, b and c"."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _f(x: float, digits: int = 3) -> str:
@@ -113,7 +119,40 @@ def rhc_tables(rows) -> str:
                          f"[{_f(r['lower'], 2)}, {_f(r['upper'], 2)}] |")
     lines.append(f"\n*`python -m bench.card_exercise` ({data['run']['date']}) and `python -m bench.rhc_effects` "
                  "(`bench/results/rhc-effects.csv`, `rhc-effects-boot.csv`).*")
+    today = rows.csv("rhc-effects-31.csv")
+    weak = today[today["weak"].astype(str).str.lower() == "true"]
+    if len(weak):
+        named = _and([prose(m) for m in weak["method"]])
+        lines.append(f"\nToday the tool prints no interval for {named} on these data: their fits in "
+                     "`bench/results/rhc-effects-31.csv` (each learner's own f) are flagged weakly identified "
+                     "(docs/coverage.md, \"RHC: every method\"). The intervals of those methods above come from "
+                     "fits made before the flag.")
     return "\n".join(lines)
+
+
+@block("teaching:rhc-limits")
+def rhc_limits(rows) -> str:
+    """What the RHC table's rows say of the effect's sign: estimates with the published roles, the intervals
+    that contain 0, the swapped roles, and the methods whose fits today print no interval (the flag)."""
+    data = rows.json("teaching/rhc-exercise.json")
+    estimates = [(name, data[key]) for name, key in (("the regression", "regression"),
+                 ("the regression with the proxies", "regression_with_proxies"), ("proximal 2SLS", "p2sls"))]
+    effects, boot = rows.csv("rhc-effects.csv"), rows.csv("rhc-effects-boot.csv")
+    for frame, second in ((effects[effects["method"] != "2sls"], "spline f"),
+                          (boot[boot["bootstrap"].notna()], "its own f, bootstrap")):
+        estimates += [(f"{title(r['method'])} ({second})", {"coef": r["estimate"], "lower": r["lower"],
+                                                          "upper": r["upper"]}) for _, r in frame.iterrows()]
+    negative = sum(e["coef"] < 0 for _, e in estimates)
+    zero = [name for name, e in estimates if e["lower"] <= 0 <= e["upper"]]
+    swapped = data["p2sls_swapped"]
+    today = rows.csv("rhc-effects-31.csv")
+    weak = [prose(m) for m in today.loc[today["weak"].astype(str).str.lower() == "true", "method"]]
+    return (f"with the published roles {negative} of the {len(estimates)} estimates in the table are negative; "
+            + (f"the interval of {_and(zero)} contains 0; " if zero else "no interval contains 0; ")
+            + f"with the roles swapped proximal 2SLS gives {_f(swapped['coef'], 2)} "
+            f"[{_f(swapped['lower'], 2)}, {_f(swapped['upper'], 2)}]"
+            + (f"; and today the tool prints no interval for {_and(weak)} on these data (weakly identified)"
+               if weak else ""))
 
 
 @block("teaching:weak-4")

@@ -319,14 +319,14 @@ class DMLCMR(_TwoStageCMR):
     folds : int, default 10
         K of the K-fold cross-fitting: the nuisances of fold k are fitted on the other K - 1 folds.
         Each fold needs at least 10 rows (``CausalData.check_folds``).
-    outcome_learner : str or object, default None
+    outcome_learner : str or object, default None ("auto" with learner "nn" or "gb")
         The outcome model s(c) = E[Y | C]. None: ``"auto"`` when ``learner`` is ``"nn"`` or ``"gb"``,
         else ``learner``'s own. The default before ``auto`` is kept by naming it
         (``outcome_learner="nn"``). Else a learner name, a regressor, a
         ``dmlcore.learners.base.OutcomeLearner`` (the per-fold interface), or ``"auto"``: the
         candidate with the lowest held-out squared error on the first two folds' rows (``gb``,
         ``gb-small``, and ``nn`` too with ``learner="nn"``), fitted for every fold.
-    sampler : str or object, default None
+    sampler : str or object, default None ("auto" with learner "nn" or "gb")
         The distribution model of f's modelled inputs given C. None: ``"auto"`` when ``learner`` is
         ``"nn"`` or ``"gb"``, else ``learner``'s own (rf, linear, a regressor: auto does not choose
         among them, nor nn when ``nuisance_params`` set it). The default before ``auto``, the learner's
@@ -336,7 +336,7 @@ class DMLCMR(_TwoStageCMR):
         too with ``learner="nn"``; ``nn`` alone on image data) with the lowest held-out energy score,
         fitted for every fold (``dmlcore.learners.select``); the choice and the losses are in
         ``nuisance_selection_``.
-    f_model : {"nn", "boost", "linear", "sieve"}, default None
+    f_model : {None, "nn", "boost", "linear", "sieve"}
         The second stage (``dmlcore.estimators.second_stage``). None: the learner's own (``"nn"`` for
         nn, ``"linear"`` for linear, ``"boost"`` otherwise). ``"sieve"`` gives ``predict_interval`` (a
         95 % confidence band) and a closed-form interval for the effect.
@@ -408,14 +408,14 @@ class CEDMLCMR(_TwoStageCMR):
         Not used: this method fits its nuisances once on all rows (no cross-fitting). A value other than
         the default is refused with a ``DMLCoreError`` (by the class, ``fit_run``, the command line and
         study grids).
-    outcome_learner : str or object, default None
+    outcome_learner : str or object, default None ("auto" with learner "nn" or "gb")
         The outcome model s(c) = E[Y | C]. None: ``"auto"`` when ``learner`` is ``"nn"`` or ``"gb"``,
         else ``learner``'s own. The default before ``auto`` is kept by naming it
         (``outcome_learner="nn"``). Else a learner name, a regressor, a
         ``dmlcore.learners.base.OutcomeLearner`` (the per-fold interface), or ``"auto"``: the
         candidate with the lowest held-out squared error (with one training set the candidates are
         scored on five inner folds of it, and the winner is fitted on all rows).
-    sampler : str or object, default None
+    sampler : str or object, default None ("auto" with learner "nn" or "gb")
         The distribution model of f's modelled inputs given C. None: ``"auto"`` when ``learner`` is
         ``"nn"`` or ``"gb"``, else ``learner``'s own (rf, linear, a regressor: auto does not choose
         among them, nor nn when ``nuisance_params`` set it). The default before ``auto``, the learner's
@@ -425,7 +425,7 @@ class CEDMLCMR(_TwoStageCMR):
         too with ``learner="nn"``; ``nn`` alone on image data) with the lowest held-out energy score,
         fitted for every fold (``dmlcore.learners.select``); the choice and the losses are in
         ``nuisance_selection_``.
-    f_model : {"nn", "boost", "linear", "sieve"}, default None
+    f_model : {None, "nn", "boost", "linear", "sieve"}
         The second stage (``dmlcore.estimators.second_stage``). None: the learner's own (``"nn"`` for
         nn, ``"linear"`` for linear, ``"boost"`` otherwise). ``"sieve"`` gives ``predict_interval`` (a
         95 % confidence band) and a closed-form interval for the effect.
@@ -498,10 +498,10 @@ class NaivePlugIn(_TwoStageCMR):
         Not used: this method fits its nuisances once on all rows (no cross-fitting). A value other than
         the default is refused with a ``DMLCoreError`` (by the class, ``fit_run``, the command line and
         study grids).
-    outcome_learner : None
+    outcome_learner : None, default None
         Must be left out: the naive score uses the observed outcome, so there is no outcome model, and
         a value is refused with a ``DMLCoreError`` (``sampler`` sets the distribution model).
-    sampler : str or object, default None
+    sampler : str or object, default None ("auto" with learner "nn" or "gb")
         The distribution model of f's modelled inputs given C. None: ``"auto"`` when ``learner`` is
         ``"nn"`` or ``"gb"``, else ``learner``'s own (rf, linear, a regressor: auto does not choose
         among them, nor nn when ``nuisance_params`` set it). The default before ``auto``, the learner's
@@ -511,7 +511,7 @@ class NaivePlugIn(_TwoStageCMR):
         too with ``learner="nn"``; ``nn`` alone on image data) with the lowest held-out energy score,
         fitted for every fold (``dmlcore.learners.select``); the choice and the losses are in
         ``nuisance_selection_``.
-    f_model : {"nn", "boost", "linear", "sieve"}, default None
+    f_model : {None, "nn", "boost", "linear", "sieve"}
         The second stage (``dmlcore.estimators.second_stage``). None: the learner's own (``"nn"`` for
         nn, ``"linear"`` for linear, ``"boost"`` otherwise). ``"sieve"`` gives ``predict_interval`` (a
         95 % confidence band) and a closed-form interval for the effect.
