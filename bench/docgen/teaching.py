@@ -7,7 +7,7 @@ from __future__ import annotations
 from dmlcore.teaching.measured import measured
 
 from .registry import derived_file
-from .tables import fact, title
+from .tables import fact, is_method, title
 
 
 @derived_file("bench/results/teaching/measured.csv")
@@ -138,7 +138,7 @@ def rhc_limits(rows) -> str:
     estimates = [(name, data[key]) for name, key in (("the regression", "regression"),
                  ("the regression with the proxies", "regression_with_proxies"), ("proximal 2SLS", "p2sls"))]
     effects, boot = rows.csv("rhc-effects.csv"), rows.csv("rhc-effects-boot.csv")
-    for frame, second in ((effects[effects["method"] != "2sls"], "spline f"),
+    for frame, second in ((effects[~is_method(effects["method"], "2sls")], "spline f"),
                           (boot[boot["bootstrap"].notna()], "its own f, bootstrap")):
         estimates += [(f"{title(r['method'])} ({second})", {"coef": r["estimate"], "lower": r["lower"],
                                                           "upper": r["upper"]}) for _, r in frame.iterrows()]
