@@ -81,3 +81,35 @@ def test_sargan_is_n_times_r2_of_the_2sls_residuals_on_the_instruments(overid):
     assert row["Sargan"] == pytest.approx(sargan, rel=1e-8)
     assert row["Sargan p"] == pytest.approx(chi2.sf(sargan, 2), rel=1e-6) and row["df"] == 2
     assert row["2SLS"] == pytest.approx(beta[1], rel=1e-10)
+
+
+@pytest.mark.usefixtures("fresh_runtime")
+def test_the_tabs_show_the_prepared_numbers_and_say_what_they_show(heteroskedastic, overid, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard.learn.common import num, pct
+    from dmlcore.teaching import prepared
+    from tests.test_app import APP, LEARN, all_text
+    monkeypatch.setitem(prepared.SLOW, "robust-heteroskedastic", lambda: heteroskedastic)
+    monkeypatch.setitem(prepared.SLOW, "overid", lambda: overid)
+    prepared.prepare(["robust-heteroskedastic", "overid"], echo=lambda line: None)   # this test's DMLCORE_HOME
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page(LEARN).run()
+    at.session_state["learn_tab"] = "Weak IV"
+    at.run()
+    assert not at.exception and not at.error
+    assert not any(b.key == "learn_run_robust-heteroskedastic" for b in at.button)
+    table = next(d.value for d in at.dataframe if "AR bounded" in d.value)
+    s = heteroskedastic.summary
+    assert list(table["median effective F"]) == [num(v, 1) for v in s["median effective F"]]
+    text = all_text(at)
+    assert "Montiel Olea & Pflueger (2013)" in text and "Andrews, Stock & Sun" in text
+    assert "The homoskedastic set is too short" in text       # it is, in these 30 draws
+    at.session_state["learn_tab"] = "Invalid IV"
+    at.run()
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "Hansen J rejects" in d.value)
+    assert list(table["Hansen J rejects"]) == [pct(v) for v in overid.summary["Hansen J rejects"]]
+    text = all_text(at)
+    assert "Sargan's** (1958)" in text and "Hansen's J** (1982)" in text and "Parente & Santos Silva 2012" in text
