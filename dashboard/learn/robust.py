@@ -114,7 +114,8 @@ def overid_section():
         "the data sets; at 5 % a valid set of instruments is rejected about 5 % of the time.",
         f"One invalid: fuel3 alone points to −1 + δ / π = {num(robust.BETA + delta / pi)}, the other two to −1; "
         f"Sargan rejects in {pct(invalid['Sargan rejects'])}, J in {pct(invalid['Hansen J rejects'])}. A "
-        "rejection says that at least one instrument is invalid, not which one.",
+        "rejection says that the instruments disagree: some instrument is invalid, or the linear model with one "
+        "effect for everyone is wrong (valid instruments can estimate different LATEs); it does not say which.",
         f"All invalid alike: each instrument alone points to −1 + δ / π = {num(robust.BETA + delta / pi)}, so they "
         f"agree: Sargan rejects in {pct(alike['Sargan rejects'])}, J in {pct(alike['Hansen J rejects'])}, while "
         f"2SLS's median is {num(alike['median 2SLS'])}. The test asks whether the instruments agree, not whether "
