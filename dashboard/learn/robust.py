@@ -71,9 +71,10 @@ def robust_section():
         + ("The homoskedastic set is too short: AR is robust to a weak instrument, not to a wrong covariance. "
            if short else "")
         + f"With the {rob} covariance the AR test is robust to both, its level holding approximately (a large-"
-          "sample χ² test, not an exact one; Andrews, Stock & Sun 2019). Its sets are bounded less often "
-          f"({pct(s.loc[rob, 'AR bounded'])} against {pct(s.loc[homo, 'AR bounded'])}): honest about how little "
-          "the data say.",
+          "sample χ² test, not an exact one; Andrews, Stock & Sun 2019)."
+        + (f" Its sets are bounded less often ({pct(s.loc[rob, 'AR bounded'])} against "
+           f"{pct(s.loc[homo, 'AR bounded'])}): honest about how little the data say."
+           if s.loc[rob, "AR bounded"] < s.loc[homo, "AR bounded"] else ""),
     ]
     if p["clusters"]:
         lines.append(f"The clustered statistics rest on {p['clusters']} markets, not {p['n']} rows; with fewer "
