@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from bench.perf.import_time import parse_importtime, shares
 from dmlcore.learners.nn import CpuAdamW, adamw
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,3 +104,14 @@ def test_cpu_adamw_is_torch_adamw_bit_for_bit():
         assert torch.equal(a, b)
     assert not any(torch.equal(a, b) for a, b in zip(net.parameters(), start.parameters()))   # they did train
     assert torch.equal(unused, ours_unused) and ours.steps[-1] == 0
+
+
+def test_the_import_bench_reads_importtime_lines():
+    text = ("import time: self [us] | cumulative | imported package\n"
+            "import time:       100 |        100 |   torch._C\n"
+            "import time:      2000 |       2100 | torch\n"
+            "import time:        50 |         50 |     dmlcore.errors\n"
+            "import time:         7 |       2157 | dmlcore\n")
+    rows = parse_importtime(text)
+    assert rows == [(100, 1, "torch._C"), (2000, 0, "torch"), (50, 2, "dmlcore.errors"), (7, 0, "dmlcore")]
+    assert shares(rows) == {"torch": 2, "dmlcore": 0, "(rest)": 0}

@@ -157,7 +157,8 @@ def main(argv=None) -> int:
              for key in summary["after"] if summary["before"].get(key)}
     row = {"date": started, "machine": machine(), **code, "python": platform.python_version(),
            "bench": "import-time", "before": args.before_label or str(trees["before"]),
-           "commands": {"import": "python -X importtime -c 'import dmlcore.cli'", "help": "python -m dmlcore fit --help",
+           "commands": {"import": "python -X importtime -c 'import dmlcore.cli'",
+                        "help": "python -m dmlcore fit --help",
                         "fit": "python -X importtime -m dmlcore " + " ".join(FIT)},
            "bytecode_cache": True, "summary": summary, "ratio": ratio, "runs": runs,
            **({"no_pyc_import": no_pyc, "no_pyc_import_ms_median": _median(no_pyc, "import_ms")} if no_pyc else {}),
