@@ -511,3 +511,43 @@ def pilot_selection_inner(rows) -> str:
                      f"{', '.join(str(x) for x in sorted(moved['seed']))}), higher on {int((moved['mse_two'] > moved['mse_every']).sum())}")
     return (f"made the every-fold choice in {int(one['same'].sum())} of {len(one)} selections of the bench above, but "
             f"on the {pair['seed'].nunique()} seeds of IV strength 0.4 (N = {two['n'].iloc[0]}) " + "; ".join(parts))
+
+
+# ---- what `dmlcore fit` imports (bench/perf/import_time.py, issue 45): two source trees measured turn about
+IMPORT_TIME = "perf/import-time.jsonl"
+
+
+@block("import-time")
+def import_time_newest(rows) -> str:
+    """The newest row of bench/results/perf/import-time.jsonl: before against after, medians, with the load."""
+    frame = rows.jsonl(IMPORT_TIME)
+    row = frame.loc[frame["date"].idxmax()]
+    before, after = row["summary"]["before"], row["summary"]["after"]
+    runs = row["runs"]
+    loads = [x for tree in runs.values() for kind in tree.values() for r in kind
+             for x in (r["load_before"], r["load_after"])]
+    lines = [f"Row of {row['date'][:16].replace('T', ' ')} (`bench/results/{IMPORT_TIME}`), {row['machine']}, "
+             f"before: {row['before']}, after: commit {row['commit']}"
+             f"{' with uncommitted changes' if row['uncommitted_changes'] else ''}; 1-minute load average "
+             f"{min(loads):.1f}–{max(loads):.1f} on {row['cores']} cores "
+             f"({'idle' if max(loads) <= 1.5 else 'under load: compare before with after, not with idle seconds'}); "
+             f"medians of {len(runs['after']['import'])} runs (the fit: {len(runs['after']['fit'])}), the two trees "
+             "taking turns.", "",
+             "| measure | before | after | after / before |", "|---|---|---|---|"]
+    measures = [("`import dmlcore.cli`: the modules' own import times, summed", "import_ms_median", 1000),
+                ("`dmlcore fit --help`: wall", "help_wall_s_median", 1),
+                ("a tiny nn fit: wall", "fit_wall_s_median", 1),
+                ("a tiny nn fit: all its imports", "fit_import_ms_median", 1000),
+                ("a tiny nn fit: imports after dmlcore's, during the fit", "during_fit_import_ms_median", 1000)]
+    for label, key, scale in measures:
+        if key in before and key in after:
+            lines.append(f"| {label} | {before[key] / scale:.2f} s | {after[key] / scale:.2f} s | "
+                         f"{after[key] / before[key]:.2f} |")
+    dynamo = {name: sum(r["torch_dynamo"] for r in runs[name]["fit"]) for name in ("before", "after")}
+    text = "\n".join(lines) + "\n\n" + (
+        f"`torch._dynamo` was imported in {dynamo['before']} of {len(runs['before']['fit'])} tiny fits before and "
+        f"{dynamo['after']} of {len(runs['after']['fit'])} after.")
+    if "no_pyc_import_ms_median" in row:
+        text += (f" Without the bytecode cache (`PYTHONDONTWRITEBYTECODE=1`, every dmlcore module compiled at each "
+                 f"start) `import dmlcore.cli` summed {row['no_pyc_import_ms_median'] / 1000:.2f} s (after's tree).")
+    return text
