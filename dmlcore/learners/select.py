@@ -312,5 +312,12 @@ def describe(selection: dict, role: str) -> str:
     else:
         where = "the rows each fold model never saw"
     ranked = sorted(losses.items(), key=lambda kv: kv[1])
-    return (text + f"; held-out {loss} on {where}, lower is better: "
-            + ", ".join(f"{k} {v:.4g}" for k, v in ranked) + ".")
+    text += f"; held-out {loss} on {where}, lower is better: " + ", ".join(f"{k} {v:.4g}" for k, v in ranked) + "."
+    target = selection.get("target_loss") or {}
+    if selection.get("criterion") == "target" and target:   # DML-CMR's target chose (nuisance_choice="target")
+        text = text.replace("auto chose", "auto (by DML-CMR's target) chose", 1)
+        text += (f" Chosen by DML-CMR's target, not by that loss: the pair (outcome model | distribution model) "
+                 f"{selection.get('target_pair')} had the lowest held-out projected residual / Var(Y) of a pilot "
+                 f"second stage: " + ", ".join(f"{k} {v:.4g}" for k, v in sorted(target.items(), key=lambda kv: kv[1]))
+                 + ".")
+    return text
