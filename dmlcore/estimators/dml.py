@@ -413,6 +413,14 @@ class DMLCMR(_TwoStageCMR):
         see is refused before any work.
     cluster : str, default None
         A column of the table whose values group the rows: the K folds keep each cluster whole.
+    nuisance_choice : {"own", "target"}, default "own"
+        How the ``"auto"`` nuisances are chosen. ``"own"``: each by its own held-out loss (above).
+        ``"target"`` (a pilot, not the default): the pilot's candidate pairs (the outcome model's candidates
+        times the network and the energy score's choice for the distribution model) judged by the
+        held-out projected residual of a second stage fitted with each pair on one pilot fold's rows
+        (``dmlcore.estimators.nuisance_target``); needs K > 2, tabular data and at least one ``"auto"``
+        nuisance, and is recorded in ``nuisance_selection_`` (``criterion``, ``target_loss``,
+        ``target_pair``).
 
     Attributes
     ----------
@@ -504,6 +512,9 @@ class CEDMLCMR(_TwoStageCMR):
         A column of the table whose values group the rows. This method splits no rows, so its fit does
         not use it (DML-CMR keeps each cluster in one fold); a run's clustered intervals follow
         ``fit_run``'s ``cov_type`` and ``cluster``.
+    nuisance_choice : "own"
+        Only "own" (the default): the target choice scores DML-CMR's pilot folds, and this method has none;
+        "target" is refused with a ``DMLCoreError``.
 
     Attributes
     ----------
@@ -590,6 +601,9 @@ class NaivePlugIn(_TwoStageCMR):
         A column of the table whose values group the rows. This method splits no rows, so its fit does
         not use it (DML-CMR keeps each cluster in one fold); a run's clustered intervals follow
         ``fit_run``'s ``cov_type`` and ``cluster``.
+    nuisance_choice : "own"
+        Only "own" (the default): the target choice scores DML-CMR's pilot folds, and this method has none;
+        "target" is refused with a ``DMLCoreError``.
 
     Attributes
     ----------

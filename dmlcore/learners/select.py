@@ -35,6 +35,11 @@ loss is, how many folds were scored (``scored_folds``) and how many rows (``rows
 record carries it (``nuisances``). Why: with a noisy outcome the network's early stopping halts the
 outcome model near its mean (shrunk), and a shrunk s-hat shrinks f-hat (docs/error-budget.md); the
 held-out loss sees this without knowing the truth.
+
+``fit`` is ``fit_pilot`` (the scored fits and their own losses; ``scored_`` holds each candidate's pilot fold
+models) then ``finish`` (the choice, fitted on every training set). DML-CMR's ``nuisance_choice="target"``
+(:mod:`dmlcore.estimators.nuisance_target`) calls the two halves itself and hands ``finish`` the candidate of
+the pair its criterion chose; the record then also holds ``criterion``, ``target_loss`` and ``target_pair``.
 """
 
 from __future__ import annotations
