@@ -152,6 +152,10 @@ class _TwoStageCMR(CMREstimator):
         if self.folds <= nuisance_target.PILOT:
             raise DMLCoreError(f"nuisance_choice='target' scores {nuisance_target.PILOT} pilot folds and needs more "
                                f"folds than that; got folds={self.folds}.")
+        if not arr.modelled_names:
+            raise DMLCoreError("nuisance_choice='target' judges pairs of an outcome model and a distribution model, "
+                               "but every input of f is among the conditioning columns here (no distribution model); "
+                               "leave it out.")
         if arr.conditioning.shape[1] != len(arr.conditioning_names):
             raise DMLCoreError("nuisance_choice='target' needs numeric conditioning columns (one array column each); "
                                "leave it out for this data.")
