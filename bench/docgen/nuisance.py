@@ -344,11 +344,13 @@ def target_pilot(rows, name: str) -> str:
                      f"{pair('auto_pair')} | {num(r['mse_auto'])} | {num(r['mse_nn'])} | {pair('oracle_pair')} | "
                      f"{num(r['mse_oracle'])} |")
     lines += ["", "| IV strength | seeds (pilot) | median MSE: target / auto / nn : nn / oracle | target against auto, "
-              "grid | target picked the oracle's pair | auto picked it |", "|---|---|---|---|---|---|"]
+              "grid | target against nn : nn, grid | target picked the oracle's pair | auto picked it |",
+              "|---|---|---|---|---|---|---|"]
     for k, part in frame.groupby("iv_strength", sort=False):
         part = part.set_index("seed")
         medians = " / ".join(num(part[c].median()) for c in ("mse_target", "mse_auto", "mse_nn", "mse_oracle"))
         lines.append(f"| {k:g} | {len(part)} | {medians} | {verdict(paired(part['mse_target'], part['mse_auto']))} | "
+                     f"{verdict(paired(part['mse_target'], part['mse_nn']))} | "
                      f"{int(part['target_is_oracle'].sum())} of {len(part)} | "
                      f"{int(part['auto_is_oracle'].sum())} of {len(part)} |")
     return "\n".join(lines)
