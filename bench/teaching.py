@@ -26,7 +26,7 @@ from threadpoolctl import threadpool_limits
 from dmlcore.data.registry import load_dataset
 from dmlcore.estimators import FitSettings, for_method
 from dmlcore.runs import fit_run
-from dmlcore.teaching import demand, forbidden, iv, nuisance, pliv, proximal
+from dmlcore.teaching import demand, forbidden, iv, nuisance, pliv, proximal, robust
 from dmlcore.teaching.measured import measured
 
 FAST = {
@@ -36,6 +36,9 @@ FAST = {
     "weak-4-instruments": lambda: iv.weak_instruments(instruments=4, rho=0.9),
     "weak-1-instrument": lambda: iv.weak_instruments(instruments=1, rho=0.9),
     "exclusion": lambda: iv.exclusion(pi=0.5),
+    "robust-heteroskedastic": lambda: robust.robust_inference("heteroskedastic"),
+    "robust-clustered": lambda: robust.robust_inference("clustered"),
+    "overid": lambda: robust.overidentification(),
     "forbidden": lambda: forbidden.forbidden_regression(sigma=0.8, n=1000),
     "proximal": lambda: proximal.proximal(proxy_noise=1.0, kappa=0.0, n=1000),
     "proximal-kappa-0.2": lambda: proximal.proximal(proxy_noise=1.0, kappa=0.2, n=1000),

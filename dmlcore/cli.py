@@ -265,7 +265,7 @@ def _summary_line(result: RunRecord) -> str:
         # the DML-CMR family's folds keep clusters whole: the clustering changes the fit, not only its intervals
         extra += f" folds=clusters of '{cluster}' kept whole (the estimate depends on --cluster)"
     for role, chosen in (result.nuisances or {}).items():   # "auto" nuisances: which candidate won
-        extra += f" {role}-hat=auto:{chosen.choice}"
+        extra += f" {role}-hat=auto:{chosen.choice}" + (" (by target)" if chosen.criterion == "target" else "")
     held = result.heldout
     if held and not linear:
         extra += (f" heldout=n/a ({held.error})" if held.has("error") else

@@ -118,8 +118,22 @@ def _results_effects(page, base, store, runs) -> dict:
     return found
 
 
-def test_learn_tabs_and_class_fit_a_projector(tmp_path):
+# the sections behind a button whose tables are probed too: their results prepared small before the server starts
+PREPARED = {"Weak IV": "Montiel Olea & Pflueger (2013) is", "Invalid IV": "Parente & Santos Silva 2012"}
+
+
+def _prepared_sections(home, monkeypatch):
+    """The Weak IV and Invalid IV tabs' last sections (dmlcore.teaching.robust), prepared with few data sets
+    in the server's DMLCORE_HOME, so that the page shows their tables without running them."""
+    from dmlcore.teaching import prepared, robust
+    monkeypatch.setenv("DMLCORE_HOME", str(home))
+    prepared.save("robust-heteroskedastic", robust.robust_inference("heteroskedastic", draws=4))
+    prepared.save("overid", robust.overidentification(draws=2))
+
+
+def test_learn_tabs_and_class_fit_a_projector(tmp_path, monkeypatch):
     lessons = _lessons()
+    _prepared_sections(tmp_path, monkeypatch)
     assert sum(len(tabs) for tabs in lessons.values()) == 12, lessons
     SHOTS.mkdir(parents=True, exist_ok=True)
     found = {}
@@ -138,6 +152,8 @@ def test_learn_tabs_and_class_fit_a_projector(tmp_path):
             idle(page, 800)
             for tab in tabs:
                 page.get_by_role("tab", name=tab).click()
+                if tab in PREPARED:
+                    page.get_by_text(PREPARED[tab]).first.wait_for()
                 idle(page, 1200)
                 problems = page.evaluate(PROBE)
                 if problems:

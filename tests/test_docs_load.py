@@ -46,3 +46,30 @@ def test_the_speed_bench_records_the_load_at_start_and_end_cores_and_other_work(
     assert row["load_1min_start"] == 0.25 and row["load_1min_end"] == row["load_avg_1min"] >= 0
     assert row["cores"] >= 1 and row["other_work"] == "the test suite"
     assert load.fields(0.1)["other_work"] == load.NOT_STATED
+
+
+def _sprites(tmp_path, with_load: bool) -> Rows:
+    frame = Rows(RESULTS).csv("dsprites-pcl-nn.csv")
+    if with_load:
+        frame = frame.assign(load_1min_start=0.5, load_1min_end=np.linspace(0.6, 1.4, len(frame)).round(2))
+    frame.to_csv(tmp_path / "dsprites-pcl-nn.csv", index=False)
+    return Rows(tmp_path)
+
+
+def test_seconds_of_rows_without_load_are_dropped_or_marked_by_the_renderer(tmp_path):
+    from bench.docgen.raw import dsprites
+    from bench.docgen.tables import UNRECORDED, load_said
+
+    bare = dsprites(_sprites(tmp_path, with_load=False))
+    assert " s)" not in bare and "record no load" in bare
+    assert load_said() == load_said(Rows(RESULTS).csv("dsprites-pcl-nn.csv")) == UNRECORDED
+    timed = dsprites(_sprites(tmp_path, with_load=True))
+    first = Rows(tmp_path).csv("dsprites-pcl-nn.csv").sort_values(["n", "seed"]).iloc[0]
+    assert f"({first['seconds']:,.0f} s)" in timed and "1-minute load 0.5–1.4" in timed
+
+
+def test_idle_is_said_only_up_to_the_docs_load_bound():
+    from bench.docgen.tables import IDLE_MARGIN, idle
+
+    assert idle([0.4, 1 + IDLE_MARGIN]) and not idle([0.4, 1 + IDLE_MARGIN + 0.1])
+    assert idle([2 + IDLE_MARGIN], threads=2) and not idle([2.6], threads=2)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,11 +92,56 @@ def test_the_site_builds_strictly_from_the_checkout(tmp_path):
     index, api, cli_page = ((site / name).read_text() for name in ("index.html", "api.html", "cli.html"))
     assert "DML-CMR for IV regression" in index and 'href="results-today.html"' in index
     assert ":mod:" not in api and ":class:" not in api and ":func:" not in api
+    assert "``" not in api, "reST double backticks printed literally (prose in a numpy type slot)"
     assert "outcome_learner" in api.split('id="dmlcore.DMLCMR"', 1)[1].split('id="dmlcore.CEDMLCMR"', 1)[0]
     assert "generated:" not in index and "generated:" not in (site / "benchmarks.html").read_text()
     assert 'id="dmlcore.CausalData"' in api and "Parameters" in api
+    bases = re.findall(r'class="doc doc-class-bases">(.*?)</p>', api, re.S)
+    assert bases and not [b for b in bases if re.search(r">_\w", b)], "a private base class on the API page"
+    wrong = _defaults_unlike_the_signatures(api)
+    assert not wrong, f"the API page's Default column differs from the signature: {wrong}"
     assert "--reps-crossfit" in cli_page
     assert (site / "archive" / "benchmarks-raw-noise-2026-11-26.html").exists()
+
+
+def _cell(html_text: str) -> str:
+    import html
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html_text))).strip()
+
+
+def _same_default(shown: str, value) -> bool:
+    """Whether the Default cell ``shown`` (its first item; words may follow) names the signature's ``value``."""
+    if value is inspect.Parameter.empty:
+        return shown == "required"
+    first = re.split(r"[ ,](?![^(]*\))", shown, maxsplit=1)[0].strip("\"'")
+    if isinstance(value, (bool, type(None), str, tuple)):
+        return re.sub(r"\s", "", first) == (str(value) if not isinstance(value, tuple) else re.sub(r"\s", "", repr(value)))
+    try:
+        return float(first) == float(value)
+    except (TypeError, ValueError):
+        return False
+
+
+def _defaults_unlike_the_signatures(api: str) -> list:
+    """Every row of a public entry's Parameters table whose Default disagrees with ``inspect.signature``
+    (griffe takes a default from the docstring: a combined row or a set of choices can misstate it)."""
+    import dmlcore
+
+    wrong = []
+    entries = re.split(r'id="dmlcore\.(?=[A-Za-z_]+" class="doc doc-heading")', api)[1:]
+    for entry in entries:
+        name = entry.split('"', 1)[0]
+        start = entry.find('doc-section-title">Parameters:')
+        if start < 0 or not callable(getattr(dmlcore, name, None)):
+            continue
+        params = inspect.signature(getattr(dmlcore, name)).parameters
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", entry[start:entry.find("</table>", start)], re.S)[1:]:
+            cells = [_cell(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+            value = params[cells[0]].default if cells and cells[0] in params else None
+            if len(cells) == 4 and cells[0] in params and not (isinstance(value, tuple) and len(value) > 5) \
+                    and "factory" not in repr(value) and not _same_default(cells[3], value):
+                wrong.append(f"{name}.{cells[0]}: page {cells[3]!r}, signature {value!r}")
+    return wrong
 
 
 def test_a_page_with_several_titles_keeps_one():

@@ -38,7 +38,8 @@ def test_every_slow_button_of_the_page_has_a_preparation():
     names = set()
     for path in root.glob("*.py"):
         names |= set(re.findall(r'slow\(\s*f?"([^"]+)"', path.read_text()))
-    names = {n.replace("{setting}", s).replace("{draws}", "20") for n in names for s in ("simple", "overfit")}
+    names = {n.replace("{setting}", s).replace("{draws}", "20").replace("{errors}", e)
+             for n in names for s in ("simple", "overfit") for e in ("heteroskedastic", "clustered")}
     assert names - set(prepared.LIVE) <= set(prepared.SLOW), names - set(prepared.SLOW) - set(prepared.LIVE)
 
 

@@ -20,4 +20,8 @@ def example(rows, name: str) -> str:
     if row["exit"] != 0:
         raise ValueError(f"cli example {name} exited {row['exit']}")
     setup = "".join(f"$ {command}\n" for command in row["setup"])
-    return f"```\n{setup}$ {_wrapped(row['command'])}\n{row['output'].rstrip()}\n```"
+    said = ""
+    if "seconds=" in row["output"]:      # a time the command printed: the load it ran under beside it
+        before, after = row["load"]
+        said = f"# run {row['date']}, {row['machine']}; 1-minute load {before:.1f} before, {after:.1f} after\n"
+    return f"```\n{said}{setup}$ {_wrapped(row['command'])}\n{row['output'].rstrip()}\n```"

@@ -11,7 +11,7 @@ import pandas as pd
 from .peers import quartiles, seed_text
 from .raw import NAMES
 from .registry import block
-from .tables import is_method, prose
+from .tables import is_method, load_said, prose
 from .words import num, paired, relation
 
 FOLDER = "gpu"
@@ -135,13 +135,14 @@ def results(rows) -> str:
     seed = frame["seed"].iloc[0]
     lines = [f"**{card(rows)}** ({environment(rows)}), {', '.join(sorted(set(frame['date'])))}; rows: "
              + ", ".join(f"`bench/results/{f}`" for f in sorted(set(gpu["file"]))) + " (each call's log beside it).",
-             "", f"| fit, seed {seed} | GPU fits | GPU s | s after the fit | peak GPU GB | GPU MSE | "
+             "", f"| fit, seed {seed} | GPU fits | GPU s ({load_said(gpu)}) | s after the fit | peak GPU GB | GPU MSE | "
              "CPU, the same code: MSE (s, where) | CPU, earlier code: MSE (s) |", "|---|---|---|---|---|---|---|---|"]
     for (dataset, n, method), part in gpu[gpu["seed"] == seed].groupby(["dataset", "n", "method"], sort=False):
         now = [f"{_mse(r.mse)} ({r.seconds:.1f} s, {r.where})"
                for r in _same(cpu, dataset, n, seed, method).itertuples()]
-        earlier = [f"{_mse(r.mse)} ({r.seconds:,.0f} s, {CPU_EARLIER[dataset][1]})"
-                   for r in _cpu_earlier(rows, dataset, n, seed, method).itertuples()]
+        before = _cpu_earlier(rows, dataset, n, seed, method)
+        earlier = [f"{_mse(r.mse)} ({r.seconds:,.0f} s, {CPU_EARLIER[dataset][1]}, {load_said(before)})"
+                   for r in before.itertuples()]
         lines.append(f"| {_fit_name(dataset, n, method)} | {len(part)} | {_listed(part['seconds'], '{:.2f}'.format)} | "
                      f"{_listed(part['after_fit_seconds'], '{:.2f}'.format)} | "
                      f"{_listed(part['peak_gpu_gb'].unique(), '{:.2f}'.format)} | {_listed(part['mse'], _mse)} | "
@@ -176,18 +177,20 @@ def _speed_line(rows) -> str:
     demand = _of(gpu, "demand-iv", 5000, "dml-cmr")
     here = _of(cpu, "demand-iv", 5000, "dml-cmr")
     sprites = _of(gpu, "dsprites-pcl", 5000, "dml-cmr").iloc[0]
-    ref = _cpu_earlier(rows, "dsprites-pcl", 5000, sprites["seed"], "dml-cmr").iloc[0]
+    earlier = _cpu_earlier(rows, "dsprites-pcl", 5000, sprites["seed"], "dml-cmr")
+    ref = earlier.iloc[0]
     gpu_s = demand["seconds"].median()
     return (f"demand-iv DML-CMR (K = 10, N = 5000), {_seeds(demand['seed'])}, same code: {gpu_s:.1f} s on "
             "the GPU (median of its fits), "
             + ", ".join(f"{r.seconds:.1f} s on a CPU ({r.where}; {r.seconds / gpu_s:.1f} times the GPU's)"
                         for r in here.itertuples())
             + f". For scale only, not fit for fit (other seeds, earlier code, another day): {_seeds(idle['seed'])} "
-            "on the idle 2-core machine took "
+            f"on the 2-core machine (1-minute load {idle['load_avg_1min'].min():.1f}–{idle['load_avg_1min'].max():.1f}, "
+            "which counts the fit's own threads) took "
             + ", ".join(f"{s:.1f} s with {t} torch thread{'s' if t > 1 else ''}" for t, s in by_threads.items())
             + f" (medians, `bench/results/{IDLE}`). dsprites-pcl DML-CMR at N = 5000, seed {sprites['seed']}: "
             f"{sprites['seconds']:.1f} s on the GPU, "
-            f"{ref['seconds']:,.0f} s on the 2-core machine's CPU ({CPU_EARLIER['dsprites-pcl'][1]}), "
+            f"{ref['seconds']:,.0f} s on the 2-core machine's CPU ({CPU_EARLIER['dsprites-pcl'][1]}, {load_said(earlier)}), "
             f"{ref['seconds'] / sprites['seconds']:.0f} times as long")
 
 
@@ -305,5 +308,5 @@ def benchmarks_summary(rows) -> str:
                          for seed, part in big.groupby("seed"))
     return (f"On one **{card(rows)}** ({', '.join(sorted(set(got['date'])))}; docs/gpu.md, rows in "
             f"`bench/results/{FOLDER}/`), N = 1000, median MSE: {medians}. "
-            + "; ".join(comparisons(cell)) + f". A DML-CMR fit took {seconds.min():.0f}–{seconds.max():.0f} s there. "
-            f"N = 5000, {big_text}")
+            + "; ".join(comparisons(cell)) + f". A DML-CMR fit took {seconds.min():.0f}–{seconds.max():.0f} s there "
+            f"({load_said(got)}). N = 5000, {big_text}")

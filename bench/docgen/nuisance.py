@@ -325,3 +325,32 @@ def budget_vs_paper(rows) -> str:
     paper = PAPER["demand-iv-nn-5000"][1]["dml-cmr"]
     return (f"{part['mse'].median() / paper:.1f} times the paper's median on the grid "
             f"({part['mse_fresh'].median() / paper:.1f} times at fresh draws; the paper's figure reads ~{paper:g})")
+
+
+TARGET_PILOT = "target-choice-pilot"
+
+
+@family(r"target-pilot:(?P<name>[\w.-]+\.csv)")
+def target_pilot(rows, name: str) -> str:
+    """bench.target_choice's pilot: per seed, DML-CMR's grid MSE with the pair the target criterion chose
+    (``nuisance_choice="target"``), today's auto pair, nn for both, and the oracle pair (lowest true MSE
+    among the judged pairs), with how often the target and auto picked the oracle's pair."""
+    frame = rows.csv(f"{TARGET_PILOT}/{name}").sort_values(["iv_strength", "seed"], ascending=[False, True])
+    lines = ["| IV strength | seed | target chose | its MSE | auto chose | its MSE | nn : nn MSE | oracle pair | "
+             "its MSE |", "|---|---|---|---|---|---|---|---|---|"]
+    for _, r in frame.iterrows():
+        pair = lambda key: r[key].replace("|", " : ")
+        lines.append(f"| {r['iv_strength']:g} | {int(r['seed'])} | {pair('target_pair')} | {num(r['mse_target'])} | "
+                     f"{pair('auto_pair')} | {num(r['mse_auto'])} | {num(r['mse_nn'])} | {pair('oracle_pair')} | "
+                     f"{num(r['mse_oracle'])} |")
+    lines += ["", "| IV strength | seeds (pilot) | median MSE: target / auto / nn : nn / oracle | target against auto, "
+              "grid | target against nn : nn, grid | target picked the oracle's pair | auto picked it |",
+              "|---|---|---|---|---|---|---|"]
+    for k, part in frame.groupby("iv_strength", sort=False):
+        part = part.set_index("seed")
+        medians = " / ".join(num(part[c].median()) for c in ("mse_target", "mse_auto", "mse_nn", "mse_oracle"))
+        lines.append(f"| {k:g} | {len(part)} | {medians} | {verdict(paired(part['mse_target'], part['mse_auto']))} | "
+                     f"{verdict(paired(part['mse_target'], part['mse_nn']))} | "
+                     f"{int(part['target_is_oracle'].sum())} of {len(part)} | "
+                     f"{int(part['auto_is_oracle'].sum())} of {len(part)} |")
+    return "\n".join(lines)

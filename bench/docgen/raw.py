@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .registry import block, family
-from .tables import FAMILY, PLUG_IN_METHOD, is_method, per_seed, prose, timed, title
+from .tables import FAMILY, PLUG_IN_METHOD, UNRECORDED, is_method, load_said, per_seed, prose, timed, title
 from .words import num, paired, relation
 
 OLD = "before-fast-dropout/"
@@ -78,9 +78,10 @@ def raw_growth(rows) -> str:
         growth = [per_seed(weak[weak["n"] == n], m).median() / per_seed(strong[strong["n"] == n], m).median()
                   for m in ORDER]
         parts.append(f"at N = {n} by {', '.join(f'{g:.1f}x' for g in growth)}")
-    seconds = weak[weak["n"] == 5000].groupby("method")["seconds"].mean()
+    cell = weak[weak["n"] == 5000]
+    seconds = cell.groupby("method")["seconds"].mean()
     return ("From strength 1.0 to 0.4 the median error of DML-CMR, CE-DML-CMR, the naive plug-in and sieve 2SLS "
-            f"grows {'; '.join(parts)} (mean seconds per fit at strength 0.4, N = 5000, loaded machine: "
+            f"grows {'; '.join(parts)} (mean seconds per fit at strength 0.4, N = 5000, {load_said(cell)}: "
             f"{' / '.join(f'{seconds[m]:.1f}' for m in ORDER)})")
 
 
@@ -159,13 +160,19 @@ def old_pcl(rows) -> str:
 # ---------------------------------------------------------------- dsprites-pcl and the image learner
 @block("dsprites")
 def dsprites(rows) -> str:
+    """MSE per seed; the fit's seconds beside it only when every row records its load (``timed``)."""
     frame = rows.csv("dsprites-pcl-nn.csv")
+    seconds = timed(frame)
     lines = ["| N | seed | DML-CMR (K = 10) | CE-DML-CMR | naive plug-in |", "|---|---|---|---|---|"]
     for (n, seed), part in frame.groupby(["n", "seed"], sort=True):
         got = part.set_index("method")
-        cells = [f"{got.loc[m, 'mse']:.2f} ({got.loc[m, 'seconds']:,.0f} s)" if m in got.index else "not run"
-                 for m in ("dml-cmr", "ce-dml-cmr", "naive")]
+        cells = [(f"{got.loc[m, 'mse']:.2f}" + (f" ({got.loc[m, 'seconds']:,.0f} s)" if seconds else ""))
+                 if m in got.index else "not run" for m in ("dml-cmr", "ce-dml-cmr", "naive")]
         lines.append(f"| {n} | {seed} | " + " | ".join(cells) + " |")
+    if seconds:
+        lines.append(f"\nIn brackets: the fit's wall time ({load_said(frame)}).")
+    else:
+        lines.append("\nThe rows record no load, so the fits' seconds are not quoted.")
     return "\n".join(lines)
 
 
@@ -184,7 +191,7 @@ def dsprites_truth(rows) -> str:
 @block("dsprites:process")
 def dsprites_process(rows) -> str:
     t = rows.time_log("dsprites-pcl-nn-5000-seed0.log")
-    return (f"{t['wall_s'] / 60:.0f} min of wall time for its three fits, {t['system_s']:,.0f} of its "
+    return (f"{t['wall_s'] / 60:.0f} min of wall time for its three fits ({load_said()}), {t['system_s']:,.0f} of its "
             f"{t['user_s'] + t['system_s']:,.0f} CPU seconds in the kernel, {t['minor_faults'] / 1e9:.1f} billion "
             f"minor page faults, peak memory {t['peak_kib'] / 2 ** 20:.1f} GiB")
 
@@ -192,7 +199,7 @@ def dsprites_process(rows) -> str:
 @block("image-step")
 def image_step(rows) -> str:
     frame = rows.jsonl("image-step.jsonl")
-    lines = ["| freed memory | s/step (wall) | user s | system s | minor faults/step | peak memory |",
+    lines = [f"| freed memory | s/step (wall; {load_said(frame)}) | user s | system s | minor faults/step | peak memory |",
              "|---|---|---|---|---|---|"]
     for keep, part in frame.groupby("keep_freed_memory", sort=True):
         faults = sorted({round(f, -3) for f in part["minor_faults"]})
@@ -207,7 +214,8 @@ def image_step(rows) -> str:
 def keep_memory(rows) -> str:
     runs = {k: rows.csv(f"dsprites-pcl-keep-memory-{k}.csv").set_index("method") for k in (0, 1)}
     logs = {k: rows.time_log(f"dsprites-pcl-keep-memory-{k}.log") for k in (0, 1)}
-    lines = ["| method | before | now | MSE, before / now |", "|---|---|---|---|"]
+    load = load_said(pd.concat(runs.values()))
+    lines = [f"| method | before ({load}) | now ({load}) | MSE, before / now |", "|---|---|---|---|"]
     for method in ("naive", "ce-dml-cmr"):
         a, b = runs[0].loc[method], runs[1].loc[method]
         lines.append(f"| {prose(method)} | {a['seconds']:.1f} s | **{b['seconds']:.1f} s** | {a['mse']:.4f} / {b['mse']:.4f} |")
@@ -224,7 +232,9 @@ def keep_memory_dml(rows) -> str:
     new = rows.csv("dsprites-pcl-keep-memory-1.csv")
     new = new[is_method(new["method"], "dml-cmr")].iloc[0]
     log = rows.time_log("dsprites-pcl-keep-memory-1-dml.log")
-    return (f"now **{new['seconds']:.0f} s** ({1 - new['seconds'] / old['seconds']:.0%} less than {old['seconds']:,.0f} s), "
+    load = load_said(pd.concat([old.to_frame().T, new.to_frame().T]))
+    return (f"now **{new['seconds']:.0f} s** ({1 - new['seconds'] / old['seconds']:.0%} less than {old['seconds']:,.0f} s; "
+            f"{'both runs: ' + load if load != UNRECORDED else 'neither run recorded its load'}), "
             f"{log['system_s']:.0f} s of system time, peak {log['peak_kib'] / 2 ** 20:.2f} GiB (not recorded for the "
             f"earlier fit), MSE {new['mse']:.4f} ({old['mse']:.4f} before)")
 

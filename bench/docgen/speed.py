@@ -10,7 +10,7 @@ import pandas as pd
 from dmlcore.learners.registry import is_network
 
 from .registry import block, family
-from .tables import FAMILY, REFERENCE, is_method, prose, title
+from .tables import FAMILY, IDLE_MARGIN, REFERENCE, idle, is_method, load_said, prose, title
 from .words import num
 
 
@@ -47,8 +47,9 @@ def nmmr_floor_cli(rows) -> str:
         parts.append(f"{'–'.join(f'{x:.0f}' for x in sorted({a.min(), a.max()}))} s against "
                      f"{'–'.join(f'{x:.0f}' for x in sorted({b.min(), b.max()}))} s at N = {n} "
                      f"({len(a)} fit{'s' if len(a) > 1 else ''} each)")
-    return (f"Whole CLI fits of the two commits, alternating (with the floor, {new}, against without, {old}): "
-            + "; ".join(parts))
+    load = frame["load_avg_1min"]
+    return (f"Whole CLI fits of the two commits, alternating (with the floor, {new}, against without, {old}; "
+            f"1-minute load {load.min():.1f}–{load.max():.1f}): " + "; ".join(parts))
 
 
 def _seconds(part: pd.DataFrame) -> str:
@@ -92,8 +93,17 @@ def speed_idle_authors_dml(rows) -> str:
 
 @block("speed-idle-authors:load")
 def speed_idle_authors_load(rows) -> str:
-    frame = rows.jsonl("authors/speed-idle.jsonl")
-    return f"{frame['load_avg_1min'].min():.1f}–{frame['load_avg_1min'].max():.1f}"
+    """The rows' 1-minute load range, and how many let the docs call the machine idle (``tables.idle``)."""
+    return _idle_range(rows.jsonl("authors/speed-idle.jsonl"), "–")
+
+
+def _idle_range(frame: pd.DataFrame, between: str) -> str:
+    """A speed bench's 1-minute load range and how many of its rows were within the bound for idle (the fit's
+    own torch threads + ``IDLE_MARGIN``)."""
+    load = frame["load_avg_1min"]
+    within = sum(idle([x], t) for x, t in zip(load, frame["torch_threads"]))
+    return (f"{load.min():.1f}{between}{load.max():.1f}; {within} of {len(frame)} rows within the bound for idle, "
+            f"the fit's own torch threads + {IDLE_MARGIN:g}")
 
 
 @block("speed-idle-authors:vs-tables")
@@ -101,8 +111,9 @@ def speed_vs_tables(rows) -> str:
     idle = rows.jsonl("authors/speed-idle.jsonl")
     idle = idle[is_method(idle["method"], "dml-cmr") & (idle["torch_threads"] == 1)]["seconds"].median()
     table = rows.csv("authors/demand-iv-nn-5000.csv")
-    loaded = table.loc[is_method(table["method"], "dml-cmr"), "seconds"].mean()
-    return f"about {loaded / idle:.1f} times as long ({loaded:.1f} s on average)"
+    loaded = table[is_method(table["method"], "dml-cmr")]
+    mean = loaded["seconds"].mean()
+    return f"about {mean / idle:.1f} times as long ({mean:.1f} s on average, {load_said(loaded)})"
 
 
 @block("speed-idle-raw")
@@ -127,8 +138,7 @@ def speed_idle_raw(rows) -> str:
 
 @block("speed-idle-raw:load")
 def speed_idle_raw_load(rows) -> str:
-    frame = rows.jsonl("speed-idle.jsonl")
-    return f"{frame['load_avg_1min'].min():.1f} and {frame['load_avg_1min'].max():.1f}"
+    return _idle_range(rows.jsonl("speed-idle.jsonl"), " and ")
 
 
 def _plan(rows) -> pd.DataFrame:
@@ -196,12 +206,14 @@ def study_seconds(rows, log: str) -> float:
 
 @block("study40")
 def study40(rows) -> str:
-    lines = ["| executor | study wall time | speed-up | sum of the fits' own times | start-up and hand-over "
+    runs = (("jobs1", "in process (`--jobs 1`)", 1), ("jobs2", "loky, 2 workers (`--jobs 2`)", 2),
+            ("ray2", "local Ray instance, 2 CPUs (`--executor ray --jobs 2`)", 2))
+    load = load_said(pd.concat([rows.csv(f"study40-{run}-fits.csv") for run, _, _ in runs]))
+    lines = [f"| executor | study wall time ({load}) | speed-up | sum of the fits' own times | start-up and hand-over "
              "(wall − sum / workers) | DML-CMR fit, median | peak RSS (largest process, `/usr/bin/time`) |",
              "|---|---|---|---|---|---|---|"]
     base = None
-    for run, label, workers in (("jobs1", "in process (`--jobs 1`)", 1), ("jobs2", "loky, 2 workers (`--jobs 2`)", 2),
-                                ("ray2", "local Ray instance, 2 CPUs (`--executor ray --jobs 2`)", 2)):
+    for run, label, workers in runs:
         fits, log = rows.csv(f"study40-{run}-fits.csv"), rows.time_log(f"study40-{run}.log")
         wall = study_seconds(rows, f"study40-{run}.log")
         base = base or wall
@@ -254,7 +266,7 @@ def executors(rows, file: str) -> str:
 @block("gc-cost")
 def gc_cost(rows) -> str:
     cost = rows.json("gc-cost.json")
-    return f"{cost['collect_ms_after_imports'] / 1000:.2f} s"
+    return f"{cost['collect_ms_after_imports'] / 1000:.2f} s at a 1-minute load of {cost['load'][0]:.1f}"
 
 
 @block("study-estimates")
@@ -286,9 +298,9 @@ def executor_range(rows, file: str, executor: str, field: str, fmt: str) -> str:
 def study40_speedups(rows) -> str:
     """How much faster two loky workers and a local Ray instance finished the 40-fit study than one process."""
     walls = {run: study_seconds(rows, f"study40-{run}.log") for run in ("jobs1", "jobs2", "ray2")}
-    dml = rows.csv("study40-jobs1-fits.csv")
-    dml = dml[is_method(dml["method"], "dml-cmr")]["seconds"].median()
-    return (f"{dml:.0f} s per DML-CMR fit) two loky workers finished {walls['jobs1'] / walls['jobs2']:.2f} times "
+    fits = rows.csv("study40-jobs1-fits.csv")
+    dml = fits[is_method(fits["method"], "dml-cmr")]["seconds"].median()
+    return (f"{dml:.0f} s per DML-CMR fit, {load_said(fits)}) two loky workers finished {walls['jobs1'] / walls['jobs2']:.2f} times "
             f"faster than one process and a local Ray instance {walls['jobs1'] / walls['ray2']:.2f} times")
 
 
@@ -298,8 +310,8 @@ def executor_vs_fits(rows) -> str:
     gap = rows.jsonl("executor-overhead.jsonl")["gap_s"].max()
     fits = rows.csv("demand-iv-nn.csv")
     fits = fits[fits["n"].isin((2000, 5000)) & fits["method"].isin(FAMILY)]
-    fits = fits["seconds"]
-    return (f"{fits.min():.0f}–{fits.max():.0f} s each at N = 2000 and 5000 on the raw-noise design, "
+    load, fits = load_said(fits), fits["seconds"]
+    return (f"{fits.min():.0f}–{fits.max():.0f} s each at N = 2000 and 5000 on the raw-noise design, {load}, "
             "bench/results/demand-iv-nn.csv) "
             f"that is at most {gap / fits.min():.1%}")
 
@@ -342,14 +354,27 @@ def default_fit_named(rows, date: str) -> str:
     return default_fit_text(match.iloc[0])
 
 
+def _load_words(quiet: bool, other_work) -> str:
+    """The load of a default-fit row in words: idle (``tables.idle``, one thread), or above it with what else ran as the row
+    says (its ``other_work``, recorded since 2026-11-29; before, nothing was)."""
+    if quiet:
+        return "idle"
+    above = f"above {1 + IDLE_MARGIN:g}, the bound for idle"
+    if not isinstance(other_work, str) or not other_work:
+        return f"{above}; what else ran was not recorded"
+    if other_work.startswith("nothing"):
+        return f"{above}; other work: {other_work}, so the command's own processes count in it"
+    return f"{above}; other work: {other_work}"
+
+
 def default_fit_text(row) -> str:
     runs = row["runs"]
     loads = [x for r in runs for x in (r["load_before"][0], r["load_after"][0])]
-    idle = max(loads) <= 1.5
+    quiet = idle(loads)
     lines = [f"Row of {row['date'][:16].replace('T', ' ')} (`bench/results/{DEFAULT_FIT}`), {row['machine']}, commit "
              f"{row['commit']}{' with uncommitted changes' if row['uncommitted_changes'] else ''}, N = {row['n']}, "
              f"seed {row['seed']}; 1-minute load average {min(loads):.1f}–{max(loads):.1f} "
-             f"({'idle' if idle else 'under load: other work shared the cores'}).", "",
+             f"({_load_words(quiet, row.get('other_work'))}).", "",
              "| command | whole command | the fit alone | nuisances: chosen (s, g) | load before → after |",
              "|---|---|---|---|---|"]
     for r in runs:
@@ -359,13 +384,15 @@ def default_fit_text(row) -> str:
                      f"{r['load_before'][0]:.1f} → {r['load_after'][0]:.1f} |")
     dml = next(r for r in runs if r["method"] == REFERENCE and not r["named"] and r.get("debias", True)
                and r.get("refits") != "in process")
+    # one row is one fit of each command: it can fall within a target or over it, but not decide it
     verdict = (f"DML-CMR's command takes {row['ratio']:.2f} times CE-DML-CMR's (target ≤ {row['ratio_target']}: "
-               f"{'met' if row['ratio_met'] else 'not met'}) and {dml['command_seconds']:.1f} s (target ≤ "
-               f"{row['seconds_target']:.0f} s on 2 idle cores: ")
-    verdict += ((("met" if row["seconds_met"] else "not met") + ")") if idle else
-                "not decided by this row, taken under load)")
+               f"{'within it' if row['ratio_met'] else 'over it'} on this row) and {dml['command_seconds']:.1f} s "
+               f"(target ≤ {row['seconds_target']:.0f} s on 2 idle cores: ")
+    verdict += (f"{'within it' if row['seconds_met'] else 'over it'} on this row)" if quiet else
+                "this row's load is above the bound for idle, so it does not count)")
+    verdict += "; a row is one fit of each command, which does not decide a target"
     per_run = [(r["load_before"][0] + r["load_after"][0]) / 2 for r in runs]
-    uneven = not idle and max(per_run) > 1.5 * min(per_run)
+    uneven = not quiet and max(per_run) > 1.5 * min(per_run)
     if uneven:
         verdict += ("; the runs met different loads (mean 1-minute load per run "
                     f"{min(per_run):.1f}–{max(per_run):.1f}), so their ratios mix the methods' costs with the load")
@@ -430,10 +457,10 @@ def _pilot_pairs(rows) -> pd.DataFrame:
 def pilot_selection_table(rows) -> str:
     """Per design, N and setting: how often the pilot's choice per fold was the every-fold rule's, and the
     selections' seconds under each rule (both nuisances, summed per seed; medians over seeds)."""
-    wide = _pilot_pairs(rows)
+    wide, load = _pilot_pairs(rows), load_said(rows.csv(PILOT_SELECTION))
     lines = ["| design | N | folds | seeds | same choice for every fold: pilot (per-fold variant), of seeds × 2 "
-             "nuisances | where the pilot's choice differs (every fold → pilot) | seconds, every fold | "
-             "seconds, pilot | pilot / every |",
+             f"nuisances | where the pilot's choice differs (every fold → pilot) | seconds, every fold ({load}) | "
+             f"seconds, pilot ({load}) | pilot / every |",
              "|---|---|---|---|---|---|---|---|---|"]
     for (design, n), part in wide[wide["setting"] == "kfold"].groupby(["design", "n"], sort=True):
         per_seed = part.groupby("seed")[["seconds_every", "seconds_pilot"]].sum()
@@ -484,3 +511,43 @@ def pilot_selection_inner(rows) -> str:
                      f"{', '.join(str(x) for x in sorted(moved['seed']))}), higher on {int((moved['mse_two'] > moved['mse_every']).sum())}")
     return (f"made the every-fold choice in {int(one['same'].sum())} of {len(one)} selections of the bench above, but "
             f"on the {pair['seed'].nunique()} seeds of IV strength 0.4 (N = {two['n'].iloc[0]}) " + "; ".join(parts))
+
+
+# ---- what `dmlcore fit` imports (bench/perf/import_time.py, issue 45): two source trees measured turn about
+IMPORT_TIME = "perf/import-time.jsonl"
+
+
+@block("import-time")
+def import_time_newest(rows) -> str:
+    """The newest row of bench/results/perf/import-time.jsonl: before against after, medians, with the load."""
+    frame = rows.jsonl(IMPORT_TIME)
+    row = frame.loc[frame["date"].idxmax()]
+    before, after = row["summary"]["before"], row["summary"]["after"]
+    runs = row["runs"]
+    loads = [x for tree in runs.values() for kind in tree.values() for r in kind
+             for x in (r["load_before"], r["load_after"])]
+    lines = [f"Row of {row['date'][:16].replace('T', ' ')} (`bench/results/{IMPORT_TIME}`), {row['machine']}, "
+             f"before: {row['before']}, after: commit {row['commit']}"
+             f"{' with uncommitted changes' if row['uncommitted_changes'] else ''}; 1-minute load average "
+             f"{min(loads):.1f}–{max(loads):.1f} on {row['cores']} cores "
+             f"({'idle' if max(loads) <= 1.5 else 'under load: compare before with after, not with idle seconds'}); "
+             f"medians of {len(runs['after']['import'])} runs (the fit: {len(runs['after']['fit'])}), the two trees "
+             "taking turns.", "",
+             "| measure | before | after | after / before |", "|---|---|---|---|"]
+    measures = [("`import dmlcore.cli`: the modules' own import times, summed", "import_ms_median", 1000),
+                ("`dmlcore fit --help`: wall", "help_wall_s_median", 1),
+                ("a tiny nn fit: wall", "fit_wall_s_median", 1),
+                ("a tiny nn fit: all its imports", "fit_import_ms_median", 1000),
+                ("a tiny nn fit: imports after dmlcore's, during the fit", "during_fit_import_ms_median", 1000)]
+    for label, key, scale in measures:
+        if key in before and key in after:
+            lines.append(f"| {label} | {before[key] / scale:.2f} s | {after[key] / scale:.2f} s | "
+                         f"{after[key] / before[key]:.2f} |")
+    dynamo = {name: sum(r["torch_dynamo"] for r in runs[name]["fit"]) for name in ("before", "after")}
+    text = "\n".join(lines) + "\n\n" + (
+        f"`torch._dynamo` was imported in {dynamo['before']} of {len(runs['before']['fit'])} tiny fits before and "
+        f"{dynamo['after']} of {len(runs['after']['fit'])} after.")
+    if "no_pyc_import_ms_median" in row:
+        text += (f" Without the bytecode cache (`PYTHONDONTWRITEBYTECODE=1`, every dmlcore module compiled at each "
+                 f"start) `import dmlcore.cli` summed {row['no_pyc_import_ms_median'] / 1000:.2f} s (after's tree).")
+    return text

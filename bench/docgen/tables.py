@@ -68,6 +68,26 @@ def timed(rows: pd.DataFrame) -> bool:
     return all(c in rows for c in LOAD) and bool(rows[list(LOAD)].notna().all().all())
 
 
+IDLE_MARGIN = 0.5   # the docs call the 2 cores idle while the 1-minute load stays within the run's own threads + this
+
+
+def idle(loads, threads: int = 1) -> bool:
+    """Whether every recorded 1-minute load is low enough to call the machine idle: the load counts the run's
+    own ``threads``, so at most ``threads + IDLE_MARGIN`` (1.5 for a one-thread fit)."""
+    return max(loads) <= threads + IDLE_MARGIN
+
+
+UNRECORDED = "load not recorded"   # what a quoted time says when its rows (or its /usr/bin/time log) record no load
+
+
+def load_said(rows: pd.DataFrame | None = None) -> str:
+    """What stands beside seconds taken from ``rows``: their 1-minute load range when every row records it
+    (``timed``), else that the load was not recorded. ``None``: a ``/usr/bin/time`` log, which records none."""
+    if rows is not None and timed(rows):
+        return f"1-minute load {rows[LOAD[0]].min():g}–{rows[LOAD[1]].max():g}"
+    return UNRECORDED
+
+
 def study_table(fits: pd.DataFrame, *, unit: str = "MSE", reps_label: str = "reps") -> str:
     """The markdown table of one cell's fits (every method, in the rows' order, DML-CMR first: rows of fits run
     in parallel are written as they finish). The mean seconds per fit are a column only when every row records

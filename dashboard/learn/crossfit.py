@@ -60,22 +60,21 @@ def crossfit_tab():
     exp = slow(f"compare-{setting}-{draws}", "Run the comparison",
                lambda cb: nuisance.compare_methods(setting, draws=int(draws), callback=cb))
     if exp is not None:
-        left, right = st.columns([3, 2], gap="large")
-        with left:
-            chart(figures.methods_box(exp), key=state.LEARN_CMP_PLOT)
-        with right:
-            s = exp.summary.set_index("method")
-            st.dataframe(pd.DataFrame({"median MSE": s["median"], "q25": s["q25"], "q75": s["q75"],
-                                       "lowest MSE on": s["lowest MSE on"]}).rename(index=METHOD_TITLES),
-                         key=state.LEARN_CMP_TABLE, column_config={c: st.column_config.NumberColumn(format="%.3g")
-                                                               for c in ("median MSE", "q25", "q75")})
-            best = s["median"].idxmin()
-            st.markdown(
-                f"Lowest median MSE: **{METHOD_TITLES[best]}** ({num(s.loc[best, 'median'], 3)}); DML-CMR had the "
-                f"lowest MSE on {s.loc['dml-cmr', 'lowest MSE on']} of {exp.params['draws']} data sets. The naive "
-                f"plug-in's middle half spans {num(s.loc['naive', 'q25'], 3)} to {num(s.loc['naive', 'q75'], 3)}, "
-                f"DML-CMR's {num(s.loc['dml-cmr', 'q25'], 3)} to {num(s.loc['dml-cmr', 'q75'], 3)}. The naive "
-                "target y carries all the outcome noise; ŝ averages it before the second stage.")
+        # the chart, then its table at full width (beside the chart the table needed a sideways scroll even at
+        # 1,400 pixels)
+        chart(figures.methods_box(exp), key=state.LEARN_CMP_PLOT)
+        s = exp.summary.set_index("method")
+        st.dataframe(pd.DataFrame({"median MSE": s["median"], "q25": s["q25"], "q75": s["q75"],
+                                   "lowest MSE on": s["lowest MSE on"]}).rename(index=METHOD_TITLES),
+                     key=state.LEARN_CMP_TABLE, column_config={c: st.column_config.NumberColumn(format="%.3g")
+                                                           for c in ("median MSE", "q25", "q75")})
+        best = s["median"].idxmin()
+        st.markdown(
+            f"Lowest median MSE: **{METHOD_TITLES[best]}** ({num(s.loc[best, 'median'], 3)}); DML-CMR had the "
+            f"lowest MSE on {s.loc['dml-cmr', 'lowest MSE on']} of {exp.params['draws']} data sets. The naive "
+            f"plug-in's middle half spans {num(s.loc['naive', 'q25'], 3)} to {num(s.loc['naive', 'q75'], 3)}, "
+            f"DML-CMR's {num(s.loc['dml-cmr', 'q25'], 3)} to {num(s.loc['dml-cmr', 'q75'], 3)}. The naive "
+            "target y carries all the outcome noise; ŝ averages it before the second stage.")
         st.caption(f"Computed in {exp.seconds:.0f} s; {exp.params['n']} rows per data set, K = {exp.params['folds']}.")
     repeated_section()
     measured_section()

@@ -4,6 +4,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.learn.common import chart, notebook_button, num
+from dashboard.learn.robust import overid_section
 from dmlcore.teaching import figures, iv
 
 
@@ -35,3 +36,4 @@ def exclusion_tab():
         + (f"From δ = {min(worse):g} on, 2SLS is further from the truth than OLS. " if worse else "")
         + "No statistic can reveal the violation with one instrument: the first-stage F does not involve sales "
           "at all. Exclusion has to be argued from how the instrument works.")
+    overid_section()

@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.learn.common import chart, cover, mc_se, notebook_button, num, pct
+from dashboard.learn.robust import robust_section
 from dmlcore.inference.first_stage import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, strong_bar
 from dmlcore.teaching import figures, iv
 
@@ -119,3 +120,4 @@ def weak_tab():
                               value=s["expected F"].iloc[1], key=state.LEARN_WEAK_PICK, persist_state="session",
                               format_func=lambda v: f"F≈{s.set_index('expected F').loc[v, 'median F']:.3g}")
     chart(figures.intervals_figure(exp, float(choice)), key=state.LEARN_WEAK_INTERVALS)
+    robust_section()

@@ -20,7 +20,6 @@ from itertools import product
 
 import numpy as np
 import pandas as pd
-from sklearn.datasets import load_digits
 
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import (IV_STRENGTH, METRIC_HELP, N, NOISE_SCALE, RHO, Y_STD, GroundTruth, Simulation,
@@ -53,6 +52,10 @@ def digit_pools() -> tuple[dict, dict]:
 
     Pixels are scaled from 0..16 to [0, 1]; the split is fixed (seed 20240) and stratified.
     """
+    # late: sklearn.datasets (and the text tools it pulls in) is wanted only for the digits design, not by every
+    # process that imports dmlcore (tests/test_cli_imports.py)
+    from sklearn.datasets import load_digits
+
     digits = load_digits()
     images = digits.data / 16.0
     rng = np.random.default_rng(20240)

@@ -30,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from dmlcore.errors import DMLCoreError
 
@@ -279,6 +278,10 @@ def _parser_message(who: str, delimiter: str, message: str) -> str:
 
 # --------------------------------------------------------------------- parquet
 def _read_parquet(data: bytes, who: str, max_bytes: int) -> pd.DataFrame:
+    # late: pyarrow.parquet is wanted only to read a Parquet file, not by every process that imports dmlcore
+    # (tests/test_cli_imports.py); pandas imports pyarrow itself, but not its parquet module
+    import pyarrow.parquet as pq
+
     try:
         meta = pq.read_metadata(io.BytesIO(data))
         names = meta.schema.to_arrow_schema().names

@@ -64,8 +64,9 @@ class CausalData:
     ----------
     table : pandas.DataFrame
         The rows; a column without a role is kept (to cluster, absorb or weight by) but not fitted.
-    problem : {"iv", "pcl", "cmr"}
-        Instrumental variables, proximal causal learning, or a general conditional moment restriction.
+    problem : str
+        ``"iv"`` (instrumental variables), ``"pcl"`` (proximal causal learning) or ``"cmr"`` (a general
+        conditional moment restriction).
     outcome : str
         The outcome column Y.
     treatment, instrument, treatment_proxy, outcome_proxy, covariates : str or list of str, default []

@@ -184,7 +184,7 @@ def _peer_entry(name, cls, title, learner, help, problems, epochs_arg=None, fixe
 _IV = ("iv", "cmr")
 _ENTRIES = (
     Method("dml-cmr", "DML-CMR", "Orthogonal score + K-fold cross-fitting (the paper's Algorithm 1).", DMLCMR,
-           settings=SECOND_STAGE_SETTINGS, colour="#1f77b4", **_FAMILY),
+           settings=SECOND_STAGE_SETTINGS | {"nuisance_choice"}, colour="#1f77b4", **_FAMILY),
     Method("ce-dml-cmr", "CE-DML-CMR",
            "Orthogonal score, nuisances fitted once on all rows (cheaper, no cross-fitting).", CEDMLCMR,
            settings=SECOND_STAGE_SETTINGS - {"folds"}, colour="#17becf", **_FAMILY),

@@ -38,9 +38,15 @@ class RepeatedCrossFit(CMREstimator):
 
     Attributes
     ----------
-    estimators_ : the R fitted copies, seeds ``estimator.seed + r``.
-    seeds_, input_columns_, seconds_ : as named.
-    fold_losses_, second_stage_history_ : those of the first fit.
+    estimators_ : list
+        The R fitted copies, seeds ``estimator.seed + r``.
+    seeds_ : list of int
+    input_columns_ : list of str
+    seconds_ : float
+    fold_losses_ : list
+        The first fit's.
+    second_stage_history_ : list
+        The first fit's.
     """
 
     capabilities = frozenset({"predict_interval", "predict_spread", "linear_functional"})

@@ -33,6 +33,7 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.estimators.settings import DEFAULTS
+from dmlcore.estimators import nuisance_target
 from dmlcore.estimators.splines import check_tabular
 from dmlcore.learners import (AUTO, CANDIDATES, SelectedOutcome, SelectedSampler, check_learner, make_outcome_learner,
                               learner_name, make_sampler, uses_networks)
@@ -68,7 +69,7 @@ class _TwoStageCMR(CMREstimator):
                  f_model: str | None = DEFAULTS.f_model, n_draws: int = DEFAULTS.n_draws,
                  epochs: int | None = DEFAULTS.epochs, nuisance_params: dict | None = None,
                  f_params: dict | None = None, seed: int = 0, device: str = DEFAULTS.device,
-                 cluster: str | None = None):
+                 cluster: str | None = None, nuisance_choice: str = DEFAULTS.nuisance_choice):
         self.learner = learner
         self.folds = folds
         self.outcome_learner = outcome_learner
@@ -81,6 +82,7 @@ class _TwoStageCMR(CMREstimator):
         self.seed = seed
         self.device = device
         self.cluster = cluster
+        self.nuisance_choice = nuisance_choice
 
     # ------------------------------------------------------------------ fit
     def _settings(self):
@@ -92,6 +94,10 @@ class _TwoStageCMR(CMREstimator):
             raise DMLCoreError(f"{type(self).__name__} has no outcome model, so outcome_learner="
                                f"{learner_name(self.outcome_learner)!r} does not apply; leave it out (sampler= sets "
                                f"its distribution model).")
+        if nuisance_target.check_choice(self.nuisance_choice) == nuisance_target.TARGET and not self.cross_fit:
+            raise DMLCoreError(f"{type(self).__name__} fits its nuisances once on all rows, so nuisance_choice="
+                               f"'target' (which scores the pilot folds' second stages) does not apply; leave it out "
+                               f"(DMLCMR takes it).")
         if not self.cross_fit and self.folds != DEFAULTS.folds:
             raise DMLCoreError(f"{type(self).__name__} fits its nuisances once on all rows (no cross-fitting), so "
                                f"folds={self.folds!r} does not apply; leave it out (DMLCMR cross-fits over folds).")
@@ -134,6 +140,44 @@ class _TwoStageCMR(CMREstimator):
         params = {**(settings or {}), **self._nuisance_params(name)}
         return Encoded(make(name, params, self.seed, encode_image_spec(image, enc), device), enc)
 
+    def _check_target(self, s_name, g_name, image, arr) -> None:
+        """Refuse ``nuisance_choice="target"`` where it has nothing to choose or cannot score, in one line."""
+        if not any(isinstance(name, str) and name == AUTO for name in (s_name, g_name)):
+            raise DMLCoreError(f"nuisance_choice='target' chooses among auto's candidates, but the nuisances are named "
+                               f"(outcome_learner={learner_name(s_name)!r}, sampler={learner_name(g_name)!r}); leave "
+                               f"one of them 'auto' (the default with learner nn or gb), or leave nuisance_choice out.")
+        if image is not None:
+            raise DMLCoreError("nuisance_choice='target' scores the pilot's f-hat by a regression on a spline basis "
+                               "of the conditioning columns, which cannot take image pixels; leave it out on image data.")
+        if self.folds <= nuisance_target.PILOT:
+            raise DMLCoreError(f"nuisance_choice='target' scores {nuisance_target.PILOT} pilot folds and needs more "
+                               f"folds than that; got folds={self.folds}.")
+        if not arr.modelled_names:
+            raise DMLCoreError("nuisance_choice='target' judges pairs of an outcome model and a distribution model, "
+                               "but every input of f is among the conditioning columns here (no distribution model); "
+                               "leave it out.")
+        if arr.conditioning.shape[1] != len(arr.conditioning_names):
+            raise DMLCoreError("nuisance_choice='target' needs numeric conditioning columns (one array column each); "
+                               "leave it out for this data.")
+
+    def _choose_by_target(self, s_model, g_model, arr, folds, fit_f, monitor) -> None:
+        """The pair of pilot nuisances whose second stage has the lowest held-out projected residual
+        (:mod:`dmlcore.estimators.nuisance_target`); each "auto" nuisance then fits its part of the pair."""
+        own = g_model.own_choice() if hasattr(g_model, "own_choice") else None
+        s_opts = nuisance_target.options(s_model, None, "s")
+        g_opts = nuisance_target.options(g_model, own, "g")
+        excluded = [name for name in arr.conditioning_names if name not in arr.input_names]
+        losses = nuisance_target.pair_losses(
+            s_opts, g_opts, C=arr.conditioning, y=arr.y, inputs=arr.inputs, assemble=arr.assemble, held=folds,
+            fit_f=fit_f, bank=DRAW_BANK * int(self.n_draws), names=list(arr.conditioning_names),
+            excluded=excluded, seed=self.seed, should_stop=getattr(monitor, "should_stop", None))
+        best = min(losses, key=losses.get)
+        scale = float(np.var(arr.y)) or 1.0
+        for role, model, label in (("s", s_model, best[0]), ("g", g_model, best[1])):
+            if hasattr(model, "finish"):
+                chosen = label if getattr(model, "scored_", None) is not None else None
+                model.finish(monitor, choice=chosen, criterion=nuisance_target.record(losses, best, role, scale))
+
     def _fit(self, data: CausalData, monitor) -> None:
         f_model, f_params = self._settings()
         device = resolve_device(self.device)  # a CUDA device torch cannot see is refused before any work
@@ -161,15 +205,31 @@ class _TwoStageCMR(CMREstimator):
         s_model = g_model = None
         s_name = nuisance_default(self.outcome_learner, self.learner, self.nuisance_params)   # not set: "auto"
         g_name = nuisance_default(self.sampler, self.learner, self.nuisance_params)          # for nn and gb
+        by_target = self.nuisance_choice == nuisance_target.TARGET
+        if by_target:
+            self._check_target(s_name, g_name, image_c or image_f, arr)
+        fit = lambda model: model.fit_pilot if by_target and hasattr(model, "fit_pilot") else model.fit
         if self.score == "orthogonal":
             monitor.stage("outcome model s(c)", start=0.0, end=0.35)
             s_model = self._nuisance("s", s_name, data, arr.conditioning_names, image_c, device)
-            s_model.fit(arr.conditioning, arr.y, train_sets, monitor)
+            fit(s_model)(arr.conditioning, arr.y, train_sets, monitor)
         if arr.modelled_names:
             monitor.stage("conditional distribution of " + ", ".join(arr.modelled_names[:3]),
                           start=0.35, end=0.7)
             g_model = self._nuisance("g", g_name, data, arr.conditioning_names, image_c, device)
-            g_model.fit(arr.conditioning, arr.modelled, train_sets, monitor)
+            fit(g_model)(arr.conditioning, arr.modelled, train_sets, monitor)
+        f_model_stage = SECOND_STAGES[f_model]
+        f_enc = encoder_for(data, arr.input_names, f_model)
+
+        def fit_f(rows, targets, draws, sub):   # the run's second stage on ``rows`` (the target's pilot fits)
+            f = f_model_stage(f_params, self.n_draws, self.seed, encode_image_spec(image_f, f_enc), device=device)
+            extra = dict(outcome=arr.y[rows], names=arr.input_names) if f_model_stage.has_bands else {}
+            return (EncodedStage(f, f_enc) if f_enc is not None else f).fit(targets, draws, arr.inputs[rows], sub,
+                                                                             **extra)
+
+        if by_target:
+            monitor.stage("choosing the nuisances by DML-CMR's target (pilot second stages)", start=0.6, end=0.7)
+            self._choose_by_target(s_model, g_model, arr, folds, fit_f, monitor)
 
         rng = np.random.default_rng([self.seed, 11])
         # a smaller bank when f reads images: their pixels repeat in every draw
@@ -319,14 +379,14 @@ class DMLCMR(_TwoStageCMR):
     folds : int, default 10
         K of the K-fold cross-fitting: the nuisances of fold k are fitted on the other K - 1 folds.
         Each fold needs at least 10 rows (``CausalData.check_folds``).
-    outcome_learner : str or object, default None
+    outcome_learner : str or object, default None ("auto" with learner "nn" or "gb")
         The outcome model s(c) = E[Y | C]. None: ``"auto"`` when ``learner`` is ``"nn"`` or ``"gb"``,
         else ``learner``'s own. The default before ``auto`` is kept by naming it
         (``outcome_learner="nn"``). Else a learner name, a regressor, a
         ``dmlcore.learners.base.OutcomeLearner`` (the per-fold interface), or ``"auto"``: the
         candidate with the lowest held-out squared error on the first two folds' rows (``gb``,
         ``gb-small``, and ``nn`` too with ``learner="nn"``), fitted for every fold.
-    sampler : str or object, default None
+    sampler : str or object, default None ("auto" with learner "nn" or "gb")
         The distribution model of f's modelled inputs given C. None: ``"auto"`` when ``learner`` is
         ``"nn"`` or ``"gb"``, else ``learner``'s own (rf, linear, a regressor: auto does not choose
         among them, nor nn when ``nuisance_params`` set it). The default before ``auto``, the learner's
@@ -336,7 +396,7 @@ class DMLCMR(_TwoStageCMR):
         too with ``learner="nn"``; ``nn`` alone on image data) with the lowest held-out energy score,
         fitted for every fold (``dmlcore.learners.select``); the choice and the losses are in
         ``nuisance_selection_``.
-    f_model : {"nn", "boost", "linear", "sieve"}, default None
+    f_model : {None, "nn", "boost", "linear", "sieve"}
         The second stage (``dmlcore.estimators.second_stage``). None: the learner's own (``"nn"`` for
         nn, ``"linear"`` for linear, ``"boost"`` otherwise). ``"sieve"`` gives ``predict_interval`` (a
         95 % confidence band) and a closed-form interval for the effect.
@@ -357,6 +417,14 @@ class DMLCMR(_TwoStageCMR):
         see is refused before any work.
     cluster : str, default None
         A column of the table whose values group the rows: the K folds keep each cluster whole.
+    nuisance_choice : {"own", "target"}, default "own"
+        How the ``"auto"`` nuisances are chosen. ``"own"``: each by its own held-out loss (above).
+        ``"target"`` (a pilot, not the default): the pilot's candidate pairs (the outcome model's candidates
+        times the network and the energy score's choice for the distribution model) judged by the
+        held-out projected residual of a second stage fitted with each pair on one pilot fold's rows
+        (``dmlcore.estimators.nuisance_target``); needs K > 2, tabular data and at least one ``"auto"``
+        nuisance, and is recorded in ``nuisance_selection_`` (``criterion``, ``target_loss``,
+        ``target_pair``).
 
     Attributes
     ----------
@@ -408,14 +476,14 @@ class CEDMLCMR(_TwoStageCMR):
         Not used: this method fits its nuisances once on all rows (no cross-fitting). A value other than
         the default is refused with a ``DMLCoreError`` (by the class, ``fit_run``, the command line and
         study grids).
-    outcome_learner : str or object, default None
+    outcome_learner : str or object, default None ("auto" with learner "nn" or "gb")
         The outcome model s(c) = E[Y | C]. None: ``"auto"`` when ``learner`` is ``"nn"`` or ``"gb"``,
         else ``learner``'s own. The default before ``auto`` is kept by naming it
         (``outcome_learner="nn"``). Else a learner name, a regressor, a
         ``dmlcore.learners.base.OutcomeLearner`` (the per-fold interface), or ``"auto"``: the
         candidate with the lowest held-out squared error (with one training set the candidates are
         scored on five inner folds of it, and the winner is fitted on all rows).
-    sampler : str or object, default None
+    sampler : str or object, default None ("auto" with learner "nn" or "gb")
         The distribution model of f's modelled inputs given C. None: ``"auto"`` when ``learner`` is
         ``"nn"`` or ``"gb"``, else ``learner``'s own (rf, linear, a regressor: auto does not choose
         among them, nor nn when ``nuisance_params`` set it). The default before ``auto``, the learner's
@@ -425,7 +493,7 @@ class CEDMLCMR(_TwoStageCMR):
         too with ``learner="nn"``; ``nn`` alone on image data) with the lowest held-out energy score,
         fitted for every fold (``dmlcore.learners.select``); the choice and the losses are in
         ``nuisance_selection_``.
-    f_model : {"nn", "boost", "linear", "sieve"}, default None
+    f_model : {None, "nn", "boost", "linear", "sieve"}
         The second stage (``dmlcore.estimators.second_stage``). None: the learner's own (``"nn"`` for
         nn, ``"linear"`` for linear, ``"boost"`` otherwise). ``"sieve"`` gives ``predict_interval`` (a
         95 % confidence band) and a closed-form interval for the effect.
@@ -448,6 +516,9 @@ class CEDMLCMR(_TwoStageCMR):
         A column of the table whose values group the rows. This method splits no rows, so its fit does
         not use it (DML-CMR keeps each cluster in one fold); a run's clustered intervals follow
         ``fit_run``'s ``cov_type`` and ``cluster``.
+    nuisance_choice : "own"
+        Only "own" (the default): the target choice scores DML-CMR's pilot folds, and this method has none;
+        "target" is refused with a ``DMLCoreError``.
 
     Attributes
     ----------
@@ -498,10 +569,10 @@ class NaivePlugIn(_TwoStageCMR):
         Not used: this method fits its nuisances once on all rows (no cross-fitting). A value other than
         the default is refused with a ``DMLCoreError`` (by the class, ``fit_run``, the command line and
         study grids).
-    outcome_learner : None
+    outcome_learner : None, default None
         Must be left out: the naive score uses the observed outcome, so there is no outcome model, and
         a value is refused with a ``DMLCoreError`` (``sampler`` sets the distribution model).
-    sampler : str or object, default None
+    sampler : str or object, default None ("auto" with learner "nn" or "gb")
         The distribution model of f's modelled inputs given C. None: ``"auto"`` when ``learner`` is
         ``"nn"`` or ``"gb"``, else ``learner``'s own (rf, linear, a regressor: auto does not choose
         among them, nor nn when ``nuisance_params`` set it). The default before ``auto``, the learner's
@@ -511,7 +582,7 @@ class NaivePlugIn(_TwoStageCMR):
         too with ``learner="nn"``; ``nn`` alone on image data) with the lowest held-out energy score,
         fitted for every fold (``dmlcore.learners.select``); the choice and the losses are in
         ``nuisance_selection_``.
-    f_model : {"nn", "boost", "linear", "sieve"}, default None
+    f_model : {None, "nn", "boost", "linear", "sieve"}
         The second stage (``dmlcore.estimators.second_stage``). None: the learner's own (``"nn"`` for
         nn, ``"linear"`` for linear, ``"boost"`` otherwise). ``"sieve"`` gives ``predict_interval`` (a
         95 % confidence band) and a closed-form interval for the effect.
@@ -534,6 +605,9 @@ class NaivePlugIn(_TwoStageCMR):
         A column of the table whose values group the rows. This method splits no rows, so its fit does
         not use it (DML-CMR keeps each cluster in one fold); a run's clustered intervals follow
         ``fit_run``'s ``cov_type`` and ``cluster``.
+    nuisance_choice : "own"
+        Only "own" (the default): the target choice scores DML-CMR's pilot folds, and this method has none;
+        "target" is refused with a ``DMLCoreError``.
 
     Attributes
     ----------

@@ -201,6 +201,11 @@ class FitSettings:
                                   "--learner nn or gb, else --learner's); auto: gb or gb-small, and nn too with --learner nn (nn alone on images), by "
                                   "cross-fitted energy score", kind="nuisance", later=True, keeps_none=True,
                             label="Distribution model")
+    nuisance_choice: str = _declare("own", "how DML-CMR's auto nuisances are chosen: own (each by its own held-out "
+                                           "loss, the default) or target (the pair whose pilot second stage has the "
+                                           "lowest held-out projected residual; a pilot, dmlcore.estimators."
+                                           "nuisance_target)", choices=("own", "target"), later=True,
+                                    label="Nuisance choice")
     n_knots: int | None = _declare(None, "interior knots of Sieve 2SLS's splines (default: chosen by validation on the "
                                          "training rows)", kind="int", minimum=0, later=True, keeps_none=True,
                                    label="Interior knots (Sieve 2SLS)")

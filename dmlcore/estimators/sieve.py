@@ -78,10 +78,20 @@ class Sieve2SLS(CMREstimator):
 
     Attributes
     ----------
-    n_knots_, ridge_ : the chosen values (``n_knots_`` as requested for f's basis).
-    cv_loss_ : dict {(n_knots, ridge): validation loss}; empty when nothing was chosen.
-    theta_, cov_ : dicts {cell: coefficients}, {cell: their sandwich covariance}.
-    additive_ : bool, whether the bases are additive; notes_ : list of str (says so).
+    n_knots_ : int
+        The chosen knots (as requested for f's basis).
+    ridge_ : float
+        The chosen penalty weight.
+    cv_loss_ : dict
+        ``{(n_knots, ridge): validation loss}``; empty when nothing was chosen.
+    theta_ : dict
+        ``{cell: coefficients}``.
+    cov_ : dict
+        ``{cell: their sandwich covariance}``.
+    additive_ : bool
+        Whether the bases are additive.
+    notes_ : list of str
+        Says so.
     input_columns_ : list of str
     n_ : int
     fold_losses_ : list, always empty.

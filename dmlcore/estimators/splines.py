@@ -21,6 +21,7 @@ import scipy.linalg as sla
 from scipy.interpolate import BSpline
 
 from dmlcore.errors import DMLCoreError
+from dmlcore.stats import resample
 
 DEGREE = 3
 RIDGE_GRID = tuple(float(f"1e{e}") for e in range(-9, 1))   # penalty weights tried by validation
@@ -306,3 +307,32 @@ def spd_solve(a, b):
     """a^-1 b for a symmetric positive definite a (with a relative 1e-10 jitter against rounding)."""
     a = a + 1e-10 * np.trace(a) / len(a) * np.eye(len(a))
     return sla.cho_solve(sla.cho_factor(a, check_finite=False), b, check_finite=False)
+
+
+def cross_fitted_projection(c, r, names, excluded, seed, *, knots=6, max_levels=10,
+                            ridges=(1e-6, 1e-4, 1e-2, 1.0), inner=5, what="The projection"):
+    """g(c_i) = E-hat[r | C = c_i] for each row: a ridge regression of ``r`` on a spline basis of the
+    conditioning columns ``c`` (``names``; a tensor product when it fits, else additive, ``excluded`` the
+    columns not among f's inputs, smooth terms), each row's value fitted on the other ``inner`` parts (the
+    resampler's ``"projection"`` folds); the ridge is the ``ridges`` value with the smallest cross-fitted
+    squared error. The held-out residual's projection (:mod:`dmlcore.runs.heldout_residual`) and DML-CMR's
+    target choice of nuisances (:mod:`dmlcore.estimators.nuisance_target`)."""
+    m = len(r)
+    cap = max(2, m // 10)
+    basis = TensorBasis.build(c, names, knots, max_levels, cap)
+    if not usable_tensor(basis, knots):
+        basis = (additive_basis(c, names, knots, max_levels, cap, smooth=excluded)
+                 or additive_basis(c, names, 0, max_levels, m // 2, smooth=excluded))
+    if basis is None:
+        raise DMLCoreError(f"{what}'s regression on the {len(names)} conditioning columns needs "
+                           f"more rows per fold than {m}; use fewer folds or more rows.")
+    z, omega = basis(c), basis.penalty()
+    part = resample.fold_labels(m, inner, seed, "projection")
+    fits = {ridge: np.empty(m) for ridge in ridges}
+    for j in range(inner):
+        fit, out = part != j, part == j
+        zz, zr = z[fit].T @ z[fit], z[fit].T @ r[fit]
+        for ridge in ridges:
+            fits[ridge][out] = z[out] @ spd_solve(zz + fit.sum() * (ridge * omega + RIDGE_SHARE * np.eye(len(zz))), zr)
+    best = min(ridges, key=lambda ridge: float(np.mean((r - fits[ridge]) ** 2)))
+    return fits[best]

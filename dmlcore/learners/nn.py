@@ -87,11 +87,61 @@ class _FoldData:
         return (self.T[idx] - self.t_mean[folds]) / self.t_std[folds]
 
 
-def adamw(parameters, params: dict, device: torch.device) -> torch.optim.AdamW:
-    """AdamW with the ``lr`` and ``weight_decay`` of ``params``; on a GPU its fused kernel (one
-    launch per step, where the CPU's loop runs one operation per tensor at a time)."""
-    fused = {"fused": True} if torch.device(device).type == "cuda" else {}
-    return torch.optim.AdamW(parameters, lr=params["lr"], weight_decay=params["weight_decay"], **fused)
+class CpuAdamW:
+    """AdamW on the CPU, step for step what ``torch.optim.AdamW`` computes there (its single-tensor loop:
+    decoupled weight decay, then the moments, then the bias-corrected step; the same operations in the same
+    order, so the same numbers): ``zero_grad(set_to_none=True)`` and ``step()``.
+
+    Why not torch's: every ``torch.optim`` optimizer imports ``torch._dynamo`` (with sympy and
+    torch.distributed) on its first use, whether or not anything is compiled -- seconds of import in the
+    command's process and again in each refit worker (bench/perf/import_time.py). On a GPU :func:`adamw` still
+    returns torch's fused kernel.
+    """
+
+    def __init__(self, parameters, lr: float, weight_decay: float, betas=(0.9, 0.999), eps: float = 1e-8):
+        self.params = list(parameters)
+        if not self.params:
+            raise ValueError("CpuAdamW got an empty parameter list")
+        self.lr, self.weight_decay, self.eps = float(lr), float(weight_decay), float(eps)
+        self.beta1, self.beta2 = (float(b) for b in betas)
+        self.steps = [0] * len(self.params)
+        self.exp_avg = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
+        self.exp_avg_sq = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.detach_()
+                p.grad.zero_()
+
+    @torch.no_grad()
+    def step(self) -> None:
+        lr, beta1, beta2 = self.lr, self.beta1, self.beta2
+        for i, param in enumerate(self.params):
+            grad = param.grad
+            if grad is None:   # torch skips a parameter without a gradient (its step count stays)
+                continue
+            self.steps[i] += 1
+            step = float(self.steps[i])
+            if self.weight_decay != 0:
+                param.mul_(1 - lr * self.weight_decay)
+            self.exp_avg[i].lerp_(grad, 1 - beta1)
+            self.exp_avg_sq[i].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+            denom = (self.exp_avg_sq[i].sqrt() / bias_correction2_sqrt).add_(self.eps)
+            param.addcdiv_(self.exp_avg[i], denom, value=-(lr / bias_correction1))
+
+
+def adamw(parameters, params: dict, device: torch.device):
+    """AdamW with the ``lr`` and ``weight_decay`` of ``params``: on a GPU torch's fused kernel (one launch per
+    step, where the CPU's loop runs one operation per tensor at a time), on the CPU :class:`CpuAdamW` (the same
+    numbers as torch's, without importing ``torch._dynamo``)."""
+    if torch.device(device).type == "cuda":
+        return torch.optim.AdamW(parameters, lr=params["lr"], weight_decay=params["weight_decay"], fused=True)
+    return CpuAdamW(parameters, lr=params["lr"], weight_decay=params["weight_decay"])
 
 
 def train_batched(model, data: _FoldData, loss_fn, params: dict, monitor, name: str, seed: int):

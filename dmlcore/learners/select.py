@@ -35,6 +35,11 @@ loss is, how many folds were scored (``scored_folds``) and how many rows (``rows
 record carries it (``nuisances``). Why: with a noisy outcome the network's early stopping halts the
 outcome model near its mean (shrunk), and a shrunk s-hat shrinks f-hat (docs/error-budget.md); the
 held-out loss sees this without knowing the truth.
+
+``fit`` is ``fit_pilot`` (the scored fits and their own losses; ``scored_`` holds each candidate's pilot fold
+models) then ``finish`` (the choice, fitted on every training set). DML-CMR's ``nuisance_choice="target"``
+(:mod:`dmlcore.estimators.nuisance_target`) calls the two halves itself and hands ``finish`` the candidate of
+the pair its criterion chose; the record then also holds ``criterion``, ``target_loss`` and ``target_pair``.
 """
 
 from __future__ import annotations
@@ -153,6 +158,14 @@ class _Selection:
         return fitted, sub
 
     def fit(self, C, target, train_sets, monitor):
+        """Fit the candidates, choose by their own held-out loss and fit the choice on every training set."""
+        return self.fit_pilot(C, target, train_sets, monitor).finish(monitor)
+
+    def fit_pilot(self, C, target, train_sets, monitor):
+        """The first part of :meth:`fit`: the scored fits and their held-out losses (``scored_``: each
+        candidate's fitted pilot fold models, when they are apart from the kept ones); :meth:`finish` then
+        chooses. A caller that judges the candidates otherwise (DML-CMR's target criterion,
+        :mod:`dmlcore.estimators.nuisance_target`) passes its choice to :meth:`finish`."""
         n = len(C)
         scale = np.std(target.reshape(n, -1), axis=0)
         scale = np.where(scale > 1e-12, scale, 1.0)
@@ -167,6 +180,8 @@ class _Selection:
         # scored fits (the pilot's folds, or every inner fold of one training set) are apart from the kept ones
         pilot = held is not None and self.pilot is not None and len(train_sets) > self.pilot
         apart = len(names) > 1 and (held is None or pilot)
+        chosen = sub = scored = None
+        mid = hi
         if not apart:
             chosen, sub = self._fit_candidates(C, target, train_sets, monitor, self.candidates, (lo, hi))
             scored_rows = held or []
@@ -183,7 +198,29 @@ class _Selection:
             scored, _ = self._fit_candidates(C, target, scored_sets, monitor,
                                              {k: copy.deepcopy(v) for k, v in self.candidates.items()}, (lo, mid))
             per_fold = score(scored, scored_rows)
-        if per_fold is None:
+        self.scored_ = scored
+        self._state = dict(C=C, target=target, train_sets=train_sets, held=held, names=names, pilot=pilot,
+                           apart=apart, chosen=chosen, sub=sub, per_fold=per_fold, scored_rows=scored_rows,
+                           span=(mid, hi))
+        return self
+
+    def own_choice(self) -> str | None:
+        """The candidate with the lowest held-out loss over the pilot's scored rows (None: nothing scored)."""
+        per_fold, names = self._state["per_fold"], self._state["names"]
+        return None if per_fold is None else names[int(np.argmin(per_fold.sum(0)))]
+
+    def finish(self, monitor, choice: str | None = None, criterion: dict | None = None):
+        """Choose (``choice``, a candidate's name, else by the candidates' own held-out loss) and fit the
+        choice on every training set; ``criterion`` (what judged the choice, when not the own loss) goes into
+        ``selection_``."""
+        st = self._state
+        C, target, train_sets, held, names = st["C"], st["target"], st["train_sets"], st["held"], st["names"]
+        per_fold, pilot, apart, chosen, sub = st["per_fold"], st["pilot"], st["apart"], st["chosen"], st["sub"]
+        if choice is not None:
+            if choice not in names:
+                raise ValueError(f"choice {choice!r} is not a candidate ({', '.join(names)})")
+            choices = [choice] * len(train_sets)
+        elif per_fold is None:
             choices = names * len(train_sets)
         elif held is None or pilot:   # every fold model: the lowest loss over the scored rows
             choices = [names[int(np.argmin(per_fold.sum(0)))]] * len(train_sets)
@@ -192,7 +229,7 @@ class _Selection:
             choices = [names[int(np.argmin(total - per_fold[k]))] for k in range(len(train_sets))]
         if apart:   # the chosen candidates' fold models, every fold in one call
             wanted = {name: self.candidates[name] for name in names if name in choices}
-            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, wanted, (mid, hi))
+            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, wanted, st["span"])
         self.fitted_ = {name: chosen[name] for name in set(choices)}   # the others are not kept
         self.choices_ = choices
         for k, name in enumerate(choices):     # the chosen fold model's loss history is the nuisance's,
@@ -200,6 +237,7 @@ class _Selection:
                 if fold == k and hasattr(monitor, "loss"):
                     for epoch, train, val in zip(history["epoch"], history["train"], history["val"]):
                         monitor.loss(model, fold, epoch, train, val)
+        scored_rows = st["scored_rows"]
         rows_scored = sum(len(part) for part in scored_rows)
         losses = per_fold.sum(0) / rows_scored if per_fold is not None else [None] * len(names)
         self.selection_ = {
@@ -212,8 +250,11 @@ class _Selection:
             "scored_folds": len(per_fold) if per_fold is not None else None,
             "rows_scored": rows_scored if per_fold is not None else None,
         }
+        if criterion is not None:     # the choice was judged by another criterion (recorded only then)
+            self.selection_.update(criterion)
+        self.scored_ = None
+        del self._state
         return self
-
 
     def to(self, device):
         """Move the kept candidates' networks and their data to ``device`` (boosters stay as they are)."""
@@ -276,5 +317,12 @@ def describe(selection: dict, role: str) -> str:
     else:
         where = "the rows each fold model never saw"
     ranked = sorted(losses.items(), key=lambda kv: kv[1])
-    return (text + f"; held-out {loss} on {where}, lower is better: "
-            + ", ".join(f"{k} {v:.4g}" for k, v in ranked) + ".")
+    text += f"; held-out {loss} on {where}, lower is better: " + ", ".join(f"{k} {v:.4g}" for k, v in ranked) + "."
+    target = selection.get("target_loss") or {}
+    if selection.get("criterion") == "target" and target:   # DML-CMR's target chose (nuisance_choice="target")
+        text = text.replace("auto chose", "auto (by DML-CMR's target) chose", 1)
+        text += (f" Chosen by DML-CMR's target, not by that loss: the pair (outcome model | distribution model) "
+                 f"{selection.get('target_pair')} had the lowest held-out projected residual / Var(Y) of a pilot "
+                 f"second stage: " + ", ".join(f"{k} {v:.4g}" for k, v in sorted(target.items(), key=lambda kv: kv[1]))
+                 + ".")
+    return text

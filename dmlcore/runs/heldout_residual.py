@@ -36,7 +36,7 @@ from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import for_estimator, make_estimator
 from dmlcore.estimators.settings import as_settings
-from dmlcore.estimators.splines import RIDGE_SHARE, TensorBasis, additive_basis, spd_solve, usable_tensor
+from dmlcore.estimators.splines import cross_fitted_projection
 
 HELDOUT_FOLDS = 2
 INNER = 5
@@ -217,23 +217,7 @@ def _in_fold(event: dict, k: int, folds: int, label: str = "held-out residual") 
 
 def _cross_fitted_projection(c, r, names, excluded, seed):
     """g(c_i) = E-hat[r | C = c_i], each row's value fitted on the other INNER parts; the ridge
-    is the RIDGES value with the smallest cross-fitted squared error."""
-    m = len(r)
-    cap = max(2, m // 10)
-    basis = TensorBasis.build(c, names, KNOTS, MAX_LEVELS, cap)
-    if not usable_tensor(basis, KNOTS):
-        basis = (additive_basis(c, names, KNOTS, MAX_LEVELS, cap, smooth=excluded)
-                 or additive_basis(c, names, 0, MAX_LEVELS, m // 2, smooth=excluded))
-    if basis is None:
-        raise DMLCoreError(f"The held-out residual's regression on the {len(names)} conditioning columns needs "
-                           f"more rows per fold than {m}; use fewer folds or more rows.")
-    z, omega = basis(c), basis.penalty()
-    part = resample.fold_labels(m, INNER, seed, "projection")
-    fits = {ridge: np.empty(m) for ridge in RIDGES}
-    for j in range(INNER):
-        fit, out = part != j, part == j
-        zz, zr = z[fit].T @ z[fit], z[fit].T @ r[fit]
-        for ridge in RIDGES:
-            fits[ridge][out] = z[out] @ spd_solve(zz + fit.sum() * (ridge * omega + RIDGE_SHARE * np.eye(len(zz))), zr)
-    best = min(RIDGES, key=lambda ridge: float(np.mean((r - fits[ridge]) ** 2)))
-    return fits[best]
+    is the RIDGES value with the smallest cross-fitted squared error (:func:`dmlcore.estimators.splines.
+    cross_fitted_projection`, shared with DML-CMR's target choice of nuisances)."""
+    return cross_fitted_projection(c, r, names, excluded, seed, knots=KNOTS, max_levels=MAX_LEVELS,
+                                   ridges=RIDGES, inner=INNER, what="The held-out residual")

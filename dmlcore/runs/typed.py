@@ -475,6 +475,10 @@ class NuisanceChoice(Part):
     inner_folds: int | None = None
     scored_folds: int | None = None
     rows_scored: int | None = None
+    criterion: str | None = None        # "target" when DML-CMR's target chose (nuisance_choice); absent: own loss
+    target_loss: dict | None = None
+    target_pair: str | None = None
+    target_what: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -683,7 +687,8 @@ def _summary_lines(rec: RunRecord) -> list[str]:
         cluster = rec.config.settings.get("cluster")
         lines.append(f"{'Covariance:':<14}{cov}" + (f" by {cluster}" if cluster else ""))
     for role, chosen in (rec.nuisances or {}).items():
-        lines.append(f"{role + '-hat:':<14}auto chose {getattr(chosen, 'choice', chosen)}")
+        by = " (by DML-CMR's target)" if getattr(chosen, "criterion", None) == "target" else ""
+        lines.append(f"{role + '-hat:':<14}auto{by} chose {getattr(chosen, 'choice', chosen)}")
     lines.append(thin)
     effect = rec.effect
     if effect is None:

@@ -54,6 +54,18 @@ EXPERIMENTS = {
         "from dmlcore.teaching import iv\nexp = iv.weak_instruments(instruments={instruments}, rho={rho})",
         "import pandas as pd\npd.set_option('display.width', 200)\nprint(exp.summary.round(3).to_string(index=False))",
         dict(instruments=4, rho=0.9)),
+    "robust": Recipe(
+        "Weak IV: heteroskedastic or clustered errors", "The homoskedastic first-stage F and Anderson–Rubin set "
+        "beside the effective F (Montiel Olea & Pflueger 2013) and the robust or cluster-robust AR set, over 60 "
+        "data sets, computed by dmlcore's linear-IV inference.",
+        "from dmlcore.teaching import robust\nexp = robust.robust_inference({errors!r})",
+        "print(exp.summary.round(3).to_string(index=False))\nfor cov, out in exp.params['example'].items():\n"
+        "    print(cov, round(out['effective F'], 1), out['AR pieces'])", dict(errors="heteroskedastic")),
+    "overid": Recipe(
+        "Invalid IV: overidentification", "Three instruments: Sargan's test and Hansen's J reject when one is "
+        "invalid, not when all are valid, nor when all are invalid alike.",
+        "from dmlcore.teaching import robust\nexp = robust.overidentification()",
+        "print(exp.summary.round(3).to_string(index=False))", {}),
     "exclusion": Recipe(
         "Invalid IV", "An instrument that also moves sales directly by δ: 2SLS tends to −1 + δ/π.",
         "from dmlcore.teaching import iv\nexp = iv.exclusion(pi={pi})", "print(exp.summary.to_string(index=False))",

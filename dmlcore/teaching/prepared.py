@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from dmlcore.data.simulate import IV_STRENGTH, RHO
 from dmlcore.errors import DMLCoreError
-from dmlcore.teaching import card, demand, nuisance
+from dmlcore.teaching import card, demand, nuisance, robust
 
 # the Ticket demand tab's sliders as it opens: demand-iv's declared strength and confounding (dmlcore.data.simulate)
 DEMAND_DEFAULTS = dict(strength=IV_STRENGTH.default, rho=RHO.default, n=1000, seed=0)
@@ -48,6 +48,9 @@ def _compare(setting: str):
 # the Learn page's names of its slow results (dashboard/learn/*: slow(name, ...)) and how each is computed
 # with the page's default settings; in the order of the sessions
 SLOW = {
+    # Weak IV and Invalid IV: robust first-stage statistics and the overidentification test (seconds each)
+    **{f"robust-{errors}": (lambda errors=errors: robust.robust_inference(errors)) for errors in robust.ERRORS},
+    "overid": robust.overidentification,
     "card-linear": card.linear_steps,  # Card (1995): the linear steps (about 20 s)
     "card-dml-cmr": card.dml_cmr,  # Card (1995): Fit DML-CMR on Card's data
     "orthogonality": nuisance.orthogonality,  # Orthogonal score: Run the perturbation experiment

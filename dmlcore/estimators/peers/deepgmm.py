@@ -34,13 +34,22 @@ class DeepGMM(PeerEstimator):
 
     Parameters
     ----------
-    lr : float, default 2e-4 (the DML-CMR paper's rate for DeepGMM); the adversary's is 5 x lr
-    hidden, adversary_hidden : default (128, 64, 32) each (the DML-CMR paper: the outcome network's)
+    lr : float, default 2e-4
+        The DML-CMR paper's rate for DeepGMM; the adversary's is 5 x lr.
+    hidden : tuple of int, default (128, 64, 32)
+        The DML-CMR paper's (its outcome network's).
+    adversary_hidden : tuple of int, default (128, 64, 32)
     dropout : float, default 0.1
     batch_size : int, default 1024
-    max_epochs, burn_in, eval_every, patience : default 6000, 1000, 20, 20 (DeepGMM's code)
-    val_fraction : float, default 0.2, rows held out to choose the iterate
-    seed, device
+    max_epochs : int, default 6000
+        DeepGMM's code, as the next three.
+    burn_in : int, default 1000
+    eval_every : int, default 20
+    patience : int, default 20
+    val_fraction : float, default 0.2
+        Rows held out to choose the iterate.
+    seed : int, default 0
+    device : str, default "auto"
     """
 
     title = "DeepGMM"

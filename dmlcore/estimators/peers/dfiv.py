@@ -27,21 +27,33 @@ class DFIV(PeerEstimator):
 
     Parameters
     ----------
-    lam1, lam2 : float, default 0.1 each (times the rows of the stage)
+    lam1 : float, default 0.1
+        Stage 1's ridge penalty, times the rows of the stage.
+    lam2 : float, default 0.1
+        Stage 2's ridge penalty, times the rows of the stage.
     epochs : int, default 100
-    stage1_iter, covariate_iter, stage2_iter : int, default 20, 20, 1
-    split : float, default 0.5, share of the rows for stage 1
-    lr : float, default 0.001 (Adam's default, as DFIV)
-    weight_decay : float, default 0.1 for the covariate network (DFIV's), 0 for the others
-    treatment_hidden, treatment_features : default (16,), 1
-    instrument_hidden, instrument_features : default (128, 64), 32
-    covariate_hidden, covariate_features : default (128, 32), 16
+    stage1_iter : int, default 20
+    covariate_iter : int, default 20
+    stage2_iter : int, default 1
+    split : float, default 0.5
+        Share of the rows for stage 1.
+    lr : float, default 0.001
+        Adam's default, as DFIV.
+    weight_decay : float, default 0.1
+        For the covariate network (DFIV's); 0 for the others.
+    treatment_hidden : tuple of int, default (16,)
+    treatment_features : int, default 1
+    instrument_hidden : tuple of int, default (128, 64)
+    instrument_features : int, default 32
+    covariate_hidden : tuple of int, default (128, 32)
+    covariate_features : int, default 16
     covariate_norm : bool, default False
         Batch-normalise the covariate network's last hidden layer, as DFIV's demand network does.
         Off by default: chosen on validation data (the projected residual of each fit on a fresh
         draw, docs/peers.md), where the layer did worse on every seed tried.
-    seed : int
-    device : "auto", "cpu", "cuda" or "cuda:N"
+    seed : int, default 0
+    device : str, default "auto"
+        ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
     """
 
     title = "DFIV"

@@ -40,8 +40,12 @@ class KIV(PeerEstimator):
 
     Attributes
     ----------
-    lam1_, lam2_ : the penalties used
-    fold_losses_ : one entry with the validation losses of both stages (standardized outcome)
+    lam1_ : float
+        Stage 1's penalty, as used.
+    lam2_ : float
+        Stage 2's penalty, as used.
+    fold_losses_ : list
+        One entry with the validation losses of both stages (standardized outcome).
     """
 
     title = "KIV"

@@ -59,12 +59,14 @@ class NMMR(PeerEstimator):
     batch_size : int, default 1000
     epochs : int, default 3000
     val_fraction : float, default 0 (keep the last epoch), rows held out to choose the epoch
-    kernel_scale : "raw" (default, the NMMR code's) or "standardized"
-    scale : "raw" (default: the network on the raw inputs and outcome, as the NMMR code) or
-        "standardized"
+    kernel_scale : str, default "raw"
+        ``"raw"`` (the NMMR code's) or ``"standardized"``.
+    scale : str, default "raw"
+        ``"raw"`` (the network on the raw inputs and outcome, as the NMMR code) or ``"standardized"``.
     out_relu : bool, default False, a ReLU on the network's output (the NMMR code's network has
         one, though its comment says the last layer is exempt)
-    seed, device
+    seed : int, default 0
+    device : str, default "auto"
     """
 
     title, problem = "NMMR", "pcl"

@@ -1,0 +1,98 @@
+"""DML-CMR's target choice of nuisances (``nuisance_choice="target"``, dmlcore.estimators.nuisance_target)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dmlcore.data.simulate import simulate_demand_iv
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.dml import CEDMLCMR, DMLCMR
+from dmlcore.estimators.nuisance_target import pair_losses
+from dmlcore.estimators.second_stage import SECOND_STAGES
+from dmlcore.learners.select import describe
+from dmlcore.runs import fit_run
+from dmlcore.runs.typed import NuisanceChoice
+
+
+class _Outcome:
+    """E[Y | Z] of the linear design below, the same for every fold."""
+
+    def predict(self, k, C):
+        return 2.0 * C[:, 0]
+
+
+class _Sampler:
+    """Draws of X given Z: ``uses_c`` True the true law (Z + N(0, 1)), False the marginal (ignores C)."""
+
+    def __init__(self, uses_c):
+        self.uses_c = uses_c
+
+    def sample(self, k, C, m, rng):
+        centre = C[:, :1] if self.uses_c else np.zeros((len(C), 1))
+        spread = 1.0 if self.uses_c else np.sqrt(2.0)
+        return (centre[:, None, :] + spread * rng.standard_normal((len(C), m, 1))).astype(np.float32)
+
+
+def _linear_design(n=1200, seed=0):
+    """x = z + e, y = 2 x + 2 e + noise: E[y - 2x | z] = 0, and x is confounded by e."""
+    rng = np.random.default_rng(seed)
+    z, e = rng.standard_normal(n), rng.standard_normal(n)
+    x = z + e
+    y = 2.0 * x + 2.0 * e + 0.5 * rng.standard_normal(n)
+    held = np.array_split(rng.permutation(n), 5)
+    return z[:, None], y, x[:, None], [np.sort(h) for h in held]
+
+
+def test_the_criterion_ranks_a_distribution_model_that_ignores_c_below_the_true_one():
+    C, y, X, held = _linear_design()
+
+    def fit_f(rows, targets, draws, monitor):
+        return SECOND_STAGES["linear"]({}, 8, 0).fit(targets, draws, X[rows], monitor)
+
+    losses = pair_losses({"s": _Outcome()}, {"good": _Sampler(True), "flat": _Sampler(False)}, C=C, y=y, inputs=X,
+                         assemble=lambda c, draws: draws, held=held, fit_f=fit_f, bank=32, names=["z"],
+                         excluded=["z"], seed=0)
+    good, flat = losses[("s", "good")], losses[("s", "flat")]
+    # the true law gives f-hat near 2x, whose residual 2e + noise has no projection on z; the flat one leaves
+    # f-hat without a slope, and y's dependence on z (4 Var(z)) shows in the projected residual
+    assert good < 0.1 and flat > 1.0 and flat > 20 * good, losses
+
+
+@pytest.fixture(scope="module")
+def small_demand():
+    return simulate_demand_iv(400, 3, iv_strength=1.0)
+
+
+def test_the_record_says_the_target_chose_and_the_choice_is_its_lowest_pair(small_demand):
+    run = fit_run(small_demand.data, "dml-cmr", learner="gb", folds=3, epochs=40, f_model="linear",
+                  nuisance_choice="target", heldout_folds=0, debias=False, seed=3)
+    record = run.record
+    assert record["config"]["nuisance_choice"] == "target"
+    for role, part in (("s", 0), ("g", 1)):
+        chosen = record["nuisances"][role]
+        assert chosen["criterion"] == "target"
+        pair = min(chosen["target_loss"], key=chosen["target_loss"].get)
+        assert chosen["target_pair"] == pair and chosen["choice"] == pair.split("|")[part]
+        assert set(chosen["choice_per_fold"]) == {chosen["choice"]}
+        assert "DML-CMR's target" in describe(chosen, role)
+        assert NuisanceChoice.from_dict(chosen).criterion == "target"
+    # the pairs: every outcome candidate with each distribution model kept (gb-small / gb: the energy score's)
+    assert len(record["nuisances"]["s"]["target_loss"]) == len(record["nuisances"]["s"]["candidates"])
+    assert "(by DML-CMR's target)" in run.summary()
+
+
+def test_the_default_choice_records_no_criterion_and_target_is_refused_where_it_cannot_act(small_demand):
+    est = DMLCMR("gb", 3, epochs=40, f_model="linear", seed=3).fit(small_demand.data)
+    assert "criterion" not in est.nuisance_selection_["s"]
+    assert "DML-CMR's target" not in describe(est.nuisance_selection_["g"], "g")
+    with pytest.raises(DMLCoreError, match="nuisance_choice='target'.*DMLCMR takes it"):
+        CEDMLCMR("gb", nuisance_choice="target").fit(small_demand.data)
+    with pytest.raises(DMLCoreError, match="nuisance_choice.*ce-dml-cmr|ce-dml-cmr.*nuisance_choice"):
+        fit_run(small_demand.data, "ce-dml-cmr", learner="gb", nuisance_choice="target")
+    with pytest.raises(DMLCoreError, match="nuisances are named"):
+        DMLCMR("gb", 3, outcome_learner="gb", sampler="gb", nuisance_choice="target").fit(small_demand.data)
+    with pytest.raises(DMLCoreError, match="more folds"):
+        DMLCMR("gb", 2, nuisance_choice="target").fit(small_demand.data)
+    with pytest.raises(DMLCoreError, match="Unknown nuisance_choice 'best'"):
+        DMLCMR("gb", 3, nuisance_choice="best").fit(small_demand.data)
