@@ -28,6 +28,7 @@ each with its own seeds); ``--rows-only`` fits nothing and writes the rows of th
 from __future__ import annotations
 
 import argparse
+import hashlib
 import pickle
 import time
 from pathlib import Path
@@ -49,6 +50,30 @@ DESIGN, N, TRUE_SLOPE = "clustered-iv", 1000, 2.0
 def true_f(frame: pd.DataFrame) -> np.ndarray:
     """clustered-iv's f (dmlcore.data.designs: linear-iv's)."""
     return (2.0 * frame["a"] + frame["x1"] - frame["x2"]).to_numpy(dtype=float)
+
+
+def keep(folder, f_points, f_rows, groups, out, y) -> None:
+    """Write what one debiased effect was given, and its estimate, to ``folder`` (one file per effect)."""
+    kept = {"f_points": np.asarray(f_points, dtype=float), "f_rows": np.asarray(f_rows, dtype=float),
+            "groups": groups, "basis": out["basis"], "std_error": out["std_error"], "estimate": out["estimate"],
+            "y_head": np.asarray(y[:5], dtype=float)}
+    name = hashlib.sha256(kept["f_rows"].tobytes() + kept["f_points"].tobytes()).hexdigest()[:24]
+    (Path(folder) / f"{name}.pkl").write_bytes(pickle.dumps(kept))
+
+
+def install_capture(folder) -> None:
+    """Make every debiased effect of this process keep its inputs in ``folder`` (:func:`keep`): the
+    bench's own fits, taken apart afterwards with ``--from-fits`` (no fit twice). Set by
+    ``DMLCORE_CAPTURE_DEBIAS`` through ``bench/capture/sitecustomize.py``, so that worker processes do it too."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    debias = de.debias
+
+    def spy(data, plan, f_points, f_rows, **kw):
+        out = debias(data, plan, f_points, f_rows, **kw)
+        keep(folder, f_points, f_rows, kw.get("groups"), out, data.table[data.outcome].to_numpy())
+        return out
+
+    de.debias = spy
 
 
 def capture(seed: int) -> dict:
