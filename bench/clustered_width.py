@@ -21,6 +21,13 @@ the width needed (2 x 1.96 x sd).
     python -m bench.clustered_width --seeds 0-39 --captures /tmp/clustered-width --rows-only \\
         --out bench/results/coverage-44-2026-11-29/width-parts.csv
 
+or, with no fit twice, on the coverage bench's own fits (every arm), kept as they ran:
+
+    PYTHONPATH=.:bench/capture DMLCORE_CAPTURE_DEBIAS=/tmp/clustered-width nice -n 10 python -m \\
+        bench.effect_coverage --designs clustered-iv ... --out-dir bench/results/coverage-44-2026-11-29
+    python -m bench.clustered_width --captures /tmp/clustered-width \\
+        --from-fits bench/results/coverage-44-2026-11-29/fits-clustered-iv.csv
+
 A seed whose capture is in ``--captures`` is not fitted again (two processes can share the folder,
 each with its own seeds); ``--rows-only`` fits nothing and writes the rows of the captures there.
 """
@@ -134,13 +141,36 @@ def parts(seed: int, kept: dict) -> dict:
             **{f"se_{k}": v for k, v in se.items()}}
 
 
+def from_fits(fits: pd.DataFrame, folder) -> pd.DataFrame:
+    """The rows of ``parts`` for every fit of ``fits`` (the coverage bench's rows of clustered-iv) whose
+    debiased effect's inputs ``folder`` kept (:func:`install_capture`), matched by the seed's data and
+    the estimate; with the fit's method, f model and arm."""
+    kept = [pickle.loads(p.read_bytes()) for p in sorted(Path(folder).glob("*.pkl"))]
+    out = []
+    for _, fit in fits[fits["status"] == "done"].iterrows():
+        y = load_dataset(DESIGN, n=N, seed=int(fit["seed"])).data.table["y"].to_numpy()[:5]
+        match = [k for k in kept if np.allclose(k["y_head"], y) and np.isclose(k["estimate"], fit["effect_debiased"])]
+        if match:
+            out.append({"method": fit["method"], "f_model": fit["f_model"], "arm": fit["arm"],
+                        **parts(int(fit["seed"]), match[0])})
+    return pd.DataFrame(out)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seeds", default="0-39")
     p.add_argument("--captures", default="/tmp/clustered-width", help="folder of the per-seed captures")
     p.add_argument("--out", default="bench/results/coverage-44-2026-11-29/width-parts.csv")
     p.add_argument("--rows-only", action="store_true", help="fit nothing: the rows of the captures there")
+    p.add_argument("--from-fits", help="the coverage bench's fits-clustered-iv.csv: take apart its fits whose "
+                                       "inputs --captures kept (DMLCORE_CAPTURE_DEBIAS), fit nothing")
     args = p.parse_args()
+    if args.from_fits:
+        frame = from_fits(pd.read_csv(args.from_fits), args.captures)
+        frame.to_csv(args.out, index=False)
+        if len(frame):
+            print(frame.drop(columns=["basis", "method", "f_model"]).groupby("arm").agg(["mean", "std"]).T.to_string())
+        return
     folder = Path(args.captures)
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
