@@ -13,8 +13,9 @@ the cluster numbers), and take the score of the chosen representer basis apart, 
 
 Per seed (``width-parts.csv``): the estimate and its mean at the true f; the CR1 standard errors
 (the clusters' sums, G / (G - 1)) of psi (the interval before the change), of
-:func:`dmlcore.inference.debiased_effect.clustered_score` (after), of psi0, of d and of psi - d; and
-the mean of d (how far the part in b moved the estimate). Over seeds, the sd of the estimates is
+:func:`dmlcore.inference.debiased_effect.clustered_score` (after), of psi0, of d, of psi - d and of
+psi - psi0 - d (the part outside b alone); and the means of d and of psi - psi0 - d (how far each part
+moved the estimate). Over seeds, the sd of the estimates is
 the width needed (2 x 1.96 x sd).
 
     nice -n 10 python -m bench.clustered_width --seeds 0-39 --captures /tmp/clustered-width
@@ -131,7 +132,8 @@ def parts(seed: int, kept: dict) -> dict:
     d = (mb - xi[:, None] * bx) @ np.linalg.lstsq(bx, h, rcond=None)[0]
     after = de.clustered_score(psi, mb, bx, xi, kept["f_rows"], f_sieve)
     se = {name: mean_se(v, groups) for name, v in
-          (("rows", psi), ("after", after), ("true_f", psi0), ("in_basis", d), ("outside_basis", psi - d))}
+          (("rows", psi), ("after", after), ("true_f", psi0), ("in_basis", d), ("outside_basis", psi - d),
+           ("outside_part", psi - psi0 - d))}
     same = np.isclose(psi.mean(), kept["estimate"]) and any(      # a capture before the change kept the old se
         np.isclose(se[k], kept["std_error"], rtol=1e-6) for k in ("after", "rows"))
     assert same, f"seed {seed}: the recomputed score is not the fit's (the code changed since the capture)"
