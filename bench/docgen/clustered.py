@@ -64,7 +64,8 @@ def parts_table(rows) -> str:
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in _per_arm(_parts(rows)).itertuples():
         lines.append(f"| {r.arm} | {r.fits} | {r.sd:.3f} | {r.se_rows:.3f} | {r.se_after:.3f} | {r.se_true_f:.3f} | "
-                     f"{r.se_in_basis:.3f} / {r.sd_in_basis_mean:.3f} | {r.se_outside_part:.3f} / {r.sd_outside_mean:.3f} | "
+                     f"{r.se_in_basis:.3f} / {r.sd_in_basis_mean:.3f} | "
+                     f"{r.se_outside_part:.3f} / {r.sd_outside_mean:.3f} | "
                      f"{r.ratio_rows:.2f} → {r.ratio_after:.2f} | "
                      f"{_cover(r.cover_rows, r.fits)} → {_cover(r.cover_after, r.fits)} |")
     return "\n".join(lines)
@@ -112,3 +113,14 @@ def run_facts(rows) -> str:
     return (f"{seeds} seeds per method (seeds {done['seed'].min()}–{done['seed'].max()}), "
             f"{len(done)} fits, started {start.group(1) if start else 'see run.log'}, 1-minute load "
             f"{load['load_1min'].min():.1f}–{load['load_1min'].max():.1f} on {int(load['cores'].iloc[0])} cores")
+
+
+@block("clustered-width:reading")
+def reading(rows) -> str:
+    """The parts table read for DML-CMR with its own f: how much of the clustered s.e. each part carried,
+    against how far its mean moved the estimates across seeds."""
+    r = _per_arm(_parts(rows)).set_index("arm").loc["dml-cmr gb own f"]
+    return (f"for DML-CMR with its own f, the part in b alone had a clustered standard error of "
+            f"{r.se_in_basis:.3f}, while its mean moved the estimates by a standard deviation of "
+            f"{r.sd_in_basis_mean:.3f} across the {int(r.fits)} seeds; the part outside b alone, "
+            f"{r.se_outside_part:.3f} against {r.sd_outside_mean:.3f}")

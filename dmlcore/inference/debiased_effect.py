@@ -42,8 +42,7 @@ measured across instrument strengths, docs/coverage.md).
 Clusters (``cluster``): the representer's folds keep each cluster whole and every standard error
 comes from the clusters' sums of the score (:mod:`dmlcore.stats.clusters`); the effect's takes
 the score with f-hat's error inside f's basis replaced by the sieve fit's (:func:`clustered_score`:
-that part moves no estimate, but its cluster sums made the interval 1.25 times the width needed on
-clustered-iv).
+that part moves the estimate very little, but its cluster sums widened the interval: docs/coverage.md).
 
 Beside the headline: ``sieve_estimate`` / ``sieve_std_error``, the sieve minimum-distance fit of f
 in the chosen bases corrected with the same representer (a check whose f-hat the bases can
@@ -395,18 +394,19 @@ def clustered_score(psi: np.ndarray, mb: np.ndarray, bx: np.ndarray, xi: np.ndar
     f-hat's error that f's basis b can represent replaced by the sieve fit's.
 
     For any coefficients beta, mean_i [m(W_i; b'beta) - xi-hat_i b(X_i)'beta] = (M - G'gamma)'beta is
-    about 0: the representer solves G'gamma = M on its training rows (exactly there, up to the
-    cross-fitting and the penalty on the held-out rows). So the part of f-hat - f in b's span moves the
-    estimate by about nothing, yet it adds to each row's score the term m(W_i; h) - xi-hat_i h(X_i)
-    (h that part), which the clusters' sums count: where the treatment and the instruments have a
-    cluster part, the term is correlated within clusters and inflated by the clusters' size. The
-    variance the theory asks for is that of the score at the true f (Chernozhukov et al. 2018, Thm
-    3.1; with cluster sums, Chiang, Kato, Ma and Sasaki 2022), which this term is not part of. f is
-    unknown, so f-hat's part in b (its least-squares projection on b at the rows) is replaced by the
-    cross-fitted sieve fit ``f_sieve``, which estimates f's part in b; f-hat's part outside b, whose
-    term does move the estimate, stays. ``mb`` is m(W_i; b) per row (rescaled as in :func:`_rescaled`),
-    ``bx`` b at the rows, ``xi`` xi-hat at the rows, ``f_rows`` f-hat at the rows. The estimate, the
-    mean of ``psi``, is unchanged; docs/coverage.md has the decomposition on clustered-iv."""
+    close to 0: the representer solves G'gamma = M on its training rows (exactly without its penalty),
+    and on the held-out rows up to sampling error. So the part h of f-hat - f in b's span moves the
+    estimate very little, yet it adds m(W_i; h) - xi-hat_i h(X_i) to each row's score. Where the
+    treatment and the instruments have a cluster part, that term is alike within a cluster, and the
+    clusters' sums count it as variance. The variance the theory asks for is that of the score at the
+    true f (Chernozhukov et al. 2018, Section 3; with cluster sums, Chiang, Kato, Ma and Sasaki 2022),
+    which has no such term. f is unknown, so f-hat's part in b (its least-squares projection on b at
+    the rows) is replaced by the cross-fitted sieve fit ``f_sieve``, which estimates f's part in b.
+    f-hat's part outside b, whose term does move the estimate, stays. ``mb`` is m(W_i; b) per row
+    (rescaled as in :func:`_rescaled`), ``bx`` b at the rows, ``xi`` xi-hat and ``f_rows`` f-hat at the
+    rows. The estimate, the mean of ``psi``, is unchanged. Without clusters the score is used as it
+    is: the term is there too but not summed within clusters, and those designs were not rerun
+    (docs/coverage.md, "Widths where clusters are respected", has the decomposition)."""
     beta = np.linalg.lstsq(bx, np.asarray(f_rows, dtype=float) - f_sieve, rcond=SINGULAR)[0]
     return psi - (mb - xi[:, None] * bx) @ beta
 
