@@ -112,7 +112,9 @@ def run_facts(rows) -> str:
     seeds = f"{per_arm.min()}" if per_arm.min() == per_arm.max() else f"{per_arm.min()}–{per_arm.max()}"
     return (f"{seeds} seeds per method (seeds {done['seed'].min()}–{done['seed'].max()}), "
             f"{len(done)} fits, started {start.group(1) if start else 'see run.log'}, 1-minute load "
-            f"{load['load_1min'].min():.1f}–{load['load_1min'].max():.1f} on {int(load['cores'].iloc[0])} cores")
+            f"{load['load_1min'].min():.1f}–{load['load_1min'].max():.1f} on {int(load['cores'].iloc[0])} cores. "
+            f"At {per_arm.min()} seeds a width / needed carries a Monte-Carlo relative standard error of about "
+            f"{1 / np.sqrt(2 * (per_arm.min() - 1)):.0%} (that of an sd, 1/√(2(n − 1)))")
 
 
 @block("clustered-width:reading")
