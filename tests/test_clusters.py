@@ -167,3 +167,21 @@ def test_every_dml_family_interval_widens_with_clusters(clustered, method, f_mod
     assert se > 1.5                                                   # 2SLS's design effect is above 1.5 too
     assert grouped["effect"]["spread"]["std_error"] == grouped["effect"]["debiased"]["std_error"]
     assert grouped["heldout"]["relative_std_error"] > plain["heldout"]["relative_std_error"]
+
+
+def test_an_error_of_f_hat_inside_f_basis_widens_no_clustered_interval(clustered):
+    """f-hat's error inside f's basis (here a wrong slope, level and covariate coefficient) moves the
+    debiased estimate by little, since the representer solves G'gamma = M; the clustered standard error
+    must not count it (before clustered_score it was twice the standard error at the true f on this seed)."""
+    from dmlcore.inference.debiased_effect import debias
+    from dmlcore.runs.average_effect import contrast
+    from dmlcore.stats.clusters import groups_of
+
+    data, plan = clustered.data, contrast(clustered.data)
+    true_f = lambda frame: (2 * frame["a"] + frame["x1"] - frame["x2"]).to_numpy()   # noqa: E731
+    wrong = lambda frame: true_f(frame) - 0.8 * frame["a"].to_numpy() + 0.3 + 0.5 * frame["x1"].to_numpy()  # noqa: E731
+    groups = groups_of(data.table, "cluster")
+    at_f, off = (debias(data, plan, f(plan.points), f(data.table), groups=groups) for f in (true_f, wrong))
+    assert at_f["basis"] == off["basis"]
+    assert abs(off["estimate"] - at_f["estimate"]) < 0.5 * at_f["std_error"]
+    assert off["std_error"] == pytest.approx(at_f["std_error"], rel=1e-6)
