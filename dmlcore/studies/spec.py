@@ -86,7 +86,9 @@ OPTION_CHECKS = {name: option.check for name, option in DATA_OPTIONS.items() if 
 # "0.6.0": with K folds "auto" scores its candidates on the first PILOT fold models only and gives every fold the
 # pooled choice (dmlcore.learners.select): the same nuisances where the choice is the same, but the records'
 # held-out losses are the pilot's.
-FIT_KEY_VERSION = "0.6.0"
+# "0.7.0": the clustered debiased effect's standard error counts f-hat's error outside the representer's basis only
+# (dmlcore.inference.debiased_effect.clustered_score): stored clustered fits carry the wider standard error.
+FIT_KEY_VERSION = "0.7.0"
 
 
 def settings_used(method: str) -> frozenset[str]:
