@@ -69,7 +69,7 @@ def test_grid_expands_every_combination_with_full_configs():
                                                       "noise_scale": "standardized", "ood_test": False},
                      "method": "dml-cmr", "learner": "linear", "folds": 3, "epochs": None, "n_draws": 8,
                      "f_model": None, "reps_crossfit": 1, "device": "auto", "outcome_learner": None,
-                     "sampler": None, "n_knots": None, "small": None, "fixef_k": None, "cluster_df": None, "seed": 0}
+                     "sampler": None, "nuisance_choice": "own", "n_knots": None, "small": None, "fixef_k": None, "cluster_df": None, "seed": 0}
     json.dumps(configs)  # plain JSON
     # settings added later are keyed only when set: the fits stored before them are found again
     older = {k: v for k, v in first.items() if k not in ("outcome_learner", "sampler")}

@@ -6,6 +6,7 @@ import pytest
 
 from dashboard import training
 from dmlcore.jobs import JobSnapshot
+from dmlcore.runs.typed import RunRecord
 
 
 def snap(status: str, **fields) -> JobSnapshot:
@@ -45,8 +46,11 @@ def test_a_run_finished_before_a_restart_points_to_the_store():
 
 # ------------------------------------------------------------------ time that matches the wall clock
 class _Run:
+    """A run as a snapshot holds it: its record and the record's typed view."""
+
     def __init__(self, record):
         self.record = record
+        self.result = RunRecord.from_dict(record)
 
 
 def test_a_running_run_says_the_time_spent_by_the_wall_clock():
