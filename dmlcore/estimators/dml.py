@@ -516,7 +516,7 @@ class CEDMLCMR(_TwoStageCMR):
         A column of the table whose values group the rows. This method splits no rows, so its fit does
         not use it (DML-CMR keeps each cluster in one fold); a run's clustered intervals follow
         ``fit_run``'s ``cov_type`` and ``cluster``.
-    nuisance_choice : "own"
+    nuisance_choice : {"own"}, default "own"
         Only "own" (the default): the target choice scores DML-CMR's pilot folds, and this method has none;
         "target" is refused with a ``DMLCoreError``.
 
@@ -605,7 +605,7 @@ class NaivePlugIn(_TwoStageCMR):
         A column of the table whose values group the rows. This method splits no rows, so its fit does
         not use it (DML-CMR keeps each cluster in one fold); a run's clustered intervals follow
         ``fit_run``'s ``cov_type`` and ``cluster``.
-    nuisance_choice : "own"
+    nuisance_choice : {"own"}, default "own"
         Only "own" (the default): the target choice scores DML-CMR's pilot folds, and this method has none;
         "target" is refused with a ``DMLCoreError``.
 
