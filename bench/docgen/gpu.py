@@ -164,7 +164,7 @@ def _target_line(rows) -> str:
             parts.append(f"{_fit_name(dataset, n, method)} in ≤ {limit} s: not measured")
             continue
         if not timed(part):
-            parts.append(f"{_fit_name(dataset, n, method)} in ≤ {limit} s: **not judged**, since its rows record "
+            parts.append(f"{_fit_name(dataset, n, method)} in ≤ {limit} s: **not judged**, since their rows record "
                          "no load and their seconds are not quoted")
             continue
         within, seeds = int((part["seconds"] <= limit).sum()), part["seed"].nunique()
@@ -181,7 +181,7 @@ def _speed_line(rows) -> str:
     """The GPU's seconds against the CPUs' for the targets' fits."""
     gpu, cpu = fits(rows), cpu_fits(rows)
     if not timed(gpu):
-        return "not measured here: the GPU rows record no load, so their seconds are not quoted"
+        return "Not measured here: the GPU rows record no load, so their seconds are not quoted"
     idle = rows.jsonl(IDLE)
     idle = idle[is_method(idle["method"], "dml-cmr") & (idle["n"] == 5000) & (idle["folds"] == 10)]
     by_threads = idle.groupby("torch_threads")["seconds"].median()

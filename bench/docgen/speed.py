@@ -115,7 +115,7 @@ def speed_vs_tables(rows) -> str:
     loaded = table[is_method(table["method"], "dml-cmr")]
     return timed_text(loaded, lambda: f"about {loaded['seconds'].mean() / idle:.1f} times as long "
                                       f"({loaded['seconds'].mean():.1f} s on average, {{load}})",
-                      "an unknown multiple of this time: those rows record no load, so their seconds are not quoted")
+                      "their rows record no load, so their seconds are not quoted")
 
 
 @block("speed-idle-raw")
