@@ -169,3 +169,22 @@ def test_every_block_that_quotes_a_time_in_the_docs_says_its_load():
                 bare.append(f"{path.relative_to(ROOT)}: {m['id']}: {TIME.findall(m['body'])[:3]}: "
                             f"rows {sorted(rows.read)}")
     assert bare == []
+
+
+class _GpuRowsWithLoad(Rows):
+    """The stored rows, the GPU runs' given a 1-minute load (as `bench/gpu_bench.py` would, once it records one)."""
+
+    def csv(self, name: str) -> pd.DataFrame:
+        frame = super().csv(name)
+        return frame.assign(load_1min_start=0.2, load_1min_end=0.8) if name.startswith("gpu/") else frame
+
+
+def test_gpu_times_and_targets_come_back_with_the_gpu_rows_load():
+    from bench.docgen.gpu import summary, results
+
+    bare, loaded = summary(Rows(RESULTS)), summary(_GpuRowsWithLoad(RESULTS))
+    assert "not judged" in bare and "not judged" not in loaded
+    targets, speed = loaded.splitlines()[0], loaded.splitlines()[1]
+    assert "1-minute load 0.2–0.8" in targets and "1-minute load 0.2–0.8" in speed and TIME.search(speed)
+    assert "the earlier CPU fit's seconds are not quoted" in speed       # its row records no load: still none
+    assert "GPU s (1-minute load 0.2–0.8)" in results(_GpuRowsWithLoad(RESULTS))

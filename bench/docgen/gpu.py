@@ -172,7 +172,7 @@ def _target_line(rows) -> str:
                  if within < len(part) else "**met**" if seeds >= MIN_SEEDS else
                  f"**within it on {_seeds(part['seed'])} only**: one seed does not establish a target")
         parts.append(f"{_fit_name(dataset, n, method)} in ≤ {limit} s: {state}, "
-                     f"{_listed(part['seconds'], '{:.1f} s'.format)} ({_seeds(part['seed'])}; then "
+                     f"{_listed(part['seconds'], '{:.1f} s'.format)} ({_seeds(part['seed'])}; {load_said(part)}; then "
                      f"{_listed(part['after_fit_seconds'], '{:.2f} s'.format)} after the fit)")
     return "; ".join(parts)
 
@@ -187,12 +187,13 @@ def _speed_line(rows) -> str:
     by_threads = idle.groupby("torch_threads")["seconds"].median()
     demand = _of(gpu, "demand-iv", 5000, "dml-cmr")
     here = _of(cpu, "demand-iv", 5000, "dml-cmr")
+    here = here[[timed(here.loc[[i]]) for i in here.index]] if len(here) else here   # a CPU time only with its load
     sprites = _of(gpu, "dsprites-pcl", 5000, "dml-cmr").iloc[0]
     earlier = _cpu_earlier(rows, "dsprites-pcl", 5000, sprites["seed"], "dml-cmr")
     ref = earlier.iloc[0]
     gpu_s = demand["seconds"].median()
     return (f"demand-iv DML-CMR (K = 10, N = 5000), {_seeds(demand['seed'])}, same code: {gpu_s:.1f} s on "
-            "the GPU (median of its fits), "
+            f"the GPU (median of its fits; {load_said(demand)}), "
             + ", ".join(f"{r.seconds:.1f} s on a CPU ({r.where}; {r.seconds / gpu_s:.1f} times the GPU's)"
                         for r in here.itertuples())
             + f". For scale only, not fit for fit (other seeds, earlier code, another day): {_seeds(idle['seed'])} "
@@ -200,9 +201,10 @@ def _speed_line(rows) -> str:
             "which counts the fit's own threads) took "
             + ", ".join(f"{s:.1f} s with {t} torch thread{'s' if t > 1 else ''}" for t, s in by_threads.items())
             + f" (medians, `bench/results/{IDLE}`). dsprites-pcl DML-CMR at N = 5000, seed {sprites['seed']}: "
-            f"{sprites['seconds']:.1f} s on the GPU, "
-            f"{ref['seconds']:,.0f} s on the 2-core machine's CPU ({CPU_EARLIER['dsprites-pcl'][1]}, {load_said(earlier)}), "
-            f"{ref['seconds'] / sprites['seconds']:.0f} times as long")
+            f"{sprites['seconds']:.1f} s on the GPU"
+            + timed_text(earlier, lambda: f", {ref['seconds']:,.0f} s on the 2-core machine's CPU "
+                         f"({CPU_EARLIER['dsprites-pcl'][1]}, {{load}}), {ref['seconds'] / sprites['seconds']:.0f} times as long",
+                         "; the earlier CPU fit's seconds are not quoted, since its row records no load"))
 
 
 def _repeat_line(rows) -> str:
