@@ -15,7 +15,7 @@ from dmlcore.inference.effect_coverage import (DESIGN_TITLES, OWN_NUISANCES, PRO
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F
 
 from .registry import block, derived_file, family
-from .tables import fact, has, is_method, load_said, title
+from .tables import fact, has, is_method, load_said, timed, title
 from .words import num
 
 BAND_NAMES = {"outcome": "outcome", "structural": "structural", "score": "score", "split": "split spread (R = 5)"}
@@ -39,7 +39,7 @@ def bands(rows, file: str) -> str:
 def bands_summary(rows, file: str) -> str:
     s = rows.json(file)
     text = f"median MSE {s['median_mse']:.4f}, median |bias|/sd {s['median_bias_over_sd']:.2f}"
-    return text + (f", {s['seconds_per_seed']:.1f} s per seed ({load_said()})" if "seconds_per_seed" in s else "")
+    return text   # its seconds per seed are not quoted: a summary records no load (docs/making.md)
 
 
 INTERVALS = {"2sls": title("2sls"), "dml-sieve": "DML-CMR, spline f (delta)", "sieve-2sls": "Sieve 2SLS (delta)",
@@ -62,11 +62,12 @@ def effect_summary(frame: pd.DataFrame) -> pd.DataFrame:
 def effect_coverage(rows, file: str) -> str:
     frame = rows.csv(file)
     summary = effect_summary(frame).sort_values(["design", "interval"], kind="stable")
-    lines = ["| design | interval | seeds | coverage ± s.e. | width | bias | RMSE | "
-             f"s per fit ({load_said(frame)}) |", "|---|---|---|---|---|---|---|---|"]
+    seconds = timed(frame)          # a time only with the load it was measured under
+    lines = ["| design | interval | seeds | coverage ± s.e. | width | bias | RMSE |"
+             + (f" s per fit ({load_said(frame)}) |" if seconds else ""), "|---|---|---|---|---|---|---|" + "---|" * seconds]
     for r in summary.itertuples():
         lines.append(f"| {r.design} | {INTERVALS[r.interval]} | {r.seeds} | {r.coverage:.3f} ± {r.coverage_se:.3f} | "
-                     f"{num(r.width)} | {r.bias:+.2g} | {num(r.rmse, 2)} | {num(r.seconds, 2)} |")
+                     f"{num(r.width)} | {r.bias:+.2g} | {num(r.rmse, 2)} |" + (f" {num(r.seconds, 2)} |" if seconds else ""))
     return "\n".join(lines)
 
 
@@ -154,11 +155,12 @@ def _interval(r) -> str:
 def rhc_table(rows, file: str, which: str | None) -> str:
     frame = _rhc(rows, file)
     frame = frame[frame["bootstrap"].notna()] if which else frame
-    lines = [f"| method | ATE (days) | 95 % interval | interval | held-out score (s.e.) | s ({load_said(frame)}) |",
-             "|---|---|---|---|---|---|"]
+    seconds = timed(frame)          # a time only with the load it was measured under
+    lines = ["| method | ATE (days) | 95 % interval | interval | held-out score (s.e.) |"
+             + (f" s ({load_said(frame)}) |" if seconds else ""), "|---|---|---|---|---|" + "---|" * seconds]
     for r in frame.itertuples():
         line = (f"| {r.name} | {r.estimate:.2f} | [{r.lower:.2f}, {r.upper:.2f}] | "
-                f"{_interval(r)} | {r.heldout:.3f} ({r.heldout_se:.3f}) | {r.seconds:,.0f} |")
+                f"{_interval(r)} | {r.heldout:.3f} ({r.heldout_se:.3f}) |" + (f" {r.seconds:,.0f} |" if seconds else ""))
         lines.append(line.replace("| -", "| −").replace(" -", " −").replace("[-", "[−"))
     return "\n".join(lines)
 
@@ -640,16 +642,17 @@ def _days(value) -> str:
 def rhc_every(rows, file: str) -> str:
     """Every method on RHC: its effect with an interval, or the line saying why not (bench/rhc_effects.py --every-method)."""
     frame = rows.csv(file)
-    lines = [f"| method | ATE (days) | 95 % interval, or why none | plug-in | debiased [interval] | s ({load_said(frame)}) |",
-             "|---|---|---|---|---|---|"]
+    seconds = timed(frame)          # a time only with the load it was measured under
+    lines = ["| method | ATE (days) | 95 % interval, or why none | plug-in | debiased [interval] |"
+             + (f" s ({load_said(frame)}) |" if seconds else ""), "|---|---|---|---|---|" + "---|" * seconds]
     for r in frame.itertuples():
         shown = f"{_days(r.lower)} to {_days(r.upper)}" if not pd.isna(r.lower) else str(r.why)
         flagged = str(r.weak).lower() == "true"      # the record's flag: its interval is not shown (the headline's line)
         debiased = (str(r.debiased_error) if pd.isna(r.debiased) else
                     f"{_days(r.debiased)} (flagged: no interval)" if flagged else
                     f"{_days(r.debiased)} [{_days(r.debiased_lower)}, {_days(r.debiased_upper)}]")
-        lines.append(f"| {title(r.method)} | {_days(r.estimate)} | {shown} | {_days(r.plug_in)} | {debiased} | "
-                     f"{r.seconds:,.0f} |")
+        lines.append(f"| {title(r.method)} | {_days(r.estimate)} | {shown} | {_days(r.plug_in)} | {debiased} |"
+                     + (f" {r.seconds:,.0f} |" if seconds else ""))
     return "\n".join(lines)
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from .peers import quartiles, seed_text
 from .raw import NAMES
 from .registry import block
-from .tables import is_method, load_said, prose
+from .tables import LOAD, NOT_QUOTED, is_method, load_said, prose, timed, timed_text
 from .words import num, paired, relation
 
 FOLDER = "gpu"
@@ -92,6 +92,8 @@ def cpu_fits(rows) -> pd.DataFrame:
     loads = [float(x) for x in re.findall(r"load average: ([\d.]+)", rows.text(log))]
     load = f", load average {loads[0]:.1f} before and {loads[-1]:.1f} after" if loads else ""
     here = here[here["status"] == "ok"].assign(where=f"2-core machine, {_log(rows, log)['threads']} threads{load}")
+    if loads:                       # the log's load before and after: these rows' seconds may be quoted (``timed``)
+        here = here.assign(**{LOAD[0]: loads[0], LOAD[1]: loads[-1]})
     return pd.concat([machine, here], ignore_index=True)
 
 
@@ -132,21 +134,24 @@ def _same(frame: pd.DataFrame, dataset: str, n: int, seed: int, method: str) -> 
 def results(rows) -> str:
     """The plan's fits (its first seed) on the GPU, each beside the same seed on CPUs."""
     frame, gpu, cpu = calls(rows), fits(rows), cpu_fits(rows)
-    seed = frame["seed"].iloc[0]
+    seed, seconds = frame["seed"].iloc[0], timed(gpu)      # a time only with the load it was measured under
     lines = [f"**{card(rows)}** ({environment(rows)}), {', '.join(sorted(set(frame['date'])))}; rows: "
              + ", ".join(f"`bench/results/{f}`" for f in sorted(set(gpu["file"]))) + " (each call's log beside it).",
-             "", f"| fit, seed {seed} | GPU fits | GPU s ({load_said(gpu)}) | s after the fit | peak GPU GB | GPU MSE | "
-             "CPU, the same code: MSE (s, where) | CPU, earlier code: MSE (s) |", "|---|---|---|---|---|---|---|---|"]
+             "", f"| fit, seed {seed} | GPU fits |" + (f" GPU s ({load_said(gpu)}) | s after the fit |" if seconds else "")
+             + " peak GPU GB | GPU MSE | CPU, the same code: MSE (s where the row records its load; where) | "
+             "CPU, earlier code: MSE |", "|---|---|---|---|---|---|" + "---|---|" * seconds]
     for (dataset, n, method), part in gpu[gpu["seed"] == seed].groupby(["dataset", "n", "method"], sort=False):
-        now = [f"{_mse(r.mse)} ({r.seconds:.1f} s, {r.where})"
+        now = [f"{_mse(r.mse)} (" + (f"{r.seconds:.1f} s, " if timed(pd.DataFrame([r._asdict()])) else "") + f"{r.where})"
                for r in _same(cpu, dataset, n, seed, method).itertuples()]
         before = _cpu_earlier(rows, dataset, n, seed, method)
-        earlier = [f"{_mse(r.mse)} ({r.seconds:,.0f} s, {CPU_EARLIER[dataset][1]}, {load_said(before)})"
-                   for r in before.itertuples()]
-        lines.append(f"| {_fit_name(dataset, n, method)} | {len(part)} | {_listed(part['seconds'], '{:.2f}'.format)} | "
-                     f"{_listed(part['after_fit_seconds'], '{:.2f}'.format)} | "
-                     f"{_listed(part['peak_gpu_gb'].unique(), '{:.2f}'.format)} | {_listed(part['mse'], _mse)} | "
+        earlier = [f"{_mse(r.mse)} ({CPU_EARLIER[dataset][1]})" for r in before.itertuples()]   # no load: no seconds
+        lines.append(f"| {_fit_name(dataset, n, method)} | {len(part)} | "
+                     + (f"{_listed(part['seconds'], '{:.2f}'.format)} | "
+                        f"{_listed(part['after_fit_seconds'], '{:.2f}'.format)} | " if seconds else "")
+                     + f"{_listed(part['peak_gpu_gb'].unique(), '{:.2f}'.format)} | {_listed(part['mse'], _mse)} | "
                      f"{'; '.join(now) or '—'} | {'; '.join(earlier) or '—'} |")
+    if not seconds:
+        lines += ["", f"The GPU fits' seconds: {NOT_QUOTED}; the earlier code's CPU seconds likewise."]
     return "\n".join(lines)
 
 
@@ -158,12 +163,16 @@ def _target_line(rows) -> str:
         if part.empty:
             parts.append(f"{_fit_name(dataset, n, method)} in ≤ {limit} s: not measured")
             continue
+        if not timed(part):
+            parts.append(f"{_fit_name(dataset, n, method)} in ≤ {limit} s: **not judged**, since their rows record "
+                         "no load and their seconds are not quoted")
+            continue
         within, seeds = int((part["seconds"] <= limit).sum()), part["seed"].nunique()
         state = ("**not met**" if within == 0 else f"**not decided** ({within} of {len(part)} fits within)"
                  if within < len(part) else "**met**" if seeds >= MIN_SEEDS else
                  f"**within it on {_seeds(part['seed'])} only**: one seed does not establish a target")
         parts.append(f"{_fit_name(dataset, n, method)} in ≤ {limit} s: {state}, "
-                     f"{_listed(part['seconds'], '{:.1f} s'.format)} ({_seeds(part['seed'])}; then "
+                     f"{_listed(part['seconds'], '{:.1f} s'.format)} ({_seeds(part['seed'])}; {load_said(part)}; then "
                      f"{_listed(part['after_fit_seconds'], '{:.2f} s'.format)} after the fit)")
     return "; ".join(parts)
 
@@ -171,17 +180,20 @@ def _target_line(rows) -> str:
 def _speed_line(rows) -> str:
     """The GPU's seconds against the CPUs' for the targets' fits."""
     gpu, cpu = fits(rows), cpu_fits(rows)
+    if not timed(gpu):
+        return "Not measured here: the GPU rows record no load, so their seconds are not quoted"
     idle = rows.jsonl(IDLE)
     idle = idle[is_method(idle["method"], "dml-cmr") & (idle["n"] == 5000) & (idle["folds"] == 10)]
     by_threads = idle.groupby("torch_threads")["seconds"].median()
     demand = _of(gpu, "demand-iv", 5000, "dml-cmr")
     here = _of(cpu, "demand-iv", 5000, "dml-cmr")
+    here = here[[timed(here.loc[[i]]) for i in here.index]] if len(here) else here   # a CPU time only with its load
     sprites = _of(gpu, "dsprites-pcl", 5000, "dml-cmr").iloc[0]
     earlier = _cpu_earlier(rows, "dsprites-pcl", 5000, sprites["seed"], "dml-cmr")
     ref = earlier.iloc[0]
     gpu_s = demand["seconds"].median()
     return (f"demand-iv DML-CMR (K = 10, N = 5000), {_seeds(demand['seed'])}, same code: {gpu_s:.1f} s on "
-            "the GPU (median of its fits), "
+            f"the GPU (median of its fits; {load_said(demand)}), "
             + ", ".join(f"{r.seconds:.1f} s on a CPU ({r.where}; {r.seconds / gpu_s:.1f} times the GPU's)"
                         for r in here.itertuples())
             + f". For scale only, not fit for fit (other seeds, earlier code, another day): {_seeds(idle['seed'])} "
@@ -189,9 +201,10 @@ def _speed_line(rows) -> str:
             "which counts the fit's own threads) took "
             + ", ".join(f"{s:.1f} s with {t} torch thread{'s' if t > 1 else ''}" for t, s in by_threads.items())
             + f" (medians, `bench/results/{IDLE}`). dsprites-pcl DML-CMR at N = 5000, seed {sprites['seed']}: "
-            f"{sprites['seconds']:.1f} s on the GPU, "
-            f"{ref['seconds']:,.0f} s on the 2-core machine's CPU ({CPU_EARLIER['dsprites-pcl'][1]}, {load_said(earlier)}), "
-            f"{ref['seconds'] / sprites['seconds']:.0f} times as long")
+            f"{sprites['seconds']:.1f} s on the GPU"
+            + timed_text(earlier, lambda: f", {ref['seconds']:,.0f} s on the 2-core machine's CPU "
+                         f"({CPU_EARLIER['dsprites-pcl'][1]}, {{load}}), {ref['seconds'] / sprites['seconds']:.0f} times as long",
+                         "; the earlier CPU fit's seconds are not quoted, since its row records no load"))
 
 
 def _repeat_line(rows) -> str:
@@ -272,13 +285,15 @@ def comparisons(cell: pd.DataFrame) -> list[str]:
 @block("gpu:dsprites-1000")
 def sprites_table(rows) -> str:
     cell = sprites_cell(rows)
-    lines = ["| method | seeds (n) | median MSE [q1, q3] | mean | mean GPU s per fit | mean s after the fit |",
-             "|---|---|---|---|---|---|"]
+    seconds = timed(cell)           # a time only with the load it was measured under
+    lines = ["| method | seeds (n) | median MSE [q1, q3] | mean |"
+             + (f" mean GPU s per fit ({load_said(cell)}) | mean s after the fit |" if seconds else ""),
+             "|---|---|---|---|" + "---|---|" * seconds]
     for method in METHODS:
         part = cell[cell["method"] == method]
         lines.append(f"| {NAMES[method]} | {seed_text(part['seed'])} ({len(part)}) | {quartiles(part['mse'])} | "
-                     f"{num(part['mse'].mean())} | "
-                     f"{part['seconds'].mean():.1f} | {part['after_fit_seconds'].mean():.1f} |")
+                     f"{num(part['mse'].mean())} |"
+                     + (f" {part['seconds'].mean():.1f} | {part['after_fit_seconds'].mean():.1f} |" if seconds else ""))
     return "\n".join(lines + [""] + [f"- {line}." for line in comparisons(cell)])
 
 
@@ -303,10 +318,13 @@ def benchmarks_summary(rows) -> str:
     medians = ", ".join(f"{prose(m)} {num(_per_seed(cell, m).median())} ({(cell['method'] == m).sum()} seeds)"
                         for m in METHODS)
     seconds = cell[is_method(cell["method"], "dml-cmr")]["seconds"]
-    big_text = "; ".join(f"seed {seed}: " + ", ".join(f"{prose(r.method)} {num(r.mse)} ({r.seconds:.0f} s)"
+    big_s = timed(big)              # a time only with the load it was measured under
+    big_text = "; ".join(f"seed {seed}: " + ", ".join(f"{prose(r.method)} {num(r.mse)}"
+                                                      + (f" ({r.seconds:.0f} s)" if big_s else "")
                                                       for r in part.itertuples())
                          for seed, part in big.groupby("seed"))
+    took = timed_text(got, lambda: f"A DML-CMR fit took {seconds.min():.0f}–{seconds.max():.0f} s there ({{load}})",
+                      f"The fits' seconds: {NOT_QUOTED}")
     return (f"On one **{card(rows)}** ({', '.join(sorted(set(got['date'])))}; docs/gpu.md, rows in "
             f"`bench/results/{FOLDER}/`), N = 1000, median MSE: {medians}. "
-            + "; ".join(comparisons(cell)) + f". A DML-CMR fit took {seconds.min():.0f}–{seconds.max():.0f} s there "
-            f"({load_said(got)}). N = 5000, {big_text}")
+            + "; ".join(comparisons(cell)) + f". {took}. N = 5000, {big_text}")

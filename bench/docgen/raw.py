@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from .registry import block, family
-from .tables import FAMILY, PLUG_IN_METHOD, UNRECORDED, is_method, load_said, per_seed, prose, timed, title
+from .tables import (FAMILY, NOT_QUOTED, PLUG_IN_METHOD, is_method, load_said, per_seed, prose, timed, timed_text,
+                     title)
 from .words import num, paired, relation
 
 OLD = "before-fast-dropout/"
@@ -80,9 +81,10 @@ def raw_growth(rows) -> str:
         parts.append(f"at N = {n} by {', '.join(f'{g:.1f}x' for g in growth)}")
     cell = weak[weak["n"] == 5000]
     seconds = cell.groupby("method")["seconds"].mean()
+    said = timed_text(cell, lambda: " (mean seconds per fit at strength 0.4, N = 5000, {load}: "
+                      + " / ".join(f"{seconds[m]:.1f}" for m in ORDER) + ")", "")   # no seconds from rows without load
     return ("From strength 1.0 to 0.4 the median error of DML-CMR, CE-DML-CMR, the naive plug-in and sieve 2SLS "
-            f"grows {'; '.join(parts)} (mean seconds per fit at strength 0.4, N = 5000, {load_said(cell)}: "
-            f"{' / '.join(f'{seconds[m]:.1f}' for m in ORDER)})")
+            f"grows {'; '.join(parts)}{said}")
 
 
 @block("first-stage")
@@ -191,30 +193,40 @@ def dsprites_truth(rows) -> str:
 @block("dsprites:process")
 def dsprites_process(rows) -> str:
     t = rows.time_log("dsprites-pcl-nn-5000-seed0.log")
-    return (f"{t['wall_s'] / 60:.0f} min of wall time for its three fits ({load_said()}), {t['system_s']:,.0f} of its "
-            f"{t['user_s'] + t['system_s']:,.0f} CPU seconds in the kernel, {t['minor_faults'] / 1e9:.1f} billion "
-            f"minor page faults, peak memory {t['peak_kib'] / 2 ** 20:.1f} GiB")
+    # a /usr/bin/time log records no load: its wall and CPU seconds are not quoted (timed_text(None, ...))
+    return (f"{t['minor_faults'] / 1e9:.1f} billion minor page faults for its three fits, peak memory "
+            f"{t['peak_kib'] / 2 ** 20:.1f} GiB; its wall and CPU times are not quoted, since the log records no load")
 
 
 @block("image-step")
 def image_step(rows) -> str:
     frame = rows.jsonl("image-step.jsonl")
-    lines = [f"| freed memory | s/step (wall; {load_said(frame)}) | user s | system s | minor faults/step | peak memory |",
-             "|---|---|---|---|---|---|"]
+    seconds = timed(frame)          # a time only with the load it was measured under
+    times = ("wall_s", "user_s", "system_s") if seconds else ()
+    lines = ["| freed memory |" + (f" s/step (wall; {load_said(frame)}) | user s | system s |" if seconds else "")
+             + " minor faults/step | peak memory |", "|---|" + "---|" * (len(times) + 2)]
     for keep, part in frame.groupby("keep_freed_memory", sort=True):
         faults = sorted({round(f, -3) for f in part["minor_faults"]})
         lines.append(f"| {'kept (now)' if keep else 'returned (before)'} | "
-                     + " | ".join(", ".join(f"{v:.2f}" for v in part[c]) for c in ("wall_s", "user_s", "system_s"))
-                     + f" | {'–'.join(dict.fromkeys(f'{f:,.0f}' for f in (faults[0], faults[-1])))}"
+                     + "".join(", ".join(f"{v:.2f}" for v in part[c]) + " | " for c in times)
+                     + f"{'–'.join(dict.fromkeys(f'{f:,.0f}' for f in (faults[0], faults[-1])))}"
                      + f" | {'–'.join(dict.fromkeys(f'{v / 1024:.2f}' for v in sorted(part['peak_rss_mb'])))} GiB |")
-    return "\n".join(lines)
+    return "\n".join(lines + ([] if seconds else ["", f"Seconds per step (wall, user, system): {NOT_QUOTED}."]))
 
 
 @block("keep-memory")
 def keep_memory(rows) -> str:
     runs = {k: rows.csv(f"dsprites-pcl-keep-memory-{k}.csv").set_index("method") for k in (0, 1)}
     logs = {k: rows.time_log(f"dsprites-pcl-keep-memory-{k}.log") for k in (0, 1)}
-    load = load_said(pd.concat(runs.values()))
+    both = pd.concat(runs.values())
+    if not timed(both):             # the fits' and the processes' seconds: quoted only with their load
+        lines = ["| method | MSE, before / now |", "|---|---|"]
+        for method in ("naive", "ce-dml-cmr"):
+            lines.append(f"| {prose(method)} | {runs[0].loc[method, 'mse']:.4f} / {runs[1].loc[method, 'mse']:.4f} |")
+        lines.append(f"| the two, whole process: peak memory before / now | {logs[0]['peak_kib'] / 2 ** 20:.2f} / "
+                     f"{logs[1]['peak_kib'] / 2 ** 20:.2f} GiB |")
+        return "\n".join(lines + ["", f"The fits' and the processes' seconds: {NOT_QUOTED}."])
+    load = load_said(both)
     lines = [f"| method | before ({load}) | now ({load}) | MSE, before / now |", "|---|---|---|---|"]
     for method in ("naive", "ce-dml-cmr"):
         a, b = runs[0].loc[method], runs[1].loc[method]
@@ -232,11 +244,12 @@ def keep_memory_dml(rows) -> str:
     new = rows.csv("dsprites-pcl-keep-memory-1.csv")
     new = new[is_method(new["method"], "dml-cmr")].iloc[0]
     log = rows.time_log("dsprites-pcl-keep-memory-1-dml.log")
-    load = load_said(pd.concat([old.to_frame().T, new.to_frame().T]))
-    return (f"now **{new['seconds']:.0f} s** ({1 - new['seconds'] / old['seconds']:.0%} less than {old['seconds']:,.0f} s; "
-            f"{'both runs: ' + load if load != UNRECORDED else 'neither run recorded its load'}), "
-            f"{log['system_s']:.0f} s of system time, peak {log['peak_kib'] / 2 ** 20:.2f} GiB (not recorded for the "
-            f"earlier fit), MSE {new['mse']:.4f} ({old['mse']:.4f} before)")
+    both = pd.concat([old.to_frame().T, new.to_frame().T])
+    took = timed_text(both, lambda: f"now **{new['seconds']:.0f} s** ({1 - new['seconds'] / old['seconds']:.0%} less "
+                      f"than {old['seconds']:,.0f} s; both runs: {{load}}), {log['system_s']:.0f} s of system time, ",
+                      "its seconds not quoted (neither run recorded its load), ")
+    return (f"{took}peak {log['peak_kib'] / 2 ** 20:.2f} GiB (not recorded for the earlier fit), "
+            f"MSE {new['mse']:.4f} ({old['mse']:.4f} before)")
 
 
 @block("ihdp-earlier")

@@ -10,7 +10,8 @@ import pandas as pd
 from dmlcore.learners.registry import is_network
 
 from .registry import block, family
-from .tables import FAMILY, IDLE_MARGIN, REFERENCE, idle, is_method, load_said, prose, title
+from .tables import (FAMILY, IDLE_MARGIN, NOT_QUOTED, REFERENCE, idle, is_method, load_said, prose, timed,
+                     timed_text, title)
 from .words import num
 
 
@@ -112,8 +113,9 @@ def speed_vs_tables(rows) -> str:
     idle = idle[is_method(idle["method"], "dml-cmr") & (idle["torch_threads"] == 1)]["seconds"].median()
     table = rows.csv("authors/demand-iv-nn-5000.csv")
     loaded = table[is_method(table["method"], "dml-cmr")]
-    mean = loaded["seconds"].mean()
-    return f"about {mean / idle:.1f} times as long ({mean:.1f} s on average, {load_said(loaded)})"
+    return timed_text(loaded, lambda: f"about {loaded['seconds'].mean() / idle:.1f} times as long "
+                                      f"({loaded['seconds'].mean():.1f} s on average, {{load}})",
+                      "their rows record no load, so their seconds are not quoted")
 
 
 @block("speed-idle-raw")
@@ -208,7 +210,13 @@ def study_seconds(rows, log: str) -> float:
 def study40(rows) -> str:
     runs = (("jobs1", "in process (`--jobs 1`)", 1), ("jobs2", "loky, 2 workers (`--jobs 2`)", 2),
             ("ray2", "local Ray instance, 2 CPUs (`--executor ray --jobs 2`)", 2))
-    load = load_said(pd.concat([rows.csv(f"study40-{run}-fits.csv") for run, _, _ in runs]))
+    every = pd.concat([rows.csv(f"study40-{run}-fits.csv") for run, _, _ in runs])
+    if not timed(every):           # its wall times, speed-ups and fit times are times: quoted only with their load
+        lines = ["| executor | peak RSS (largest process, `/usr/bin/time`) |", "|---|---|"]
+        for run, label, _ in runs:
+            lines.append(f"| {label} | {rows.time_log(f'study40-{run}.log')['peak_kib'] / 1024:.0f} MiB |")
+        return "\n".join(lines + ["", f"Wall times, speed-ups and fit times: {NOT_QUOTED}."])
+    load = load_said(every)
     lines = [f"| executor | study wall time ({load}) | speed-up | sum of the fits' own times | start-up and hand-over "
              "(wall − sum / workers) | DML-CMR fit, median | peak RSS (largest process, `/usr/bin/time`) |",
              "|---|---|---|---|---|---|---|"]
@@ -298,10 +306,13 @@ def executor_range(rows, file: str, executor: str, field: str, fmt: str) -> str:
 def study40_speedups(rows) -> str:
     """How much faster two loky workers and a local Ray instance finished the 40-fit study than one process."""
     walls = {run: study_seconds(rows, f"study40-{run}.log") for run in ("jobs1", "jobs2", "ray2")}
-    fits = rows.csv("study40-jobs1-fits.csv")
+    fits = pd.concat([rows.csv(f"study40-{run}-fits.csv") for run in walls])
     dml = fits[is_method(fits["method"], "dml-cmr")]["seconds"].median()
-    return (f"{dml:.0f} s per DML-CMR fit, {load_said(fits)}) two loky workers finished {walls['jobs1'] / walls['jobs2']:.2f} times "
-            f"faster than one process and a local Ray instance {walls['jobs1'] / walls['ray2']:.2f} times")
+    return timed_text(fits, lambda: f"{dml:.0f} s per DML-CMR fit, {{load}}) two loky workers finished "
+                      f"{walls['jobs1'] / walls['jobs2']:.2f} times faster than one process and a local Ray instance "
+                      f"{walls['jobs1'] / walls['ray2']:.2f} times",
+                      "whose rows record no load) the speed-ups of two loky workers and of a local Ray instance "
+                      "are not quoted")
 
 
 @block("executor:vs-fits")
@@ -310,10 +321,10 @@ def executor_vs_fits(rows) -> str:
     gap = rows.jsonl("executor-overhead.jsonl")["gap_s"].max()
     fits = rows.csv("demand-iv-nn.csv")
     fits = fits[fits["n"].isin((2000, 5000)) & fits["method"].isin(FAMILY)]
-    load, fits = load_said(fits), fits["seconds"]
-    return (f"{fits.min():.0f}–{fits.max():.0f} s each at N = 2000 and 5000 on the raw-noise design, {load}, "
-            "bench/results/demand-iv-nn.csv) "
-            f"that is at most {gap / fits.min():.1%}")
+    return timed_text(fits, lambda: f"{fits['seconds'].min():.0f}–{fits['seconds'].max():.0f} s each at N = 2000 and "
+                      f"5000 on the raw-noise design, {{load}}, bench/results/demand-iv-nn.csv) that is at most "
+                      f"{gap / fits['seconds'].min():.1%}",
+                      "bench/results/demand-iv-nn.csv, whose rows record no load) their share is not quoted")
 
 
 @block("study-estimates:spread")
@@ -457,11 +468,12 @@ def _pilot_pairs(rows) -> pd.DataFrame:
 def pilot_selection_table(rows) -> str:
     """Per design, N and setting: how often the pilot's choice per fold was the every-fold rule's, and the
     selections' seconds under each rule (both nuisances, summed per seed; medians over seeds)."""
-    wide, load = _pilot_pairs(rows), load_said(rows.csv(PILOT_SELECTION))
+    wide, frame = _pilot_pairs(rows), rows.csv(PILOT_SELECTION)
+    seconds, load = timed(frame), load_said(frame)     # a time (and a ratio of times) only with its load
     lines = ["| design | N | folds | seeds | same choice for every fold: pilot (per-fold variant), of seeds × 2 "
-             f"nuisances | where the pilot's choice differs (every fold → pilot) | seconds, every fold ({load}) | "
-             f"seconds, pilot ({load}) | pilot / every |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "nuisances | where the pilot's choice differs (every fold → pilot) |"
+             + (f" seconds, every fold ({load}) | seconds, pilot ({load}) | pilot / every |" if seconds else ""),
+             "|---|---|---|---|---|---|" + "---|---|---|" * seconds]
     for (design, n), part in wide[wide["setting"] == "kfold"].groupby(["design", "n"], sort=True):
         per_seed = part.groupby("seed")[["seconds_every", "seconds_pilot"]].sum()
         every, pilot = per_seed["seconds_every"].median(), per_seed["seconds_pilot"].median()
@@ -471,8 +483,8 @@ def pilot_selection_table(rows) -> str:
         kinds = ", ".join(f"{text} ({count})" for text, count in choices.value_counts().sort_index().items()) or "–"
         variant = f" ({int(part['same_variant'].sum())})" if "same_variant" in part else ""
         lines.append(f"| {design} | {n} | {part['folds'].iloc[0]} | {part['seed'].nunique()} | {int(part['same'].sum())}{variant} "
-                     f"of {len(part)} | {kinds} | {every:.1f} s | {pilot:.1f} s | {pilot / every:.2f} |")
-    return "\n".join(lines)
+                     f"of {len(part)} | {kinds} |" + (f" {every:.1f} s | {pilot:.1f} s | {pilot / every:.2f} |" if seconds else ""))
+    return "\n".join(lines + ([] if seconds else ["", f"The selections' seconds: {NOT_QUOTED}."]))
 
 
 def _short(per_fold: str) -> str:

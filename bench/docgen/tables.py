@@ -88,6 +88,21 @@ def load_said(rows: pd.DataFrame | None = None) -> str:
     return UNRECORDED
 
 
+NOT_QUOTED = "not quoted, since their rows record no load"   # what a block prints instead of seconds from such rows
+
+
+def timed_text(rows: pd.DataFrame | None, text, instead: str = NOT_QUOTED) -> str:
+    """``text`` (a string, or a callable that makes it, so that a time is not even computed from rows that may
+    not quote it) when every one of ``rows`` records the load its seconds were measured under (``timed``), with
+    that load range after it; else ``instead``, which must hold no time. ``None``: a ``/usr/bin/time`` log,
+    which records no load. A ratio of two times (a speed-up) is a time too: pass both runs' rows. The load range
+    stands where ``text`` says ``{load}``, else in brackets after it."""
+    if rows is None or not timed(rows):
+        return instead
+    text, load = text() if callable(text) else text, load_said(rows)
+    return text.replace("{load}", load) if "{load}" in text else f"{text} ({load})"
+
+
 def study_table(fits: pd.DataFrame, *, unit: str = "MSE", reps_label: str = "reps") -> str:
     """The markdown table of one cell's fits (every method, in the rows' order, DML-CMR first: rows of fits run
     in parallel are written as they finish). The mean seconds per fit are a column only when every row records
