@@ -76,7 +76,7 @@ def _smooth_f(frame):
             - 2.0 * frame["price"])
 
 
-def _covariate_design(name, n, seed, strength=1.0):
+def _covariate_design(name, n, seed, strength=IV_STRENGTH.default):
     """linear-iv, nonlinear-iv and hetero-iv: the table and f."""
     rng = np.random.default_rng([seed, 41])
     z, u, x1, x2 = (rng.normal(size=n) for _ in range(4))

@@ -15,6 +15,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from dmlcore.estimators.peers.base import Columns, PeerEstimator, Scale
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.estimators.peers.kernels import check_memory, columnwise_features, feature_dim
 from dmlcore.learners.base import check_fraction, check_positive
 
@@ -41,7 +42,7 @@ class KPV(PeerEstimator):
     images_instead = "Use NMMR, which reads images with a CNN."
 
     def __init__(self, n_features: int = 100, approximation: str = "rff", split: float = 0.5,
-                 lam1: float = 1e-3, lam2: float = 1e-3, scale: float = 0.5, center: bool = True, seed: int = 0):
+                 lam1: float = 1e-3, lam2: float = 1e-3, scale: float = 0.5, center: bool = True, seed: int = DEFAULTS.seed):
         self.n_features = n_features
         self.approximation = approximation
         self.split = split
