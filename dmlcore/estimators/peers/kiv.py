@@ -37,7 +37,7 @@ class KIV(PeerEstimator):
         Stage-1 and stage-2 penalties; None (default) chooses each from ``grid`` by the
         two-sample validation.
     grid : sequence of float, default 10^-10 ... 10^0 (51 values)
-    seed : int
+    seed : int, default 0
 
     Attributes
     ----------

@@ -35,7 +35,7 @@ class KPV(PeerEstimator):
     center : bool, default True
         Fit h to the centred outcome (its mean is not shrunk). False: shrink towards 0, as the
         KPV code behind the DML-CMR paper's numbers did (docs/peers.md).
-    seed : int
+    seed : int, default 0
     """
 
     title, problem = "KPV", "pcl"

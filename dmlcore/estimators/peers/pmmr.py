@@ -34,7 +34,7 @@ class PMMR(PeerEstimator):
     center : bool, default True
         Fit h to the centred outcome. False: shrink towards 0, as the PMMR code behind the
         DML-CMR paper's numbers did (docs/peers.md).
-    seed : int
+    seed : int, default 0
     """
 
     title, problem = "PMMR", "pcl"
