@@ -172,9 +172,6 @@ ALLOWED = {
     ("dashboard/learn/iv.py", "rho"): "the Wald lesson's widget for its own experiment's rho (teaching/iv.py)",
     ("dashboard/learn/iv.py", "seed"): "the Wald lesson's widget for its own experiment's seed (teaching/iv.py)",
     ("dashboard/learn/weak.py", "rho"): "the weak-IV lesson's widget for its own experiment's rho (teaching/iv.py)",
-    ("dmlcore/data/", "seed"): "a simulator's seed, below the settings layer (tests/test_imports.py); load_dataset "
-                               "and every caller pass the fit's seed",
-    ("dmlcore/learners/", "seed"): "a learner's seed, below the settings layer; the estimators pass the fit's seed",
 }
 
 
