@@ -230,7 +230,7 @@ def _match(name: str | None, value, aliases: dict) -> str | None:
 def retyped_defaults(source: str, aliases: dict | None = None) -> list[tuple[int, str, str]]:
     """(line, how, setting) of every literal in ``source`` equal to a declared default and used as that
     setting's default: a parameter's or a field's default, a fallback (``x.get(name, d)``, ``getattr(x, name,
-    d)``, ``x.get(name) or d``, ``x.name or d``), an argparse ``default=`` and a widget's ``value=`` / ``index=``
+    d)``, ``x.get(name) or d``, ``x.name or d``, ``x if x is not None else d``), an argparse ``default=`` and a widget's ``value=`` / ``index=``
     (by its ``key=``). A value passed on purpose (``fit(cov_type="robust")``, a lesson's dict) is not a default."""
     aliases = _aliases() if aliases is None else aliases
     found = set()
@@ -249,6 +249,11 @@ def retyped_defaults(source: str, aliases: dict | None = None) -> list[tuple[int
             for left, right in zip(node.values, node.values[1:]):
                 if m := _match(_name(left), right, aliases):
                     found.add((node.lineno, "or", m))
+        elif isinstance(node, ast.IfExp) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 \
+                and isinstance(node.test.ops[0], (ast.Is, ast.IsNot)):       # x if x is not None else d
+            fallback = node.orelse if isinstance(node.test.ops[0], ast.IsNot) else node.body
+            if m := _match(_name(node.test.left), fallback, aliases):
+                found.add((node.lineno, "if-else", m))
         elif isinstance(node, ast.Call):
             func = node.func
             called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
@@ -303,7 +308,7 @@ def fit(data, cov_type="unadjusted", *, folds=10, rho=0.9, small=False, seed=DEF
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--cov", dest="cov", default="unadjusted")
     st.number_input("K", value=10, key=state.EST_FOLDS); st.slider("s", 0.0, 3.0, 1.0, 0.05, key=state.SIM_STRENGTH)
-    fit_run(data, "dml-cmr", cov_type="unadjusted", folds=5)
+    fit_run(data, "dml-cmr", cov_type="unadjusted", folds=5, seed=seed if seed is not None else 0)
 class Options:
     executor: str = "local"
     debias: bool = True
@@ -312,5 +317,5 @@ class Options:
     found = retyped_defaults(planted)
     assert [(line, name) for line, _, name in found] == [
         (2, "cov_type"), (2, "folds"), (2, "rho"), (2, "small"), (3, "cov_type"), (4, "learner"), (5, "device"),
-        (6, "folds"), (7, "cov_type"), (8, "jobs"), (9, "cov_type"), (10, "folds"), (10, "iv_strength"), (13, "executor"), (14, "debias")]
+        (6, "folds"), (7, "cov_type"), (8, "jobs"), (9, "cov_type"), (10, "folds"), (10, "iv_strength"), (11, "seed"), (13, "executor"), (14, "debias")]
     assert _allowed("dmlcore/teaching/iv.py", "rho") and not _allowed("dmlcore/runs/fit.py", "rho")
