@@ -8,7 +8,7 @@ from dashboard import fits, results, state, ui
 from dmlcore import plots
 from dmlcore.inference.first_stage import strength_label
 from dmlcore.runs.typed import Config
-from dmlcore.stats.covariance import COV_CHOICES, COV_TITLES, FEW_CLUSTERS, cluster_columns, is_clustered
+from dmlcore.stats.covariance import COV_CHOICES, COV_DEFAULT, COV_TITLES, FEW_CLUSTERS, cluster_columns, is_clustered
 
 ss = st.session_state
 
@@ -29,7 +29,7 @@ def side_by_side_2sls(chosen, reference):
     else:
         config = rec.config if rec.config is not None else Config()
         fitted_cov, fitted_cluster = config.cov_type, config.cluster
-        cov = COV_TITLES.get(fitted_cov or "unadjusted", fitted_cov)
+        cov = COV_TITLES.get(fitted_cov or COV_DEFAULT, fitted_cov)
         cov += f" by {fitted_cluster}, as fitted" if fitted_cluster else ", as fitted"
         coefficients, errors = rec.coefficients, rec.std_errors if rec.has("std_errors") else {}
     st.markdown(f"**2SLS, side by side:** linear coefficients ± standard errors, {cov}")
@@ -135,7 +135,7 @@ def chosen_inference(data):
     """linear_iv_inference on ``data`` under the page's covariance choice (its widgets' state, so that the
     sections above the choice follow it too), once per data, roles and choice; the error text when it
     cannot be computed; None while "clustered" waits for its column."""
-    cov = ss.get(state.RES_COV) or "unadjusted"
+    cov = ss.get(state.RES_COV) or COV_DEFAULT
     cluster = ss.get(state.RES_CLUSTER) if is_clustered(cov) else None
     if is_clustered(cov) and cluster is None:
         return None

@@ -407,7 +407,7 @@ def describe(fit: PlannedFit) -> str:
         parts.append("second stage: spline basis (sieve) with 95 % confidence bands")
     if k.get("device"):
         parts.append(f"networks on {k['device']}")
-    if k.get("reps_crossfit", 1) > 1:
+    if k.get("reps_crossfit", DEFAULTS.reps_crossfit) > 1:
         parts.append(f"{k['reps_crossfit']} repeated cross-fits (median; {k['reps_crossfit']}× the time)")
     chosen = [selection.role for setting, selection in (("outcome_learner", SelectedOutcome), ("sampler", SelectedSampler))
               if setting in METHODS[fit.method].settings

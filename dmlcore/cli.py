@@ -36,7 +36,7 @@ from dmlcore import plugins
 from dmlcore.plugins import add_to_environment, load_plugins
 from dmlcore.process import set_threads
 from dmlcore.estimators import for_method
-from dmlcore.estimators.settings import SETTINGS, FitSettings, add_setting_flags, setting_group
+from dmlcore.estimators.settings import DEFAULTS, SETTINGS, FitSettings, add_setting_flags, setting_group
 from dmlcore.estimators import METHODS
 from dmlcore.runs import fit_run
 from dmlcore.runs.typed import CLR, Config, Effect, FirstStage, Interval, RunRecord
@@ -286,7 +286,7 @@ def _coefficients_text(result: RunRecord, most: int = 4) -> str:
         return ""
     names = list(result.params.index)[:most]          # the treatment's first
     config = result.config or Config()
-    cov = config.cov_type or "unadjusted"
+    cov = config.cov_type or DEFAULTS.cov_type
     cov += f" by {config.cluster}" if config.cluster else ""
     cov += ", small" if config.small else ""
     shown = ", ".join(f"{c}={coefficients[c]:.4g}" + (f" ({errors[c]:.4g})" if c in errors else "") for c in names)

@@ -46,6 +46,7 @@ from dmlcore.errors import DMLCoreError, FitCancelled
 from dmlcore.process import default_threads, scoped_threads
 
 EXECUTORS = ("local", "ray")
+JOBS = 1   # the jobs setting's default: one item after another in this process (dmlcore.estimators.settings reads it)
 CONNECT_TIMEOUT = 5.0  # seconds to reach a Ray address before giving up
 POLL = 0.25            # seconds between should_stop() questions while start() waits on workers
 
@@ -54,7 +55,7 @@ class WorkerDied(RuntimeError):
     """The process running an item died before returning its result."""
 
 
-def get_executor(kind: str = "local", jobs: int | None = 1, address: str | None = None, *,
+def get_executor(kind: str = EXECUTORS[0], jobs: int | None = JOBS, address: str | None = None, *,
                  threads: int | None = None) -> "Executor":
     """An executor by name: ``"local"`` (in process for jobs=1, worker processes otherwise) or ``"ray"``."""
     threads = default_threads() if threads is None else threads
@@ -65,7 +66,7 @@ def get_executor(kind: str = "local", jobs: int | None = 1, address: str | None 
     if kind == "local":
         if address:
             raise DMLCoreError("--address is for --executor ray; leave it out for local workers.")
-        jobs = jobs or 1
+        jobs = jobs or JOBS
         return InlineExecutor(threads) if jobs == 1 else ProcessExecutor(jobs, threads)
     if kind == "ray":
         return RayExecutor(jobs, address, threads)

@@ -145,7 +145,7 @@ def _dependent(data: CausalData) -> str:
     return f"Dependent variable {data.outcome}"
 
 
-def _statistics(data, models, columns, iv_titles, stages, cov_type, cluster, level, diag, small=False) -> list[dict]:
+def _statistics(data, models, columns, iv_titles, stages, cov_type, cluster, level, diag, small=DEFAULTS.small) -> list[dict]:
     blank = {t: "" for t in columns}
     rows = [{"": "Observations", **{t: f"{models[t].n_:,}" for t in columns}},
             {"": "Fixed effects", **{t: ", ".join(data.absorb) or "no" for t in columns}},
@@ -379,7 +379,7 @@ def _model_statistics(records, titles, treatments, labels, level, digits=3) -> t
                    if e.is_anderson_rubin and e.set is not None), None)
         ar_row[t] = _set_text(ar.set, digits) if ar else ""
         pieces = r.clr.pieces if r.clr is not None else None
-        if pieces is not None and (config[t].cov_type or "unadjusted") == "unadjusted":
+        if pieces is not None and (config[t].cov_type or DEFAULTS.cov_type) == "unadjusted":
             clr_row[t] = _set_text(pieces, digits)
         else:
             clr_row[t] = ""
@@ -415,7 +415,7 @@ SE_SHORT = {"unadjusted": "homoskedastic", "robust": "HC0", "robust-hc1": "HC1",
 
 def _se_words(config: Config, linear: LinearFit) -> str:
     """A column's standard errors in a few words: "HC1", "CR1 by region, t(8)" (the notes spell them out)."""
-    cov = config.cov_type or "unadjusted"
+    cov = config.cov_type or DEFAULTS.cov_type
     small = bool(config.small)
     short = SE_SHORT.get(cov, cov)
     if small and cov in SMALL_SHORT:

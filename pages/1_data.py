@@ -8,9 +8,10 @@ from dmlcore.data.datasets import REAL_DATASETS
 from dmlcore.data.ihdp import IHDP_DESIGNS
 from dmlcore.data.io import load_table, numeric_problems, summarize
 from dmlcore.data.roles import check_usable
-from dmlcore.data.registry import SIMULATED
+from dmlcore.data.registry import DATA_OPTIONS, SIMULATED
 from dmlcore.data.simulate import NOISE_SCALES
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.settings import DEFAULTS
 
 state.init()  # also in app.py; pages may run on their own (AppTest, first visit)
 
@@ -51,15 +52,15 @@ def simulate_tab():
         params["n"] = cols[0].number_input("Rows N", min_value=50, max_value=100_000, step=500,
                                            value=2000, key=state.SIM_N, persist_state="session")
     if "rho" in knobs:
-        params["rho"] = cols[1].slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key=state.SIM_RHO,
+        params["rho"] = cols[1].slider("Confounding ρ", 0.0, 0.99, DATA_OPTIONS["rho"].default, 0.01, key=state.SIM_RHO,
                                        persist_state="session",
                                        help="Correlation of the outcome noise with the price noise.")
     if "iv_strength" in knobs:
-        params["iv_strength"] = cols[2].slider("Instrument strength", 0.0, 3.0, 1.0, 0.05, key=state.SIM_STRENGTH,
+        params["iv_strength"] = cols[2].slider("Instrument strength", 0.0, 3.0, DATA_OPTIONS["iv_strength"].default, 0.05, key=state.SIM_STRENGTH,
                                                persist_state="session",
                                                help="How strongly the instrument moves the treatment (the fuel price the ticket price, "
                                                     "in the demand designs).")
-    params["seed"] = cols[3].number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key=state.SIM_SEED,
+    params["seed"] = cols[3].number_input("Seed", min_value=0, max_value=2**31 - 1, value=DEFAULTS.seed, key=state.SIM_SEED,
                                           persist_state="session")
     if "noise_scale" in knobs:
         params["noise_scale"] = design_radio("Outcome noise", NOISE_SCALES, "sim_noise_scale",

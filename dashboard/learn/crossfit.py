@@ -16,9 +16,8 @@ from dmlcore.teaching.measured import measured
 
 def crossfit_tab():
     data = state.causal()
-    ss = st.session_state
-    k = int(ss.get(state.EST_FOLDS, 10))
-    seed = int(ss.get(state.EST_SEED, 0))
+    k = int(state.get(state.EST_FOLDS))
+    seed = int(state.get(state.EST_SEED))
     if data is not None:
         n, source = len(data.table), f"your data ({state.dataset().name}, {len(data.table):,} rows)"
     else:

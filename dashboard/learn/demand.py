@@ -35,12 +35,12 @@ def demand_experiment():
         "learners, K = 3) react? The plot shows the **average demand curve**: expected sales if every customer "
         "were offered the same price.")
     c1, c2, c3, c4 = st.columns(4)
-    strength = c1.slider("Instrument strength", 0.0, 3.0, 1.0, 0.05, key=state.EXP_STRENGTH, persist_state="session",
+    strength = c1.slider("Instrument strength", 0.0, 3.0, prepared.DEMAND_DEFAULTS["strength"], 0.05, key=state.EXP_STRENGTH, persist_state="session",
                          help="How much the fuel price moves the ticket price.")
-    rho = c2.slider("Confounding ρ", 0.0, 0.99, 0.9, 0.01, key=state.EXP_RHO, persist_state="session",
+    rho = c2.slider("Confounding ρ", 0.0, 0.99, prepared.DEMAND_DEFAULTS["rho"], 0.01, key=state.EXP_RHO, persist_state="session",
                     help="How strongly the hidden demand shock drives both price and sales.")
     n = c3.select_slider("Rows", [500, 1000, 2000], value=1000, key=state.EXP_N, persist_state="session")
-    seed = c4.number_input("Seed", min_value=0, max_value=10_000, value=0, step=1, key=state.EXP_SEED,
+    seed = c4.number_input("Seed", min_value=0, max_value=10_000, value=prepared.DEMAND_DEFAULTS["seed"], step=1, key=state.EXP_SEED,
                            persist_state="session")
     with_naive = st.checkbox("also the naive plug-in (same learners)", key=state.EXP_NAIVE, persist_state="session")
     start = time.perf_counter()

@@ -39,6 +39,7 @@ from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import (IV_STRENGTH, N, Y_STD, Evaluation, GroundTruth, Simulation, _check_n, bridge_curve,
                                    demand_iv_grid)
 from dmlcore.errors import DMLCoreError
+from dmlcore.stats.resample import SEED
 
 DESIGNS = {
     "linear-iv": "Linear IV with two covariates (slope 2); iv_strength 0.1 makes the instrument weak",
@@ -76,7 +77,7 @@ def _smooth_f(frame):
             - 2.0 * frame["price"])
 
 
-def _covariate_design(name, n, seed, strength=1.0):
+def _covariate_design(name, n, seed, strength=IV_STRENGTH.default):
     """linear-iv, nonlinear-iv and hetero-iv: the table and f."""
     rng = np.random.default_rng([seed, 41])
     z, u, x1, x2 = (rng.normal(size=n) for _ in range(4))
@@ -96,7 +97,7 @@ def _covariate_design(name, n, seed, strength=1.0):
 DESIGN_OPTIONS = {**{name: (N,) for name in DESIGNS}, "linear-iv": (N, IV_STRENGTH)}
 
 
-def simulate_design(name: str, n: int = 1000, seed: int = 0, iv_strength: float = IV_STRENGTH.default) -> Simulation:
+def simulate_design(name: str, n: int = 1000, seed: int = SEED, iv_strength: float = IV_STRENGTH.default) -> Simulation:
     """The design ``name`` (module notes) with ``n`` rows; ``iv_strength`` applies to linear-iv."""
     _check_n(n)
     if name not in DESIGNS:

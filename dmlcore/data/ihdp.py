@@ -28,6 +28,7 @@ from dmlcore.data.options import DataOption
 from dmlcore.data.roles import CausalData
 from dmlcore.data.simulate import GroundTruth, Simulation
 from dmlcore.errors import DMLCoreError
+from dmlcore.stats.resample import SEED
 
 SPLITS = ("train", "val", "test")
 COVARIATES = [f"x{i}" for i in range(1, 7)]
@@ -232,7 +233,7 @@ def _split(n, rng, design):
     return np.sort(order[cut:]), np.sort(order[:cut])
 
 
-def simulate_semisynthetic(covariates: pd.DataFrame, n_instrument_levels: int = 5, seed: int = 0,
+def simulate_semisynthetic(covariates: pd.DataFrame, n_instrument_levels: int = 5, seed: int = SEED,
                            confounder_sd: float | None = None, noise_sd: float | None = None,
                            name: str = "semisynthetic", design: str = DESIGN.default) -> Simulation:
     """Instrument, treatment and outcome drawn on real covariates (Wu et al. 2023; paper D.1.3).
@@ -337,7 +338,7 @@ def ihdp_covariates() -> pd.DataFrame:
     return table.loc[keep, list(IHDP_COLUMNS)].rename(columns=IHDP_COLUMNS).reset_index(drop=True)
 
 
-def simulate_ihdp_like(seed: int = 0, n_instrument_levels: int = 5, confounder_sd: float | None = None,
+def simulate_ihdp_like(seed: int = SEED, n_instrument_levels: int = 5, confounder_sd: float | None = None,
                        noise_sd: float | None = None, design: str = DESIGN.default) -> Simulation:
     """:func:`simulate_semisynthetic` on the 747 IHDP children: with ``design="code"`` 470 rows
     are fitted and 202 scored (the sizes of the authors' train and validation files), with

@@ -26,6 +26,7 @@ from dmlcore.data.simulate import (IV_STRENGTH, METRIC_HELP, N, NOISE_SCALE, RHO
                                    _check_n, _demand_iv_draw,
                                    check_noise_scale, demand_f0, demand_iv_grid)
 from dmlcore.errors import DMLCoreError
+from dmlcore.stats.resample import SEED
 
 
 def pixel_names(count: int) -> list[str]:
@@ -82,7 +83,7 @@ DIGITS_IV_OPTIONS = (N, RHO, IV_STRENGTH, NOISE_SCALE)       # demand-iv's, but 
 DSPRITES_PCL_OPTIONS = (N,)
 
 
-def simulate_digits_iv(n: int = N.default, seed: int = 0, rho: float = RHO.default,
+def simulate_digits_iv(n: int = N.default, seed: int = SEED, rho: float = RHO.default,
                        iv_strength: float = IV_STRENGTH.default, noise_scale: str = NOISE_SCALE.default) -> Simulation:
     """IV ticket demand whose customer type is seen only as an 8x8 digit image.
 
@@ -254,7 +255,7 @@ def _draw_dsprites(n, rng):
     return _table(scalars, image, SPRITE_COLUMNS)
 
 
-def simulate_dsprites_pcl(n: int = N.default, seed: int = 0) -> Simulation:
+def simulate_dsprites_pcl(n: int = N.default, seed: int = SEED) -> Simulation:
     """Proximal causal learning with a 64x64 image as the treatment (paper's appendix D.2.2).
 
     scale ~ Unif{0.5, 0.6, .., 1}, rotation ~ Unif(0, 2 pi), posX, posY ~ Unif on 32 points of

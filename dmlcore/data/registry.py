@@ -22,6 +22,7 @@ from dmlcore.data.simulate import (DEMAND_IV_OPTIONS, DEMAND_PCL_OPTIONS, Ground
                                    simulate_demand_pcl)
 from dmlcore.data.tables import TABLE_OPTIONS, load_kept_table
 from dmlcore.errors import DMLCoreError
+from dmlcore.stats.resample import SEED
 
 SIMULATED = {
     "demand-iv": "IV ticket demand (Hartford et al. 2017): price, fuel-price instrument, time, customer type",
@@ -86,7 +87,7 @@ DATASET_OPTIONS = {name: tuple(option.name for option in options) for name, opti
 OPTION_LABELS = {name: option.label for name, option in DATA_OPTIONS.items()}
 
 
-def load_dataset(name: str, *, seed: int = 0, **options) -> Loaded:
+def load_dataset(name: str, *, seed: int = SEED, **options) -> Loaded:
     """Load or simulate the data set ``name``; simulations come with their ground truth.
 
     ``options``: the data set's options by name (:data:`DATA_OPTIONS`, declared beside each simulator: ``n``,

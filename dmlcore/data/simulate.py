@@ -33,6 +33,7 @@ from dmlcore.data.options import DataOption
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.learners.oracle import OracleOutcome, OracleSampler
+from dmlcore.stats.resample import SEED
 
 Y_MEAN, Y_STD = -292.1, 158.0      # outcome scale of the demand-iv protocol
 P_MEAN, P_STD = 17.779, 3.7        # price scale of the demand-iv protocol
@@ -238,7 +239,7 @@ def demand_iv_grid() -> pd.DataFrame:
     return pd.DataFrame({"price": p.ravel(), "time": t.ravel(), "customer_type": s.ravel().astype(float)})
 
 
-def simulate_demand_iv(n: int = N.default, seed: int = 0, rho: float = RHO.default,
+def simulate_demand_iv(n: int = N.default, seed: int = SEED, rho: float = RHO.default,
                        iv_strength: float = IV_STRENGTH.default, ood_test: bool = OOD_TEST.default,
                        noise_scale: str = NOISE_SCALE.default) -> Simulation:
     """IV ticket demand. ``ood_test`` draws the fresh test points with time in [1, 11];
@@ -330,7 +331,7 @@ def _at_unique(function, values) -> np.ndarray:
     return np.asarray(function(unique), dtype=float)[position.ravel()]
 
 
-def simulate_demand_pcl(n: int = N.default, seed: int = 0) -> Simulation:
+def simulate_demand_pcl(n: int = N.default, seed: int = SEED) -> Simulation:
     """Proximal ticket demand of Xu et al. (2021)."""
     _check_n(n)
     table = _demand_pcl_draw(n, np.random.default_rng(seed))

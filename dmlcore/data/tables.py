@@ -66,13 +66,14 @@ def keep_table(data: CausalData, file: str, extra: list[str] | None = None) -> d
 
 # The options of the data set "table" (dmlcore.data.options): a study's kept copy of a user's file, written by
 # keep_table, never on the command line
+_FILE = DataOption("file", "", "the file's name", kind="text", label="File", cli=False)
 TABLE_OPTIONS = (DataOption("table", None, "the kept table's content hash", kind="text", label="Table (content hash)",
                             cli=False),
-                 DataOption("file", "", "the file's name", kind="text", label="File", cli=False),
+                 _FILE,
                  DataOption("roles", "", "the roles (roles_text)", kind="text", label="Roles", cli=False))
 
 
-def load_kept_table(table: str | None, roles: str, file: str = "") -> CausalData:
+def load_kept_table(table: str | None, roles: str, file: str = _FILE.default) -> CausalData:
     """The CausalData of a kept table (:func:`keep_table`) with its roles."""
     if not table:
         raise DMLCoreError("The 'table' data set is a file of your own: give it with --csv FILE and its roles "

@@ -361,7 +361,7 @@ def trains_networks(config: dict) -> bool:
         return False
     if entry.networks is not None:
         return entry.networks
-    learner = config.get("learner") or "nn"
+    learner = config.get("learner") or SETTINGS["learner"].default
     used = {learner, config.get("f_model") or learner, nuisance_default(config.get("outcome_learner"), learner),
             nuisance_default(config.get("sampler"), learner)}
     return any(uses_networks(name) for name in used)

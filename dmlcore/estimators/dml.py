@@ -68,7 +68,7 @@ class _TwoStageCMR(CMREstimator):
                  outcome_learner=DEFAULTS.outcome_learner, sampler=DEFAULTS.sampler,
                  f_model: str | None = DEFAULTS.f_model, n_draws: int = DEFAULTS.n_draws,
                  epochs: int | None = DEFAULTS.epochs, nuisance_params: dict | None = None,
-                 f_params: dict | None = None, seed: int = 0, device: str = DEFAULTS.device,
+                 f_params: dict | None = None, seed: int = DEFAULTS.seed, device: str = DEFAULTS.device,
                  cluster: str | None = None, nuisance_choice: str = DEFAULTS.nuisance_choice):
         self.learner = learner
         self.folds = folds

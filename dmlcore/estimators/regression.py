@@ -29,7 +29,7 @@ class OutcomeRegression(CMREstimator):
     fitted_attribute = "model_"
 
     def __init__(self, learner=DEFAULTS.learner, *, epochs: int | None = DEFAULTS.epochs,
-                 nuisance_params: dict | None = None, seed: int = 0, device: str = DEFAULTS.device):
+                 nuisance_params: dict | None = None, seed: int = DEFAULTS.seed, device: str = DEFAULTS.device):
         self.learner = learner
         self.epochs = epochs
         self.nuisance_params = nuisance_params

@@ -40,6 +40,7 @@ from dmlcore.estimators.splines import (RIDGE_GRID, Cells, TensorBasis, additive
 from dmlcore.learners.base import (Scaler, check_fraction, check_hidden, check_positive, merge_params,
                                    validation_split)
 from dmlcore.learners.nn import adamw, make_network
+from dmlcore.stats.resample import SEED
 
 NN_DEFAULTS = dict(hidden=(128, 64, 32), dropout=0.0, lr=2e-3, weight_decay=1e-3, batch_size=256,
                    max_epochs=150, patience=12, val_fraction=0.1, clip=5.0)
@@ -64,7 +65,7 @@ class SecondStage:
     has_bands = False
     notes_: tuple = ()      # what a run record's notes say of this second stage's fit (SieveF: an additive basis)
 
-    def __init__(self, params: dict | None, n_draws: int, seed: int = 0, image=None,
+    def __init__(self, params: dict | None, n_draws: int, seed: int = SEED, image=None,
                  device: torch.device | str = "cpu"):
         self.params = params
         self.n_draws = n_draws

@@ -31,8 +31,10 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from dmlcore.errors import DMLCoreError
-from dmlcore.executors import EXECUTORS
-from dmlcore.stats.covariance import CLUSTER_DF, COV_CHOICES, FIXEF_K
+from dmlcore.executors import EXECUTORS, JOBS
+from dmlcore.stats.covariance import (CLUSTER_DF, CLUSTER_DF_DEFAULT, COV_CHOICES, COV_DEFAULT, FIXEF_K, FIXEF_K_DEFAULT,
+                                     SMALL_DEFAULT)
+from dmlcore.stats.resample import SEED
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners.registry import LEARNER_REGISTRY
 from dmlcore.learners.select import AUTO   # outcome_learner / sampler chosen by cross-fitted held-out loss
@@ -210,14 +212,14 @@ class FitSettings:
                                          "training rows)", kind="int", minimum=0, later=True, keeps_none=True,
                                    label="Interior knots (Sieve 2SLS)")
     # the linear IV methods' small-sample conventions (docs/linear-iv.md, "Conventions")
-    small: bool = _declare(False, "Stata's small: the n/(n-k) factor (HC1; clustered: CR1) and t / F with n - k or "
+    small: bool = _declare(SMALL_DEFAULT, "Stata's small: the n/(n-k) factor (HC1; clustered: CR1) and t / F with n - k or "
                                   "G - 1 degrees of freedom in intervals, stars and the Anderson-Rubin set "
                                   "(linear IV methods)",
                            kind="bool", later=True, label="small (t, F)")
-    fixef_k: str = _declare("full", "absorbed levels counted in a clustered CR1 / small factor's k: full (Stata areg, "
+    fixef_k: str = _declare(FIXEF_K_DEFAULT, "absorbed levels counted in a clustered CR1 / small factor's k: full (Stata areg, "
                                     "ivreg2 with dummies) or nested (not those nested in a cluster column: fixest, "
                                     "reghdfe)", choices=FIXEF_K, later=True, label="Fixed effects' k")
-    cluster_df: str = _declare("conventional", "two-way clustering's G/(G-1) under CR1 / small: conventional (each "
+    cluster_df: str = _declare(CLUSTER_DF_DEFAULT, "two-way clustering's G/(G-1) under CR1 / small: conventional (each "
                                                "term its own G: linearmodels, ivreg2) or min (the smaller G: fixest)",
                                choices=CLUSTER_DF, later=True, label="Two-way G")
     # the learners' and the second stage's own settings (a dict each; no flag, no study key)
@@ -228,9 +230,9 @@ class FitSettings:
                                            "object: '{\"alpha\": 4}'", kind="dict", study=False,
                                      commands=("fit",), metavar="JSON")
     # every fit: what is computed around it (group "run") and where it runs ("infrastructure")
-    seed: int = _declare(0, "seeds the fit (and draws a simulation's data)", kind="int", scope="every", study=False,
+    seed: int = _declare(SEED, "seeds the fit (and draws a simulation's data)", kind="int", scope="every", study=False,
                          commands=("fit",), group="run")
-    cov_type: str = _declare("unadjusted", "covariance of 2SLS's standard errors, Anderson-Rubin set and first-stage "
+    cov_type: str = _declare(COV_DEFAULT, "covariance of 2SLS's standard errors, Anderson-Rubin set and first-stage "
                                            "F: unadjusted (homoskedastic, default), robust (heteroskedasticity-robust) "
                                            "or clustered (with --cluster)", choices=COV_CHOICES,
                              scope="run", study=False, commands=("fit", "study"), group="run", option="cov")
@@ -256,11 +258,11 @@ class FitSettings:
                                       helps=(("study", "a fit (with every refit) that runs longer stops and fails; a "
                                                        "study key (time_limit) that leaves the fits' store keys "
                                                        "alone"),))
-    executor: str = _declare("local", "where a run's refits run (bootstrap, held-out residual, debiased effect): "
+    executor: str = _declare(EXECUTORS[0], "where a run's refits run (bootstrap, held-out residual, debiased effect): "
                                       "local processes or a Ray cluster", choices=EXECUTORS, scope="run",
                              study=False, group="infrastructure",
                              helps=(("bench", _STUDY_EXECUTOR), ("study", _STUDY_EXECUTOR)))
-    jobs: int = _declare(1, "refits run at once (more than 1: in worker processes, beside the fit)", kind="int",
+    jobs: int = _declare(JOBS, "refits run at once (more than 1: in worker processes, beside the fit)", kind="int",
                          scope="run", study=False, group="infrastructure", cli_default=None,
                          helps=(("fit", "refits run at once in worker processes, the held-out residual's and the "
                                         "debiased effect's beside the fit (default {fit_jobs}, or the cores when "

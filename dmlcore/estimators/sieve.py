@@ -23,6 +23,7 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._base import CMREstimator, check_fitted, input_matrix
 from dmlcore.estimators.splines import (RIDGE_GRID, Cells, TensorBasis, additive_basis, check_tabular, is_categorical,
                                         spd_solve, usable_tensor)
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.estimators.tsls import check_identified
 
 KNOT_GRID = (8, 12, 16)
@@ -113,7 +114,7 @@ class Sieve2SLS(CMREstimator):
 
     capabilities = frozenset({"linear_functional"})
 
-    def __init__(self, n_knots=None, ridge=None, val_folds=5, max_levels=10, max_features=800, seed=0):
+    def __init__(self, n_knots=None, ridge=None, val_folds=5, max_levels=10, max_features=800, seed=DEFAULTS.seed):
         self.n_knots = n_knots
         self.ridge = ridge
         self.val_folds = val_folds

@@ -291,7 +291,7 @@ def t_df(cov_type: str, clusters, n: int, k: int, absorbed: int = 0) -> int:
 
 
 def linear_fit(y, x, z, x_names, z_names, cov_type, clusters, extra_df=0, *, gmm=False, k_class=False,
-               fuller_alpha=None, small=False, se_df=None, cluster_df="conventional"):
+               fuller_alpha=None, small=DEFAULTS.small, se_df=None, cluster_df=DEFAULTS.cluster_df):
     """``(coefficients, standard errors, kappa)`` of linearmodels' IV2SLS, IVLIML (``k_class``: LIML, or Fuller
     with ``fuller_alpha``) or IVGMM (``gmm``) on the (already transformed) arrays, in the order of
     ``x_names``: regressors that are also instruments are exogenous, the others endogenous. ``cov_type``

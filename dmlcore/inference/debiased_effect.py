@@ -64,6 +64,7 @@ from dmlcore.stats.clusters import describe, groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import supports
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.estimators.splines import RIDGE_SHARE, AdditiveBasis, ColumnBasis, LinearColumn, is_categorical, spd_solve
 
 RIESZ_FOLDS = 5
@@ -274,7 +275,7 @@ class CrossFitted:
         return self.folds > 0 and bool(np.isfinite(self.f_rows).all() and np.isfinite(self.f_points).all())
 
 
-def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, seed: int = 0,
+def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, seed: int = DEFAULTS.seed,
                     folds: int = RIESZ_FOLDS, ladder=LADDER, crossfit: CrossFitted | None = None,
                     cluster: str | None = None, variants: dict | None = None) -> dict:
     """The debiased effect of a fitted ``estimator`` (anything with ``predict``) on ``data``.
@@ -308,7 +309,7 @@ def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, s
 
 
 def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, level: float = 0.95,
-           seed: int = 0, folds: int = RIESZ_FOLDS, ladder=LADDER, groups: np.ndarray | None = None,
+           seed: int = DEFAULTS.seed, folds: int = RIESZ_FOLDS, ladder=LADDER, groups: np.ndarray | None = None,
            variants: dict | None = None) -> dict:
     """The debiased effect from f-hat at the contrast's points (``f_points``) and at the data's
     rows (``f_rows``): these may come from one fit or from cross-fitted ones. With ``groups``
@@ -461,7 +462,7 @@ def check_effect_folds(folds) -> int:
 
 
 def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float = 0.95,
-                 crossfit: CrossFitted | None = None, debias: bool = True, cluster: str | None = None,
+                 crossfit: CrossFitted | None = None, debias: bool = DEFAULTS.debias, cluster: str | None = None,
                  first_stage_f: float | None = None, *, first_stage_statistic: str | None = None,
                  first_stage_error: str | None = None) -> dict:
     """``effect`` (the record of :func:`dmlcore.runs.average_effect.effect_record`) with the debiased effect.

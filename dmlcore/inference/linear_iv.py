@@ -292,7 +292,7 @@ def _test(result) -> dict | None:
 
 # ------------------------------------------------------------------ Anderson-Rubin
 def anderson_rubin_set(data: CausalData, cov_type: str = DEFAULTS.cov_type, cluster: str | None = None,
-                       level: float = 0.95, scale: float = 1.0, small: bool = False) -> dict:
+                       level: float = 0.95, scale: float = 1.0, small: bool = DEFAULTS.small) -> dict:
     """The Anderson-Rubin ``level`` confidence set of the endogenous column's coefficient beta.
 
     AR(b) tests that the instruments' coefficients pi(b) are zero in the regression of y - b d on

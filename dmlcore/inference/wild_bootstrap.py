@@ -27,6 +27,7 @@ from scipy.sparse import csr_matrix
 from dmlcore.stats.covariance import cluster_codes, cluster_columns
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.inference.linear_iv import linear_iv, partialled_parts
 
 WEIGHT_TYPES = ("auto", "rademacher", "webb")
@@ -96,7 +97,7 @@ class _Draws:
 
 
 def wild_cluster_bootstrap(data: CausalData, cluster: str, *, beta0: float = 0.0, draws: int = 999,
-                           weights: str = "auto", seed: int = 0, level: float = 0.95,
+                           weights: str = "auto", seed: int = DEFAULTS.seed, level: float = 0.95,
                            interval: bool = True) -> dict:
     """WRE wild cluster bootstrap test of ``beta0`` for the 2SLS coefficient, and (``interval``) its
     ``level`` interval by test inversion (module notes). ``weights``: "rademacher", "webb", or "auto"

@@ -22,6 +22,7 @@ from dmlcore.learners.nn import MixtureDensity, NeuralOutcome
 from dmlcore.learners.registry import LEARNER_REGISTRY, Learner, is_network
 from dmlcore.learners.select import AUTO, CANDIDATES, TABULAR_CANDIDATES, SelectedOutcome, SelectedSampler
 from dmlcore.learners.tabular import ResidualSampler, TabularOutcome, is_regressor, learner_name
+from dmlcore.stats.resample import SEED
 
 LEARNERS = tuple(LEARNER_REGISTRY)
 NUISANCE_CHOICES = (*LEARNERS, AUTO)   # outcome_learner / sampler may also be "auto" (dmlcore.learners.select)
@@ -46,7 +47,7 @@ def check_learner(learner, what: str = "learner") -> None:
                        f"expected {EXPECTED}.")
 
 
-def make_outcome_learner(learner, params: dict | None = None, seed: int = 0, image=None,
+def make_outcome_learner(learner, params: dict | None = None, seed: int = SEED, image=None,
                          device="cpu") -> OutcomeLearner:
     """The learner of s(c) = E[Y | C] for ``learner`` (a name, a regressor or an OutcomeLearner);
     ``image`` = (pixel positions in C, shape) and ``device`` (a torch device) for nn."""
@@ -58,7 +59,7 @@ def make_outcome_learner(learner, params: dict | None = None, seed: int = 0, ima
     return TabularOutcome(learner, params, seed)
 
 
-def make_sampler(learner, params: dict | None = None, seed: int = 0, image=None,
+def make_sampler(learner, params: dict | None = None, seed: int = SEED, image=None,
                  device="cpu") -> ConditionalSampler:
     """The learner of the conditional distribution of f's modelled inputs given C for ``learner``
     (a name, a regressor: its mean plus residuals, or a ConditionalSampler)."""

@@ -31,6 +31,7 @@ from dmlcore.learners._batched import BatchedMLP, dropout_mask, dropout_noise, n
 from dmlcore.learners.base import (ConditionalSampler, OutcomeLearner, check_fraction, check_hidden, check_positive,
                                    merge_params, validation_split)
 from dmlcore.learners.image import BatchedImageMLP
+from dmlcore.stats.resample import SEED
 
 
 DEFAULTS = dict(hidden=(128, 64, 32), dropout=None, lr=2e-3, weight_decay=1e-3, batch_size=256,
@@ -249,7 +250,7 @@ class NeuralOutcome(OutcomeLearner):
 
     name = "nn"
 
-    def __init__(self, params: dict | None = None, seed: int = 0, image=None, device: torch.device | str = "cpu"):
+    def __init__(self, params: dict | None = None, seed: int = SEED, image=None, device: torch.device | str = "cpu"):
         self.params = params
         self.seed = seed
         self.image = image
@@ -282,7 +283,7 @@ class MixtureDensity(ConditionalSampler):
 
     name = "nn"
 
-    def __init__(self, params: dict | None = None, seed: int = 0, image=None, device: torch.device | str = "cpu"):
+    def __init__(self, params: dict | None = None, seed: int = SEED, image=None, device: torch.device | str = "cpu"):
         self.params = params
         self.seed = seed
         self.image = image

@@ -131,7 +131,7 @@ class _Selection:
     loss_short = ""     # the loss in a few words (:func:`describe`)
     loss_name = ""
 
-    def __init__(self, candidates: dict, seed: int = 0, pilot: int | None = PILOT):
+    def __init__(self, candidates: dict, seed: int = resample.SEED, pilot: int | None = PILOT):
         self.candidates = candidates
         self.seed = seed
         self.pilot = pilot     # K-fold: fold models scored; None: every one (the rule before; bench/pilot_selection.py)

@@ -32,6 +32,7 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.learners.base import (ConditionalSampler, OutcomeLearner, Scaler, check_fraction, check_positive,
                                    merge_params, validation_split)
 from dmlcore.learners.registry import is_staged
+from dmlcore.stats.resample import SEED
 
 DEFAULTS = {
     "gb": dict(learning_rate=0.1, max_iter=500, max_leaf_nodes=31, min_samples_leaf=20,
@@ -123,7 +124,7 @@ def fit_regressor(model, X, y, kind, role: str):
 class TabularOutcome(OutcomeLearner):
     """s(c) = E[Y | C] by a scikit-learn regressor, one per training set."""
 
-    def __init__(self, kind, params: dict | None = None, seed: int = 0):
+    def __init__(self, kind, params: dict | None = None, seed: int = SEED):
         self.kind = kind
         self.name = learner_name(kind)
         self.params = params
@@ -157,7 +158,7 @@ class TabularOutcome(OutcomeLearner):
 class ResidualSampler(ConditionalSampler):
     """Draws m(c) + r: a conditional-mean regressor plus a pool of out-of-sample residuals."""
 
-    def __init__(self, kind, params: dict | None = None, seed: int = 0, pool_fraction: float = 0.25):
+    def __init__(self, kind, params: dict | None = None, seed: int = SEED, pool_fraction: float = 0.25):
         self.kind = kind
         self.name = learner_name(kind)
         self.params = params

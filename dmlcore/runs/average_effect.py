@@ -56,7 +56,7 @@ from dmlcore.data.roles import CausalData
 from dmlcore.inference.debiased_effect import add_debiased
 from dmlcore.errors import DMLCoreError, FitCancelled
 from dmlcore.estimators import for_estimator, make_estimator, supports
-from dmlcore.estimators.settings import as_settings
+from dmlcore.estimators.settings import DEFAULTS, as_settings
 from dmlcore.executors import get_executor
 from dmlcore.inference.linear_iv import anderson_rubin_set
 
@@ -178,7 +178,7 @@ def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: flo
     head = f"Anderson-Rubin set ({covariance_words(estimator).split(', as linearmodels')[0]}; robust to weak instruments)"
     try:
         ar = anderson_rubin_set(data, estimator.cov_type_, estimator.cluster_, level, scale,
-                                small=getattr(estimator, "small_", False))
+                                small=getattr(estimator, "small_", DEFAULTS.small))
     except DMLCoreError as err:
         return {"interval": f"{head}: not computed: {err}", "ci_lower": None, "ci_upper": None, "set": None,
                 "kind": None}
@@ -188,7 +188,7 @@ def anderson_rubin_entry(estimator, data: CausalData, plan: Contrast, level: flo
 
 
 def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: dict | None = None,
-                  crossfit=None, debias: bool = True, cluster: str | None = None,
+                  crossfit=None, debias: bool = DEFAULTS.debias, cluster: str | None = None,
                   first_stage_f: float | None = None, first_stage_statistic: str | None = None,
                   first_stage_error: str | None = None) -> dict:
     """The run record's ``effect``: {estimand, estimate, ci_lower, ci_upper, level, interval}.
@@ -271,8 +271,8 @@ def check_bootstrap(refits) -> int:
     return int(refits)
 
 
-def bootstrap_effect(data: CausalData, method: str, settings, refits: int, *, seed: int = 0,
-                     level: float = LEVEL, executor: str = "local", jobs: int = 1, address: str | None = None,
+def bootstrap_effect(data: CausalData, method: str, settings, refits: int, *, seed: int = DEFAULTS.seed,
+                     level: float = LEVEL, executor: str = DEFAULTS.executor, jobs: int = DEFAULTS.jobs, address: str | None = None,
                      callback=None, should_stop=None) -> dict:
     """Refit ``method`` (``make_estimator(method, settings)``: a FitSettings or a dict of settings by name) on ``refits`` resamples of the
     rows and return {"refits", "failed", "sd", "percentile", "interval"}: the standard deviation

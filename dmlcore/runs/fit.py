@@ -326,7 +326,7 @@ def fits_in_run(fit_kwargs: dict, has_truth: bool, method: str | None = None) ->
     folds = (0 if has_truth else HELDOUT_FOLDS) if folds is None else folds
     effect = fit_kwargs.get("effect_folds")
     effect = (folds or EFFECT_FOLDS) if effect is None else effect
-    own = int(effect) if effect != folds and _debiased(method, fit_kwargs.get("debias", True)) else 0
+    own = int(effect) if effect != folds and _debiased(method, fit_kwargs.get("debias", DEFAULTS.debias)) else 0
     return 1 + int(fit_kwargs.get("bootstrap") or 0) + int(folds) + own
 
 

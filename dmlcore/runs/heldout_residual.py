@@ -35,7 +35,7 @@ from dmlcore.stats.clusters import groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import for_estimator, make_estimator
-from dmlcore.estimators.settings import as_settings
+from dmlcore.estimators.settings import DEFAULTS, as_settings
 from dmlcore.estimators.splines import cross_fitted_projection
 
 HELDOUT_FOLDS = 2
@@ -54,7 +54,7 @@ def check_folds(folds) -> int:
 
 
 def heldout_score(data: CausalData, method: str, settings, folds: int = HELDOUT_FOLDS, *,
-                  seed: int = 0, callback=None, should_stop=None, on_fold=None, started=None) -> dict:
+                  seed: int = DEFAULTS.seed, callback=None, should_stop=None, on_fold=None, started=None) -> dict:
     """The held-out projected residual of ``method`` (module notes).
 
     ``settings`` (a FitSettings, or a dict of settings by name) make the estimator; ``callback`` gets each refit's events with
@@ -87,7 +87,7 @@ def heldout_score(data: CausalData, method: str, settings, folds: int = HELDOUT_
                      f"({folds} folds), r = Y - f-hat(X); 0 when f-hat meets E[Y - f(X) | C] = 0, lower is better")}
 
 
-def fold_refits(data: CausalData, method: str, settings, folds: int, *, seed: int = 0, callback=None,
+def fold_refits(data: CausalData, method: str, settings, folds: int, *, seed: int = DEFAULTS.seed, callback=None,
                 should_stop=None, label: str = "held-out residual", started=None):
     """Yield (k, held-out rows, the method refitted on the other rows) for each of ``folds``
     random folds (the held-out residual's split; with a ``cluster`` in ``settings``, each
@@ -105,7 +105,7 @@ def fold_refits(data: CausalData, method: str, settings, folds: int, *, seed: in
         yield k, held, estimator
 
 
-def start_refits(data: CausalData, method: str, settings, fold_counts, *, seed: int = 0):
+def start_refits(data: CausalData, method: str, settings, fold_counts, *, seed: int = DEFAULTS.seed):
     """The refits of :func:`fold_refits` for each count in ``fold_counts``, started now on ``settings``'
     executor (``executor``, ``jobs`` workers, ``address``) so that they run beside the caller's own fit;
     None when that executor runs in this process (local, 1 job), for image data, or with nothing to refit.
@@ -171,14 +171,14 @@ def _refit(item: dict):
     return estimator.fit(item["data"])
 
 
-def fold_split(data: CausalData, folds: int, seed: int = 0, cluster: str | None = None) -> list[tuple]:
+def fold_split(data: CausalData, folds: int, seed: int = DEFAULTS.seed, cluster: str | None = None) -> list[tuple]:
     """(held-out rows, the other rows) of each of ``folds`` random folds: the held-out residual's
     split, shared by the debiased effect's refits; each cluster of the column ``cluster`` whole: the
     resampler's ``"heldout"`` splits (:mod:`dmlcore.stats.resample`)."""
     return resample.splits(len(data.table), folds, seed, "heldout", groups_of(data.table, cluster))
 
 
-def projected_residual(estimator, data: CausalData, seed: int = 0) -> dict:
+def projected_residual(estimator, data: CausalData, seed: int = DEFAULTS.seed) -> dict:
     """The projected residual of a fitted ``estimator`` on ``data`` it never saw (a validation set).
 
     Returns {"score", "relative", "std_error"}: the mean of r_i * E-hat_-(i)[r | C = c_i] over

@@ -18,12 +18,13 @@ from dmlcore.data.roles import CausalData
 from dmlcore.inference.debiased_effect import SPREAD_SE
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.estimators import METHODS
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.runs.fit import fit_run
 
 FAMILIES = (("gb", None), ("gb", "sieve"), ("rf", None), ("nn", None))   # (learner, f_model)
 
 
-def learner_spread(data: CausalData, method: str, fit_kwargs: dict, families=FAMILIES, *, seed: int = 0,
+def learner_spread(data: CausalData, method: str, fit_kwargs: dict, families=FAMILIES, *, seed: int = DEFAULTS.seed,
                    truth=None) -> list[dict]:
     """The debiased effect of ``method`` on ``data`` with each (learner, f_model) of ``families``
     (the other settings from ``fit_kwargs``): [{"kind": "learner family", "what", "estimate",

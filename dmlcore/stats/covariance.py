@@ -22,6 +22,9 @@ COV_TITLES = {"unadjusted": "homoskedastic (unadjusted)", "robust": "heteroskeda
               "robust-hc1": "heteroskedasticity-robust, HC1 (Stata's vce(robust) small)"}
 FIXEF_K = ("full", "nested")          # absorbed levels in the small-sample factor: all, or not those nested in clusters
 CLUSTER_DF = ("conventional", "min")  # two-way G/(G-1): each term its own G, or the smaller G for every term
+# The defaults of the settings cov_type, small, fixef_k and cluster_df: dmlcore.estimators.settings declares them with
+# these values, and the statistics below it (this layer) read them here, so each is typed once
+COV_DEFAULT, SMALL_DEFAULT, FIXEF_K_DEFAULT, CLUSTER_DF_DEFAULT = COV_TYPES[0], False, FIXEF_K[0], CLUSTER_DF[0]
 FEW_CLUSTERS = 30     # below this many clusters, cluster-robust errors are unreliable (Cameron & Miller 2015)
 
 
@@ -54,7 +57,7 @@ def lm_cov(cov_type: str) -> str:
     return "clustered" if is_clustered(cov_type) else "robust" if cov_type == "robust-hc1" else cov_type
 
 
-def has_small_factor(cov_type: str, small: bool = False) -> bool:
+def has_small_factor(cov_type: str, small: bool = SMALL_DEFAULT) -> bool:
     """Whether the covariance carries the small-sample factor n/(n-k) (HC1, CR1 with G/(G-1) too): the ``-hc1`` /
     ``-cr1`` choices, and every choice under Stata's ``small``."""
     return bool(small) or cov_type in ("clustered-cr1", "robust-hc1")
@@ -110,9 +113,9 @@ def group_codes(table: pd.DataFrame, column: str, what: str, *, single: str, per
 
 def covariance_words(estimator) -> str:
     """The 2SLS standard errors' covariance in words, naming linearmodels' equivalent."""
-    cov, cluster = getattr(estimator, "cov_type_", "unadjusted"), getattr(estimator, "cluster_", None)
+    cov, cluster = getattr(estimator, "cov_type_", COV_DEFAULT), getattr(estimator, "cluster_", None)
     by = " and ".join(f"'{c}'" for c in cluster_columns(cluster))
-    small = bool(getattr(estimator, "small_", False))
+    small = bool(getattr(estimator, "small_", SMALL_DEFAULT))
     words = {"unadjusted": "homoskedastic", "robust": "heteroskedasticity-robust", "robust-hc1": "heteroskedasticity-robust, HC1",
              "clustered": f"clustered by {by}", "clustered-cr1": f"clustered by {by}, CR1"}[cov]
     if small and cov in ("clustered", "robust"):

@@ -20,7 +20,7 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from dmlcore.stats.covariance import group_codes
+from dmlcore.stats.covariance import FIXEF_K_DEFAULT, group_codes
 from dmlcore.errors import DMLCoreError
 
 MAX_ABSORB = 2
@@ -151,7 +151,7 @@ def nested_in(codes: np.ndarray, clusters) -> bool:
     return False
 
 
-def counted_df(transform: LinearTransform, clusters=None, fixef_k: str = "full") -> int:
+def counted_df(transform: LinearTransform, clusters=None, fixef_k: str = FIXEF_K_DEFAULT) -> int:
     """The absorbed levels a small-sample factor counts in k: all of them (``"full"``, ``transform.df``), or, with
     ``"nested"`` and clusters, all but those of absorbed columns nested in a cluster column, each such column
     keeping one (fixest's ``fixef.K = "nested"``, pyfixest's ``k_fixef = "nonnested"``: k + sum(L) - (F - 1) -

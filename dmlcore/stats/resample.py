@@ -70,6 +70,7 @@ STREAMS: dict[str, Stream] = {
     "bootstrap": Stream((31,), "draws", "the bootstrap's resample b of the rows or clusters "
                                         "(runs.average_effect.bootstrap_effect)"),
 }
+SEED = 0   # the seed setting's default (dmlcore.estimators.settings declares it with this value, for the layers below it)
 FOLD_ASSIGN = ("parts", "modulo")
 
 

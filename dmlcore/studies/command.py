@@ -186,7 +186,7 @@ def run_cli_study(spec: StudySpec, args, *, out_dir=None, reuse: bool = True, ke
     check_size(len(configs), getattr(args, "yes", False))
     width = len(str(len(configs)))
 
-    at_once = max(int(args.jobs or 1), 1)
+    at_once = max(int(args.jobs or DEFAULTS.jobs), 1)
     paces: list[float] = []
     planned = {}
 

@@ -45,6 +45,7 @@ import pandas as pd
 from dmlcore.data.registry import dataset_options, load_dataset
 from dmlcore.device import gpus_needed
 from dmlcore.estimators import FitSettings, trains_networks
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.errors import DMLCoreError, FitDiverged
 from dmlcore.runs import fit_run
 from dmlcore.runs.typed import Debiased, Effect, Heldout, Interval, RunRecord
@@ -291,7 +292,7 @@ class StudyResult:
                 "Failed fits are not stored: fix the cause, then run the study again to retry them.")
 
 
-def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Executor = "local", jobs: int | None = 1,
+def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Executor = DEFAULTS.executor, jobs: int | None = DEFAULTS.jobs,
               address: str | None = None, store: RunStore | None = None, callback: Callable | None = None,
               should_stop: Callable | None = None, threads: int | None = None, reuse: bool = True,
               keep: bool = True, owner: str | None = None, label: str = "",
@@ -330,7 +331,7 @@ def run_study(spec, out_dir: str | Path | None = None, *, executor: str | Execut
         try:
             items = [plan.configs[i] for i in todo]
             available = getattr(runner, "gpus_available", lambda: None)()  # a Ray cluster's GPUs, else here
-            gpus = max((gpus_needed(c.get("device", "auto"), available, networks=trains_networks(c)) for c in items),
+            gpus = max((gpus_needed(c.get("device", DEFAULTS.device), available, networks=trains_networks(c)) for c in items),
                        default=0)
             for j, result in runner.map(fit_fn, items, resources={"num_cpus": 1, "num_gpus": gpus}):
                 i = todo[j]

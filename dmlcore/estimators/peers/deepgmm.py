@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from dmlcore.estimators.peers.base import Columns, PeerEstimator, Scale
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.estimators.peers.nets import (Net, OAdam, batches, check_nn_settings, device_of, diverged,
                                            predict_in_batches, seeded, tensor)
 from dmlcore.learners.base import check_fraction, check_positive, validation_split
@@ -56,7 +57,7 @@ class DeepGMM(PeerEstimator):
 
     def __init__(self, lr: float = 2e-4, hidden=(128, 64, 32), adversary_hidden=(128, 64, 32), dropout: float = 0.1,
                  batch_size: int = 1024, max_epochs: int = 6000, burn_in: int = 1000, eval_every: int = 20,
-                 patience: int = 20, val_fraction: float = 0.2, seed: int = 0, device="auto"):
+                 patience: int = 20, val_fraction: float = 0.2, seed: int = DEFAULTS.seed, device=DEFAULTS.device):
         self.lr = lr
         self.hidden = hidden
         self.adversary_hidden = adversary_hidden

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from dmlcore.estimators.peers.base import Columns, PeerEstimator, Scale, check_choice
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.estimators.peers.nets import Net, check_nn_settings, device_of, diverged, seeded, tensor
 from dmlcore.learners.base import check_fraction
 
@@ -62,7 +63,7 @@ class DFIV(PeerEstimator):
                  covariate_iter: int = 20, stage2_iter: int = 1, split: float = 0.5, lr: float = 1e-3,
                  weight_decay: float = 0.1, treatment_hidden=(16,), treatment_features: int = 1,
                  instrument_hidden=(128, 64), instrument_features: int = 32, covariate_hidden=(128, 32),
-                 covariate_features: int = 16, covariate_norm: bool = False, seed: int = 0, device="auto"):
+                 covariate_features: int = 16, covariate_norm: bool = False, seed: int = DEFAULTS.seed, device=DEFAULTS.device):
         self.lam1 = lam1
         self.lam2 = lam2
         self.epochs = epochs

@@ -18,6 +18,7 @@ import os
 import numpy as np
 
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.settings import DEFAULTS
 
 APPROXIMATIONS = ("rff", "nystrom")
 MEDIAN_ROWS = 2000      # rows whose pairwise distances give the median heuristic
@@ -62,7 +63,7 @@ class GaussianFeatures:
     seed : int
     """
 
-    def __init__(self, bandwidth, n_features: int, approximation: str = "rff", seed: int = 0):
+    def __init__(self, bandwidth, n_features: int, approximation: str = "rff", seed: int = DEFAULTS.seed):
         self.bandwidth = bandwidth
         self.n_features = n_features
         self.approximation = approximation

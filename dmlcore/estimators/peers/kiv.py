@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dmlcore.estimators.peers.base import Columns, PeerEstimator, Scale
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.estimators.peers.kernels import GaussianFeatures, check_memory, feature_dim, median_distance
 from dmlcore.learners.base import check_fraction, check_positive
 
@@ -36,7 +37,7 @@ class KIV(PeerEstimator):
         Stage-1 and stage-2 penalties; None (default) chooses each from ``grid`` by the
         two-sample validation.
     grid : sequence of float, default 10^-10 ... 10^0 (51 values)
-    seed : int
+    seed : int, default 0
 
     Attributes
     ----------
@@ -52,7 +53,7 @@ class KIV(PeerEstimator):
     images_instead = "Use DFIV or DeepGMM, which read images with a CNN."
 
     def __init__(self, n_features: int = 100, approximation: str = "rff", split: float = 0.5,
-                 lam1: float | None = None, lam2: float | None = None, grid=LAMBDA_GRID, seed: int = 0):
+                 lam1: float | None = None, lam2: float | None = None, grid=LAMBDA_GRID, seed: int = DEFAULTS.seed):
         self.n_features = n_features
         self.approximation = approximation
         self.split = split

@@ -15,6 +15,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from dmlcore.estimators.peers.base import Columns, PeerEstimator, Scale
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.estimators.peers.kernels import check_memory, columnwise_features, feature_dim
 from dmlcore.learners.base import check_fraction, check_positive
 
@@ -34,14 +35,14 @@ class KPV(PeerEstimator):
     center : bool, default True
         Fit h to the centred outcome (its mean is not shrunk). False: shrink towards 0, as the
         KPV code behind the DML-CMR paper's numbers did (docs/peers.md).
-    seed : int
+    seed : int, default 0
     """
 
     title, problem = "KPV", "pcl"
     images_instead = "Use NMMR, which reads images with a CNN."
 
     def __init__(self, n_features: int = 100, approximation: str = "rff", split: float = 0.5,
-                 lam1: float = 1e-3, lam2: float = 1e-3, scale: float = 0.5, center: bool = True, seed: int = 0):
+                 lam1: float = 1e-3, lam2: float = 1e-3, scale: float = 0.5, center: bool = True, seed: int = DEFAULTS.seed):
         self.n_features = n_features
         self.approximation = approximation
         self.split = split

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from dmlcore.estimators.peers.base import Columns, PeerEstimator, Scale, check_choice
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.estimators.peers.nets import (Net, batches, check_nn_settings, device_of, diverged,
                                            predict_in_batches, seeded, tensor)
 from dmlcore.learners.base import check_fraction, validation_split
@@ -74,7 +75,7 @@ class NMMR(PeerEstimator):
     def __init__(self, loss: str = "U", depth: int = 3, width: int = 80, lr: float = 1e-3,
                  l2_penalty: float = 3e-6, batch_size: int = 1000, epochs: int = 3000, val_fraction: float = 0.0,
                  kernel_scale: str = "raw", scale: str = "raw", out_relu: bool = False,
-                 seed: int = 0, device="auto"):
+                 seed: int = DEFAULTS.seed, device=DEFAULTS.device):
         self.loss = loss
         self.depth = depth
         self.width = width

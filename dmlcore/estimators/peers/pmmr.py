@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dmlcore.estimators.peers.base import PeerEstimator
+from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.estimators.peers.kernels import check_memory, columnwise_features, feature_dim
 from dmlcore.estimators.peers.kpv import BridgeBlocks
 from dmlcore.learners.base import check_positive
@@ -33,14 +34,14 @@ class PMMR(PeerEstimator):
     center : bool, default True
         Fit h to the centred outcome. False: shrink towards 0, as the PMMR code behind the
         DML-CMR paper's numbers did (docs/peers.md).
-    seed : int
+    seed : int, default 0
     """
 
     title, problem = "PMMR", "pcl"
     images_instead = "Use NMMR, which reads images with a CNN."
 
     def __init__(self, n_features: int = 100, approximation: str = "rff", lam1: float = 1e-2,
-                 lam2: float = 1e-2, scale: float = 0.5, center: bool = True, seed: int = 0):
+                 lam2: float = 1e-2, scale: float = 0.5, center: bool = True, seed: int = DEFAULTS.seed):
         self.n_features = n_features
         self.approximation = approximation
         self.lam1 = lam1
