@@ -83,6 +83,18 @@ def test_three_verdict_words_edited_outside_blocks_are_caught(tmp_path):
     assert recorded.check_words(copy, docs.doc_files(copy), docs.MARKERS) == []
 
 
+def test_a_verdict_flipped_by_deleting_its_not_is_caught(tmp_path):
+    """ "not met" edited to "met" outside every block (coverage.md's demand-pcl bullet, say): the check names it."""
+    copy = _copy(tmp_path)
+    path = copy / "docs" / "coverage.md"
+    text = path.read_text()
+    assert "not met" in text
+    path.write_text(text.replace("not met", "met", 1))
+    problems = "\n".join(recorded.check_words(copy, docs.doc_files(copy), docs.MARKERS))
+    assert "docs/coverage.md: a verdict word outside a generated block changed" in problems
+    assert "a recorded word removed, recorded: not" in problems, problems
+
+
 def test_three_digits_edited_in_prose_are_caught(tmp_path, rendered):
     """A digit inside a generated sentence (results-today's relation, error-budget's targets) and one in
     running text outside every block, changed by one."""

@@ -6,7 +6,7 @@
   strength, a date, a version), never a measured value; changing, adding or removing one fails
   ``--check`` until ``--write`` records it again, so every such change shows in the recorded file's diff.
 * ``words/<file>.tsv``: the same for every verdict word (met, missed, ahead, behind, level, faster,
-  covers and their forms, and the fractions half, third, quarter, twice) that README.md or a doc shows
+  covers and their forms, the fractions half, third, quarter, twice, and the negations not and never) that README.md or a doc shows
   outside a generated block: a verdict measured from rows is written by a renderer inside a block (and
   ``--check`` compares it with the rows); one typed by hand fails ``--check`` when it is edited, until
   ``--write`` records it again, so the change shows in the record's diff.
@@ -26,8 +26,9 @@ from pathlib import Path
 
 FOLDER = Path("bench/docgen/recorded")
 NUMBER = re.compile(r"(?<![A-Za-z_\d])\d+(?:[.,]\d+)*")
+# verdict words, and the negations that flip one ("not met" -> "met" is an edited verdict too)
 WORDS = re.compile(r"(?<![\w-])(?:met|meets?|miss(?:es|ed)?|ahead|behind|level|faster|slower|covers?|covered|"
-                   r"halves|half|thirds?|quarters?|twice)(?![\w-])", re.I)
+                   r"halves|half|thirds?|quarters?|twice|not|never)(?![\w-])", re.I)
 WRITE = "`python bench/docs.py --write`"
 SHOWN = 6  # differences named per file (the rest counted)
 
