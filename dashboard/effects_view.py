@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard import fits, results, state, ui
 from dmlcore import plots
+from dmlcore.estimators._registry import LINEAR_REFERENCE
 from dmlcore.inference.first_stage import strength_label
 from dmlcore.runs.typed import Config
 from dmlcore.stats.covariance import COV_CHOICES, COV_DEFAULT, COV_TITLES, FEW_CLUSTERS, cluster_columns, is_clustered
@@ -16,7 +17,7 @@ ss = st.session_state
 def side_by_side_2sls(chosen, reference):
     """2SLS's coefficients with their standard errors: under the page's covariance choice (below, with the
     effect) where it applies, else as the run was fitted; the table's title says which."""
-    coef_item = next((it for it in chosen if it.method == fits.LINEAR_IV), None)
+    coef_item = next((it for it in chosen if it.method == LINEAR_REFERENCE), None)
     rec = coef_item.result if coef_item else (reference.result if reference is not None else None)
     if not rec or not rec.coefficients:
         return

@@ -22,7 +22,6 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._registry import LINEAR_REFERENCE
 from dmlcore.runs import Run, fit_run
 
-LINEAR_IV = LINEAR_REFERENCE     # the registry's linear IV reference (2SLS), the one method fit_now fits
 
 
 def submit(label: str, *, data, method: str, truth=None, dataset: str | None = None, **fit_kwargs) -> str:
@@ -33,10 +32,10 @@ def submit(label: str, *, data, method: str, truth=None, dataset: str | None = N
                                        dataset=dataset, **fit_kwargs)
 
 
-def fit_now(data, *, method: str = LINEAR_IV, dataset: str | None = None, **settings) -> Run:
+def fit_now(data, *, method: str = LINEAR_REFERENCE, dataset: str | None = None, **settings) -> Run:
     """``fit_run(data, method, dataset=dataset, **settings)`` here and now, for the linear IV method only
     (why synchronous: the module's docstring). Any other method is refused: queue it with :func:`submit`."""
-    if method != LINEAR_IV:
-        raise DMLCoreError(f"fit_now fits {LINEAR_IV!r} only, not {method!r}: queue other methods with "
+    if method != LINEAR_REFERENCE:
+        raise DMLCoreError(f"fit_now fits {LINEAR_REFERENCE!r} only, not {method!r}: queue other methods with "
                            "dashboard.fits.submit, which runs them in the background.")
     return fit_run(data, method, dataset=dataset, **settings)

@@ -8,6 +8,7 @@ from dashboard import effects_view, fits, results, state
 from dmlcore import plots
 from dmlcore.data.datasets import OWN_DATA_UNKNOWN, REAL_DATASETS
 from dmlcore.estimators import METHOD_TITLES, METHODS
+from dmlcore.estimators._registry import LINEAR_REFERENCE
 from dmlcore.inference.band_coverage import band_caption
 from dmlcore.learners.select import describe as describe_selection
 from dmlcore.runs.typed import History
@@ -53,7 +54,7 @@ def axis_titles(item, curve):
 
 def reference_2sls(items):
     """For real data: a 2SLS fit on the same data when none was selected (live runs only)."""
-    if any(it.method == fits.LINEAR_IV for it in items):
+    if any(it.method == LINEAR_REFERENCE for it in items):
         return None
     live = next((it for it in items if it.run is not None), None)
     if live is None:
@@ -76,7 +77,7 @@ def curves_section(chosen):
     ref = reference_2sls(chosen) if real else None
     if ref is not None and not isinstance(ref, str):
         named.append(("2SLS (reference)", ref.curve()))
-        methods.append(fits.LINEAR_IV)
+        methods.append(LINEAR_REFERENCE)
     if not named:
         return
     x_title, y_title = axis_titles(chosen[0], named[0][1])

@@ -15,6 +15,7 @@ import pytest
 
 from dashboard import fits, plan, state
 from dmlcore.estimators import METHODS
+from dmlcore.estimators._registry import LINEAR_REFERENCE
 from dmlcore.errors import DMLCoreError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +106,7 @@ def test_every_dashboard_fit_goes_through_dashboard_fits():
 
 
 def test_fit_now_fits_the_linear_iv_method_only():
-    other = next(name for name in METHODS if name != fits.LINEAR_IV)
+    other = next(name for name in METHODS if name != LINEAR_REFERENCE)
     with pytest.raises(DMLCoreError, match="fits.submit"):
         fits.fit_now(None, method=other)
 
