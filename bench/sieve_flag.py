@@ -1,0 +1,190 @@
+"""Issue 44: the sieve effect of data-driven dimension (DD-sieve) as an interval of its own and as the check that
+flags the debiased effect.
+
+Reads the DD-sieve rows of bench/sieve_dimension.py (``--dd-dir``: one row per design and seed, no learner) and
+
+1. ``coverage``: per design, the DD-sieve interval's coverage (with its Monte-Carlo s.e.), width over the width
+   the estimates' spread needs (2 x 1.96 x their sd), bias, and its bias and its plug-in's bias over the
+   confounded regression's (least squares in f's sieve, the instruments ignored); the same for other agreement
+   bars ``z`` of the dimension choice, recomputed from each row's stored gaps (no refit);
+2. ``pairs``: the DML-family fits of bench/results/coverage-31 and coverage-fonly (:func:`bench.flag_search.load_rows`)
+   joined to the DD-sieve row of the same design and seed, after checking that the data are the same (the truth
+   and 2SLS's estimate of the stored 2SLS fit of that seed equal the DD row's to 1e-6: ``matched``);
+3. ``rules``: "flag the debiased effect when |debiased - DD| > bar x sqrt(se^2 + se_dd^2)" (on top of the
+   weak-identification flag), the DD-sieve interval shown beside a flag, scored per design by
+   :func:`bench.flag_search.evaluate` for each bar; ``lodo``: the bar chosen on the other designs when each is
+   left out; ``second``: the DD-sieve interval beside every fit, read on its own (the "second reading").
+
+    python -m bench.sieve_flag          # writes bench/results/sieve-flag/*.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bench.flag_search import ROOT, STRONG, Z, evaluate, load_rows, shortfalls
+
+DD_DIR = ROOT / "sieve-dimension-2026-11-29"
+OUT = ROOT / "sieve-flag"
+ISSUE_STRONG = ("linear", "demand-iv", "hetero-iv", "clustered-iv")   # issue 44's strong designs
+BARS = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0)
+DIMENSION_Z = (2.0, 2.5, 3.0, 3.5, 4.0)
+MATCH = 1e-6
+
+
+def dd_rows(root: Path = DD_DIR) -> pd.DataFrame:
+    return pd.concat([pd.read_csv(p) for p in sorted(root.glob("rows-*.csv"))], ignore_index=True)
+
+
+def rechoose(rungs_json: str, gaps_json: str, z: float) -> tuple[float, float, float, int]:
+    """(estimate, se, plug-in, rung) of the rung the dimension rule picks at bar ``z`` from a row's stored rungs
+    and gaps (the fitted rungs in ladder order): the first within ``z`` of every richer one."""
+    fitted = [r for r in json.loads(rungs_json) if r[1] is not None]
+    g = np.asarray(json.loads(gaps_json), dtype=float)
+    for j in range(len(fitted)):
+        if j == len(fitted) - 1 or g[j, j + 1:].max() <= z:
+            return fitted[j][1], fitted[j][2], fitted[j][3], fitted[j][0]
+
+
+def coverage(dd: pd.DataFrame, z: float | None = None) -> pd.DataFrame:
+    """Per design: seeds, coverage and its s.e., mean width, width / needed, bias, bias / the regression's, the
+    plug-in's bias / the regression's, the weak share, the share of each chosen rung; at the code's bar when
+    ``z`` is None, else at ``z`` (recomputed from the gaps)."""
+    dd = dd.copy()
+    if z is not None:
+        picked = [rechoose(r, g, z) for r, g in zip(dd["dd_rungs"], dd["dd_gaps"])]
+        dd["dd_estimate"], dd["dd_se"], dd["dd_plug_in"], dd["dd_rung"] = map(list, zip(*picked))
+        dd["dd_ci_lower"], dd["dd_ci_upper"] = dd["dd_estimate"] - Z * dd["dd_se"], dd["dd_estimate"] + Z * dd["dd_se"]
+    dd["covered"] = (dd["dd_ci_lower"] <= dd["truth"]) & (dd["truth"] <= dd["dd_ci_upper"])
+    dd["width"] = dd["dd_ci_upper"] - dd["dd_ci_lower"]
+    out = []
+    for design, part in dd.groupby("design", sort=False):
+        cov, k = part["covered"].mean(), len(part)
+        reg_bias = (part["regression"] - part["truth"]).mean()
+        bias = (part["dd_estimate"] - part["truth"]).mean()
+        plug_bias = (part["dd_plug_in"] - part["truth"]).mean()
+        needed = 2 * Z * part["dd_estimate"].std()
+        out.append({"design": design, "z": z, "seeds": k, "coverage": cov, "coverage_se": np.sqrt(cov * (1 - cov) / k),
+                    "width": part["width"].mean(), "sd": part["dd_estimate"].std(),
+                    "width_ratio": part["width"].mean() / needed, "bias": bias, "regression_bias": reg_bias,
+                    "bias_ratio": bias / reg_bias, "plug_in_bias_ratio": plug_bias / reg_bias,
+                    "weak": part["dd_weak"].mean(),
+                    "rungs": " ".join(f"{r}:{c}" for r, c in part["dd_rung"].value_counts().sort_index().items())})
+    return pd.DataFrame(out)
+
+
+def pairs(dd: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the DML-family rows with the DD columns of the same design and seed, the match count per design)."""
+    rows = load_rows()
+    stored = pd.concat([pd.read_csv(p).assign(source=p.parent.name)
+                        for src in ("coverage-31", "coverage-fonly") for p in sorted((ROOT / src).glob("fits-*.csv"))],
+                       ignore_index=True)
+    tsls = stored[(stored["arm"] == "2sls") & stored["status"].eq("done")]
+    tsls = tsls[tsls["source"] == tsls.groupby("design")["source"].transform("min")]
+    check = tsls[["design", "seed", "effect_truth", "effect_plug_in"]].merge(
+        dd[["design", "seed", "truth", "tsls"]], on=["design", "seed"], how="left")
+    check["matched"] = ((check["effect_truth"] - check["truth"]).abs() <= MATCH * (1 + check["truth"].abs())) & \
+                       ((check["effect_plug_in"] - check["tsls"]).abs() <= MATCH * (1 + check["tsls"].abs()))
+    matches = check.groupby("design").agg(stored_seeds=("seed", "size"), with_dd=("truth", lambda s: s.notna().sum()),
+                                          matched=("matched", "sum")).reset_index()
+    good = check.loc[check["matched"], ["design", "seed"]]
+    cols = ["design", "seed", "dd_estimate", "dd_se", "dd_ci_lower", "dd_ci_upper", "dd_weak", "dd_rung"]
+    joined = rows.merge(good, on=["design", "seed"]).merge(dd[cols], on=["design", "seed"])
+    se, dse = joined["effect_debiased_se"].astype(float), joined["dd_se"].astype(float)
+    joined["sig_dd"] = (joined["effect_debiased"].astype(float) - joined["dd_estimate"]).abs() / np.sqrt(se ** 2 + dse ** 2)
+    joined["dd_lo"], joined["dd_hi"] = joined["dd_ci_lower"], joined["dd_ci_upper"]
+    return joined, matches
+
+
+def moderate_width(table: pd.DataFrame) -> float:
+    m = table[table["design"] == "moderate-pcl"]["width_ratio"]
+    return float(m.iloc[0]) if len(m) else float("nan")
+
+
+def rules(joined: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(every bar's per-design table, one line per bar against the targets)."""
+    sources = joined.groupby("design")["source"].first().to_dict()
+    tables, summary = [], []
+    for bar in BARS:
+        t = evaluate(joined, "dd", bar, "dd").assign(rows=lambda f: f["design"].map(sources))
+        tables.append(t)
+        short = shortfalls(t, sources)
+        strong = t[t["design"].isin(ISSUE_STRONG)]
+        moderate = t.set_index("design").loc["moderate-pcl"] if "moderate-pcl" in set(t["design"]) else None
+        silent = t[(t["silent"] >= 5)]
+        summary.append({"bar": bar, **{f"short_{k}": v for k, v in short.items()},
+                        "distance": sum(short.values()),
+                        "silent_worst": silent.loc[silent["silent_coverage"].idxmin(), "design"],
+                        "silent_worst_coverage": silent["silent_coverage"].min(),
+                        "issue_strong_flagged_max": strong["flagged"].max(),
+                        "issue_strong_flagged_worst": strong.loc[strong["flagged"].idxmax(), "design"],
+                        "all_strong_flagged_max": t[t["design"].isin(STRONG)]["flagged"].max(),
+                        "moderate_pcl_flagged": None if moderate is None else moderate["flagged"],
+                        "moderate_pcl_silent_coverage": None if moderate is None else moderate["silent_coverage"],
+                        "moderate_pcl_shown_coverage": None if moderate is None else moderate["shown_coverage"],
+                        "moderate_pcl_width_ratio": moderate_width(t)})
+    return pd.concat(tables, ignore_index=True), pd.DataFrame(summary)
+
+
+def lodo(joined: pd.DataFrame) -> pd.DataFrame:
+    """Each design's figures at the bar that comes closest to the targets on the other designs (ties: the
+    largest bar, the fewest flags)."""
+    sources = joined.groupby("design")["source"].first().to_dict()
+    out = []
+    for design in sorted(joined["design"].unique()):
+        others = joined[joined["design"] != design]
+        bar = min(BARS, key=lambda b: (sum(shortfalls(evaluate(others, "dd", b, "dd"), sources).values()), -b))
+        out.append(evaluate(joined[joined["design"] == design], "dd", bar, "dd"))
+    return pd.concat(out, ignore_index=True)
+
+
+def second_reading(joined: pd.DataFrame) -> pd.DataFrame:
+    """Per design and arm: the debiased interval's and the DD-sieve interval's coverage and width / needed on
+    the same fits (the DD interval shown beside every effect)."""
+    out = []
+    for (design, arm), part in joined.groupby(["design", "arm"]):
+        truth = part["effect_truth"].astype(float)
+        deb = (part["effect_debiased_ci_lower"] <= truth) & (truth <= part["effect_debiased_ci_upper"])
+        dd = (part["dd_lo"] <= truth) & (truth <= part["dd_hi"])
+        out.append({"design": design, "arm": arm, "fits": len(part), "debiased_coverage": deb.mean(),
+                    "debiased_width_ratio": (part["effect_debiased_ci_upper"] - part["effect_debiased_ci_lower"]).mean()
+                    / (2 * Z * part["effect_debiased"].std()),
+                    "dd_coverage": dd.mean(), "dd_width_ratio": (part["dd_hi"] - part["dd_lo"]).mean()
+                    / (2 * Z * part["dd_estimate"].std()),
+                    "either_covers": (deb | dd).mean()})
+    return pd.DataFrame(out)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dd-dir", default=str(DD_DIR))
+    p.add_argument("--out-dir", default=str(OUT))
+    args = p.parse_args(argv)
+    dd = dd_rows(Path(args.dd_dir))
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cov = pd.concat([coverage(dd)] + [coverage(dd, z) for z in DIMENSION_Z], ignore_index=True)
+    joined, matches = pairs(dd)
+    per_bar, summary = rules(joined)
+    lo = lodo(joined)
+    second = second_reading(joined)
+    for name, frame in (("coverage", cov), ("matches", matches), ("rules", per_bar), ("summary", summary),
+                        ("leave-one-design-out", lo), ("second-reading", second)):
+        frame.to_csv(out / f"{name}.csv", index=False, float_format="%.4g")
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_columns", 30)
+    print(cov[cov["z"].isna()].round(3).to_string(index=False))
+    print(matches.to_string(index=False))
+    print(summary.round(3).to_string(index=False))
+    print(lo.round(3).to_string(index=False))
+    print(second.round(3).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

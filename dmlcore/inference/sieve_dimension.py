@@ -1,0 +1,147 @@
+"""The sieve effect of data-driven dimension: f fitted in a ladder of nested sieve bases, the rung chosen by the data.
+
+The effect theta = E[m(W; f)] (:func:`dmlcore.runs.average_effect.contrast`: the average derivative, the
+average effect of a 0/1 treatment, the proximal average slope) of a sieve minimum-distance fit of f in
+bases b(X) with instruments q(C) (Sieve 2SLS; Chen and Pouzo 2015) has the influence function
+
+    psi_i = m(W_i; b'beta) + xi(C_i) (Y_i - b(X_i)'beta),   xi = q'gamma,  gamma = Q^-1 G (G'Q^-1 G)^-1 M,
+
+the representer of :mod:`dmlcore.inference.debiased_effect` in the same bases. Here beta and gamma are
+cross-fitted (the row's fold left out: :func:`~dmlcore.inference.debiased_effect.cross_fitted_sieve`,
+:func:`~dmlcore.inference.debiased_effect.cross_fitted_xi`), and the estimate is mean_i psi_i with the
+standard error of that mean (from cluster sums with clusters, :func:`dmlcore.stats.clusters.mean_se`).
+No learner is fitted and no truth is used: the fit is a few linear solves per rung.
+
+Its bias is set by the sieve's dimension J: too small a basis cannot represent f (a linear fit of a
+quadratic f), too large a one is noisy, and a penalised large one is shrunk toward the smooth part of
+the confounded regression (the spline Sieve 2SLS's plug-in on moderate proxies, docs/coverage.md). The
+dimension is chosen as in the Lepski-type rule of Chen, Christensen and Kankanala (2024, ReStud), in
+its simplest form for one scalar functional: over the nested ladder :data:`DD_LADDER` (f linear in the
+treatment, then a cubic, then cubic splines with 1, 2, 3, 4 interior knots, each with instrument bases
+at least as rich), the rung is the first whose estimate agrees with the estimate of every richer rung
+within :data:`DD_Z` standard errors of their difference, sd_i(psi_i - psi'_i) / sqrt(n): a richer
+rung removes bias only by moving the estimate, and a move smaller than the noise of the difference is
+not evidence of bias. Where no rung agrees with all richer ones, the richest is taken. Each rung is
+unpenalised: the dimension is the regularisation. Rungs whose instruments cannot move every function
+of f's basis (G'Q^-1G singular in M's direction) or that need more rows per function of C are skipped.
+
+:func:`sieve_effect` returns the effect with its interval, the chosen rung and why, and every rung's
+estimate; the run record does not carry it (docs/coverage.md, "The sieve effect of data-driven
+dimension", measures it beside the debiased effect).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import norm
+
+from dmlcore.stats import resample
+from dmlcore.stats.clusters import mean_se
+from dmlcore.data.roles import CausalData
+from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.settings import DEFAULTS
+from dmlcore.inference.debiased_effect import (RIESZ_FOLDS, ROWS_PER_FUNCTION, LEPSKI_Z, WEAK_STRENGTH, Rung,
+                                               _rescaled, build_bases, cross_fitted_sieve, cross_fitted_xi, per_row,
+                                               treatment_scale)
+
+DD_LADDER = (Rung(None, 3), Rung(0, 3), Rung(1, 4), Rung(2, 4), Rung(3, 5), Rung(4, 6))
+DD_Z = LEPSKI_Z        # the agreement bar in standard errors of the difference (the representer ladder's)
+DD_PENALTY = 0.0       # unpenalised rungs: the dimension is the regularisation
+
+
+def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEFAULTS.seed,
+                 folds: int = RIESZ_FOLDS, ladder=DD_LADDER, groups: np.ndarray | None = None,
+                 z: float = DD_Z, penalty: float = DD_PENALTY) -> dict:
+    """The sieve effect of data-driven dimension on ``data`` at the contrast ``plan`` (module notes).
+
+    ``groups``: the rows' cluster numbers (:func:`dmlcore.stats.clusters.groups_of`), which the folds keep
+    whole and whose sums give every standard error. Returns {"estimate", "std_error", "ci_lower",
+    "ci_upper", "plug_in" (the mean of m(W; f-sieve), uncorrected), "strength", "weakly_identified",
+    "rung" (its position in the ladder), "basis", "functions" ([size of b, size of q]), "why" (one line),
+    "rungs": [{"basis", "functions", "estimate", "std_error", "plug_in", "strength"} or {"basis",
+    "skipped"}], "gaps" (:func:`gaps` of the fitted rungs), "interval"}. A DMLCoreError when the data cannot take spline bases or no rung
+    identifies the effect.
+    """
+    if data.image_columns:
+        raise DMLCoreError(f"the sieve effect's bases are splines of f's inputs and of the conditioning columns, "
+                           f"which cannot take the {len(data.image_columns):,} image pixel columns")
+    n = len(data.table)
+    if n < 20 * folds:
+        raise DMLCoreError(f"cross-fitting the sieve over {folds} folds needs at least {20 * folds} rows; the data "
+                           f"has {n}")
+    y = data.table[data.outcome].to_numpy(dtype=float)
+    used = np.isfinite(per_row(plan, n, np.zeros(len(plan.weights))))
+    fold_of = resample.fold_labels(n, folds, seed, "representer", groups)
+    scale = treatment_scale(data, plan.treatment)
+    results, seen = [], set()
+    for position, rung in enumerate(ladder):
+        b, q = build_bases(data, rung)
+        sizes = (b.describe(), b.size, q.describe(), q.size)
+        if sizes in seen:
+            continue
+        seen.add(sizes)
+        entry = {"rung": position, "basis": rung.describe(), "functions": [int(b.size), int(q.size)]}
+        if q.size * ROWS_PER_FUNCTION > n * (folds - 1) / folds:
+            results.append({**entry, "skipped": f"{q.size} functions of C need more rows"})
+            continue
+        mb = per_row(plan, n, basis=b)
+        mb[~used] = 0.0
+        mb = _rescaled(mb, used)
+        bx = b(data.table[[c.name for c in b.columns]].to_numpy(dtype=float))
+        qc = q(data.table[[c.name for c in q.columns]].to_numpy(dtype=float))
+        omega = b.penalty() if penalty > 0 else None
+        try:
+            xi = cross_fitted_xi(bx, qc, mb, fold_of, omega, penalty / np.sqrt(n))
+        except DMLCoreError as exc:
+            results.append({**entry, "skipped": str(exc)})
+            continue
+        f_s, m_s = cross_fitted_sieve(bx, qc, mb, y, fold_of, omega, penalty / np.sqrt(n))
+        psi = m_s + xi * (y - f_s)
+        results.append({**entry, "psi": psi, "estimate": float(psi.mean()), "std_error": mean_se(psi, groups),
+                        "plug_in": float(m_s[used].mean()),
+                        "strength": float(n / max(np.mean(xi ** 2) * scale, 1e-300))})
+    fitted = [r for r in results if "psi" in r]
+    if not fitted:
+        reasons = list(dict.fromkeys(r["skipped"] for r in results))
+        raise DMLCoreError(f"no sieve rung identifies it: {len(results)} tried; {reasons[0]}")
+    chosen, why = choose(fitted, groups, z)
+    g = gaps(fitted, groups)
+    zq = float(norm.ppf(0.5 + level / 2))
+    est, se = chosen["estimate"], chosen["std_error"]
+    weak = not (np.isfinite(se) and chosen["strength"] >= WEAK_STRENGTH)
+    return {"estimate": est, "std_error": se, "ci_lower": est - zq * se, "ci_upper": est + zq * se,
+            "plug_in": chosen["plug_in"], "strength": chosen["strength"], "weakly_identified": weak,
+            "rung": chosen["rung"], "basis": chosen["basis"], "functions": chosen["functions"], "why": why,
+            "rungs": [{k: v for k, v in r.items() if k != "psi"} for r in results],
+            "gaps": [[float(v) for v in line] for line in g],
+            "interval": (f"sieve effect of data-driven dimension: Sieve 2SLS in {chosen['basis']} "
+                         f"({chosen['functions'][0]} functions of f, {chosen['functions'][1]} of C), cross-fitted over "
+                         f"{folds} folds and corrected with its representer; estimate -/+ {zq:.2f} x sd(score)/sqrt(n)")}
+
+
+def gaps(fitted: list[dict], groups: np.ndarray | None = None) -> np.ndarray:
+    """|estimate_j - estimate_k| / se(psi_j - psi_k) for every pair of fitted rungs (0 on the diagonal)."""
+    out = np.zeros((len(fitted), len(fitted)))
+    for j, a in enumerate(fitted):
+        for k in range(j + 1, len(fitted)):
+            b = fitted[k]
+            se = mean_se(a["psi"] - b["psi"], groups)
+            out[j, k] = out[k, j] = abs(a["estimate"] - b["estimate"]) / se if se > 0 else 0.0
+    return out
+
+
+def choose(fitted: list[dict], groups: np.ndarray | None = None, z: float = DD_Z) -> tuple[dict, str]:
+    """The first rung whose estimate is within ``z`` standard errors of the difference of every richer
+    rung's (the richest when none is), and why, in one line."""
+    g = gaps(fitted, groups)
+    for j, rung in enumerate(fitted):
+        if j == len(fitted) - 1 or g[j, j + 1:].max() <= z:
+            richer = g[j, j + 1:]
+            agree = (f"within {z:g} s.e. of the {len(richer)} richer rung{'s' * (len(richer) != 1)} "
+                     f"(largest gap {richer.max():.2g} s.e.)" if len(richer) else "the richest rung")
+            before = ""
+            if j > 0:
+                k = j + int(np.argmax(g[j - 1, j:]))
+                before = f"; the rung below differs from rung {fitted[k]['rung']} by {g[j - 1, k]:.2g} s.e."
+            return rung, f"rung {rung['rung']} ({rung['functions'][0]} functions of f): {agree}{before}"
+    raise AssertionError("unreachable")   # the last rung always qualifies
