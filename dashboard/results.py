@@ -194,8 +194,9 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
     (:func:`interval_kind`; :func:`interval_descriptions` says each in full), the plug-in beside a
     debiased headline, the measured coverage of that kind of interval on the simulated designs
     (:func:`dmlcore.inference.effect_coverage.coverage_note`), the bootstrap's percentile interval and the
-    Anderson-Rubin set where the run has them, or why there is no effect; beside each effect its
-    weak-identification flag, specification spread and cluster treatment (:data:`NOTE_COLUMNS`,
+    Anderson-Rubin set where the run has them, the sieve effect of data-driven dimension beside a debiased
+    effect (:data:`SIEVE_COLUMN`), or why there is no effect; beside each effect its
+    weak-identification flag (with the sieve check's), specification spread and cluster treatment (:data:`NOTE_COLUMNS`,
     :mod:`dmlcore.inference.effect_notes`). 2SLS gets a second row for the debiased average derivative; the
     2SLS reference fit comes last when given.
 
@@ -221,12 +222,13 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
                      else None,
                      COVERAGE_COLUMN: coverage_note(rec.to_dict(), measured),
                      "bootstrap percentile": f"{percentile[0]:.4g} to {percentile[1]:.4g}" if percentile else None,
-                     "Anderson-Rubin set": set_text(ar.set) if ar is not None and ar.set is not None else None})
+                     "Anderson-Rubin set": set_text(ar.set) if ar is not None and ar.set is not None else None,
+                     SIEVE_COLUMN: sieve_text(debiased)})
         if debiased and not headline:      # 2SLS: its coefficient, then the debiased average derivative
             as_fitted = effect.updated(clusters=debiased.clusters)   # as fitted: the page's choice moves 2SLS's alone
             rows.append({"run": f"{title}: debiased average derivative", "effect": debiased.estimate,
                          f"{level:.0%} interval": _interval_text(debiased, debiased.weakly_identified),
-                         "kind": "debiased", **_notes(as_fitted),
+                         "kind": "debiased", **_notes(as_fitted), SIEVE_COLUMN: sieve_text(debiased),
                          COVERAGE_COLUMN: coverage_note(
                              rec.updated(effect=effect.updated(estimate=debiased.estimate)).to_dict(), measured)})
     frame = pd.DataFrame(rows)
@@ -236,6 +238,19 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
     text = [c for c in frame.columns if c != "effect"]
     frame[text] = frame[text].fillna("—")
     return frame
+
+
+SIEVE_COLUMN = "sieve effect (data-driven dimension)"
+"""The effects table's column of the sieve effect beside the debiased one (:mod:`dmlcore.inference.sieve_dimension`):
+the interval to read where the identification note says the sieve check flagged the effect."""
+
+
+def sieve_text(debiased) -> str | None:
+    """The sieve effect of data-driven dimension beside a debiased effect: "1.21 [0.8, 1.62]", or None."""
+    sieve = debiased.sieve_dimension if debiased else None
+    if not sieve or sieve.estimate is None:
+        return None
+    return f"{sieve.estimate:.4g} [{sieve.ci_lower:.4g}, {sieve.ci_upper:.4g}]"
 
 
 NOTE_COLUMNS = ("weak identification", "spread", "clusters")

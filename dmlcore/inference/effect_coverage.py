@@ -46,17 +46,21 @@ def record_columns(record: dict | None) -> dict:
     with a robust or clustered covariance), each representer basis's estimate and standard
     error (``effect_rungs``, JSON [[estimate, se, strength], ...] in the ladder's order, identified
     bases only), the index of the chosen one (``effect_rung``) and the specification spread in
-    standard errors (``effect_spread_se``), and the sieve check in the representer's bases
-    (``effect_sieve_estimate``, ``effect_sieve_se``)."""
+    standard errors (``effect_spread_se``), the sieve check in the representer's bases
+    (``effect_sieve_estimate``, ``effect_sieve_se``), and the sieve effect of data-driven dimension with its flag
+    (``effect_dd_estimate``, ``effect_dd_se``, ``effect_dd_rung``, ``effect_sieve_flag``)."""
     effect = (record or {}).get("effect") or {}
     debiased = effect.get("debiased") or {}
     strength = ((record or {}).get("diagnostics") or {}).get("strength") or {}
     rungs = [r for r in debiased.get("rungs") or [] if "estimate" in r]
     chosen = next((i for i, r in enumerate(rungs) if r["basis"] == debiased.get("basis")), None)
+    sieve = debiased.get("sieve_dimension") or {}
     return {"effect_first_stage_f": strength.get("f_stat"),
             "effect_sieve_estimate": debiased.get("sieve_estimate"), "effect_sieve_se": debiased.get("sieve_std_error"),
             "effect_rungs": json.dumps([[r["estimate"], r["std_error"], r["strength"]] for r in rungs]) if rungs else None,
-            "effect_rung": chosen, "effect_spread_se": (effect.get("spread") or {}).get("range_over_se")}
+            "effect_rung": chosen, "effect_spread_se": (effect.get("spread") or {}).get("range_over_se"),
+            "effect_dd_estimate": sieve.get("estimate"), "effect_dd_se": sieve.get("std_error"),
+            "effect_dd_rung": sieve.get("rung"), "effect_sieve_flag": debiased.get("sieve_flag")}
 
 
 def weak_mask(rows: pd.DataFrame) -> pd.Series:

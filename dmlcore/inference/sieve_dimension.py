@@ -26,8 +26,15 @@ unpenalised: the dimension is the regularisation. Rungs whose instruments cannot
 of f's basis (G'Q^-1G singular in M's direction) or that need more rows per function of C are skipped.
 
 :func:`sieve_effect` returns the effect with its interval, the chosen rung and why, and every rung's
-estimate; the run record does not carry it (docs/coverage.md, "The sieve effect of data-driven
-dimension", measures it beside the debiased effect).
+estimate. :func:`add_sieve_effect` puts it beside a run's debiased effect (``effect.debiased.sieve_dimension``,
+an entry of ``effect.intervals``) with the check :func:`flag_reason`: the debiased effect is flagged when the
+sieve effect's standard error is more than :data:`SIEVE_SE_RATIO` times its own (an interval far narrower than
+a fit of f that the representer's bases can represent allows: the learner's f-hat then sits near the
+confounded regression, whose residuals hide its error), or when the two estimates differ by more than
+:data:`SIEVE_GAP` standard errors of their difference (sqrt(se^2 + se_sieve^2), the two taken as independent:
+conservative, since both correct with a representer from the same rows). Both bars are calibrated on the
+coverage rows of bench/sieve_flag.py (docs/coverage.md, "The sieve effect of data-driven dimension";
+tests/test_sieve_flag.py recomputes them). Where it fires, the sieve effect's interval is the one to read.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ import numpy as np
 from scipy.stats import norm
 
 from dmlcore.stats import resample
-from dmlcore.stats.clusters import mean_se
+from dmlcore.stats.clusters import groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.settings import DEFAULTS
@@ -47,6 +54,9 @@ from dmlcore.inference.debiased_effect import (RIESZ_FOLDS, ROWS_PER_FUNCTION, L
 DD_LADDER = (Rung(None, 3), Rung(0, 3), Rung(1, 4), Rung(2, 4), Rung(3, 5), Rung(4, 6))
 DD_Z = LEPSKI_Z        # the agreement bar in standard errors of the difference (the representer ladder's)
 DD_PENALTY = 0.0       # unpenalised rungs: the dimension is the regularisation
+SIEVE_SE_RATIO = 1.5   # flag when the sieve effect's s.e. exceeds the debiased one's this many times (calibrated)
+SIEVE_GAP = 2.0        # flag when the two differ by more than this many s.e. of their difference (calibrated)
+SOURCE = "sieve effect, data-driven dimension"   # its entry's ``source`` in ``effect.intervals``
 
 
 def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEFAULTS.seed,
@@ -145,3 +155,51 @@ def choose(fitted: list[dict], groups: np.ndarray | None = None, z: float = DD_Z
                 before = f"; the rung below differs from rung {fitted[k]['rung']} by {g[j - 1, k]:.2g} s.e."
             return rung, f"rung {rung['rung']} ({rung['functions'][0]} functions of f): {agree}{before}"
     raise AssertionError("unreachable")   # the last rung always qualifies
+
+
+def flag_reason(debiased: dict, dd: dict, ratio_bar: float = SIEVE_SE_RATIO, gap_bar: float = SIEVE_GAP) -> str | None:
+    """Why the debiased effect ``debiased`` ({"estimate", "std_error"}) disagrees with the sieve effect ``dd``
+    (:func:`sieve_effect`), in one line of at most 200 characters, or None when it does not (module notes)."""
+    se, dse = float(debiased["std_error"]), float(dd["std_error"])
+    ratio = dse / se if se > 0 else float("inf")
+    gap = abs(float(debiased["estimate"]) - float(dd["estimate"])) / float(np.hypot(se, dse))
+    shown = f"{dd['estimate']:.4g} [{dd['ci_lower']:.4g}, {dd['ci_upper']:.4g}]"
+    if ratio > ratio_bar:
+        return (f"its s.e. is {1 / ratio:.2g} of the sieve effect's (bar 1/{ratio_bar:g}): f-hat may sit near the "
+                f"confounded regression; read the sieve effect {shown}")
+    if gap > gap_bar:
+        return (f"it differs from the sieve effect by {gap:.2g} s.e. (bar {gap_bar:g}): f-hat may sit far from the "
+                f"moment restriction; read the sieve effect {shown}")
+    return None
+
+
+def add_sieve_effect(effect: dict, data: CausalData, plan, level: float = 0.95, cluster: str | None = None) -> dict:
+    """``effect`` (a run record's, after :func:`dmlcore.inference.debiased_effect.add_debiased`) with the sieve effect
+    of data-driven dimension beside its debiased effect: ``debiased["sieve_dimension"]`` (estimate, std_error,
+    interval, plug_in, rung, basis, why), ``debiased["sieve_flag"]`` and ``sieve_flag_reason`` (:func:`flag_reason`;
+    not checked where the weak-identification flag fired, which shows no interval), ``sieve_gap`` and
+    ``sieve_se_ratio`` (the two numbers the flag reads), an entry of ``intervals`` (``source`` :data:`SOURCE`), and
+    the reason as ``effect["warning"]`` when it fires and no other warning is there. Without a debiased effect
+    nothing is added; when the sieve effect cannot be computed, ``debiased["sieve_dimension_error"]`` says why."""
+    debiased = effect.get("debiased")
+    if not debiased:
+        return effect
+    try:
+        dd = sieve_effect(data, plan, level=level, groups=groups_of(data.table, cluster))
+    except DMLCoreError as exc:
+        debiased.update(sieve_dimension=None, sieve_flag=None, sieve_dimension_error=f"no sieve effect: {exc}.")
+        return effect
+    kept = {k: dd[k] for k in ("estimate", "std_error", "ci_lower", "ci_upper", "plug_in", "strength",
+                               "weakly_identified", "rung", "basis", "functions", "why", "interval")}
+    se, dse = float(debiased["std_error"]), dd["std_error"]
+    reason = None if debiased.get("weakly_identified") else flag_reason(debiased, dd)
+    debiased.update(sieve_dimension=kept, sieve_flag=reason is not None, sieve_flag_reason=reason,
+                    sieve_gap=abs(debiased["estimate"] - dd["estimate"]) / float(np.hypot(se, dse)),
+                    sieve_se_ratio=dse / se if se > 0 else float("inf"))
+    effect.setdefault("intervals", []).append({"interval": dd["interval"], "ci_lower": dd["ci_lower"],
+                                               "ci_upper": dd["ci_upper"], "estimate": dd["estimate"],
+                                               "estimand": plan.estimand, "source": SOURCE,
+                                               "weakly_identified": dd["weakly_identified"]})
+    if reason and not effect.get("warning"):
+        effect["warning"] = f"flagged: {reason}"
+    return effect

@@ -54,6 +54,7 @@ from dmlcore.stats.clusters import describe, groups_of
 from dmlcore.stats.covariance import cluster_columns, covariance_words, is_clustered, n_clusters
 from dmlcore.data.roles import CausalData
 from dmlcore.inference.debiased_effect import add_debiased
+from dmlcore.inference.sieve_dimension import add_sieve_effect
 from dmlcore.errors import DMLCoreError, FitCancelled
 from dmlcore.estimators import for_estimator, make_estimator, supports
 from dmlcore.estimators.settings import DEFAULTS, as_settings
@@ -199,7 +200,8 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     (see :func:`contrast`), ``estimate`` is None and ``error`` says why. Then the debiased
     effect (:func:`dmlcore.inference.debiased_effect.add_debiased`, f-hat from ``crossfit`` when given) becomes
     the headline and these numbers move to ``plug_in``; with ``debias=False`` it is not computed
-    and these numbers stay the headline.
+    and these numbers stay the headline. Beside it, the sieve effect of data-driven dimension and its flag
+    (:func:`dmlcore.inference.sieve_dimension.add_sieve_effect`).
 
     ``cluster`` (the column of ``cov_type="clustered"``): ``clusters`` says how each interval
     treats them (:func:`cluster_treatment`); the spline second stage's delta-method interval,
@@ -235,6 +237,7 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
         out["intervals"].append(weak_robust)
     out = add_debiased(out, estimator, data, plan, level, crossfit, debias, cluster, first_stage_f,
                        first_stage_statistic=first_stage_statistic, first_stage_error=first_stage_error)
+    out = add_sieve_effect(out, data, plan, level, cluster)     # beside the debiased effect, its check
     if cluster:
         out["clusters"] = cluster_treatment(out, data, cluster)
     return out

@@ -157,11 +157,33 @@ class Interval(Part):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SieveDimension(Part):
+    """The sieve effect of data-driven dimension beside the debiased effect (``effect.debiased.sieve_dimension``;
+    :func:`dmlcore.inference.sieve_dimension.sieve_effect`): its estimate, standard error and interval, its
+    plug-in, the chosen ``rung`` of the ladder, its ``basis`` and ``functions`` and ``why`` it was chosen."""
+
+    estimate: float | None = None
+    std_error: float | None = None
+    ci_lower: float | None = None
+    ci_upper: float | None = None
+    plug_in: float | None = None
+    strength: float | None = None
+    weakly_identified: bool | None = None
+    rung: int | None = None
+    basis: str | None = None
+    functions: list | None = None
+    why: str | None = None
+    interval: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Debiased(Part):
     """The debiased effect (``effect.debiased``; :func:`dmlcore.inference.debiased_effect.debiased_effect`):
     plug-in ``uncorrected`` + ``correction``, its ``std_error`` and interval, the representer's ``strength``
     and ``basis``, the weak-identification flag with its reason and the first-stage F it read, the ``rungs``
-    of bases tried and the cross-fit ``variants``."""
+    of bases tried and the cross-fit ``variants``; the sieve effect of data-driven dimension beside it
+    (``sieve_dimension``) and the flag that compares the two (``sieve_flag``, ``sieve_flag_reason``, read on
+    ``sieve_gap`` and ``sieve_se_ratio``)."""
 
     estimate: float | None = None
     std_error: float | None = None
@@ -185,6 +207,12 @@ class Debiased(Part):
     first_stage_statistic: str | None = None
     unchecked_reason: str | None = None
     covered: bool | None = None
+    sieve_dimension: SieveDimension | None = _part(SieveDimension)
+    sieve_flag: bool | None = None
+    sieve_flag_reason: str | None = None
+    sieve_gap: float | None = None
+    sieve_se_ratio: float | None = None
+    sieve_dimension_error: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
