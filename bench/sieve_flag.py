@@ -10,10 +10,12 @@ Reads the DD-sieve rows of bench/sieve_dimension.py (``--dd-dir``: one row per d
 2. ``pairs``: the DML-family fits of bench/results/coverage-31 and coverage-fonly (:func:`bench.flag_search.load_rows`)
    joined to the DD-sieve row of the same design and seed, after checking that the data are the same (the truth
    and 2SLS's estimate of the stored 2SLS fit of that seed equal the DD row's to 1e-6: ``matched``);
-3. ``rules``: "flag the debiased effect when |debiased - DD| > bar x sqrt(se^2 + se_dd^2)" (on top of the
-   weak-identification flag), the DD-sieve interval shown beside a flag, scored per design by
-   :func:`bench.flag_search.evaluate` for each bar; ``lodo``: the bar chosen on the other designs when each is
-   left out; ``second``: the DD-sieve interval beside every fit, read on its own (the "second reading").
+3. ``rules``: "flag the debiased effect when |debiased - DD| > bar x sqrt(se^2 + se_dd^2) or se_dd > ratio x se"
+   (on top of the weak-identification flag), the DD-sieve interval shown beside a flag, scored per design by
+   :func:`bench.flag_search.evaluate` for each (bar, ratio) of :data:`GRID`; ``calibrated.json``: the pair
+   :func:`calibrate` picks (the code's bar: dmlcore.inference.sieve_dimension.SIEVE_SE_RATIO); ``lodo``: the pair
+   chosen on the other designs when each is left out; ``second``: the DD-sieve interval beside every fit, read on
+   its own (the "second reading").
 
     python -m bench.sieve_flag          # writes bench/results/sieve-flag/*.csv
 """
@@ -182,15 +184,27 @@ def score_rule(rows: pd.DataFrame, bar: float, ratio: float, sources: dict) -> f
     return float(sum(shortfalls(evaluate(flagged_by(rows, bar, ratio), "rule", 1.0, "dd"), sources).values()))
 
 
-def lodo(joined: pd.DataFrame) -> pd.DataFrame:
-    """Each design's figures at the bar that comes closest to the targets on the other designs (ties: the
-    largest bar, the fewest flags)."""
+def calibrate(joined: pd.DataFrame) -> tuple[float, float]:
+    """The (gap bar, se-ratio bar) of :data:`GRID` closest to the targets on all the paired rows (:func:`score_rule`);
+    among rules equally close, the one that flags the fewest fits of the issue's strong designs, then the
+    largest bars (the fewest flags elsewhere)."""
     sources = joined.groupby("design")["source"].first().to_dict()
+    strong = joined[joined["design"].isin(ISSUE_STRONG)]
+
+    def strong_flags(bar, ratio):
+        f = flagged_by(strong, bar, ratio)
+        return int(((f["sig_rule"] > 1.0) & ~f["weak"]).sum())
+
+    return min((g for g in GRID if g != (np.inf, np.inf)),
+               key=lambda g: (round(score_rule(joined, *g, sources), 9), strong_flags(*g), -g[1], -g[0]))
+
+
+def lodo(joined: pd.DataFrame) -> pd.DataFrame:
+    """Each design's figures at the bars :func:`calibrate` chooses on the other designs."""
     out = []
     for design in sorted(joined["design"].unique()):
         others = joined[joined["design"] != design]
-        bar, ratio = min((g for g in GRID if g != (np.inf, np.inf)), key=lambda g: (
-            score_rule(others, *g, sources), -min(g[0], 99.0), -min(g[1], 99.0)))       # ties: the fewest flags
+        bar, ratio = calibrate(others)
         out.append(evaluate(flagged_by(joined[joined["design"] == design], bar, ratio), "rule", 1.0, "dd")
                    .assign(bar=bar, ratio=ratio))
     return pd.concat(out, ignore_index=True)
@@ -225,6 +239,9 @@ def main(argv=None) -> int:
     joined, matches = pairs(dd)
     per_bar, summary = rules(joined)
     lo = lodo(joined)
+    bar, ratio = calibrate(joined)
+    (out / "calibrated.json").write_text(json.dumps({"gap_bar": bar, "se_ratio_bar": ratio}))
+    print("calibrated: gap bar", bar, "se ratio bar", ratio)
     second = second_reading(joined)
     for name, frame in (("coverage", cov), ("matches", matches), ("rules", per_bar), ("summary", summary),
                         ("leave-one-design-out", lo), ("second-reading", second)):

@@ -10,7 +10,7 @@ import numpy as np
 
 from dmlcore.stats.covariance import cluster_columns
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F, WEAK_STRENGTH
-from dmlcore.inference.sieve_dimension import SIEVE_GAP, SIEVE_SE_RATIO
+from dmlcore.inference.sieve_dimension import SIEVE_SE_RATIO
 
 NOT_CLUSTERED = "not clustered (rows independent)"
 
@@ -18,8 +18,8 @@ NOT_CLUSTERED = "not clustered (rows independent)"
 def identification_note(effect: dict) -> str:
     """The flag of the debiased effect in a few words, with the numbers it was checked on against
     their bars (:func:`dmlcore.inference.debiased_effect.weak_reason` decides): "flagged: first-stage F 5.03 < 10",
-    "not flagged: first-stage F 244 ≥ 10, representer strength 2.27e+03 ≥ 10, sieve effect's s.e. ratio
-    1.1 ≤ 1.5, gap to it 0.4 s.e. ≤ 2" (the sieve check of :mod:`dmlcore.inference.sieve_dimension`; its
+    "not flagged: first-stage F 244 ≥ 10, representer strength 2.27e+03 ≥ 10, sieve effect's s.e. / this
+    one's 1.1 ≤ 1.5" (the sieve check of :mod:`dmlcore.inference.sieve_dimension`; its
     reason when it fires) (the first stage's
     statistic named as the diagnostics chose it: "effective F (clustered, 24 clusters)"), with the
     one line saying the first stage was not checked when its diagnostics failed, or why nothing was
@@ -36,9 +36,8 @@ def identification_note(effect: dict) -> str:
     if debiased.get("sieve_flag"):
         return "flagged: " + debiased["sieve_flag_reason"]
     text = "not flagged: " + ", ".join(f"{name} {value:.3g} ≥ {bar:g}" for name, value, bar in checks)
-    if debiased.get("sieve_se_ratio") is not None and debiased.get("sieve_gap") is not None:
-        text += (f", sieve effect's s.e. ratio {debiased['sieve_se_ratio']:.3g} ≤ {SIEVE_SE_RATIO:g}, gap to it "
-                 f"{debiased['sieve_gap']:.2g} s.e. ≤ {SIEVE_GAP:g}")
+    if debiased.get("sieve_se_ratio") is not None:
+        text += f", sieve effect's s.e. / this one's {debiased['sieve_se_ratio']:.3g} ≤ {SIEVE_SE_RATIO:g}"
     if debiased.get("unchecked_reason"):
         text += "; " + debiased["unchecked_reason"]
     return text

@@ -1,0 +1,69 @@
+"""The sieve check beside the debiased effect (dmlcore.inference.sieve_dimension.flag_reason, add_sieve_effect):
+its bars are the calibration of its rows, it flags a moderate-proxies fit and leaves a strong design's alone.
+
+The fits are the stored ones (bench/results/coverage-31, coverage-fonly: DML-CMR's debiased estimate and
+standard error per seed); the sieve effect is recomputed here on the same seed's data, which is a few linear
+solves."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bench.docgen.tables import is_method
+from bench.sieve_dimension import design_data
+from dashboard.results import sieve_text
+from dmlcore.estimators._registry import PAPER_METHOD
+from dmlcore.inference.effect_notes import identification_note
+from dmlcore.runs.typed import Effect
+from dmlcore.inference.sieve_dimension import SIEVE_SE_RATIO, SOURCE, add_sieve_effect, flag_reason, sieve_effect
+
+RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
+
+
+def _stored(source: str, design: str, seed: int) -> dict:
+    path = RESULTS / source / f"fits-{design}.csv"
+    if not path.exists():
+        pytest.skip(f"no {source} rows in this checkout")
+    rows = pd.read_csv(path)
+    row = rows[is_method(rows["arm"], PAPER_METHOD) & rows["seed"].eq(seed)].iloc[0]
+    return {"estimate": float(row["effect_debiased"]), "std_error": float(row["effect_debiased_se"]),
+            "truth": float(row["effect_truth"]), "weakly_identified": False}
+
+
+def test_the_bars_are_the_calibration_of_the_rows():
+    from bench.sieve_flag import DD_DIR, calibrate, dd_rows, pairs
+    if not list(DD_DIR.glob("rows-*.csv")):
+        pytest.skip("no sieve-dimension rows in this checkout")
+    joined, matches = pairs(dd_rows())
+    assert (matches["matched"] == matches["with_dd"]).all(), matches    # the regenerated data are the stored fits'
+    assert calibrate(joined) == (float("inf"), SIEVE_SE_RATIO)    # no bar on the estimates' gap helped
+
+
+def test_a_moderate_proxies_fit_is_flagged_with_the_sieve_interval_and_a_strong_one_is_not():
+    moderate = _stored("coverage-31", "moderate-pcl", 0)
+    loaded, plan, groups = design_data("moderate-pcl", 0)
+    dd = sieve_effect(loaded.data, plan, groups=groups)
+    reason = flag_reason(moderate, dd)
+    assert reason is not None and len(reason) <= 200 and f"{dd['ci_lower']:.4g}" in reason
+    assert dd["ci_lower"] <= moderate["truth"] <= dd["ci_upper"]         # the interval shown beside the flag covers
+    effect = {"debiased": dict(moderate), "intervals": []}
+    add_sieve_effect(effect, loaded.data, plan)
+    assert effect["debiased"]["sieve_flag"] and effect["warning"] == f"flagged: {reason}"
+    assert effect["intervals"][-1]["source"] == SOURCE
+    assert effect["debiased"]["sieve_dimension"]["estimate"] == dd["estimate"]
+    assert identification_note(effect) == f"flagged: {reason}"            # the CLI's line and the Results table
+    assert sieve_text(Effect.from_dict(effect).debiased) == f"{dd['estimate']:.4g} [{dd['ci_lower']:.4g}, {dd['ci_upper']:.4g}]"
+
+    linear = _stored("coverage-fonly", "linear", 0)
+    loaded, plan, groups = design_data("linear", 0)
+    assert flag_reason(linear, sieve_effect(loaded.data, plan, groups=groups)) is None
+    effect = {"debiased": dict(linear), "intervals": []}
+    add_sieve_effect(effect, loaded.data, plan)
+    assert effect["debiased"]["sieve_flag"] is False and "warning" not in effect
+    assert "sieve effect's s.e. / this one's" in identification_note(effect)
+    # a weakly identified effect shows no interval, and the sieve check does not add a flag to it
+    weak = {"debiased": {**moderate, "weakly_identified": True}, "intervals": []}
+    loaded, plan, _ = design_data("moderate-pcl", 0)
+    add_sieve_effect(weak, loaded.data, plan)
+    assert weak["debiased"]["sieve_flag"] is False and "warning" not in weak
