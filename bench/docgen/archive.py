@@ -22,6 +22,8 @@ READ_BY: dict[str, str] = {
 
 # Kept for the record, not shown: raw logs, a study runner's side output, runs a later run superseded.
 ARCHIVED: dict[str, str] = {
+    "sieve-flag/summary.csv": "bench/sieve_flag.py's one line per (gap bar, se-ratio bar) against issue 44's targets: "
+                              "the search behind the calibrated bar; the blocks sieve-flag:* read the chosen rule's rows",
     "*.log": "a run's console log (progress, /usr/bin/time) beside the rows it wrote; blocks read the rows "
              "(and, where a doc quotes memory or wall time, the log itself)",
     "authors/regression-rho/*": "the study runner's whole output (spec, fits, tables, plot); the block "
