@@ -245,6 +245,10 @@ SIEVE_COLUMN = "sieve effect (data-driven dimension)"
 the interval to read where the identification note says the sieve check flagged the effect."""
 
 
+SIEVE_READ = ("; the interval to read where the identification note flags the debiased effect (its standard error "
+              "far below this one's)")
+
+
 def sieve_text(debiased) -> str | None:
     """The sieve effect of data-driven dimension beside a debiased effect: "1.21 [0.8, 1.62]", or None."""
     sieve = debiased.sieve_dimension if debiased else None
@@ -360,6 +364,9 @@ def interval_descriptions(items: list[ResultItem], reference: Run | None = None,
         out.setdefault(interval_kind(how), how.removeprefix("none: ").removeprefix("debiased: "))
         if effect.debiased and not how.startswith("debiased"):
             out.setdefault("debiased", effect.debiased.interval.removeprefix("debiased: "))
+        sieve = effect.debiased.sieve_dimension if effect.debiased else None
+        if sieve and sieve.interval:
+            out.setdefault(SIEVE_COLUMN, sieve.interval.split(": ", 1)[-1] + SIEVE_READ)
         if effect.debiased_error:
             reasons.setdefault(effect.debiased_error.removeprefix("no debiased effect: "), []).append(title)
         ar = effect.anderson_rubin

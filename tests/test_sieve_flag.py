@@ -67,3 +67,15 @@ def test_a_moderate_proxies_fit_is_flagged_with_the_sieve_interval_and_a_strong_
     loaded, plan, _ = design_data("moderate-pcl", 0)
     add_sieve_effect(weak, loaded.data, plan)
     assert weak["debiased"]["sieve_flag"] is False and "warning" not in weak
+
+
+def test_the_results_table_shows_the_sieve_effect_and_says_what_it_is():
+    import json
+
+    from dashboard.results import SIEVE_COLUMN, ResultItem, effects_table, interval_descriptions
+    record = json.loads((Path(__file__).parent / "records" / "dml-cmr.json").read_text())
+    sieve = record["effect"]["debiased"]["sieve_dimension"]
+    items = [ResultItem("1", "DML-CMR run", record)]
+    row = effects_table(items).iloc[0]
+    assert row[SIEVE_COLUMN] == f"{sieve['estimate']:.4g} [{sieve['ci_lower']:.4g}, {sieve['ci_upper']:.4g}]"
+    assert interval_descriptions(items)[SIEVE_COLUMN].startswith(sieve["interval"].split(": ", 1)[1])
