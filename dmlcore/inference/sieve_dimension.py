@@ -49,14 +49,13 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.inference.debiased_effect import (RIESZ_FOLDS, ROWS_PER_FUNCTION, LEPSKI_Z, WEAK_STRENGTH, Rung,
                                                _rescaled, build_bases, cross_fitted_sieve, cross_fitted_xi, per_row,
-                                               treatment_scale)
+                                               smoothness, treatment_scale)
 
 DD_LADDER = (Rung(None, 3), Rung(0, 3), Rung(1, 4), Rung(2, 4), Rung(3, 5), Rung(4, 6))
 DD_Z = LEPSKI_Z        # the agreement bar in standard errors of the difference (the representer ladder's)
 DD_PENALTY = 0.0       # unpenalised rungs: the dimension is the regularisation
 SIEVE_SE_RATIO = 1.5   # flag when the sieve effect's s.e. exceeds the debiased one's this many times (calibrated)
 SOURCE = "sieve effect, data-driven dimension"   # its entry's ``source`` in ``effect.intervals``
-
 
 def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEFAULTS.seed,
                  folds: int = RIESZ_FOLDS, ladder=DD_LADDER, groups: np.ndarray | None = None,
@@ -68,8 +67,9 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
     "ci_upper", "plug_in" (the mean of m(W; f-sieve), uncorrected), "strength", "weakly_identified",
     "rung" (its position in the ladder), "basis", "functions" ([size of b, size of q]), "why" (one line),
     "rungs": [{"basis", "functions", "estimate", "std_error", "plug_in", "strength"} or {"basis",
-    "skipped"}], "gaps" (:func:`gaps` of the fitted rungs), "interval"}. A DMLCoreError when the data cannot take spline bases or no rung
-    identifies the effect.
+    "skipped"}], "gaps" (:func:`gaps` of the fitted rungs), "interval"}. A DMLCoreError when the data cannot
+    take spline bases or no rung identifies the effect. ``penalty`` > 0 smooths each rung's splines as the
+    representer's (:func:`~dmlcore.inference.debiased_effect.riesz_gamma`); 0, the default, does not.
     """
     if data.image_columns:
         raise DMLCoreError(f"the sieve effect's bases are splines of f's inputs and of the conditioning columns, "
@@ -98,7 +98,7 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
         mb = _rescaled(mb, used)
         bx = b(data.table[[c.name for c in b.columns]].to_numpy(dtype=float))
         qc = q(data.table[[c.name for c in q.columns]].to_numpy(dtype=float))
-        omega = b.penalty() if penalty > 0 else None
+        omega = smoothness(b) if penalty > 0 else None
         try:
             xi = cross_fitted_xi(bx, qc, mb, fold_of, omega, penalty / np.sqrt(n))
         except DMLCoreError as exc:
