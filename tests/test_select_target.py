@@ -12,7 +12,7 @@ from dmlcore.estimators.nuisance_target import pair_losses
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners.select import describe
 from dmlcore.runs import fit_run
-from dmlcore.cli import _summary_line
+from dmlcore.cli import _summary_line, main
 from dmlcore.runs.typed import NuisanceChoice, nuisances_chosen
 
 
@@ -108,3 +108,23 @@ def test_the_default_choice_records_no_criterion_and_target_is_refused_where_it_
         DMLCMR("gb", 2, nuisance_choice="target").fit(small_demand.data)
     with pytest.raises(DMLCoreError, match="Unknown nuisance_choice 'best'"):
         DMLCMR("gb", 3, nuisance_choice="best").fit(small_demand.data)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["fit", "--n", "300", "--method", "ce-dml-cmr"], "ce-dml-cmr does not use --nuisance-choice"),
+    (["fit", "--n", "300", "--method", "naive"], "naive does not use --nuisance-choice"),
+    (["fit", "--n", "300", "--learner", "rf", "--folds", "3"], "the nuisances are named (outcome_learner='rf'"),
+    (["fit", "--n", "300", "--learner", "gb", "--folds", "2"], "needs more folds than that; got folds=2"),
+    (["bench", "--sizes", "300", "--methods", "dml-cmr", "--learner", "rf"], "With learner 'rf' and folds 10: "),
+    (["bench", "--sizes", "300", "--methods", "dml-cmr", "--learner", "gb", "--folds", "2"], "got folds=2"),
+    (["study", "--sizes", "300", "--methods", "dml-cmr,naive", "--learner", "gb,rf"], "With learner 'rf'"),
+    (["study", "--sizes", "300", "--methods", "naive"], "naive does not use 'nuisance_choice'"),
+])
+def test_fit_bench_and_study_refuse_the_target_choice_in_one_line_before_any_fit(argv, words, capsys, tmp_path,
+                                                                                 monkeypatch):
+    monkeypatch.setenv("DMLCORE_HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--nuisance-choice", "target"]) == 2
+    out, err = capsys.readouterr()
+    assert words in err and err.count("\n") == 1 and err.startswith("error: "), err
+    assert not out and not list(tmp_path.glob("*.csv"))

@@ -56,7 +56,8 @@ def make_folds(n: int, folds: int, seed: int, groups: np.ndarray | None = None) 
 def target_problem(s_name, g_name, folds: int, image: bool, arr) -> str | None:
     """Why ``nuisance_choice="target"`` cannot choose DML-CMR's nuisances here, in one line, or None: ``s_name`` /
     ``g_name`` the nuisances as they will be fitted (``"auto"`` or a learner), ``image`` whether C or f's inputs
-    hold images, ``arr`` the data's :class:`~dmlcore.data.roles.CMRArrays` (read only when ``image`` is False)."""
+    hold images, ``arr`` the data's :class:`~dmlcore.data.roles.CMRArrays` (read only when ``image`` is False; None:
+    the settings alone are checked, as a study's grid is before its data are drawn)."""
     if not any(isinstance(name, str) and name == AUTO for name in (s_name, g_name)):
         return (f"nuisance_choice='target' chooses among auto's candidates, but the nuisances are named "
                 f"(outcome_learner={learner_name(s_name)!r}, sampler={learner_name(g_name)!r}); leave one of them "
@@ -67,6 +68,8 @@ def target_problem(s_name, g_name, folds: int, image: bool, arr) -> str | None:
     if folds <= nuisance_target.PILOT:
         return (f"nuisance_choice='target' scores {nuisance_target.PILOT} pilot folds and needs more folds than "
                 f"that; got folds={folds}.")
+    if arr is None:
+        return None
     if not arr.modelled_names:
         return ("nuisance_choice='target' judges pairs of an outcome model and a distribution model, but every "
                 "input of f is among the conditioning columns here (no distribution model); leave it out.")
