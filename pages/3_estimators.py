@@ -75,9 +75,10 @@ if "est_nuisance_choice" in errors:
     st.error(errors["est_nuisance_choice"])
 elif ss[state.EST_NUISANCE_CHOICE] != plan.NUISANCE_CHOICE.default and (
         others := [m for m in ss[state.EST_METHODS] if m not in plan.NUISANCE_CHOICE_READERS and METHODS[m].second_stage]):
-    st.caption(f"{', '.join(map(METHOD_TITLES.get, others))} keep{'s' if len(others) == 1 else ''} each nuisance "
-               f"chosen {CRITERIA[plan.NUISANCE_CHOICE.default]}: {'it fits' if len(others) == 1 else 'they fit'} "
-               f"the nuisances once on all rows, with no pilot folds to score.")
+    one = len(others) == 1
+    st.caption(f"{', '.join(map(METHOD_TITLES.get, others))} keep{'s its' if one else ' their'} nuisances chosen "
+               f"{CRITERIA[plan.NUISANCE_CHOICE.default]}: {'it fits' if one else 'they fit'} them once on all rows, "
+               f"with no pilot folds to score.")
 
 neural = [m for m in ss[state.EST_METHODS] if m in plan.SECOND_STAGE_METHODS]
 c5, c6 = st.columns([3, 1])

@@ -670,7 +670,7 @@ def test_the_target_choice_of_nuisances_from_estimators_to_the_results():
     assert choice.value == "own" and "target" in choice.help and "DML-CMR" in choice.label
     choice.set_value("target").run()
     assert not at.error
-    assert any("Naive plug-in keeps each nuisance chosen by their own held-out losses" in c for c in texts(at.caption))
+    assert any("Naive plug-in keeps its nuisances chosen by their own held-out losses" in c for c in texts(at.caption))
     plan = [m for m in texts(at.markdown) if m.startswith("- ")]
     assert "chosen by DML-CMR's target (held-out projected residual of the pilot f̂) (auto)" in plan[0]
     assert "chosen by their own held-out losses (auto)" in plan[1]
