@@ -365,10 +365,10 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
         if choice != NUISANCE_CHOICE.default:
             common["nuisance_choice"] = choice
             if methods and not readers:
-                errors["est_nuisance_choice"] = (
-                    f"Nuisance choice {choice!r} applies to {' and '.join(map(METHOD_TITLES.get, NUISANCE_CHOICE_READERS))} "
-                    f"only, which is not among the methods; add it, or set the choice back to "
-                    f"{NUISANCE_CHOICE.default!r}.")
+                takers = " and ".join(map(METHOD_TITLES.get, NUISANCE_CHOICE_READERS))
+                errors["est_nuisance_choice"] = (f"Nuisance choice {choice!r} applies to {takers} only, which is not "
+                                                 f"among the methods; add it, or set the choice back to "
+                                                 f"{NUISANCE_CHOICE.default!r}.")
     except DMLCoreError as err:
         errors["est_nuisance_choice"] = str(err)
     device = _setting(state, "est_device")

@@ -11,10 +11,10 @@ COST_SETTINGS = ("learner", "folds", "epochs", "n_draws", "f_model", "reps_cross
 # A setting's value that costs a known multiple of the same fit with the setting's default, for a fit of its kind
 # not timed yet (then the default's timings, else the first guess, times the factor). Measured, not guessed:
 # nuisance_choice="target" (DML-CMR's pilot second stages, dmlcore.estimators.nuisance_target) is the median
-# target / own seconds of paired fits of the same data, one after the other (bench.target_cost: demand-iv,
-# N = 2000, K = 5, learner nn, seeds 100-102 at strengths 1 and 0.4; rows with their loads in
-# bench/results/target-choice-pilot/target-cost-2000.csv, on a shared 2-core machine; tests/test_costs_target.py
-# recomputes it from them).
+# target / own ratio of the CPU seconds of paired fits of the same data, one after the other, rounded to one
+# decimal (bench.target_cost: demand-iv, N = 2000, K = 5, learner nn, seeds 100-102 at strengths 1 and 0.4; rows
+# with their wall seconds and loads in bench/results/target-choice-pilot/target-cost-2000.csv, on a shared 2-core
+# machine under load, where the wall seconds' ratio scattered far more; tests/test_costs.py recomputes it from them).
 COST_FACTORS = {("nuisance_choice", "target"): 2.0}
 
 
