@@ -266,8 +266,8 @@ def _summary_line(result: RunRecord) -> str:
         extra += f" folds=clusters of '{cluster}' kept whole (the estimate depends on --cluster)"
     for role, chosen in (result.nuisances or {}).items():   # "auto" nuisances: which candidate won, and how
         extra += f" {role}-hat=auto:{chosen.choice}"
-    if result.nuisances:
-        extra += f" nuisances=({nuisances_chosen(result.nuisances)})"
+    if chosen_text := nuisances_chosen(result.nuisances):   # the same in words, with the criterion that chose
+        extra += f" nuisances=({chosen_text})"
     held = result.heldout
     if held and not linear:
         extra += (f" heldout=n/a ({held.error})" if held.has("error") else
