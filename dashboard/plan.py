@@ -22,6 +22,8 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.second_stage import BOOST_DEFAULTS, NN_DEFAULTS
 from dmlcore.estimators.settings import DEFAULTS, SETTINGS
 from dmlcore.estimators.splines import check_tabular
+from dmlcore.estimators.dml import target_refusal
+from dmlcore.estimators.nuisance_target import CRITERIA, PILOT
 from dmlcore.stats.resample import check_cluster_folds
 from dmlcore.stats.covariance import check_covariance
 from dmlcore.learners import LEARNER_REGISTRY, LEARNER_TITLES, LEARNERS
@@ -164,6 +166,13 @@ DEBIAS_HELP = ("The effect of every method that fits a nonlinear f is debiased: 
                "plug-in effect, which reads a shrunk f-hat as a small effect, with no debiased interval (only "
                "2SLS and a spline f have an interval of their own; for the others ask for a bootstrap) and no "
                "weak-identification check; the curves and the MSE are unchanged.")
+NUISANCE_CHOICE = SETTINGS["nuisance_choice"]
+NUISANCE_CHOICE_READERS = [name for name, m in METHODS.items() if "nuisance_choice" in m.settings]
+NUISANCE_CHOICE_HELP = (f"{NUISANCE_CHOICE.help[0].upper()}{NUISANCE_CHOICE.help[1:]}. DML-CMR only: CE-DML-CMR "
+                        f"and the naive plug-in fit their nuisances once on all rows, so there are no pilot folds "
+                        f"to score, and keep their own choice. It needs auto nuisances (the learner nn or gb), K of "
+                        f"at least {PILOT + 1} and tabular data; where it cannot apply, the reason is shown before "
+                        f"any fit starts.")
 EPOCH_DEFAULTS = (f"networks {NN_NUISANCE_DEFAULTS['max_epochs']} epochs, gradient boosting "
                   f"{TABULAR_DEFAULTS['gb']['max_iter']} stages, boosted f {BOOST_DEFAULTS['max_stages']} stages")
 
@@ -196,7 +205,8 @@ def _widget_default(fld: Field):
 # the widget's (f_model None shown as "own")
 WIDGET_SETTINGS = {"est_learner": "learner", "est_folds": "folds", "est_seed": "seed", "est_draws": "n_draws",
                    "est_epochs": "epochs", "est_f_model": "f_model", "est_reps": "reps_crossfit",
-                   "est_device": "device", "est_debias": "debias", "est_cluster": "cluster"}
+                   "est_device": "device", "est_debias": "debias", "est_cluster": "cluster",
+                   "est_nuisance_choice": "nuisance_choice"}
 
 
 def setting_widget_default(key: str):
@@ -348,6 +358,19 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
             common.update(cov_type="clustered", cluster=cluster)
         except DMLCoreError as err:
             errors["est_cluster"] = str(err)
+    choice = _setting(state, "est_nuisance_choice")
+    readers = [m for m in methods if m in NUISANCE_CHOICE_READERS]
+    try:
+        NUISANCE_CHOICE.check(choice)
+        if choice != NUISANCE_CHOICE.default:
+            common["nuisance_choice"] = choice
+            if methods and not readers:
+                takers = " and ".join(map(METHOD_TITLES.get, NUISANCE_CHOICE_READERS))
+                errors["est_nuisance_choice"] = (f"Nuisance choice {choice!r} applies to {takers} only, which is not "
+                                                 f"among the methods; add it, or set the choice back to "
+                                                 f"{NUISANCE_CHOICE.default!r}.")
+    except DMLCoreError as err:
+        errors["est_nuisance_choice"] = str(err)
     device = _setting(state, "est_device")
     try:
         torch_device.resolve_device(device)
@@ -364,6 +387,10 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
             continue
         nuisance = _changed(NUISANCE_FIELDS[learner], lambda p, lr=learner: nuisance_key(lr, p), state, errors)
         kwargs = reads(method, dict(common, learner=learner, nuisance_params=nuisance))
+        if kwargs.get("nuisance_choice", NUISANCE_CHOICE.default) != NUISANCE_CHOICE.default and data is not None:
+            refusal = target_refusal(data, learner=learner, folds=folds, nuisance_params=nuisance)
+            if refusal and "est_nuisance_choice" not in errors:
+                errors["est_nuisance_choice"] = f"{METHOD_TITLES[method]} with learner {learner}: {refusal}"
         label = f"#{batch} {title} · {learner}"
         if not METHODS[method].second_stage:     # the regression baseline: no second stage, no cross-fits
             fits.append(PlannedFit(method, label, learner, kwargs))
@@ -413,7 +440,8 @@ def describe(fit: PlannedFit) -> str:
               if setting in METHODS[fit.method].settings
               and nuisance_default(k.get(setting), fit.learner, k.get("nuisance_params")) == AUTO]
     if chosen:   # "auto" (the default with nn or gb): the learner is one candidate of those nuisances
-        parts.append(f"{' and '.join(chosen)} chosen by held-out loss (auto)")
+        parts.append(f"{' and '.join(chosen)} chosen {CRITERIA[k.get('nuisance_choice', NUISANCE_CHOICE.default)]} "
+                     f"(auto)")
     changed = {**(k.get("nuisance_params") or {}), **{f"f.{a}": b for a, b in (k.get("f_params") or {}).items()}}
     if changed:
         parts.append("changed: " + ", ".join(f"{a}={b}" for a, b in changed.items()))
@@ -421,6 +449,6 @@ def describe(fit: PlannedFit) -> str:
 
 
 __all__ = ["ESTIMATOR_DEFAULTS", "DEMO_DATA", "DEMO_SETTINGS", "NUISANCE_FIELDS", "F_FIELDS", "Field",
-           "F_MODEL_CHOICES", "F_MODEL_HELP", "CLUSTER_HELP", "MAX_REPS", "REPS_HELP", "DEVICE_HELP", "DEBIAS_HELP", "device_choices",
+           "F_MODEL_CHOICES", "F_MODEL_HELP", "NUISANCE_CHOICE_HELP", "CLUSTER_HELP", "MAX_REPS", "REPS_HELP", "DEVICE_HELP", "DEBIAS_HELP", "device_choices",
            "PlannedFit", "build_plan", "describe", "learner_for", "learners_in_use", "parse_sizes",
            "LEARNERS", "SAME", "METHOD_HELP", "methods_for"]

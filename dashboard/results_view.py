@@ -11,7 +11,7 @@ from dmlcore.estimators import METHOD_TITLES, METHODS
 from dmlcore.estimators._registry import LINEAR_REFERENCE
 from dmlcore.inference.band_coverage import band_caption
 from dmlcore.learners.select import describe as describe_selection
-from dmlcore.runs.typed import History
+from dmlcore.runs.typed import History, nuisances_chosen
 
 ss = st.session_state
 
@@ -198,7 +198,9 @@ def details_section(chosen):
             st.caption("Losses are on the standardized scale; g reports a negative log-likelihood (neural "
                        "network) or a squared error (trees, linear). Each fold's nuisances are trained on the "
                        "other folds; the second-stage loss of fold k uses only them.")
-        for role, selection in (rec.nuisances or {}).items():   # what "auto" chose, and on what
+        if chosen_nuisances := nuisances_chosen(rec.nuisances):   # what "auto" chose, by which criterion, and on what
+            st.caption(f"**Nuisances:** auto: {chosen_nuisances}.")
+        for role, selection in (rec.nuisances or {}).items():
             st.caption(describe_selection(selection.to_dict(), role))
     else:
         st.caption(f"{METHOD_TITLES.get(item.method, item.method)} has no nuisance models, so no fold-wise losses.")

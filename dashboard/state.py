@@ -104,13 +104,14 @@ _ESTIMATOR_HOLDS = {
     "est_f_model": "the second stage f ('own' or 'sieve')", "est_reps": "R, the repeated cross-fits",
     "est_device": "the device for the networks", "est_debias": "whether the debiased effect is computed",
     "est_cluster": "the column the rows are clustered by, or None",
+    "est_nuisance_choice": "how DML-CMR's auto nuisances are chosen ('own' or 'target')",
 }
 for _name, _default in ESTIMATOR_DEFAULTS.items():
     _key(_name, _default, "Estimators: " + _ESTIMATOR_HOLDS.get(
         _name, "a learner for one method (plan.learner_override_key)" if _name.startswith("est_learner_")
         else "an advanced setting of a learner or of f (plan.nuisance_key, plan.f_key)"))
 EST_METHODS, EST_LEARNER, EST_FOLDS, EST_SEED, EST_DRAWS, EST_EPOCHS, EST_F_MODEL, EST_REPS, EST_DEVICE, EST_DEBIAS, \
-    EST_CLUSTER = (KEYS[name].name for name in _ESTIMATOR_HOLDS)
+    EST_CLUSTER, EST_NUISANCE_CHOICE = (KEYS[name].name for name in _ESTIMATOR_HOLDS)
 EST_RESET = _key("est_reset", None, "Estimators: the 'Reset to dmlcore's defaults' button")
 
 # Families: keys with a part that varies.

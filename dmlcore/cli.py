@@ -39,7 +39,7 @@ from dmlcore.estimators import for_method
 from dmlcore.estimators.settings import DEFAULTS, SETTINGS, FitSettings, add_setting_flags, setting_group
 from dmlcore.estimators import METHODS
 from dmlcore.runs import fit_run
-from dmlcore.runs.typed import CLR, Config, Effect, FirstStage, Interval, RunRecord
+from dmlcore.runs.typed import CLR, Config, Effect, FirstStage, Interval, RunRecord, nuisances_chosen
 from dmlcore.studies.command import (OWN_DATA_OPTIONS, add_own_data_options, add_study_parser, exit_status,
                                     own_data, run_cli_study, study_command)
 from dmlcore.studies.spec import FIT_SETTINGS, LATER_SETTINGS, refuse_unused, spec_from_dict
@@ -264,8 +264,10 @@ def _summary_line(result: RunRecord) -> str:
     if not linear and "cluster" in METHODS[result.method].settings and cluster:
         # the DML-CMR family's folds keep clusters whole: the clustering changes the fit, not only its intervals
         extra += f" folds=clusters of '{cluster}' kept whole (the estimate depends on --cluster)"
-    for role, chosen in (result.nuisances or {}).items():   # "auto" nuisances: which candidate won
-        extra += f" {role}-hat=auto:{chosen.choice}" + (" (by target)" if chosen.criterion == "target" else "")
+    for role, chosen in (result.nuisances or {}).items():   # "auto" nuisances: which candidate won, and how
+        extra += f" {role}-hat=auto:{chosen.choice}"
+    if chosen_text := nuisances_chosen(result.nuisances):   # the same in words, with the criterion that chose
+        extra += f" nuisances=({chosen_text})"
     held = result.heldout
     if held and not linear:
         extra += (f" heldout=n/a ({held.error})" if held.has("error") else

@@ -658,3 +658,43 @@ def test_runs_fitted_with_clusters_start_the_results_covariance_at_them():
     assert len(naive) == 1 and "clusters: clustered by 'cluster' (50 clusters" in naive[0]   # the notes, under the table
     at.selectbox(key="res_cov").set_value("robust").run()                  # the user's choice then holds
     assert at.selectbox(key="res_cov").value == "robust" and not at.exception
+
+
+def test_the_target_choice_of_nuisances_from_estimators_to_the_results():
+    at = simulate(start(), n=300)
+    at.switch_page(ESTIMATORS).run()
+    at.multiselect(key="est_methods").set_value(["dml-cmr", "naive"]).run()
+    at.selectbox(key="est_learner").set_value("gb").run()
+    at.number_input(key="est_folds").set_value(3).run()
+    choice = at.selectbox(key="est_nuisance_choice")
+    assert choice.value == "own" and "target" in choice.help and "DML-CMR" in choice.label
+    choice.set_value("target").run()
+    assert not at.error
+    assert any("Naive plug-in keeps its nuisances chosen by their own held-out losses" in c for c in texts(at.caption))
+    plan = [m for m in texts(at.markdown) if m.startswith("- ")]
+    assert "chosen by DML-CMR's target (held-out projected residual of the pilot f̂) (auto)" in plan[0]
+    assert "chosen by their own held-out losses (auto)" in plan[1]
+    # where it cannot act it is refused under the widget, and the Train page cannot start
+    at.selectbox(key="est_learner").set_value("rf").run()
+    assert "the nuisances are named" in next_after(at, "est_nuisance_choice").value
+    at.switch_page(TRAIN).run()
+    assert any("the nuisances are named" in e for e in texts(at.error)) and at.button(key="train_start").disabled
+    # where it can, it reaches the fit, the stored run's config and the Results page's words
+    at.switch_page(ESTIMATORS).run()
+    at.selectbox(key="est_learner").set_value("gb").run()
+    at.multiselect(key="est_methods").set_value(["dml-cmr"]).run()
+    at.number_input(key="est_epochs").set_value(20).run()
+    at.checkbox(key="est_debias").uncheck().run()
+    at.switch_page(TRAIN).run()
+    at.button(key="train_start").click().run()
+    labels = wait_for_jobs(at)
+    assert all("done in" in m for m in labels), labels
+    from dashboard import state
+    from dmlcore.runs.typed import nuisances_chosen
+    row = state.store().list(at.session_state["owner"])[0]
+    record = state.store().load(row["id"]).record
+    assert record["config"]["nuisance_choice"] == "target" and record["nuisances"]["s"]["criterion"] == "target"
+    at.switch_page(RESULTS).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert f"**Nuisances:** auto: {nuisances_chosen(record['nuisances'])}." in texts(at.caption)
+    assert "by DML-CMR's target (held-out projected residual of the pilot f̂)" in nuisances_chosen(record["nuisances"])

@@ -125,8 +125,42 @@ def test_the_plan_says_which_nuisances_auto_chooses():
         return plan.describe(plan.PlannedFit(method=method, label=method, learner=learner,
                                              kwargs={"learner": learner, **kwargs}))
 
-    assert "outcome model s(c) and distribution model chosen by held-out loss (auto)" in line("dml-cmr")
-    assert "· distribution model chosen by held-out loss (auto)" in line("naive")     # it has no outcome model
+    assert "outcome model s(c) and distribution model chosen by their own held-out losses (auto)" in line("dml-cmr")
+    assert "· distribution model chosen by their own held-out losses (auto)" in line("naive")   # no outcome model
+    assert ("outcome model s(c) and distribution model chosen by DML-CMR's target (held-out projected residual of "
+            "the pilot f̂) (auto)") in line("dml-cmr", nuisance_choice="target")
     assert "auto" not in line("dml-cmr", outcome_learner="nn", sampler="nn")          # named: the learner alone
     assert "· distribution model chosen" in line("dml-cmr", outcome_learner="nn")
     assert "auto" not in line("dml-cmr", learner="rf")                                # auto never chooses for rf
+
+
+def test_the_target_choice_reaches_dml_cmr_alone_and_is_refused_where_it_cannot_act(data):
+    fits, errors = plan.build_plan(choices(est_methods=["dml-cmr", "ce-dml-cmr", "naive", "2sls"], est_folds=3,
+                                           est_nuisance_choice="target"), data)
+    assert not errors
+    by_method = {fit.method: fit.kwargs for fit in fits}
+    assert by_method["dml-cmr"]["nuisance_choice"] == "target"
+    assert all("nuisance_choice" not in by_method[m] for m in ("ce-dml-cmr", "naive", "2sls"))
+    for fit in fits:
+        inspect.signature(fit_run).bind(data, fit.method, **fit.kwargs)
+    default, _ = plan.build_plan(choices(est_methods=["dml-cmr"]), data)
+    assert "nuisance_choice" not in default[0].kwargs                  # the default is not passed
+    # where it cannot act: one line under the widget, the fit's own refusal, before any fit
+    refused = {
+        "named": dict(est_learner="rf", est_folds=3),
+        "more folds": dict(est_folds=2),
+        "not among the methods": dict(est_methods=["ce-dml-cmr", "naive"], est_folds=3),
+        "Unknown nuisance_choice 'best'": dict(est_nuisance_choice="best"),
+    }
+    for words, changes in refused.items():
+        _, errors = plan.build_plan(choices(**{"est_methods": ["dml-cmr"], "est_nuisance_choice": "target",
+                                               **changes}), data)
+        assert words in errors["est_nuisance_choice"] and "\n" not in errors["est_nuisance_choice"], (words, errors)
+    override = {plan.learner_override_key("dml-cmr"): "linear"}            # the method's own learner counts
+    _, errors = plan.build_plan(choices(est_methods=["dml-cmr", "naive"], est_folds=3, est_nuisance_choice="target",
+                                        **override), data)
+    assert errors["est_nuisance_choice"].startswith("DML-CMR with learner linear: nuisance_choice='target'")
+    images = load_dataset("digits-iv", n=100, seed=0).data
+    _, errors = plan.build_plan(choices(est_methods=["dml-cmr"], est_learner="nn", est_folds=3,
+                                        est_nuisance_choice="target"), images)
+    assert "image" in errors["est_nuisance_choice"]

@@ -215,9 +215,11 @@ def test_run_record_and_cli_carry_the_choice(linear_iv, tmp_path, capsys):
     out = tmp_path / "run.json"
     assert main(["fit", "--n", "300", "--learner", "gb", "--folds", "2", "--epochs", "3", "--outcome-learner", "auto",
                  "--json", str(out)]) == 0
-    choice = json.loads(out.read_text())["nuisances"]["s"]["choice"]
+    nuisances = json.loads(out.read_text())["nuisances"]
+    choice, g = nuisances["s"]["choice"], nuisances["g"]["choice"]
     assert choice in ("gb", "gb-small")
-    assert f"s-hat=auto:{choice}" in capsys.readouterr().out
+    assert (f"s-hat=auto:{choice} g-hat=auto:{g} nuisances=(outcome model {choice}, distribution model {g}, chosen by "
+            f"their own held-out losses)") in capsys.readouterr().out
 
 
 def test_auto_is_for_one_nuisance_only(linear_iv):

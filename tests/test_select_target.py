@@ -12,7 +12,8 @@ from dmlcore.estimators.nuisance_target import pair_losses
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.learners.select import describe
 from dmlcore.runs import fit_run
-from dmlcore.runs.typed import NuisanceChoice
+from dmlcore.cli import _summary_line, main
+from dmlcore.runs.typed import NuisanceChoice, nuisances_chosen
 
 
 class _Outcome:
@@ -79,13 +80,24 @@ def test_the_record_says_the_target_chose_and_the_choice_is_its_lowest_pair(smal
         assert NuisanceChoice.from_dict(chosen).criterion == "target"
     # the pairs: every outcome candidate with each distribution model kept (gb-small / gb: the energy score's)
     assert len(record["nuisances"]["s"]["target_loss"]) == len(record["nuisances"]["s"]["candidates"])
-    assert "(by DML-CMR's target)" in run.summary()
+    # one wording, from one function, in the CLI's summary line, the run's summary and the Results page
+    s, g = record["nuisances"]["s"]["choice"], record["nuisances"]["g"]["choice"]
+    wording = (f"outcome model {s}, distribution model {g}, chosen by DML-CMR's target (held-out projected residual "
+               f"of the pilot f̂)")
+    assert nuisances_chosen(run.result.nuisances) == nuisances_chosen(record["nuisances"]) == wording
+    line = _summary_line(run.result)
+    assert f" s-hat=auto:{s} g-hat=auto:{g} nuisances=({wording})" in line and "\n" not in line
+    assert f"Nuisances: auto: {wording}" in " ".join(run.summary().split())
 
 
 def test_the_default_choice_records_no_criterion_and_target_is_refused_where_it_cannot_act(small_demand):
     est = DMLCMR("gb", 3, epochs=40, f_model="linear", seed=3).fit(small_demand.data)
     assert "criterion" not in est.nuisance_selection_["s"]
     assert "DML-CMR's target" not in describe(est.nuisance_selection_["g"], "g")
+    chosen = {role: est.nuisance_selection_[role]["choice"] for role in ("s", "g")}
+    assert nuisances_chosen(est.nuisance_selection_) == (f"outcome model {chosen['s']}, distribution model "
+                                                         f"{chosen['g']}, chosen by their own held-out losses")
+    assert nuisances_chosen({}) is None
     with pytest.raises(DMLCoreError, match="nuisance_choice='target'.*DMLCMR takes it"):
         CEDMLCMR("gb", nuisance_choice="target").fit(small_demand.data)
     with pytest.raises(DMLCoreError, match="nuisance_choice.*ce-dml-cmr|ce-dml-cmr.*nuisance_choice"):
@@ -96,3 +108,23 @@ def test_the_default_choice_records_no_criterion_and_target_is_refused_where_it_
         DMLCMR("gb", 2, nuisance_choice="target").fit(small_demand.data)
     with pytest.raises(DMLCoreError, match="Unknown nuisance_choice 'best'"):
         DMLCMR("gb", 3, nuisance_choice="best").fit(small_demand.data)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["fit", "--n", "300", "--method", "ce-dml-cmr"], "ce-dml-cmr does not use --nuisance-choice"),
+    (["fit", "--n", "300", "--method", "naive"], "naive does not use --nuisance-choice"),
+    (["fit", "--n", "300", "--learner", "rf", "--folds", "3"], "the nuisances are named (outcome_learner='rf'"),
+    (["fit", "--n", "300", "--learner", "gb", "--folds", "2"], "needs more folds than that; got folds=2"),
+    (["bench", "--sizes", "300", "--methods", "dml-cmr", "--learner", "rf"], "With learner 'rf' and folds 10: "),
+    (["bench", "--sizes", "300", "--methods", "dml-cmr", "--learner", "gb", "--folds", "2"], "got folds=2"),
+    (["study", "--sizes", "300", "--methods", "dml-cmr,naive", "--learner", "gb,rf"], "With learner 'rf'"),
+    (["study", "--sizes", "300", "--methods", "naive"], "naive does not use 'nuisance_choice'"),
+])
+def test_fit_bench_and_study_refuse_the_target_choice_in_one_line_before_any_fit(argv, words, capsys, tmp_path,
+                                                                                 monkeypatch):
+    monkeypatch.setenv("DMLCORE_HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--nuisance-choice", "target"]) == 2
+    out, err = capsys.readouterr()
+    assert words in err and err.count("\n") == 1 and err.startswith("error: "), err
+    assert not out and not list(tmp_path.glob("*.csv"))

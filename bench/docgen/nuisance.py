@@ -354,3 +354,21 @@ def target_pilot(rows, name: str) -> str:
                      f"{int(part['target_is_oracle'].sum())} of {len(part)} | "
                      f"{int(part['auto_is_oracle'].sum())} of {len(part)} |")
     return "\n".join(lines)
+
+
+@family(r"target-cost:(?P<name>[\w.-]+\.csv)")
+def target_cost(rows, name: str) -> str:
+    """bench.target_cost: per (seed, IV strength) of the pilot's design, the estimator's fit with
+    ``nuisance_choice="own"`` and ``"target"`` one after the other, wall and CPU seconds and their ratio, with the
+    load; then the median CPU ratio, the factor dmlcore/jobs/costs.py multiplies a default fit's estimate by."""
+    frame = rows.csv(f"{TARGET_PILOT}/{name}").sort_values(["seed", "iv_strength"], ascending=[True, False])
+    lines = ["| IV strength | seed | first | own: wall s | target: wall s | own: CPU s | target: CPU s | CPU ratio | "
+             "1-minute load (before → after) |", "|---|---|---|---|---|---|---|---|---|"]
+    for _, r in frame.iterrows():
+        lines.append(f"| {r['iv_strength']:g} | {int(r['seed'])} | {r['first']} | {r['own_seconds']:.1f} | "
+                     f"{r['target_seconds']:.1f} | {r['own_cpu_seconds']:.1f} | {r['target_cpu_seconds']:.1f} | "
+                     f"{r['cpu_ratio']:.2f} | {r['load_before']:g} → {r['load_after']:g} |")
+    lines += ["", f"Median CPU ratio over {len(frame)} pairs: {frame['cpu_ratio'].median():.1f} (wall: "
+              f"{frame['ratio'].median():.1f}); run {frame['date'].min()} to {frame['date'].max()} on "
+              f"{frame['machine'].iloc[0]}."]
+    return "\n".join(lines)

@@ -53,6 +53,44 @@ def make_folds(n: int, folds: int, seed: int, groups: np.ndarray | None = None) 
     return resample.folds(n, folds, seed, "crossfit", groups)
 
 
+def target_problem(s_name, g_name, folds: int, image: bool, arr) -> str | None:
+    """Why ``nuisance_choice="target"`` cannot choose DML-CMR's nuisances here, in one line, or None: ``s_name`` /
+    ``g_name`` the nuisances as they will be fitted (``"auto"`` or a learner), ``image`` whether C or f's inputs
+    hold images, ``arr`` the data's :class:`~dmlcore.data.roles.CMRArrays` (read only when ``image`` is False; None:
+    the settings alone are checked, as a study's grid is before its data are drawn)."""
+    if not any(isinstance(name, str) and name == AUTO for name in (s_name, g_name)):
+        return (f"nuisance_choice='target' chooses among auto's candidates, but the nuisances are named "
+                f"(outcome_learner={learner_name(s_name)!r}, sampler={learner_name(g_name)!r}); leave one of them "
+                f"'auto' (the default with learner nn or gb), or leave nuisance_choice out.")
+    if image:
+        return ("nuisance_choice='target' scores the pilot's f-hat by a regression on a spline basis of the "
+                "conditioning columns, which cannot take image pixels; leave it out on image data.")
+    if folds <= nuisance_target.PILOT:
+        return (f"nuisance_choice='target' scores {nuisance_target.PILOT} pilot folds and needs more folds than "
+                f"that; got folds={folds}.")
+    if arr is None:
+        return None
+    if not arr.modelled_names:
+        return ("nuisance_choice='target' judges pairs of an outcome model and a distribution model, but every "
+                "input of f is among the conditioning columns here (no distribution model); leave it out.")
+    if arr.conditioning.shape[1] != len(arr.conditioning_names):
+        return ("nuisance_choice='target' needs numeric conditioning columns (one array column each); leave it out "
+                "for this data.")
+    return None
+
+
+def target_refusal(data: CausalData, *, learner=DEFAULTS.learner, folds: int = DEFAULTS.folds,
+                   outcome_learner=DEFAULTS.outcome_learner, sampler=DEFAULTS.sampler,
+                   nuisance_params: dict | None = None) -> str | None:
+    """Why DML-CMR with these settings cannot take ``nuisance_choice="target"`` on ``data`` (one line, the fit's
+    own refusal), or None; asked before any fit by the dashboard's plan."""
+    names = list(data.conditioning_columns)
+    image = (image_spec(data, names) or image_spec(data, list(data.input_columns))) is not None
+    return target_problem(nuisance_default(outcome_learner, learner, nuisance_params),
+                          nuisance_default(sampler, learner, nuisance_params), folds, image,
+                          None if image else data.cmr())
+
+
 class _TwoStageCMR(CMREstimator):
     """Shared fit/predict of DML-CMR, CE-DML-CMR and the naive plug-in (subclasses set
     ``cross_fit`` and ``score``; module notes). The parameters, defaults and attributes are documented
@@ -142,23 +180,9 @@ class _TwoStageCMR(CMREstimator):
 
     def _check_target(self, s_name, g_name, image, arr) -> None:
         """Refuse ``nuisance_choice="target"`` where it has nothing to choose or cannot score, in one line."""
-        if not any(isinstance(name, str) and name == AUTO for name in (s_name, g_name)):
-            raise DMLCoreError(f"nuisance_choice='target' chooses among auto's candidates, but the nuisances are named "
-                               f"(outcome_learner={learner_name(s_name)!r}, sampler={learner_name(g_name)!r}); leave "
-                               f"one of them 'auto' (the default with learner nn or gb), or leave nuisance_choice out.")
-        if image is not None:
-            raise DMLCoreError("nuisance_choice='target' scores the pilot's f-hat by a regression on a spline basis "
-                               "of the conditioning columns, which cannot take image pixels; leave it out on image data.")
-        if self.folds <= nuisance_target.PILOT:
-            raise DMLCoreError(f"nuisance_choice='target' scores {nuisance_target.PILOT} pilot folds and needs more "
-                               f"folds than that; got folds={self.folds}.")
-        if not arr.modelled_names:
-            raise DMLCoreError("nuisance_choice='target' judges pairs of an outcome model and a distribution model, "
-                               "but every input of f is among the conditioning columns here (no distribution model); "
-                               "leave it out.")
-        if arr.conditioning.shape[1] != len(arr.conditioning_names):
-            raise DMLCoreError("nuisance_choice='target' needs numeric conditioning columns (one array column each); "
-                               "leave it out for this data.")
+        problem = target_problem(s_name, g_name, self.folds, image is not None, arr)
+        if problem:
+            raise DMLCoreError(problem)
 
     def _choose_by_target(self, s_model, g_model, arr, folds, fit_f, monitor) -> None:
         """The pair of pilot nuisances whose second stage has the lowest held-out projected residual

@@ -7,7 +7,15 @@ from dmlcore.estimators.settings import SETTINGS
 from dmlcore.learners.registry import LEARNER_REGISTRY
 
 # the settings a second-stage fit's cost depends on besides its rows, in the key's order
-COST_SETTINGS = ("learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit")
+COST_SETTINGS = ("learner", "folds", "epochs", "n_draws", "f_model", "reps_crossfit", "nuisance_choice")
+# A setting's value that costs a known multiple of the same fit with the setting's default, for a fit of its kind
+# not timed yet (then the default's timings, else the first guess, times the factor). Measured, not guessed:
+# nuisance_choice="target" (DML-CMR's pilot second stages, dmlcore.estimators.nuisance_target) is the median
+# target / own ratio of the CPU seconds of paired fits of the same data, one after the other, rounded to one
+# decimal (bench.target_cost: demand-iv, N = 2000, K = 5, learner nn, seeds 100-102 at strengths 1 and 0.4; rows
+# with their wall seconds and loads in bench/results/target-choice-pilot/target-cost-2000.csv, on a shared 2-core
+# machine under load, where the wall seconds' ratio scattered far more; tests/test_costs.py recomputes it from them).
+COST_FACTORS = {("nuisance_choice", "target"): 2.0}
 
 
 def cost_key(method: str, config: dict) -> tuple:
@@ -48,6 +56,10 @@ class CostBook:
         if key in self._seen:
             seen_n, seconds = self._seen[key]
             return max(0.05, seconds * n / max(seen_n, 1))
+        for (name, value), factor in COST_FACTORS.items():   # a costlier choice: its default's estimate, times
+            at = 1 + COST_SETTINGS.index(name)
+            if len(key) > at and key[at] == value:
+                return factor * self.estimate(key[:at] + (SETTINGS[name].default,) + key[at + 1:], n)
         method, learner, folds, *_ = key + (None,) * 3
         if method not in METHODS or not METHODS[method].second_stage:
             return 0.5

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dmlcore.errors import DMLCoreError
+from dmlcore.estimators.nuisance_target import CRITERIA, OWN, TARGET
 from dmlcore.estimators.settings import SETTINGS
 from dmlcore.inference.effect_notes import clusters_note, identification_note, spread_note
 from dmlcore.inference.linear_iv import set_text
@@ -509,6 +510,24 @@ class NuisanceChoice(Part):
     target_what: str | None = None
 
 
+def nuisances_chosen(nuisances: Mapping | None) -> str | None:
+    """The ``"auto"`` nuisances' choice and how it was made, in the one wording of the CLI's summary line, the
+    Results page and :meth:`RunRecord.summary`: ``"outcome model gb-small, distribution model nn, chosen by their
+    own held-out losses"`` (or ``"by DML-CMR's target (...)"`` when ``nuisance_choice="target"`` chose:
+    :data:`~dmlcore.estimators.nuisance_target.CRITERIA`). ``nuisances``: a record's ``nuisances`` by role, as
+    :class:`NuisanceChoice` views or dicts; None without an auto nuisance."""
+    chosen = {role: part if isinstance(part, NuisanceChoice) else NuisanceChoice.from_dict(part)
+              for role, part in (nuisances or {}).items() if part}
+    if not chosen:
+        return None
+    target = any(part.criterion == TARGET for part in chosen.values())
+    pair = ", ".join(f"{_NUISANCE_NAMES.get(role, role)} {part.choice}" for role, part in chosen.items())
+    return f"{pair}, chosen {CRITERIA[TARGET if target else OWN]}"
+
+
+_NUISANCE_NAMES = {"s": "outcome model", "g": "distribution model"}   # a record's nuisances by role
+
+
 @dataclass(frozen=True, kw_only=True)
 class LinearFit(Part):
     """A linear IV fit's extras (``record["linear"]``): R², the t's degrees of freedom, k-class ``kappa``,
@@ -714,9 +733,9 @@ def _summary_lines(rec: RunRecord) -> list[str]:
         cov = rec.config.settings["cov_type"]
         cluster = rec.config.settings.get("cluster")
         lines.append(f"{'Covariance:':<14}{cov}" + (f" by {cluster}" if cluster else ""))
-    for role, chosen in (rec.nuisances or {}).items():
-        by = " (by DML-CMR's target)" if getattr(chosen, "criterion", None) == "target" else ""
-        lines.append(f"{role + '-hat:':<14}auto{by} chose {getattr(chosen, 'choice', chosen)}")
+    chosen = nuisances_chosen(rec.nuisances)
+    if chosen:
+        lines.append(f"{'Nuisances:':<14}auto: {chosen}")
     lines.append(thin)
     effect = rec.effect
     if effect is None:

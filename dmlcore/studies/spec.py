@@ -54,6 +54,8 @@ from dmlcore.stats.covariance import check_covariance
 from dmlcore.data.registry import DATA_OPTIONS, dataset_names, dataset_options, real_dataset_names
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS
+from dmlcore.estimators.dml import target_problem
+from dmlcore.estimators.nuisance_target import TARGET
 from dmlcore.estimators.settings import SETTINGS, STUDY_SETTINGS
 from dmlcore.learners import AUTO
 from dmlcore.learners.select import nuisance_default
@@ -349,11 +351,26 @@ def _grid(block: dict) -> Grid:
         for value in values:
             SETTINGS[name].check(value)
         settings[name] = values
+    _refuse_target_where_it_cannot_act(methods, settings)
     seeds = parse_seeds(block.get("seeds", DEFAULT_SEEDS))
     covariance = (block.get("cov_type") or COVARIANCE["cov_type"], block.get("cluster") or None)
     check_covariance(*covariance)          # the cluster column is checked against the table by each fit
     debias = _coerce("debias", block.get("debias", SETTINGS["debias"].default), SETTINGS["debias"].default)
     return Grid(dataset, data, methods, settings, seeds, covariance, debias, _time_limit(block.get("time_limit")))
+
+
+def _refuse_target_where_it_cannot_act(methods, settings: dict) -> None:
+    """Refuse, in one line before any fit, a grid whose ``nuisance_choice="target"`` meets a learner, outcome model,
+    distribution model or K with which DML-CMR's fit would refuse it (:func:`~dmlcore.estimators.dml.target_problem`,
+    the settings' part of that check: the data's is the fit's)."""
+    if TARGET not in settings.get("nuisance_choice", ()) or not any("nuisance_choice" in METHODS[m].settings
+                                                                     for m in methods):
+        return
+    for learner, folds, s, g in itertools.product(*(settings[name] for name in
+                                                    ("learner", "folds", "outcome_learner", "sampler"))):
+        problem = target_problem(nuisance_default(s, learner), nuisance_default(g, learner), folds, False, None)
+        if problem:
+            raise DMLCoreError(f"With learner {learner!r} and folds {folds}: {problem}")
 
 
 def _time_limit(value) -> int | None:
