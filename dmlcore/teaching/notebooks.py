@@ -27,6 +27,10 @@ class Recipe:
     call: str         # the call, with {name} for the settings
     show: str         # code that prints what the tab quotes, from `exp`
     defaults: dict    # the Learn page's default settings
+    # keyword arguments of a slow experiment's function that run a smaller version of it (fewer data sets,
+    # fewer rows): written into the call ({more}) only when given, so that at the page's settings the call is
+    # the page's own and no default of the function is typed here
+    smaller: tuple = ()
 
 
 EXPERIMENTS = {
@@ -58,14 +62,15 @@ EXPERIMENTS = {
         "Weak IV: heteroskedastic or clustered errors", "The homoskedastic first-stage F and Anderson–Rubin set "
         "beside the effective F (Montiel Olea & Pflueger 2013) and the robust or cluster-robust AR set, over 60 "
         "data sets, computed by dmlcore's linear-IV inference.",
-        "from dmlcore.teaching import robust\nexp = robust.robust_inference({errors!r})",
+        "from dmlcore.teaching import robust\nexp = robust.robust_inference({errors!r}{more})",
         "print(exp.summary.round(3).to_string(index=False))\nfor cov, out in exp.params['example'].items():\n"
-        "    print(cov, round(out['effective F'], 1), out['AR pieces'])", dict(errors="heteroskedastic")),
+        "    print(cov, round(out['effective F'], 1), out['AR pieces'])", dict(errors="heteroskedastic"),
+        ("draws",)),
     "overid": Recipe(
         "Invalid IV: overidentification", "Three instruments: Sargan's test and Hansen's J reject when one is "
         "invalid, not when all are valid, nor when all are invalid alike.",
-        "from dmlcore.teaching import robust\nexp = robust.overidentification()",
-        "print(exp.summary.round(3).to_string(index=False))", {}),
+        "from dmlcore.teaching import robust\nexp = robust.overidentification({more})",
+        "print(exp.summary.round(3).to_string(index=False))", {}, ("draws",)),
     "exclusion": Recipe(
         "Invalid IV", "An instrument that also moves sales directly by δ: 2SLS tends to −1 + δ/π.",
         "from dmlcore.teaching import iv\nexp = iv.exclusion(pi={pi})", "print(exp.summary.to_string(index=False))",
@@ -87,8 +92,9 @@ EXPERIMENTS = {
         "Card (1995), section 5: plausibly exogenous", "How large a direct effect of growing up near a college "
         "would overturn the conclusion (Conley, Hansen & Rossi 2012): union of intervals and local to zero.",
         "from dmlcore.teaching import plausible\nr = plausible.card_sensitivity()",
-        "print(r['table'].round(4).to_string(index=False))\nprint('breakdown: union', round(r['breakdown_union'], 4), "
-        "'local to zero', round(r['breakdown_local'], 4))", {}),
+        "t = r['table']   # the page's digits: delta as given, the intervals to 3 decimals\n"
+        "print(t.to_string(index=False, formatters={{c: ('{{:g}}' if c == 'delta' else '{{:.3f}}').format for c in t}}))\n"
+        "print('breakdown: union', round(r['breakdown_union'], 4), 'local to zero', round(r['breakdown_local'], 4))", {}),
     "proximal": Recipe(
         "Proximal learning", "Two kinds of proxies of U: proximal 2SLS recovers the effect −1 where the "
         "regressions do not; without Z the bridge is not identified; κ ≠ 0 breaks it.",
@@ -108,24 +114,25 @@ EXPERIMENTS = {
     "orthogonality": Recipe(
         "Orthogonal score (slow: about a minute)", "Perturb the nuisances by a known ε and refit the second "
         "stage: how far f̂ moves.",
-        "from dmlcore.teaching import nuisance\nexp = nuisance.orthogonality()",
-        "print(exp.summary.to_string(index=False))", {}),
+        "from dmlcore.teaching import nuisance\nexp = nuisance.orthogonality({more})",
+        "print(exp.summary.to_string(index=False))", {}, ("n", "seeds")),
     "crossfit": Recipe(
         "Cross-fitting (slow: minutes)", "The naive plug-in, CE-DML-CMR and DML-CMR on the same simulated data "
         "sets, median MSE and how often each was best.",
-        "from dmlcore.teaching import nuisance\nexp = nuisance.compare_methods({setting!r}, draws={draws})",
-        "print(exp.summary.to_string(index=False))", dict(setting="simple", draws=20)),
+        "from dmlcore.teaching import nuisance\nexp = nuisance.compare_methods({setting!r}, draws={draws}{more})",
+        "print(exp.summary.to_string(index=False))", dict(setting="simple", draws=20), ("n",)),
     "crossfit-repeated": Recipe(
         "Cross-fitting: repeated cross-fitting", "How much DML-CMR's f̂ depends on the random split, with R = 1 "
         "and with the median of R = 3 cross-fits.",
-        "from dmlcore.teaching import nuisance\nexp = nuisance.repeated_crossfit('simple')",
-        "print(exp.summary.to_string(index=False))", {}),
+        "from dmlcore.teaching import nuisance\nexp = nuisance.repeated_crossfit('simple'{more})",
+        "print(exp.summary.to_string(index=False))", {}, ("n", "splits")),
     "demand": Recipe(
         "Ticket demand", "The paper's IV benchmark: regression, 2SLS and DML-CMR fitted to one data set, their "
         "MSE and the average price slope.",
         "from dmlcore.teaching import demand\nr = demand.demand_fits({strength}, {rho}, {n}, {seed}, {with_naive})",
-        "for name, fit in r['fits'].items():\n    print(name, 'MSE', round(fit['mse'], 3), 'slope', round(fit['slope'], 2))\n"
-        "print('true slope', round(r['true_slope'], 2), 'first-stage F', round(r['f_stat'], 1))",
+        "for name, fit in r['fits'].items():   # the page's digits: MSE to 3 significant digits, slopes to 1 decimal\n"
+        "    print(name, 'MSE', f\"{{fit['mse']:.3g}}\", 'slope', round(fit['slope'], 1))\n"
+        "print('true slope', round(r['true_slope'], 1), 'first-stage F', round(r['f_stat'], 1))",
         dict(strength=1.0, rho=0.9, n=1000, seed=0, with_naive=False)),
 }
 
@@ -134,32 +141,43 @@ def _settings(name: str, params: dict | None) -> dict:
     if name not in EXPERIMENTS:
         raise DMLCoreError(f"No notebook named {name!r}; choose one of {', '.join(EXPERIMENTS)}.")
     recipe = EXPERIMENTS[name]
-    unknown = set(params or {}) - set(recipe.defaults)
+    unknown = set(params or {}) - set(recipe.defaults) - set(recipe.smaller)
     if unknown:
         raise DMLCoreError(f"The {name} notebook has no setting {', '.join(sorted(unknown))}; its settings are "
-                           f"{', '.join(recipe.defaults) or 'none'}.")
+                           f"{', '.join((*recipe.defaults, *recipe.smaller)) or 'none'}.")
     return {**recipe.defaults, **(params or {})}
+
+
+def _cells(name: str, params: dict | None) -> tuple[str, str, dict]:
+    """The call and the printing code with the settings filled in, and the settings."""
+    values = _settings(name, params)
+    recipe = EXPERIMENTS[name]
+    more = "".join(f", {key}={values[key]!r}" for key in recipe.smaller if key in values)
+    call = recipe.call.format(**values, more=more).replace("(, ", "(")
+    return call, recipe.show.format(**values), values
 
 
 def code(name: str, params: dict | None = None) -> str:
     """The notebook's code (its cells in order) as one script."""
-    values = _settings(name, params)
-    recipe = EXPERIMENTS[name]
-    return recipe.call.format(**values) + "\n" + recipe.show.format(**values) + "\n"
+    call, show, _ = _cells(name, params)
+    return call + "\n" + show + "\n"
 
 
 def notebook(name: str, params: dict | None = None) -> dict:
     """The notebook of experiment ``name`` with the settings ``params`` (the page's defaults for the
-    rest), as nbformat 4 JSON (a dict)."""
-    values = _settings(name, params)
+    rest; a slow experiment's :attr:`Recipe.smaller` settings make it smaller than the page's), as
+    nbformat 4 JSON (a dict)."""
+    call, show, values = _cells(name, params)
     recipe = EXPERIMENTS[name]
     setting_text = ", ".join(f"{k} = {v}" for k, v in values.items()) or "the Learn page's"
+    smaller = [k for k in recipe.smaller if k in values]
+    same = ("The same functions and seeds as the page, so the numbers are the page's." if not smaller else
+            f"Smaller than the page's run ({', '.join(smaller)} set here): the page's function with these settings.")
     cells = [
         ("markdown", f"# {recipe.title}\n\n{recipe.intro}\n\nFrom the dmlcore dashboard's **Learn** page "
-                     f"(docs/teaching.md); settings: {setting_text}. The same functions and seeds as the page, "
-                     "so the numbers are the page's."),
-        ("code", recipe.call.format(**values)),
-        ("code", recipe.show.format(**values)),
+                     f"(docs/teaching.md); settings: {setting_text}. {same}"),
+        ("code", call),
+        ("code", show),
     ]
     return {"cells": [{"cell_type": kind, "id": f"{name}-{i}", "metadata": {}, "source": text,
                        **({"execution_count": None, "outputs": []} if kind == "code" else {})}
