@@ -147,6 +147,9 @@ CASES = [
          lambda s: [(s[k]["coef"], 3) for k in ("first_stage", "reduced_form", "ols", "tsls", "fuller")]
          + [(s[k][e], 3) for k in ("tsls", "ar", "tf") for e in ("lower", "upper")]
          + [(s["f_stat"], 1), (s["effective_f"], 1)], var="s", digits=3),
+    Case("card-dml-cmr", dict(folds=2), lambda: _teaching("card").dml_cmr(folds=2),
+         lambda r: [(r[k], 3) for k in ("coef", "lower", "upper")]
+         + [(r["plug_in"][k], 3) for k in ("estimate", "ci_lower", "ci_upper")], var="r", digits=3),
     Case("card-plausible", {}, lambda: _page("card", "sensitivity")(),
          lambda r: [(v, 3) for c in ("union lower", "union upper", "local-to-zero lower") for v in r["table"][c]]
          + [(r["breakdown_union"], 4), (r["breakdown_local"], 4)], var="r", digits=4),
