@@ -101,7 +101,7 @@ class Case:
     params: dict                       # the notebook's settings (small ones for a slow experiment)
     page: Callable                     # the tab's function with the same settings
     shows: Callable                    # result -> [(value, digits)]: the numbers the tab writes
-    var: str = "exp"                   # the notebook's name for the result
+    var: str | tuple = "exp"           # the notebook's name for the result (names: a tuple of results)
     digits: int = 2                    # the finest digits the tab shows of this experiment
 
 
@@ -158,8 +158,9 @@ CASES = [
     Case("rhc", {}, lambda: _page("rhc", "steps")(),
          lambda s: [(s[k][e], 2) for k in ("regression", "regression_with_proxies", "p2sls", "p2sls_swapped")
                     for e in ("coef", "lower", "upper")] + [(s["strength"]["cragg_donald_f"], 1)], var="s"),
-    Case("pliv", {}, lambda: _page("pliv", "shipped")(),
-         lambda e: [(v, 3) for v in e.summary["coverage"]] + [(v, 2) for v in e.summary["mean t"]], digits=3),
+    Case("pliv", {}, lambda: (_page("pliv", "shipped")(), _page("pliv", "control")()),
+         lambda r: [(v, 3) for v in r[0].summary["coverage"]] + [(v, 2) for v in r[0].summary["mean t"]]
+         + [(v, 2) for v in r[1].params["slopes"].values()], var=("exp", "control"), digits=3),
     Case("orthogonality", dict(n=200, seeds=1), lambda: _teaching("nuisance").orthogonality(n=200, seeds=1),
          lambda e: [(v, 2) for v in e.summary["change"]] + [(v, 1) for v in e.summary["order"].dropna()]),
     Case("crossfit", dict(setting="overfit", draws=1, n=200),
@@ -185,7 +186,9 @@ def test_a_notebook_gives_the_numbers_its_tab_shows(case, once, tmp_path, monkey
     once(_teaching("demand"), "demand_fits")
     once(_teaching("rhc"), "proxy_steps")
     namespace, printed = run(case.name, case.params)
-    mine, page = namespace[case.var], case.page()
+    names = case.var if isinstance(case.var, tuple) else (case.var,)
+    mine, page = tuple(namespace[v] for v in names), case.page()
+    mine = mine if isinstance(case.var, tuple) else mine[0]
     # every number the tab writes, at the tab's digits, from the notebook's result and from the tab's
     assert [num(v, d) for v, d in case.shows(mine)] == [num(v, d) for v, d in case.shows(page)]
     assert shown(mine, case.digits) == shown(page, case.digits)        # and the rest of the result alike
