@@ -200,8 +200,8 @@ def test_a_notebook_that_drifts_from_its_tab_fails_the_comparison(monkeypatch):
     """The check above fails when a notebook's code is not the page's: here the Wald notebook with another seed."""
     case = next(c for c in CASES if c.name == "wald")
     recipe = notebooks.EXPERIMENTS["wald"]
-    monkeypatch.setitem(notebooks.EXPERIMENTS, "wald",
-                        notebooks.Recipe(**{**recipe.__dict__, "call": recipe.call.replace("seed={seed}", "seed={seed} + 1")}))
+    drifted = recipe.call.replace("seed={seed}", "seed={seed} + 1")
+    monkeypatch.setitem(notebooks.EXPERIMENTS, "wald", notebooks.Recipe(**{**recipe.__dict__, "call": drifted}))
     namespace, _ = run("wald", case.params)
     assert shown(namespace["exp"], 2) != shown(case.page(), 2)
 

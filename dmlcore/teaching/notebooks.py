@@ -36,7 +36,8 @@ class Recipe:
 EXPERIMENTS = {
     "wald": Recipe(
         "IV and LATE: the Wald estimator", "One binary instrument on one simulated data set: the Wald ratio equals "
-        "2SLS and estimates the effect −1; OLS is confounded by the hidden shock U (with ρ > 0, pulled up toward 0).",
+        "2SLS and estimates the effect −1; OLS is confounded by the hidden shock U (with ρ > 0, pulled up toward "
+        "0).",
         "from dmlcore.teaching import iv\nexp = iv.wald(rho={rho}, seed={seed})",
         "print(exp.summary.to_string(index=False))\nprint('truth', exp.truth)", dict(rho=0.9, seed=0)),
     "late": Recipe(
@@ -104,8 +105,10 @@ EXPERIMENTS = {
         "intervals and local to zero.",
         "from dmlcore.teaching import plausible\nr = plausible.card_sensitivity()",
         "t = r['table']   # the page's digits: delta as given, the intervals to 3 decimals\n"
-        "print(t.to_string(index=False, formatters={{c: ('{{:g}}' if c == 'delta' else '{{:.3f}}').format for c in t}}))\n"
-        "print('breakdown: union', round(r['breakdown_union'], 4), 'local to zero', round(r['breakdown_local'], 4))", {}),
+        "shown = {{c: ('{{:g}}' if c == 'delta' else '{{:.3f}}').format for c in t}}\n"
+        "print(t.to_string(index=False, formatters=shown))\n"
+        "print('breakdown: union', round(r['breakdown_union'], 4), 'local to zero', round(r['breakdown_local'], 4))",
+        {}),
     "proximal": Recipe(
         "Proximal learning", "Two kinds of proxies of U: with κ = 0, proximal 2SLS is centred near the effect −1 "
         "where the regressions are not; without Z the bridge is not identified; κ ≠ 0 (the price moves the "
