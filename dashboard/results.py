@@ -20,6 +20,7 @@ from dmlcore.inference.effect_coverage import coverage_note, measured_coverage
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS, METHOD_TITLES
 from dmlcore.estimators._registry import PAPER_METHOD, PLUG_IN_METHOD
+from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.runs import Run
 from dmlcore.runs.typed import (Debiased, Effect, EffectClusters, FirstStageInference, Heldout, Interval,
                                 RunRecord)
@@ -476,6 +477,18 @@ def score_caption(record: dict | RunRecord) -> str | None:
     return f"Scored by the {rec.truth}."
 
 
+def loss_caption(f_model: str | None, f_curve: bool) -> str:
+    """What the losses of a run's detail charts are: the nuisances' on the standardized scale, and the
+    second stage's curve on the scale its class reports (``SecondStage.loss_scale``)."""
+    text = ("Losses are on the standardized scale; g reports a negative log-likelihood (neural network) or a "
+            "squared error (trees, linear). Each fold's nuisances are trained on the other folds; the "
+            "second-stage loss of fold k uses only them.")
+    if f_curve and getattr(SECOND_STAGES.get(f_model), "loss_scale", None) == "outcome":
+        text += (" The second stage's own curve (f) is not standardized: the boosted f's mean squared error in "
+                 "the outcome's units squared.")
+    return text
+
+
 def closest_notes(items: list[ResultItem]) -> list[str]:
     """Which run came closest to the truth and by how much, in words; with a plain-words note when
     the naive plug-in beat DML-CMR. Empty with fewer than two scored runs."""
@@ -487,13 +500,13 @@ def closest_notes(items: list[ResultItem]) -> list[str]:
     least = mse[best.key]
     others = ", ".join(f"{it.title} {mse[it.key] / least:.1f}×" if least > 0
                        else f"{it.title} {mse[it.key]:.3g}" for it in scored[1:])
-    notes = [f"**Closest to the truth: {best.title}** (MSE {least:.3g}). The others' MSE, as a "
+    notes = [f"**Closest to the truth: {best.title}** (MSE {least:.4g}). The others' MSE, as a "
              f"multiple of that: {others}."]
     dml = [it for it in scored if it.method == PAPER_METHOD]
     if best.method == PLUG_IN_METHOD and dml:
         notes.append(
-            f"Here the naive plug-in beat DML-CMR (MSE {least:.3g} against "
-            f"{mse[dml[0].key]:.3g}). That is not a fault of the tool: the paper's guarantees for DML-CMR "
+            f"Here the naive plug-in beat DML-CMR (MSE {least:.4g} against "
+            f"{mse[dml[0].key]:.4g}). That is not a fault of the tool: the paper's guarantees for DML-CMR "
             "concern how its error shrinks as the data grow, under conditions, not a win on every data set. "
             "Learn shows what the score and cross-fitting protect against, and what this project measured on "
             "the paper's benchmarks (tabs Orthogonal score and Cross-fitting).")

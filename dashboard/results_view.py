@@ -195,9 +195,7 @@ def details_section(chosen):
                        "the scale it trains on: the raw outcome for NMMR's default, the standardized outcome "
                        "for the others (docs/peers.md).")
         else:
-            st.caption("Losses are on the standardized scale; g reports a negative log-likelihood (neural "
-                       "network) or a squared error (trees, linear). Each fold's nuisances are trained on the "
-                       "other folds; the second-stage loss of fold k uses only them.")
+            st.caption(results.loss_caption(rec.f_model, "f" in losses))
         if chosen_nuisances := nuisances_chosen(rec.nuisances):   # what "auto" chose, by which criterion, and on what
             st.caption(f"**Nuisances:** auto: {chosen_nuisances}.")
         for role, selection in (rec.nuisances or {}).items():

@@ -111,6 +111,7 @@ def card_tab():
            "above the bar; the flag's other rule, the representer's strength, is in the result below. ")
         + "No flag can say that the curvature of f is not identified. The slowest step of this tab; its "
         "result is shared with everyone on this server.")
+    notebook_button("card-dml-cmr")
     dml = slow("card-dml-cmr", "Fit DML-CMR on Card's data", lambda cb: card.dml_cmr())
     if dml is not None:
         plug = dml["plug_in"]

@@ -64,6 +64,9 @@ class SecondStage:
 
     has_bands = False
     notes_: tuple = ()      # what a run record's notes say of this second stage's fit (SieveF: an additive basis)
+    # the scale of the losses it reports per epoch or stage (the run record's second_stage_history):
+    # "standardized" targets, or the "outcome"'s own units squared
+    loss_scale = "standardized"
 
     def __init__(self, params: dict | None, n_draws: int, seed: int = SEED, image=None,
                  device: torch.device | str = "cpu"):
@@ -168,6 +171,8 @@ class NeuralF(SecondStage):
 
 
 class BoostedF(SecondStage):
+    loss_scale = "outcome"      # its stages' squared errors are on the targets' own scale
+
     def fit(self, targets, draws, inputs, monitor):
         p = merge_params(self.params, BOOST_DEFAULTS, "boosted second-stage")
         for key in ("learning_rate", "max_stages", "max_depth", "min_samples_leaf"):
