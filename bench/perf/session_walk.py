@@ -316,9 +316,10 @@ def _pliv(w: Walker, ctx):
 
 
 def _crossfit(w: Walker, ctx):
+    from dmlcore.teaching.nuisance import SETTINGS
+
     w.tab("Cross-fitting", "Lowest median MSE")
-    w.choose("overfitting nuisances", "Lowest median MSE")
-    w.scroll_to("what R buys is a result")                                   # repeated cross-fitting, prepared
+    w.choose(SETTINGS["overfit"].title, "Lowest median MSE")                # the second setting, prepared
 
 
 def _demand(w: Walker, ctx):
@@ -341,7 +342,7 @@ def _class_study(w: Walker, ctx):
     for seat, page in enumerate(students, start=1):          # before the step's clock: the students' own laptops
         page.goto(w.base)
         page.get_by_role("button", name="Run the demo").wait_for(timeout=180_000)
-        seed = page.get_by_label("Data seed")
+        seed = page.get_by_label("Data seed", exact=True).and_(page.get_by_test_id("stNumberInputField"))
         seed.fill(str(seat))
         seed.press("Enter")
         page.wait_for_timeout(800)
@@ -350,7 +351,7 @@ def _class_study(w: Walker, ctx):
     for page in students:
         page.get_by_role("button", name="Run the demo").click()
     w.nav("Class", "Teacher code")
-    w.act("teacher code", lambda: (w.page.get_by_label("Teacher code").fill(TEACHER_CODE),
+    w.act("teacher code", lambda: (w.page.get_by_label("Teacher code", exact=True).and_(w.page.locator("input")).fill(TEACHER_CODE),
                                    w.page.get_by_role("button", name="Open the class view").click()),
           re.compile(r"runs? from|No demo runs"))
     for page in students:                                     # every student sees the demo's Results
@@ -384,6 +385,22 @@ WALK: dict[int, dict[str, Callable]] = {
         "Ticket demand, the debiased effect, and Card's DML-CMR": _demand,
         "The class runs a study: Home → demo with your own seed; Class page": _class_study},
 }
+
+
+def unwalked(sessions: list[PlanSession], whole: bool = True) -> list[str]:
+    """What the plan (``sessions``: all of it when ``whole``) and :data:`WALK` disagree on: a step of the plan
+    with no walk, a walk of a step the plan lacks, or the steps in another order (empty when they agree)."""
+    problems = []
+    for session in sessions:
+        walk, titles = WALK.get(session.number, {}), [s.title for s in session.steps]
+        problems += [f"session {session.number}: the plan's step {t!r} has no walk in WALK" for t in titles
+                     if t not in walk]
+        problems += [f"session {session.number}: WALK has a step {t!r} the plan lacks" for t in walk if t not in titles]
+        if not problems and list(walk) != titles:
+            problems.append(f"session {session.number}: WALK's steps are in another order than the plan's {titles}")
+    if whole:
+        problems += [f"WALK has a session {n} the plan lacks" for n in WALK if n not in {s.number for s in sessions}]
+    return problems
 
 
 # ------------------------------------------------------------------ provenance and load
@@ -477,10 +494,10 @@ class Server:
 def walk_session(session: PlanSession, home: Path, students: int, command: str, prepared: dict) -> dict:
     from playwright.sync_api import sync_playwright
 
+    problems = unwalked([session], whole=False)
+    if problems:
+        raise RuntimeError("; ".join(problems) + " (docs/teaching.md and bench/perf/session_walk.py's WALK)")
     steps = WALK[session.number]
-    missing = [s.title for s in session.steps if s.title not in steps]
-    if missing:
-        raise RuntimeError(f"session {session.number}: no walk for the plan's steps {missing}; add them to WALK")
     row = {"session": session.number, "title": session.title, "command": command, "date": now(),
            "commit": commit(), "machine": machine(), "cores": os.cpu_count(), "viewport": VIEWPORT,
            "rule": {"step_minutes": STEP_MINUTES, "question_minutes": QUESTION_MINUTES,
@@ -545,6 +562,9 @@ def main(argv=None) -> int:
     if args.students < 1:
         parser.error(f"--students {args.students}: at least one student runs the demo in session 3; give 1 or more")
     command = "python -m bench.perf.session_walk " + " ".join(argv if argv is not None else sys.argv[1:])
+    problems = unwalked(plan())
+    if problems:                           # before the minutes of preparing
+        parser.error("; ".join(problems) + " (docs/teaching.md and WALK in bench/perf/session_walk.py)")
     sessions = [s for s in plan() if args.session == "all" or s.number == int(args.session)]
     with tempfile.TemporaryDirectory(prefix="session-walk-") as folder:
         home = Path(folder)
