@@ -66,7 +66,8 @@ def table(rows) -> str:
         notes.append(f"session {n} {data['date'][:16]} UTC, {_load(data)}, the walk {data['wall_s']:.0f} s in all"
                      + (f" ({data['students']} students' browsers)" if n == 3 else ""))
     prepare = rows.json(f"{FOLDER}/prepare.json")
-    return ("\n".join(lines) + "\n\n*`" + data["command"] + "` at commit " + data["commit"] + "; "
+    command = data["command"].split(" --other-work")[0] + (" --other-work …" if "--other-work" in data["command"] else "")
+    return ("\n".join(lines) + "\n\n*`" + command + "` at commit " + data["commit"] + "; "
             + "; ".join(notes) + f". Preparing the class before them took {prepare['seconds']:.0f} s "
             f"({_load(prepare)}), on {data['machine']}; what else the machine ran: {data['other_work']}.*")
 

@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -95,7 +96,7 @@ class PlanSession:
 def plan(text: str | None = None) -> list[PlanSession]:
     """The sessions of docs/teaching.md, every step with its questions (the worksheets' rules:
     dmlcore.teaching.worksheets), the questions under a ``### Beyond the hour`` heading kept apart."""
-    from dmlcore.teaching.worksheets import ASK, _paragraphs
+    from dmlcore.teaching.worksheets import ASK, GENERATED, _paragraphs
 
     text = PLAN.read_text(encoding="utf-8") if text is None else text
     sessions: list[PlanSession] = []
@@ -103,8 +104,8 @@ def plan(text: str | None = None) -> list[PlanSession]:
     for block in _paragraphs(text):
         head = SESSION.match(block)
         if head or block.startswith("# "):        # a session, or another part of the document
-            if head:
-                sessions.append(PlanSession(int(head[1]), head[2].strip()))
+            if head:              # the title without its "(50 minutes; timed walk ...)"
+                sessions.append(PlanSession(int(head[1]), re.sub(r"\s*\(.*\)$", "", GENERATED.sub("", head[2])).strip()))
             inside, beyond = bool(head), False
             continue
         if not inside:
@@ -347,7 +348,7 @@ def _class_study(w: Walker, ctx):
         seed.press("Enter")
         page.wait_for_timeout(800)
         page.wait_for_selector(IDLE, timeout=120_000)
-    start = time.perf_counter()
+    start, first = time.perf_counter(), len(w.actions)
     for page in students:
         page.get_by_role("button", name="Run the demo").click()
     w.nav("Class", "Teacher code")
@@ -361,9 +362,12 @@ def _class_study(w: Walker, ctx):
     w.page.get_by_text(pattern).first.wait_for(timeout=900_000)
     w.page.wait_for_selector(IDLE, timeout=120_000)
     class_done = time.perf_counter() - start
-    w.actions.append({"action": f"{len(students)} students' demos: their Results pages", "seconds": round(students_done, 2)})
-    w.actions.append({"action": f"{len(students)} students' demos ({runs} runs) on the Class page",
-                      "seconds": round(class_done, 2), "spans": "the actions above"})
+    for action in w.actions[first:]:          # the teacher's clicks, made while the demos run
+        action["within"] = "the demos' wait"
+    w.actions.append({"action": f"{len(students)} students' demos: their Results pages", "seconds": round(students_done, 2),
+                      "within": "the demos' wait"})
+    w.actions.append({"action": f"{len(students)} students' demos ({runs} runs) on the Class page, from the clicks",
+                      "seconds": round(class_done, 2), "spans": "the actions marked within"})
     print(f"    class: students' results {students_done:.1f} s, Class page {class_done:.1f} s", flush=True)
 
 
@@ -491,7 +495,9 @@ class Server:
 
 
 # ------------------------------------------------------------------ a session
-def walk_session(session: PlanSession, home: Path, students: int, command: str, prepared: dict) -> dict:
+def walk_session(session: PlanSession, home: Path, students: int, command: str, prepared: dict,
+                 partial: Path | None = None) -> dict:
+    """Walk one session; after each step the row so far is written to ``partial`` (a crash keeps the steps done)."""
     from playwright.sync_api import sync_playwright
 
     problems = unwalked([session], whole=False)
@@ -519,15 +525,17 @@ def walk_session(session: PlanSession, home: Path, students: int, command: str, 
                 w.actions = []
                 load_start = load_1min()
                 steps[step.title](w, ctx)
-                machine_s = sum(a["seconds"] for a in w.actions if "spans" not in a)
+                machine_s = sum(a["seconds"] for a in w.actions if "spans" not in a and "within" not in a)
                 spans = [a["seconds"] for a in w.actions if "spans" in a]
-                machine_s = max([machine_s, *spans]) if spans else machine_s
+                machine_s += sum(spans)          # a span holds the actions marked within it
                 minutes = allowance(len(step.questions))
                 row["steps"].append({
                     "title": step.title, "slot": [step.start, step.end], "questions": len(step.questions),
                     "machine_s": round(machine_s, 1), "allowance_min": minutes,
                     "total_min": round(minutes + machine_s / 60, 2), "actions": w.actions,
                     "load_1min_start": load_start, "load_1min_end": load_1min()})
+                if partial is not None:
+                    write(partial, row)
             browser.close()
     finally:
         server.stop()
@@ -561,7 +569,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.students < 1:
         parser.error(f"--students {args.students}: at least one student runs the demo in session 3; give 1 or more")
-    command = "python -m bench.perf.session_walk " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m bench.perf.session_walk " + shlex.join(argv if argv is not None else sys.argv[1:])
     problems = unwalked(plan())
     if problems:                           # before the minutes of preparing
         parser.error("; ".join(problems) + " (docs/teaching.md and WALK in bench/perf/session_walk.py)")
@@ -576,9 +584,11 @@ def main(argv=None) -> int:
         else:
             home, prepared = args.home, {"date": None, "seconds": None, "home": str(args.home)}
         for session in sessions:
-            row = walk_session(session, home, args.students, command.strip(), prepared)
+            partial = args.out / f"session-{session.number}.partial.json"
+            row = walk_session(session, home, args.students, command.strip(), prepared, partial)
             row["other_work"] = args.other_work or "not stated"
             write(args.out / f"session-{session.number}.json", row)
+            partial.unlink(missing_ok=True)
     return 0
 
 
