@@ -183,11 +183,8 @@ class Walker:
             rerun, ms = True, max(1000.0, timeout * 1000 - (time.perf_counter() - start) * 1000)
 
     def locate(self, see):
-        if isinstance(see, str):
-            return self.page.get_by_text(see)
-        if isinstance(see, re.Pattern):
-            return self.page.get_by_text(see)
-        return see
+        """A text or a compiled pattern as the page's locator of it; a locator as it is."""
+        return self.page.get_by_text(see) if isinstance(see, (str, re.Pattern)) else see
 
     def no_exception(self):
         errors = self.page.locator("[data-testid=stException]")
@@ -216,7 +213,10 @@ class Walker:
                  timeout=timeout)
 
     def choose(self, option: str, see=None):
+        """Choose ``option`` of a radio; fails when it is not chosen after the click."""
         self.act(f"choose {option}", lambda: self.page.get_by_text(option, exact=True).first.click(), see)
+        if not self.page.get_by_role("radio", name=option, exact=True).first.is_checked():
+            raise RuntimeError(f"the option {option!r} is not chosen after its click: fix the step in WALK")
 
     def slide(self, label: str, keys: list[str], expect: str, see=None):
         """Move the slider ``label`` with the keyboard (``keys``: Home, End, ArrowLeft, ...) to ``expect`` (its
