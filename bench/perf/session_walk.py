@@ -496,7 +496,7 @@ class Server:
 
 # ------------------------------------------------------------------ a session
 def walk_session(session: PlanSession, home: Path, students: int, command: str, prepared: dict,
-                 partial: Path | None = None) -> dict:
+                 partial: Path | None = None, code: str | None = None) -> dict:
     """Walk one session; after each step the row so far is written to ``partial`` (a crash keeps the steps done)."""
     from playwright.sync_api import sync_playwright
 
@@ -505,7 +505,7 @@ def walk_session(session: PlanSession, home: Path, students: int, command: str, 
         raise RuntimeError("; ".join(problems) + " (docs/teaching.md and bench/perf/session_walk.py's WALK)")
     steps = WALK[session.number]
     row = {"session": session.number, "title": session.title, "command": command, "date": now(),
-           "commit": commit(), "machine": machine(), "cores": os.cpu_count(), "viewport": VIEWPORT,
+           "commit": code or commit(), "machine": machine(), "cores": os.cpu_count(), "viewport": VIEWPORT,
            "rule": {"step_minutes": STEP_MINUTES, "question_minutes": QUESTION_MINUTES,
                     "session_minutes": SESSION_MINUTES},
            "prepared": {k: prepared[k] for k in ("date", "seconds", "home") if k in prepared},
@@ -574,18 +574,19 @@ def main(argv=None) -> int:
     if problems:                           # before the minutes of preparing
         parser.error("; ".join(problems) + " (docs/teaching.md and WALK in bench/perf/session_walk.py)")
     sessions = [s for s in plan() if args.session == "all" or s.number == int(args.session)]
+    code = commit()                        # before the walk writes its own rows
     with tempfile.TemporaryDirectory(prefix="session-walk-") as folder:
         home = Path(folder)
         if args.home is None:
             prepared = prepare(home)
-            prepared.update(command=f"{prepared['command']} (by {command.strip()})", commit=commit(),
+            prepared.update(command=f"{prepared['command']} (by {command.strip()})", commit=code,
                             machine=machine(), cores=os.cpu_count(), other_work=args.other_work or "not stated")
             write(args.out / "prepare.json", prepared)
         else:
             home, prepared = args.home, {"date": None, "seconds": None, "home": str(args.home)}
         for session in sessions:
             partial = args.out / f"session-{session.number}.partial.json"
-            row = walk_session(session, home, args.students, command.strip(), prepared, partial)
+            row = walk_session(session, home, args.students, command.strip(), prepared, partial, code)
             row["other_work"] = args.other_work or "not stated"
             write(args.out / f"session-{session.number}.json", row)
             partial.unlink(missing_ok=True)
