@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 STRENGTHS=${1:-0.4 1.0 0.01}
 SEEDS=${2:-$(seq 0 19)}
-R=bench/results/authors
+R=${R:-bench/results/authors}   # the rows' folder (a run from a snapshot of the code writes to the worktree)
 LOG=$R/target-cells.jsonl
 COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 load() { cut -d' ' -f1 /proc/loadavg; }
