@@ -169,6 +169,10 @@ def test_bench_writes_rows_and_prints_summary(capsys, tmp_path):
                                                               ("naive", "0"), ("naive", "1")]
     assert all(r["n"] == "200" and r["dataset"] == "demand-iv" and r["learner"] == "linear" for r in rows)
     assert all(r["folds"] == "1" for r in rows)
+    # the nuisances as fitted (named: the learner; "-" the outcome model the naive plug-in does not fit); no
+    # own-loss pair without auto's scored candidates
+    assert {(r["method"], r["nuisance_pair"], r["own_loss_pair"]) for r in rows} == {
+        ("ce-dml-cmr", "linear|linear", ""), ("naive", "-|linear", "")}
     assert all(np.isfinite(float(r["mse"])) and np.isfinite(float(r["mse_fresh"])) for r in rows)
     # summary table: header plus one line per (n, method) with median, quartiles and mean of the MSE
     lines = out.strip().splitlines()
