@@ -3,15 +3,17 @@
 # learner nn, seeds 0-19, grid MSE), with today's default (own) and the nuisances named nn re-run beside it
 # on the same code: the stored rows of those two were made with older code (seed 0 at IV strength 0.4:
 # default 0.2180 today against 0.2187 stored, named nn 0.3027 against 0.3061).
-#   nice -n 10 bash bench/target_cells.sh [STRENGTHS] [SEEDS]     (default "0.4 1.0 0.01" and "0..19")
-# Per seed, the three configurations one after another (one process, one thread: a partial run stays
-# paired), each row appended to its CSV as it finishes. Each command's date, machine, commit and 1-minute
+#   nice -n 10 bash bench/target_cells.sh [STRENGTHS] [SEEDS] [CONFIGS]
+#       (defaults "0.4 1.0 0.01", "0..19" and "target default named")
+# Per seed, the configurations one after another (one process, one thread: a partial run stays paired),
+# each row appended to its CSV as it finishes. Each command's date, machine, commit and 1-minute
 # load before and after go to bench/results/authors/target-cells.jsonl.
 set -u
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 STRENGTHS=${1:-0.4 1.0 0.01}
 SEEDS=${2:-$(seq 0 19)}
+CONFIGS=${3:-target default named}
 R=${R:-bench/results/authors}   # the rows' folder (a run from a snapshot of the code writes to the worktree)
 LOG=$R/target-cells.jsonl
 COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
@@ -22,14 +24,14 @@ for k in $STRENGTHS; do
     *) cell=demand-iv-nn-5000-strength$k ;;
   esac
   for s in $SEEDS; do
-    for how in target default named; do
+    for how in $CONFIGS; do
       case "$how" in
         target) extra="--nuisance-choice target" ;;
         default) extra="" ;;
         named) extra="--outcome-learner nn --sampler nn" ;;
       esac
       out=$R/$cell-target$([ "$how" = target ] || echo "-$how").csv
-      cmd="python -m dmlcore bench --dataset demand-iv --iv-strength $k --sizes 5000 --methods dml-cmr --learner nn --reps 1 --seed-offset $s --threads 1 --no-debias $extra --out $out"
+      cmd="python -m dmlcore bench --dataset demand-iv --iv-strength $k --sizes 5000 --methods dml-cmr --learner nn --reps 1 --seed-offset $s --threads 1 --no-debias $extra --out bench/results/authors/$(basename "$out")"
       start=$(date -u +%FT%TZ); before=$(load)
       $PY -m dmlcore bench --dataset demand-iv --iv-strength "$k" --sizes 5000 --methods dml-cmr --learner nn \
         --reps 1 --seed-offset "$s" --threads 1 --no-debias $extra --out "$out" > /dev/null 2>> "$R/target-cells.err"
