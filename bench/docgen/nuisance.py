@@ -514,18 +514,21 @@ def target_pairs(rows) -> str:
 @block("target-cells:decision")
 def target_decision(rows) -> str:
     """Per cell, whether the rows justify making the target the default, by the rule of docs/benchmarks.md
-    and the developers' guide (a default changes only where its rows show it ahead, cell by cell)."""
+    and the developers' guide: a default changes only where its rows show it ahead of today's, and not where
+    a row shows it behind; both protocols are rows (the paper's numbers may be either, docs/benchmarks.md)."""
     parts = []
     for k in target_strengths(rows):
         r = target_rows(rows, k)
         n = len(r["target"])
-        versus = paired(r["target"]["mse"], r["default"]["mse"])
-        said = (f"IV strength {k:g}, {n} seed{'s' if n != 1 else ''}: the target is {versus.word} today's default "
-                f"(lower on {versus.counts()})")
-        if versus.a_ahead:
+        verdicts = {what: paired(r["target"][c], r["default"][c])
+                    for what, c in (("on the grid", "mse"), ("on fresh draws", "mse_fresh"))}
+        said = f"IV strength {k:g}, {n} seed{'s' if n != 1 else ''}: the target is " + " and ".join(
+            f"{v.word} today's default {what} (lower on {v.counts()})" for what, v in verdicts.items())
+        behind = [what for what, v in verdicts.items() if v.b_ahead]
+        if behind:
+            said += f": it loses {' and '.join(behind)}, so these rows do not justify making it the default here"
+        elif any(v.a_ahead for v in verdicts.values()):
             said += ": these rows support making it the default in this cell"
-        elif versus.b_ahead:
-            said += ": it loses here, so the default stays"
         else:
             said += ": these rows do not justify changing the default in this cell"
         if n < 20:
