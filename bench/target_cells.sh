@@ -7,7 +7,7 @@
 #       (defaults "0.4 1.0 0.01", "0..19" and "target default named")
 # Per seed, the configurations one after another (one process, one thread: a partial run stays paired),
 # each row appended to its CSV as it finishes. Each command's date, machine, commit and 1-minute
-# load before and after go to bench/results/authors/target-cells.jsonl.
+# load before and after go to bench/results/authors/target-cells.jsonl, the fits' standard error to target-cells.log.
 set -u
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -34,7 +34,7 @@ for k in $STRENGTHS; do
       cmd="python -m dmlcore bench --dataset demand-iv --iv-strength $k --sizes 5000 --methods dml-cmr --learner nn --reps 1 --seed-offset $s --threads 1 --no-debias $extra --out bench/results/authors/$(basename "$out")"
       start=$(date -u +%FT%TZ); before=$(load)
       $PY -m dmlcore bench --dataset demand-iv --iv-strength "$k" --sizes 5000 --methods dml-cmr --learner nn \
-        --reps 1 --seed-offset "$s" --threads 1 --no-debias $extra --out "$out" > /dev/null 2>> "$R/target-cells.err"
+        --reps 1 --seed-offset "$s" --threads 1 --no-debias $extra --out "$out" > /dev/null 2>> "$R/target-cells.log"
       rc=$?
       printf '{"command": "%s", "seed": %s, "iv_strength": %s, "config": "%s", "start": "%s", "end": "%s", "load_before": %s, "load_after": %s, "rc": %s, "commit": "%s", "machine": "%s, %s CPUs", "nice": %s}\n' \
         "$cmd" "$s" "$k" "$how" "$start" "$(date -u +%FT%TZ)" "$before" "$(load)" "$rc" "$COMMIT" "$(uname -m)" "$(nproc)" "$(nice)" >> "$LOG"

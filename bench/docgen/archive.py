@@ -22,8 +22,6 @@ READ_BY: dict[str, str] = {
 
 # Kept for the record, not shown: raw logs, a study runner's side output, runs a later run superseded.
 ARCHIVED: dict[str, str] = {
-    "authors/target-cells.err": "the standard error of bench/target_cells.sh's fits (notes, warnings), kept to "
-                                "see why a fit failed; the blocks read the rows and target-cells.jsonl",
     "*.log": "a run's console log (progress, /usr/bin/time) beside the rows it wrote; blocks read the rows "
              "(and, where a doc quotes memory or wall time, the log itself)",
     "authors/regression-rho/*": "the study runner's whole output (spec, fits, tables, plot); the block "
