@@ -441,7 +441,8 @@ def _bench(args) -> int:
     design = [o for o in dataset_options(args.dataset) if o != "n"]   # which problem: every option the data set takes
     chosen = ["outcome_learner", "sampler", *(s for s in LATER_SETTINGS if s not in ("outcome_learner", "sampler")
                                               and getattr(args, s) is not None)]   # the nuisances as used: every table says
-    fields = ["dataset", "n", "seed", "method", "learner", "folds", "mse", "mse_fresh", "seconds", *design, *chosen]
+    fields = ["dataset", "n", "seed", "method", "learner", "folds", "mse", "mse_fresh", "seconds", *design, *chosen,
+              *PAIR_COLUMNS]
     new = not out.exists() or out.stat().st_size == 0
     header = fields if new else _csv_header(out)
     missing = [f for f in fields if f not in header]
@@ -462,6 +463,7 @@ def _bench(args) -> int:
             row["mse_fresh"] = result.mse_fresh
             row.update({o: (result.config.data or {}).get(o) for o in design})
             row.update({s: result.config.get(s) for s in chosen})
+            row.update(nuisance_pairs(event["record"]))
             writer.writerow(row)
             handle.flush()
             rows.append(row)
@@ -469,6 +471,30 @@ def _bench(args) -> int:
         result = run_cli_study(spec, args, keep=False, on_fit=write)
     print(summarize(rows))
     return exit_status(result)
+
+
+# a bench row's nuisances as fitted, and the pair the nuisances' own held-out losses rank first
+PAIR_COLUMNS = ("nuisance_pair", "own_loss_pair")
+
+
+def nuisance_pairs(record: dict) -> dict:
+    """``nuisance_pair``: "outcome|distribution" as fitted (an auto nuisance's choice of most folds, else the
+    named learner; "-" for a model the method does not fit); ``own_loss_pair``: the pair of candidates with
+    the lowest own held-out loss each (the default choice, ``nuisance_choice="own"``; also recorded when
+    DML-CMR's target chose otherwise), blank unless both nuisances were chosen by ``auto`` with scored losses.
+    Both blank for a method without nuisances."""
+    config = record.get("config") or {}
+    learners = {key: config.get(key) for key in ("outcome_learner", "sampler") if config.get(key) is not None}
+    if not learners:
+        return dict.fromkeys(PAIR_COLUMNS, "")
+    chosen = record.get("nuisances") or {}
+    used = [(chosen.get(role) or {}).get("choice") or learners.get(key) or "-"
+            for role, key in (("s", "outcome_learner"), ("g", "sampler"))]
+    own = []
+    for role in ("s", "g"):
+        losses = {k: v for k, v in ((chosen.get(role) or {}).get("heldout_loss") or {}).items() if v is not None}
+        own.append(min(losses, key=losses.get) if losses else None)
+    return {"nuisance_pair": "|".join(used), "own_loss_pair": "|".join(own) if all(own) else ""}
 
 
 def summarize(rows: list[dict]) -> str:

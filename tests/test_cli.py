@@ -169,6 +169,10 @@ def test_bench_writes_rows_and_prints_summary(capsys, tmp_path):
                                                               ("naive", "0"), ("naive", "1")]
     assert all(r["n"] == "200" and r["dataset"] == "demand-iv" and r["learner"] == "linear" for r in rows)
     assert all(r["folds"] == "1" for r in rows)
+    # the nuisances as fitted (named: the learner; "-" the outcome model the naive plug-in does not fit); no
+    # own-loss pair without auto's scored candidates
+    assert {(r["method"], r["nuisance_pair"], r["own_loss_pair"]) for r in rows} == {
+        ("ce-dml-cmr", "linear|linear", ""), ("naive", "-|linear", "")}
     assert all(np.isfinite(float(r["mse"])) and np.isfinite(float(r["mse_fresh"])) for r in rows)
     # summary table: header plus one line per (n, method) with median, quartiles and mean of the MSE
     lines = out.strip().splitlines()
@@ -188,6 +192,22 @@ def test_bench_writes_rows_and_prints_summary(capsys, tmp_path):
     assert code == 0
     text = out_csv.read_text().splitlines()
     assert len(text) == 1 + 8 and text.count(text[0]) == 1
+
+
+def test_bench_takes_the_target_choice_of_nuisances(capsys, tmp_path):
+    """--nuisance-choice reaches DML-CMR's fits in bench (issue 45's cells): the rows say target, and the pair
+    fitted is the one the target judged best (its losses are not in the row, so the run's record says it)."""
+    out_csv = tmp_path / "target.csv"
+    code, out, err = run_main(capsys, "bench", "--sizes", "400", "--reps", "1", "--methods", "dml-cmr",
+                              "--learner", "gb", "--folds", "3", "--epochs", "40", "--f-model", "linear",
+                              "--no-debias", "--nuisance-choice", "target", "--out", str(out_csv))
+    assert code == 0, err
+    with out_csv.open() as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert row["nuisance_choice"] == "target" and row["outcome_learner"] == row["sampler"] == "auto"
+    record = fit_run(simulate_demand_iv(400, 0).data, "dml-cmr", learner="gb", folds=3, epochs=40, f_model="linear",
+                     nuisance_choice="target", heldout_folds=0, debias=False, seed=0).record
+    assert row["nuisance_pair"] == record["nuisances"]["s"]["target_pair"]
 
 
 def test_bench_rows_record_every_data_option(capsys, tmp_path):
@@ -338,6 +358,7 @@ def test_csv_refuses_dataset_and_simulator_options(capsys, tmp_path):
     (["--dataset", "ihdp-like"], ["Unknown option --sizes for ihdp-like"]),
     (["--methods", "2sls", "--learner", "gb", "--epochs", "3"], ["2sls does not use --learner, --epochs"]),
     (["--methods", "2sls,naive", "--folds", "3"], ["None of 2sls, naive uses --folds"]),
+    (["--methods", "ce-dml-cmr,naive", "--nuisance-choice", "target"], ["None of ce-dml-cmr, naive uses --nuisance-choice"]),
 ])
 def test_bench_refuses_what_its_data_set_and_methods_do_not_use(capsys, tmp_path, argv, words):
     code, out, err = run_main(capsys, "bench", "--sizes", "200", "--reps", "1", *argv, "--out", str(tmp_path / "b.csv"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dmlcore.cli import nuisance_pairs
 from dmlcore.data.simulate import simulate_demand_iv
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.dml import CEDMLCMR, DMLCMR
@@ -65,9 +66,16 @@ def small_demand():
     return simulate_demand_iv(400, 3, iv_strength=1.0)
 
 
-def test_the_record_says_the_target_chose_and_the_choice_is_its_lowest_pair(small_demand):
-    run = fit_run(small_demand.data, "dml-cmr", learner="gb", folds=3, epochs=40, f_model="linear",
-                  nuisance_choice="target", heldout_folds=0, debias=False, seed=3)
+TINY_RUN = dict(learner="gb", folds=3, epochs=40, f_model="linear", heldout_folds=0, debias=False, seed=3)
+
+
+@pytest.fixture(scope="module")
+def target_run(small_demand):
+    return fit_run(small_demand.data, "dml-cmr", nuisance_choice="target", **TINY_RUN)
+
+
+def test_the_record_says_the_target_chose_and_the_choice_is_its_lowest_pair(target_run):
+    run = target_run
     record = run.record
     assert record["config"]["nuisance_choice"] == "target"
     for role, part in (("s", 0), ("g", 1)):
@@ -88,6 +96,17 @@ def test_the_record_says_the_target_chose_and_the_choice_is_its_lowest_pair(smal
     line = _summary_line(run.result)
     assert f" s-hat=auto:{s} g-hat=auto:{g} nuisances=({wording})" in line and "\n" not in line
     assert f"Nuisances: auto: {wording}" in " ".join(run.summary().split())
+
+
+def test_bench_rows_name_the_pair_fitted_and_the_pair_the_default_would_have_fitted(small_demand, target_run):
+    """A bench row's nuisance_pair is the target's pair; its own_loss_pair is what the default (own) fits on the
+    same data and seed, so the rows tell how often the two criteria agree without a second fit."""
+    default = fit_run(small_demand.data, "dml-cmr", **TINY_RUN).record
+    target = target_run.record
+    assert nuisance_pairs(target)["nuisance_pair"] == target["nuisances"]["s"]["target_pair"]
+    fitted_by_default = nuisance_pairs(default)["nuisance_pair"]
+    assert fitted_by_default == "|".join(default["nuisances"][role]["choice"] for role in ("s", "g"))
+    assert nuisance_pairs(target)["own_loss_pair"] == nuisance_pairs(default)["own_loss_pair"] == fitted_by_default
 
 
 def test_the_default_choice_records_no_criterion_and_target_is_refused_where_it_cannot_act(small_demand):

@@ -57,8 +57,9 @@ class Rows:
         from dmlcore.studies.summarize import add_arms
 
         rows = pd.concat([self.csv(name) for name in names], ignore_index=True)
-        rows = rows.drop(columns=["learner", "folds", "file", "outcome_learner", "sampler"],   # settings: the
-                         errors="ignore").assign(status="done")                      # tables' nuisance line says them
+        rows = rows.drop(columns=["learner", "folds", "file", "outcome_learner", "sampler",   # settings: the
+                                 "nuisance_pair", "own_loss_pair"],     # tables' nuisance line says them; the
+                         errors="ignore").assign(status="done")         # pairs fitted are outcomes, not arms
         rows["rows"] = rows["n"]
         outcomes = ("method", "seed", "mse", "mse_fresh", "seconds", "status", "rows",
                     "load_1min_start", "load_1min_end", "cores", "other_work")   # a timing's load: no design
