@@ -16,7 +16,7 @@ import pandas as pd
 from .authors import PAPER
 from .peers import SIZES, STRENGTH, quartiles
 from .registry import block, family
-from .tables import has, is_learner, is_method, prose, timed_text, title
+from .tables import PAPER_METHOD, has, is_learner, is_method, prose, timed_text, title
 from .words import Paired, num, p_text, paired
 
 BUDGET = "error-budget-demand-iv.csv"
@@ -416,7 +416,7 @@ def target_rows(rows, strength: float) -> dict:
         if target_file(strength, config) not in done:
             continue
         frame = rows.csv(target_file(strength, config))
-        frame = frame[frame["method"] == "dml-cmr"].drop_duplicates("seed", keep="last").set_index("seed")
+        frame = frame[frame["method"] == PAPER_METHOD].drop_duplicates("seed", keep="last").set_index("seed")
         load = log[log["config"] == config].set_index("seed")
         out[config] = frame.assign(load_1min_start=load["load_before"], load_1min_end=load["load_after"])
     seeds = sorted(set(out["target"].index) & set(out["default"].index))
@@ -427,7 +427,7 @@ def target_rows(rows, strength: float) -> dict:
 def stored_cell(rows, name: str, strength: float) -> pd.DataFrame:
     """DML-CMR's stored rows of one cell by seed (older code)."""
     frame = rows.csv(name)
-    return frame[(frame["method"] == "dml-cmr") & (frame["iv_strength"] == strength)].set_index("seed")
+    return frame[(frame["method"] == PAPER_METHOD) & (frame["iv_strength"] == strength)].set_index("seed")
 
 
 def _seeds(index) -> str:
