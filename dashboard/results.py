@@ -217,7 +217,7 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
         percentile = effect.bootstrap.percentile if effect.bootstrap is not None else None
         ar = effect.anderson_rubin
         rows.append({"run": title, "effect": effect.estimate, f"{level:.0%} interval": _interval_text(effect),
-                     "kind": f"plug-in, {kind}" if plug_in_headline(rec) else kind,
+                     "kind": f"plug-in, {kind}" if plug_in_headline(rec) else flagged_kind(kind, debiased, headline),
                      **(_notes(effect) if headline or not debiased else _coefficient_notes(effect)),
                      "plug-in": _with_interval(plug) if headline and plug is not None and plug.estimate is not None
                      else None,
@@ -229,7 +229,8 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
             as_fitted = effect.updated(clusters=debiased.clusters)   # as fitted: the page's choice moves 2SLS's alone
             rows.append({"run": f"{title}: debiased average derivative", "effect": debiased.estimate,
                          f"{level:.0%} interval": _interval_text(debiased, debiased.weakly_identified),
-                         "kind": "debiased", **_notes(as_fitted), SIEVE_COLUMN: sieve_text(debiased),
+                         "kind": flagged_kind("debiased", debiased, True), **_notes(as_fitted),
+                         SIEVE_COLUMN: sieve_text(debiased),
                          COVERAGE_COLUMN: coverage_note(
                              rec.updated(effect=effect.updated(estimate=debiased.estimate)).to_dict(), measured)})
     frame = pd.DataFrame(rows)
@@ -248,6 +249,19 @@ the interval to read where the identification note says the sieve check flagged 
 
 SIEVE_READ = ("; the interval to read where the identification note flags the debiased effect (its standard error "
               "far below this one's)")
+
+
+SIEVE_FLAGGED = "flagged: read the sieve effect"
+"""Appended to a row's kind when its interval is the debiased one and the sieve check flagged it, so that the row
+itself, not only the line under the table, says that its interval is not the one to read."""
+
+
+def flagged_kind(kind: str | None, debiased, is_debiased_row: bool) -> str | None:
+    """The row's interval kind, with :data:`SIEVE_FLAGGED` when the row's interval is the debiased effect's and
+    the sieve check flagged it."""
+    if is_debiased_row and debiased is not None and debiased.sieve_flag and kind:
+        return f"{kind} ({SIEVE_FLAGGED})"
+    return kind
 
 
 def sieve_text(debiased) -> str | None:

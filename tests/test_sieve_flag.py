@@ -79,3 +79,16 @@ def test_the_results_table_shows_the_sieve_effect_and_says_what_it_is():
     row = effects_table(items).iloc[0]
     assert row[SIEVE_COLUMN] == f"{sieve['estimate']:.4g} [{sieve['ci_lower']:.4g}, {sieve['ci_upper']:.4g}]"
     assert interval_descriptions(items)[SIEVE_COLUMN].startswith(sieve["interval"].split(": ", 1)[1])
+
+
+def test_a_flagged_debiased_row_says_so_in_its_own_kind():
+    """The row whose interval the sieve check flagged says so itself, not only the line under the table."""
+    import copy
+    import json
+
+    from dashboard.results import SIEVE_FLAGGED, ResultItem, effects_table
+    record = json.loads((Path(__file__).parent / "records" / "dml-cmr.json").read_text())
+    assert SIEVE_FLAGGED not in effects_table([ResultItem("1", "run", record)]).iloc[0]["kind"]
+    flagged = copy.deepcopy(record)
+    flagged["effect"]["debiased"].update(sieve_flag=True, sieve_flag_reason="its s.e. is 0.25 of the sieve effect's")
+    assert effects_table([ResultItem("1", "run", flagged)]).iloc[0]["kind"] == f"debiased ({SIEVE_FLAGGED})"
