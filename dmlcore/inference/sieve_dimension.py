@@ -163,8 +163,8 @@ def flag_reason(debiased: dict, dd: dict, ratio_bar: float = SIEVE_SE_RATIO) -> 
     ratio = dse / se if se > 0 else float("inf")
     if not ratio > ratio_bar:
         return None
-    return (f"its s.e. is {1 / ratio:.2g} of the sieve effect's (bar 1/{ratio_bar:g}): f-hat may sit near the "
-            f"confounded regression; read the sieve effect {dd['estimate']:.4g} [{dd['ci_lower']:.4g}, "
+    return (f"its s.e. is {1 / ratio:.2g} of the sieve effect's (bar 1/{ratio_bar:g}): its interval may leave out "
+            f"f-hat's own error; read the sieve effect {dd['estimate']:.4g} [{dd['ci_lower']:.4g}, "
             f"{dd['ci_upper']:.4g}]")
 
 
