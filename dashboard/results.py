@@ -218,7 +218,8 @@ def effects_table(items: list[ResultItem], reference: Run | None = None, linear:
         ar = effect.anderson_rubin
         rows.append({"run": title, "effect": effect.estimate, f"{level:.0%} interval": _interval_text(effect),
                      "kind": f"plug-in, {kind}" if plug_in_headline(rec) else flagged_kind(kind, debiased, headline),
-                     **(_notes(effect) if headline or not debiased else _coefficient_notes(effect)),
+                     **(_notes(effect) if headline or not (debiased or effect.anderson_rubin) else
+                        _coefficient_notes(effect)),     # 2SLS's coefficient: its AR set, debiased effect or not
                      "plug-in": _with_interval(plug) if headline and plug is not None and plug.estimate is not None
                      else None,
                      COVERAGE_COLUMN: coverage_note(rec.to_dict(), measured),

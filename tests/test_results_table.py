@@ -80,3 +80,24 @@ def test_a_reference_2sls_follows_the_choice_too(clustered_iv, runs):
     other = CausalData(clustered_iv.table.copy(), "iv", "y", treatment="a", instrument="z", covariates="x")
     unchanged = effects_table(items, reference, linear=(other, inference)).set_index("run")   # other data
     assert unchanged.loc["2SLS (reference)", "kind"] == "2SLS s.e. (homoskedastic)"
+
+
+def test_2sls_without_a_debiased_effect_points_to_its_anderson_rubin_set():
+    """With the debiased effect switched off (the demo), 2SLS's coefficient row still says how it is checked
+    (its Anderson-Rubin set), not 'not checked'; a method with neither keeps saying it was not checked."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from dashboard.results import ResultItem, effects_table
+    records = Path(__file__).parent / "records"
+    tsls = json.loads((records / "2sls.json").read_text())
+    tsls["effect"]["debiased"] = None
+    tsls["effect"]["intervals"] = [e for e in tsls["effect"]["intervals"] if e.get("source") is None
+                                   or "debiased" not in str(e.get("source"))]
+    row = effects_table([ResultItem("1", "2SLS run", tsls)]).iloc[0]
+    assert row["weak identification"].startswith("see the Anderson-Rubin set")
+    no_ar = copy.deepcopy(tsls)
+    no_ar["effect"]["intervals"] = [e for e in no_ar["effect"]["intervals"]
+                                    if not str(e.get("interval", "")).startswith("Anderson-Rubin")]
+    assert effects_table([ResultItem("1", "2SLS run", no_ar)]).iloc[0]["weak identification"].startswith("not checked")
