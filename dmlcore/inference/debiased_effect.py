@@ -324,13 +324,7 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
     "strength"} or {"basis", "skipped"}], "folds", "interval"}. Raises DMLCoreError when no rung
     identifies the effect or the data cannot take spline bases (images).
     """
-    if data.image_columns:
-        raise DMLCoreError(f"its representer is built from spline bases of f's inputs and of the conditioning "
-                           f"columns, which cannot take the {len(data.image_columns):,} image pixel columns")
-    n = len(data.table)
-    if n < 20 * folds:
-        raise DMLCoreError(f"cross-fitting its representer over {folds} folds needs at least {20 * folds} rows; "
-                           f"the data has {n}")
+    n = check_spline_data(data, folds, "its representer")
     y = data.table[data.outcome].to_numpy(dtype=float)
     m_f = per_row(plan, n, f_points)
     used = np.isfinite(m_f)
@@ -372,7 +366,7 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
         raise DMLCoreError(f"no basis identifies it: {len(results)} representer bases tried; {reasons[0]}"
                            + (f" (and {len(reasons) - 1} other reason{'s' * (len(reasons) > 2)})"
                               if len(reasons) > 1 else ""))
-    chosen = lepski(fitted, n, groups)
+    chosen = lepski(fitted, groups)
     z = float(norm.ppf(0.5 + level / 2))
     plug = float(np.mean(m_f[used]))
     est, se = chosen["estimate"], chosen["std_error"]
@@ -387,6 +381,19 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
             "interval": (f"debiased: plug-in + mean of xi-hat(C) (Y - f-hat(X)), xi-hat the Riesz representer by "
                          f"sieve minimum distance ({chosen['basis']}), cross-fitted over {folds} folds; "
                          f"estimate -/+ {z:.2f} x sd(score)/sqrt(n)")}
+
+
+def check_spline_data(data: CausalData, folds: int, what: str) -> int:
+    """The rows of ``data`` if ``what`` (a ladder of spline bases cross-fitted over ``folds`` folds: the
+    representer, the sieve effect) can be fitted on them; a DMLCoreError saying why not otherwise."""
+    if data.image_columns:
+        raise DMLCoreError(f"{what} is built from spline bases of f's inputs and of the conditioning columns, "
+                           f"which cannot take the {len(data.image_columns):,} image pixel columns")
+    n = len(data.table)
+    if n < 20 * folds:
+        raise DMLCoreError(f"cross-fitting {what} over {folds} folds needs at least {20 * folds} rows; the data "
+                           f"has {n}")
+    return n
 
 
 def clustered_score(psi: np.ndarray, mb: np.ndarray, bx: np.ndarray, xi: np.ndarray, f_rows: np.ndarray,
@@ -441,12 +448,13 @@ def treatment_scale(data: CausalData, treatment: str) -> float:
     return float(np.var(residual)) / unit ** 2
 
 
-def lepski(fitted: list[dict], n: int, groups: np.ndarray | None = None) -> dict:
-    """The first rung whose estimate agrees with every richer one's within LEPSKI_Z standard
-    errors of their difference (from cluster sums with ``groups``); the richest when none does."""
+def lepski(fitted: list[dict], groups: np.ndarray | None = None, z: float = LEPSKI_Z) -> dict:
+    """The first rung whose estimate agrees with every richer one's within ``z`` standard errors of
+    their difference (from cluster sums with ``groups``); the richest when none does. The one rule of
+    both ladders: the representer's here and the sieve effect's (:mod:`dmlcore.inference.sieve_dimension`)."""
     for j, rung in enumerate(fitted):
         if all(abs(rung["estimate"] - other["estimate"])
-               <= LEPSKI_Z * mean_se(rung["psi"] - other["psi"], groups) for other in fitted[j + 1:]):
+               <= z * mean_se(rung["psi"] - other["psi"], groups) for other in fitted[j + 1:]):
             return rung
     return fitted[-1]
 

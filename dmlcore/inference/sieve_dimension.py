@@ -48,8 +48,8 @@ from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.inference.debiased_effect import (RIESZ_FOLDS, ROWS_PER_FUNCTION, LEPSKI_Z, WEAK_STRENGTH, Rung,
-                                               _rescaled, build_bases, cross_fitted_sieve, cross_fitted_xi, per_row,
-                                               smoothness, treatment_scale)
+                                               _rescaled, build_bases, check_spline_data, cross_fitted_sieve,
+                                               cross_fitted_xi, lepski, per_row, smoothness, treatment_scale)
 
 DD_LADDER = (Rung(None, 3), Rung(0, 3), Rung(1, 4), Rung(2, 4), Rung(3, 5), Rung(4, 6))
 DD_Z = LEPSKI_Z        # the agreement bar in standard errors of the difference (the representer ladder's)
@@ -71,13 +71,7 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
     take spline bases or no rung identifies the effect. ``penalty`` > 0 smooths each rung's splines as the
     representer's (:func:`~dmlcore.inference.debiased_effect.riesz_gamma`); 0, the default, does not.
     """
-    if data.image_columns:
-        raise DMLCoreError(f"the sieve effect's bases are splines of f's inputs and of the conditioning columns, "
-                           f"which cannot take the {len(data.image_columns):,} image pixel columns")
-    n = len(data.table)
-    if n < 20 * folds:
-        raise DMLCoreError(f"cross-fitting the sieve over {folds} folds needs at least {20 * folds} rows; the data "
-                           f"has {n}")
+    n = check_spline_data(data, folds, "the sieve effect")
     y = data.table[data.outcome].to_numpy(dtype=float)
     used = np.isfinite(per_row(plan, n, np.zeros(len(plan.weights))))
     fold_of = resample.fold_labels(n, folds, seed, "representer", groups)
@@ -140,20 +134,20 @@ def gaps(fitted: list[dict], groups: np.ndarray | None = None) -> np.ndarray:
 
 
 def choose(fitted: list[dict], groups: np.ndarray | None = None, z: float = DD_Z) -> tuple[dict, str]:
-    """The first rung whose estimate is within ``z`` standard errors of the difference of every richer
-    rung's (the richest when none is), and why, in one line."""
+    """The rung :func:`~dmlcore.inference.debiased_effect.lepski` chooses with the bar ``z`` (the first within
+    ``z`` standard errors of the difference of every richer rung's; the richest when none is), and why, in one
+    line."""
+    rung = lepski(fitted, groups, z)
+    j = next(i for i, r in enumerate(fitted) if r is rung)
     g = gaps(fitted, groups)
-    for j, rung in enumerate(fitted):
-        if j == len(fitted) - 1 or g[j, j + 1:].max() <= z:
-            richer = g[j, j + 1:]
-            agree = (f"within {z:g} s.e. of the {len(richer)} richer rung{'s' * (len(richer) != 1)} "
-                     f"(largest gap {richer.max():.2g} s.e.)" if len(richer) else "the richest rung")
-            before = ""
-            if j > 0:
-                k = j + int(np.argmax(g[j - 1, j:]))
-                before = f"; the rung below differs from rung {fitted[k]['rung']} by {g[j - 1, k]:.2g} s.e."
-            return rung, f"rung {rung['rung']} ({rung['functions'][0]} functions of f): {agree}{before}"
-    raise AssertionError("unreachable")   # the last rung always qualifies
+    richer = g[j, j + 1:]
+    agree = (f"within {z:g} s.e. of the {len(richer)} richer rung{'s' * (len(richer) != 1)} "
+             f"(largest gap {richer.max():.2g} s.e.)" if len(richer) else "the richest rung")
+    before = ""
+    if j > 0:
+        k = j + int(np.argmax(g[j - 1, j:]))
+        before = f"; the rung below differs from rung {fitted[k]['rung']} by {g[j - 1, k]:.2g} s.e."
+    return rung, f"rung {rung['rung']} ({rung['functions'][0]} functions of f): {agree}{before}"
 
 
 def flag_reason(debiased: dict, dd: dict, ratio_bar: float = SIEVE_SE_RATIO) -> str | None:
