@@ -22,7 +22,7 @@ def side_by_side_2sls(chosen, reference):
     if not rec or not rec.coefficients:
         return
     data = linear_iv_data(chosen, reference)
-    inference = chosen_inference(data) if data is not None else None
+    inference = chosen_inference(data, chosen) if data is not None else None
     if isinstance(inference, results.LinearIV):
         cov = COV_TITLES[inference.cov_type] + (f" by {inference.cluster.replace(',', ' and ')}" if inference.cluster else "")
         coefficients = {k: v[0] for k, v in inference.coefficients.items()}
@@ -44,7 +44,7 @@ def effects_section(chosen, reference):
         return
     st.markdown(f"**Effect of the treatment**: {results.estimand(chosen) or 'not available'}")
     data = linear_iv_data(chosen, reference)
-    cov, inference = covariance_choice(data) if data is not None else (None, None)
+    cov, inference = covariance_choice(data, chosen) if data is not None else (None, None)
     linear = (data, inference) if isinstance(inference, results.LinearIV) else None
     table = results.effects_table(chosen, reference, linear)
     # The numbers in a table whose long texts wrap in their cells (a grid cannot wrap: it scrolled sideways
@@ -104,7 +104,7 @@ def follow_fitted_clusters(chosen):
     ss[state.RES_CLUSTER], ss[state.RES_CLUSTER2] = columns[0], (columns[1] if len(columns) > 1 else None)
 
 
-def covariance_choice(data):
+def covariance_choice(data, chosen=()):
     """The "Standard errors" choice (and the cluster column): (choice, linear_iv_inference's output under it,
     or the error that kept it from being computed, or None while no cluster column is chosen)."""
     c1, c2 = st.columns(2)
@@ -126,16 +126,18 @@ def covariance_choice(data):
                           "(as `--cluster a,b`): errors may be correlated within either group.")
         if cluster is None:
             c2.caption("Choose the column whose values group the rows.")
-    out = chosen_inference(data)
+    out = chosen_inference(data, chosen)
     if isinstance(out, str):
         (c2 if is_clustered(cov) else c1).error(out, icon=":material/error:")
     return cov, out
 
 
-def chosen_inference(data):
+def chosen_inference(data, chosen=()):
     """linear_iv_inference on ``data`` under the page's covariance choice (its widgets' state, so that the
     sections above the choice follow it too), once per data, roles and choice; the error text when it
-    cannot be computed; None while "clustered" waits for its column."""
+    cannot be computed; None while "clustered" waits for its column. A chosen 2SLS run fitted on ``data``
+    under that choice gives it from its own record, without refitting (results.linear_iv_from_record: the
+    demo's Results page, as fitted)."""
     cov = ss.get(state.RES_COV) or COV_DEFAULT
     cluster = ss.get(state.RES_CLUSTER) if is_clustered(cov) else None
     if is_clustered(cov) and cluster is None:
@@ -143,7 +145,13 @@ def chosen_inference(data):
     if ss.get(state.RES_CLUSTER2) and ss[state.RES_CLUSTER2] != cluster:
         cluster += f",{ss[state.RES_CLUSTER2]}"        # two-way: cluster "a,b", as the CLI's --cluster
 
+    fitted = next((it for it in chosen if it.method == LINEAR_REFERENCE and it.run is not None and it.run.data is data),
+                  None)
+
     def make():
+        reused = results.linear_iv_from_record(fitted.result, cov, cluster) if fitted is not None else None
+        if reused is not None:
+            return reused
         with st.spinner("2SLS, its first stage and the Anderson-Rubin set..."):
             return results.linear_iv_inference(data, cov, cluster)
     return state.cached(state.LINEAR_IV_CACHE, (id(data.table), data.describe_roles(), cov, cluster), make,
