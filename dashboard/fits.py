@@ -20,6 +20,7 @@ from __future__ import annotations
 from dashboard import state
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators._registry import LINEAR_REFERENCE
+from dmlcore.process import one_blas_thread
 from dmlcore.runs import Run, fit_run
 
 
@@ -38,4 +39,5 @@ def fit_now(data, *, method: str = LINEAR_REFERENCE, dataset: str | None = None,
     if method != LINEAR_REFERENCE:
         raise DMLCoreError(f"fit_now fits {LINEAR_REFERENCE!r} only, not {method!r}: queue other methods with "
                            "dashboard.fits.submit, which runs them in the background.")
-    return fit_run(data, method, dataset=dataset, **settings)
+    with one_blas_thread():     # beside the job workers, two BLAS threads spent 3-8 times the CPU (dmlcore.process)
+        return fit_run(data, method, dataset=dataset, **settings)

@@ -21,6 +21,7 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS, METHOD_TITLES
 from dmlcore.estimators._registry import LINEAR_REFERENCE, PAPER_METHOD, PLUG_IN_METHOD
 from dmlcore.estimators.settings import DEFAULTS
+from dmlcore.process import one_blas_thread
 from dmlcore.stats.covariance import COV_DEFAULT
 from dmlcore.estimators.second_stage import SECOND_STAGES
 from dmlcore.runs import Run
@@ -469,6 +470,11 @@ def linear_iv_inference(data, cov_type: str, cluster: str | None) -> LinearIV:
     """2SLS's Wald interval and Anderson-Rubin set of the effect, its coefficients with their standard errors,
     and the first stage, under the covariance choice (:class:`LinearIV`); raises DMLCoreError for a bad choice
     (a cluster column with one level, ...)."""
+    with one_blas_thread():     # as fits.fit_now: the page's own run, beside the job workers (dmlcore.process)
+        return _linear_iv_inference(data, cov_type, cluster)
+
+
+def _linear_iv_inference(data, cov_type: str, cluster: str | None) -> LinearIV:
     from dmlcore.runs.average_effect import anderson_rubin_entry, closed_form, contrast
     from dmlcore.inference.linear_iv import first_stage_inference
     estimator = fits.fit_now(data, cov_type=cov_type, cluster=cluster, heldout_folds=0, debias=False).estimator

@@ -12,6 +12,12 @@
   scikit-learn each bring their own OpenMP runtime (two libgomp copies); outside the main thread
   gradient boosting with two OpenMP threads ran about 5x slower than with one. OpenMP's limit is
   per thread, so the job workers and the dashboard's script thread enter this context around a fit.
+* BLAS (numpy's and scipy's OpenBLAS) in the dashboard's server, which serves pages beside its job
+  workers: :func:`one_blas_thread` around the fits a page makes in its own run. Called in a thread other
+  than the main one (a Streamlit script thread), this OpenBLAS applies the limit to the calling thread
+  (measured: the main thread's count did not change). Its default two threads, beside the two workers
+  on 2 cores, spent 0.8-2.0 s of CPU on the Results page's linear IV inference of the demo's data where
+  one thread spent 0.24 s, with the same numbers (a check on the shared machine, issue 47).
 * glibc's reuse of freed memory is switched on when the first image network is built
   (:func:`dmlcore.learners.image.keep_freed_memory`), in the processes that need it only.
 """
@@ -75,3 +81,9 @@ def fit_threads():
 def one_openmp_thread():
     """A context in which OpenMP code (scikit-learn's gradient boosting) in this thread uses one thread."""
     return threadpool_limits(limits=1, user_api="openmp")
+
+
+
+def one_blas_thread():
+    """A context in which BLAS (numpy's and scipy's OpenBLAS) in this thread uses one thread (module notes)."""
+    return threadpool_limits(limits=1, user_api="blas")

@@ -64,3 +64,21 @@ def test_scopes_nest_and_the_last_one_restores(owner_unset):
 def test_the_owners_choice_stands_inside_a_fit(owner_unset, monkeypatch):
     monkeypatch.setattr(process, "_owner_set", True)      # as after the CLI's --threads
     assert _Probe().fit(_iv_data()).threads_seen_ == 3
+
+
+def _blas_threads() -> set[int]:
+    from threadpoolctl import threadpool_info
+    return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+
+def test_the_dashboards_page_fits_run_blas_on_one_thread(monkeypatch):
+    """Beside the job workers, BLAS's two threads spent 3-8 times the CPU of one on the Results page's 2SLS
+    (issue 47): the page's own fits run on one, and the count is put back after."""
+    from threadpoolctl import threadpool_limits
+
+    from dashboard import fits
+    seen = []
+    monkeypatch.setattr(fits, "fit_run", lambda *a, **k: seen.append(_blas_threads()))
+    with threadpool_limits(limits=2, user_api="blas"):
+        fits.fit_now(_iv_data())
+        assert seen == [{1}] and _blas_threads() == {2}
