@@ -6,7 +6,9 @@ fresh server, so that the class run's browser share can be read per student: ope
 one-click demo from the click until its Results page has drawn its last section (the Train page
 refreshing while the runs train, then the switch), and Results drawn again by a reload (three
 times). CPU is Chromium's (every process, user + system, from /proc), so other jobs on the machine
-change the wall times more than these; the row records the load before and after.
+change the wall times more than these; the row records the load before and after. ``server_cpu_s``:
+the Streamlit server process's own CPU over the same steps (its fit workers not counted): the Train
+page's refreshes and the Results page's script runs.
 
     python -m bench.perf.page_cost      # about 1 min; one JSON line appended to bench/results/page-cost.jsonl
 """
@@ -34,12 +36,15 @@ def browser_cpu() -> float:
     return sum(cpu_and_rss(pid)[0] for pid in browser_processes())
 
 
-async def measure(base: str, reloads: int) -> dict:
+async def measure(base: str, reloads: int, server_pid: int | None = None) -> dict:
     from playwright.async_api import async_playwright
 
     async def settled(page):
         await page.wait_for_selector(IDLE, timeout=600_000)
         await page.wait_for_timeout(SETTLE_MS)
+
+    def server_cpu() -> float:
+        return cpu_and_rss(server_pid)[0] if server_pid else 0.0
 
     out = {}
     async with async_playwright() as p:
@@ -49,22 +54,25 @@ async def measure(base: str, reloads: int) -> dict:
         await page.goto(base, timeout=600_000)
         await settled(page)
         out["home"] = {"cpu_s": browser_cpu() - cpu, "wall_s": time.time() - start}
-        cpu, start = browser_cpu(), time.time()
+        cpu, start, served = browser_cpu(), time.time(), server_cpu()
         await page.locator(".st-key-demo_run button").click()
         await page.wait_for_url("**/results", timeout=600_000)
         out["demo_on_train_wall_s"] = time.time() - start
         await page.get_by_role("heading", name="Stored runs").wait_for(timeout=600_000)
         await settled(page)
-        out["demo_to_results"] = {"cpu_s": browser_cpu() - cpu, "wall_s": time.time() - start}
+        out["demo_to_results"] = {"cpu_s": browser_cpu() - cpu, "wall_s": time.time() - start,
+                                  "server_cpu_s": server_cpu() - served}
         draws = []
         for _ in range(reloads):
-            cpu, start = browser_cpu(), time.time()
+            cpu, start, served = browser_cpu(), time.time(), server_cpu()
             await page.reload()
             await page.get_by_role("heading", name="Stored runs").wait_for(timeout=600_000)
             await settled(page)
-            draws.append({"cpu_s": browser_cpu() - cpu, "wall_s": time.time() - start})
+            draws.append({"cpu_s": browser_cpu() - cpu, "wall_s": time.time() - start,
+                          "server_cpu_s": server_cpu() - served})
         out["results_reloads"] = draws
-        out["results_reload_median"] = {k: statistics.median(d[k] for d in draws) for k in ("cpu_s", "wall_s")}
+        out["results_reload_median"] = {k: statistics.median(d[k] for d in draws)
+                                        for k in ("cpu_s", "wall_s", "server_cpu_s")}
         cpu = browser_cpu()
         await page.wait_for_timeout(5000)
         out["results_idle_cpu_per_s"] = (browser_cpu() - cpu) / 5.0
@@ -83,12 +91,12 @@ def main() -> None:
     server = start_server(home, port, types.SimpleNamespace(workers=2, executor="local", post_script_gc=None,
                                                             server_nice=None))
     try:
-        pages = asyncio.run(measure(f"http://127.0.0.1:{port}", args.reloads))
+        pages = asyncio.run(measure(f"http://127.0.0.1:{port}", args.reloads, server.pid))
     finally:
         server.terminate()
         server.wait(30)
     row = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "machine": machine(), **commit(),
-           "command": "python -m bench.perf.page_cost", "load_before": load_before, "load_after": os.getloadavg(),
+           "command": "python -m bench.perf.page_cost" + (f" --out {args.out}" if args.out != OUT else ""), "load_before": load_before, "load_after": os.getloadavg(),
            **pages}
     print(json.dumps(row, indent=1))
     args.out.parent.mkdir(parents=True, exist_ok=True)
