@@ -68,8 +68,7 @@ c4.number_input("Draws per row", min_value=SETTINGS["n_draws"].minimum, max_valu
                 help="Draws from the conditional distribution averaged in E[f(inputs) | c].")
 if "est_folds" in errors:
     st.error(errors["est_folds"])
-st.selectbox(f"{plan.NUISANCE_CHOICE.label} ({', '.join(map(METHOD_TITLES.get, plan.NUISANCE_CHOICE_READERS))})",
-             plan.NUISANCE_CHOICE.choices, key=state.EST_NUISANCE_CHOICE, persist_state="session",
+st.selectbox(plan.NUISANCE_CHOICE_LABEL, plan.NUISANCE_CHOICE.choices, key=state.EST_NUISANCE_CHOICE, persist_state="session",
              format_func=lambda choice: f"{choice}: {CRITERIA[choice]}", help=plan.NUISANCE_CHOICE_HELP)
 if "est_nuisance_choice" in errors:
     st.error(errors["est_nuisance_choice"])
