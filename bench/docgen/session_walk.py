@@ -80,8 +80,8 @@ def table(rows) -> str:
             + "; ".join(notes) + f". Before them, preparing the class took {prepare['seconds']:.0f} s "
             f"({_load(prepare)}), and a server restarted on the prepared `DMLCORE_HOME` opened all "
             f"{restart['prepared_listed']} prepared experiments without a refit in {restart['machine_s']:.0f} s "
-            f"({_load(restart)}; no session's hour counts either), on {data['machine']}; what else the machine ran: "
-            f"{data['other_work']}.*")
+            f"({_load(restart)}), neither counted in a session's hour; on {data['machine']}; what else the machine "
+            f"ran: {data['other_work']}.*")
 
 
 @block("session-walk:cut")
