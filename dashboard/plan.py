@@ -188,6 +188,18 @@ def nuisance_choice_unread(choice: str, methods) -> str | None:
             f"the choice back to {NUISANCE_CHOICE.default!r}.")
 
 
+def nuisance_choice_note(choice: str, methods) -> str | None:
+    """What a non-default nuisance choice leaves as it is: the other methods with a second stage keep their own
+    choice (they fit their nuisances once on all rows); None when there are none or the choice is the default."""
+    others = [m for m in methods if m not in NUISANCE_CHOICE_READERS and METHODS[m].second_stage]
+    if choice == NUISANCE_CHOICE.default or not others:
+        return None
+    one = len(others) == 1
+    return (f"{', '.join(map(METHOD_TITLES.get, others))} keep{'s its' if one else ' their'} nuisances chosen "
+            f"{CRITERIA[NUISANCE_CHOICE.default]}: {'it fits' if one else 'they fit'} them once on all rows, with no "
+            "pilot folds to score.")
+
+
 def nuisance_key(learner: str, param: str) -> str:
     return f"adv_{learner}_{param}"
 
@@ -456,6 +468,7 @@ def describe(fit: PlannedFit) -> str:
 
 
 __all__ = ["ESTIMATOR_DEFAULTS", "DEMO_DATA", "DEMO_SETTINGS", "NUISANCE_FIELDS", "F_FIELDS", "Field",
-           "F_MODEL_CHOICES", "F_MODEL_HELP", "NUISANCE_CHOICE_HELP", "NUISANCE_CHOICE_LABEL", "nuisance_choice_unread", "CLUSTER_HELP", "MAX_REPS", "REPS_HELP", "DEVICE_HELP", "DEBIAS_HELP", "device_choices",
+           "F_MODEL_CHOICES", "F_MODEL_HELP", "NUISANCE_CHOICE_HELP", "NUISANCE_CHOICE_LABEL", "nuisance_choice_unread",
+           "nuisance_choice_note", "CLUSTER_HELP", "MAX_REPS", "REPS_HELP", "DEVICE_HELP", "DEBIAS_HELP", "device_choices",
            "PlannedFit", "build_plan", "describe", "learner_for", "learners_in_use", "parse_sizes",
            "LEARNERS", "SAME", "METHOD_HELP", "methods_for"]

@@ -64,16 +64,16 @@ def design():
     choice = st.selectbox(plan.NUISANCE_CHOICE_LABEL, plan.NUISANCE_CHOICE.choices, key=state.STUDY_NUISANCE_CHOICE,
                           index=plan.NUISANCE_CHOICE.choices.index(plan.NUISANCE_CHOICE.default),   # declared once
                           format_func=lambda c: f"{c}: {CRITERIA[c]}", help=plan.NUISANCE_CHOICE_HELP)
+    if (note := plan.nuisance_choice_note(choice, methods)):
+        st.caption(note)
     limit = st.number_input(SETTINGS["time_limit"].label + " (empty: no limit)", min_value=SETTINGS["time_limit"].minimum,
                             value=None, step=60, key=state.STUDY_TIME_LIMIT,
                             help="A fit that runs longer, with every refit, stops and fails with the reason; "
                                  "the fits it finished are kept and reused whatever the limit.")
     if (unread := plan.nuisance_choice_unread(choice, methods)):
         raise DMLCoreError(unread)
-    chosen = {"learner": learner, "folds": folds, "epochs": epochs}     # each passed when a chosen method reads it
-    settings = {k: v for k, v in chosen.items() if any(k in METHODS[m].settings for m in methods)}
-    if choice != plan.NUISANCE_CHOICE.default:      # else left out: the study's keys stay as they were
-        settings["nuisance_choice"] = choice
+    chosen = {"learner": learner, "folds": folds, "epochs": epochs, "nuisance_choice": choice}   # each passed when
+    settings = {k: v for k, v in chosen.items() if any(k in METHODS[m].settings for m in methods)}  # a method reads it
     spec = spec_from_flags(dataset, methods=",".join(methods), seeds=seeds, data=data,
                            settings={**settings, "time_limit": limit})
     check_study(spec)        # the roles' and folds' rules, as every fit would meet them

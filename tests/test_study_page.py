@@ -185,6 +185,8 @@ def test_the_nuisance_choice_reaches_the_study_and_is_refused_where_it_cannot_ac
                in e.value for e in at.error), [e.value for e in at.error]
     at.selectbox(key="study_learner").set_value("gb").run()
     assert not at.error, [e.value for e in at.error]
+    assert any(c.value.startswith("Naive plug-in keeps its nuisances chosen by their own held-out losses")
+               for c in at.caption)
     at.button(key="study_start").click().run()
     [spec] = started
     assert [g["nuisance_choice"] for g in spec.to_dict()["grid"]] == [["target"]]   # as spec.json records it
