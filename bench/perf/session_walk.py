@@ -516,7 +516,7 @@ def before_class(home: Path, prepared: dict) -> dict:
             w = Walker(page, server.base)
             w.open("Run the demo")
             w.nav("Learn", "Wald ratio =")
-            w.tab("Card (1995)", "Fitted in")
+            w.tab("Card (1995)", "DML-CMR: a flexible f with the same instrument")    # prepared or not
             page.context.close()
         finally:
             server.stop()
