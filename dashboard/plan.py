@@ -168,6 +168,7 @@ DEBIAS_HELP = ("The effect of every method that fits a nonlinear f is debiased: 
                "weak-identification check; the curves and the MSE are unchanged.")
 NUISANCE_CHOICE = SETTINGS["nuisance_choice"]
 NUISANCE_CHOICE_READERS = [name for name, m in METHODS.items() if "nuisance_choice" in m.settings]
+NUISANCE_CHOICE_LABEL = f"{NUISANCE_CHOICE.label} ({', '.join(map(METHOD_TITLES.get, NUISANCE_CHOICE_READERS))})"
 NUISANCE_CHOICE_HELP = (f"{NUISANCE_CHOICE.help[0].upper()}{NUISANCE_CHOICE.help[1:]}. DML-CMR only: CE-DML-CMR "
                         f"and the naive plug-in fit their nuisances once on all rows, so there are no pilot folds "
                         f"to score, and keep their own choice. It needs auto nuisances (the learner nn or gb), K of "
@@ -175,6 +176,28 @@ NUISANCE_CHOICE_HELP = (f"{NUISANCE_CHOICE.help[0].upper()}{NUISANCE_CHOICE.help
                         f"any fit starts.")
 EPOCH_DEFAULTS = (f"networks {NN_NUISANCE_DEFAULTS['max_epochs']} epochs, gradient boosting "
                   f"{TABULAR_DEFAULTS['gb']['max_iter']} stages, boosted f {BOOST_DEFAULTS['max_stages']} stages")
+
+
+def nuisance_choice_unread(choice: str, methods) -> str | None:
+    """Why the nuisance choice ``choice`` cannot act with ``methods`` (none of them reads it), in one line; None
+    when it is the default, no method is chosen yet, or one of them reads it (the Estimators and Study pages)."""
+    if choice == NUISANCE_CHOICE.default or not methods or any(m in NUISANCE_CHOICE_READERS for m in methods):
+        return None
+    takers = " and ".join(map(METHOD_TITLES.get, NUISANCE_CHOICE_READERS))
+    return (f"Nuisance choice {choice!r} applies to {takers} only, which is not among the methods; add it, or set "
+            f"the choice back to {NUISANCE_CHOICE.default!r}.")
+
+
+def nuisance_choice_note(choice: str, methods) -> str | None:
+    """What a non-default nuisance choice leaves as it is: the other methods with a second stage keep their own
+    choice (they fit their nuisances once on all rows); None when there are none or the choice is the default."""
+    others = [m for m in methods if m not in NUISANCE_CHOICE_READERS and METHODS[m].second_stage]
+    if choice == NUISANCE_CHOICE.default or not others:
+        return None
+    one = len(others) == 1
+    return (f"{', '.join(map(METHOD_TITLES.get, others))} keep{'s its' if one else ' their'} nuisances chosen "
+            f"{CRITERIA[NUISANCE_CHOICE.default]}: {'it fits' if one else 'they fit'} them once on all rows, with no "
+            "pilot folds to score.")
 
 
 def nuisance_key(learner: str, param: str) -> str:
@@ -359,16 +382,12 @@ def build_plan(state, data: CausalData | None, batch: int = 1) -> tuple[list[Pla
         except DMLCoreError as err:
             errors["est_cluster"] = str(err)
     choice = _setting(state, "est_nuisance_choice")
-    readers = [m for m in methods if m in NUISANCE_CHOICE_READERS]
     try:
         NUISANCE_CHOICE.check(choice)
         if choice != NUISANCE_CHOICE.default:
             common["nuisance_choice"] = choice
-            if methods and not readers:
-                takers = " and ".join(map(METHOD_TITLES.get, NUISANCE_CHOICE_READERS))
-                errors["est_nuisance_choice"] = (f"Nuisance choice {choice!r} applies to {takers} only, which is not "
-                                                 f"among the methods; add it, or set the choice back to "
-                                                 f"{NUISANCE_CHOICE.default!r}.")
+            if (unread := nuisance_choice_unread(choice, methods)):
+                errors["est_nuisance_choice"] = unread
     except DMLCoreError as err:
         errors["est_nuisance_choice"] = str(err)
     device = _setting(state, "est_device")
@@ -449,6 +468,7 @@ def describe(fit: PlannedFit) -> str:
 
 
 __all__ = ["ESTIMATOR_DEFAULTS", "DEMO_DATA", "DEMO_SETTINGS", "NUISANCE_FIELDS", "F_FIELDS", "Field",
-           "F_MODEL_CHOICES", "F_MODEL_HELP", "NUISANCE_CHOICE_HELP", "CLUSTER_HELP", "MAX_REPS", "REPS_HELP", "DEVICE_HELP", "DEBIAS_HELP", "device_choices",
+           "F_MODEL_CHOICES", "F_MODEL_HELP", "NUISANCE_CHOICE_HELP", "NUISANCE_CHOICE_LABEL", "nuisance_choice_unread",
+           "nuisance_choice_note", "CLUSTER_HELP", "MAX_REPS", "REPS_HELP", "DEVICE_HELP", "DEBIAS_HELP", "device_choices",
            "PlannedFit", "build_plan", "describe", "learner_for", "learners_in_use", "parse_sizes",
            "LEARNERS", "SAME", "METHOD_HELP", "methods_for"]

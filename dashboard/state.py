@@ -257,6 +257,7 @@ STUDY_ID = _key('study_id', None, 'Study: the id of the study this session follo
 STUDY_LABEL = _key('study_label', None, "Study: the 'Name' text input")
 STUDY_LEARNER = _key('study_learner', None, "Study: the 'Learner' select box")
 STUDY_METHODS = _key('study_methods', None, "Study: the 'Methods' multiselect")
+STUDY_NUISANCE_CHOICE = _key('study_nuisance_choice', None, "Study: the 'Nuisance choice (DML-CMR)' select box")
 STUDY_PICK = _key('study_pick', None, "Study: the 'Study' select box")
 STUDY_RUNNING = _key('study_running', False, "Study: whether that study was running at the last full run (sets the progress panel's refresh)")
 STUDY_SEEDS = _key('study_seeds', None, "Study: the 'Seeds' text input")

@@ -68,17 +68,12 @@ c4.number_input("Draws per row", min_value=SETTINGS["n_draws"].minimum, max_valu
                 help="Draws from the conditional distribution averaged in E[f(inputs) | c].")
 if "est_folds" in errors:
     st.error(errors["est_folds"])
-st.selectbox(f"{plan.NUISANCE_CHOICE.label} ({', '.join(map(METHOD_TITLES.get, plan.NUISANCE_CHOICE_READERS))})",
-             plan.NUISANCE_CHOICE.choices, key=state.EST_NUISANCE_CHOICE, persist_state="session",
+st.selectbox(plan.NUISANCE_CHOICE_LABEL, plan.NUISANCE_CHOICE.choices, key=state.EST_NUISANCE_CHOICE, persist_state="session",
              format_func=lambda choice: f"{choice}: {CRITERIA[choice]}", help=plan.NUISANCE_CHOICE_HELP)
 if "est_nuisance_choice" in errors:
     st.error(errors["est_nuisance_choice"])
-elif ss[state.EST_NUISANCE_CHOICE] != plan.NUISANCE_CHOICE.default and (
-        others := [m for m in ss[state.EST_METHODS] if m not in plan.NUISANCE_CHOICE_READERS and METHODS[m].second_stage]):
-    one = len(others) == 1
-    st.caption(f"{', '.join(map(METHOD_TITLES.get, others))} keep{'s its' if one else ' their'} nuisances chosen "
-               f"{CRITERIA[plan.NUISANCE_CHOICE.default]}: {'it fits' if one else 'they fit'} them once on all rows, "
-               f"with no pilot folds to score.")
+elif (note := plan.nuisance_choice_note(ss[state.EST_NUISANCE_CHOICE], ss[state.EST_METHODS])):
+    st.caption(note)
 
 neural = [m for m in ss[state.EST_METHODS] if m in plan.SECOND_STAGE_METHODS]
 c5, c6 = st.columns([3, 1])

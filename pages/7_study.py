@@ -10,7 +10,7 @@ fair queue beside everyone's runs and run in the worker processes (or on Ray).
 
 import streamlit as st
 
-from dashboard import state, ui
+from dashboard import plan, state, ui
 from dmlcore.data.datasets import REAL_DATASETS
 from dmlcore.data.registry import OPTION_LABELS, SIMULATED, dataset_options
 from dmlcore.data.simulate import N_MAX, N_MIN
@@ -19,6 +19,7 @@ from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.settings import SETTINGS
 from dmlcore.learners import LEARNER_TITLES, LEARNERS
 from dmlcore.estimators import METHODS, METHOD_TITLES
+from dmlcore.estimators.nuisance_target import CRITERIA
 from dmlcore.studies import load_study, plan_study, spec_from_dict, spec_from_flags
 from dmlcore.studies.checks import check_study
 from dmlcore.studies.figures import study_figures
@@ -60,12 +61,19 @@ def design():
                              key=state.STUDY_EPOCHS)
     seeds = c4.text_input("Seeds", value=DEFAULT_SEEDS, key=state.STUDY_SEEDS,
                           help="A range such as 0-19 or a comma list; every method sees the same data at a seed.")
+    choice = st.selectbox(plan.NUISANCE_CHOICE_LABEL, plan.NUISANCE_CHOICE.choices, key=state.STUDY_NUISANCE_CHOICE,
+                          index=plan.NUISANCE_CHOICE.choices.index(plan.NUISANCE_CHOICE.default),   # declared once
+                          format_func=lambda c: f"{c}: {CRITERIA[c]}", help=plan.NUISANCE_CHOICE_HELP)
+    if (note := plan.nuisance_choice_note(choice, methods)):
+        st.caption(note)
     limit = st.number_input(SETTINGS["time_limit"].label + " (empty: no limit)", min_value=SETTINGS["time_limit"].minimum,
                             value=None, step=60, key=state.STUDY_TIME_LIMIT,
                             help="A fit that runs longer, with every refit, stops and fails with the reason; "
                                  "the fits it finished are kept and reused whatever the limit.")
-    chosen = {"learner": learner, "folds": folds, "epochs": epochs}     # each passed when a chosen method reads it
-    settings = {k: v for k, v in chosen.items() if any(k in METHODS[m].settings for m in methods)}
+    if (unread := plan.nuisance_choice_unread(choice, methods)):
+        raise DMLCoreError(unread)
+    chosen = {"learner": learner, "folds": folds, "epochs": epochs, "nuisance_choice": choice}   # each passed when
+    settings = {k: v for k, v in chosen.items() if any(k in METHODS[m].settings for m in methods)}  # a method reads it
     spec = spec_from_flags(dataset, methods=",".join(methods), seeds=seeds, data=data,
                            settings={**settings, "time_limit": limit})
     check_study(spec)        # the roles' and folds' rules, as every fit would meet them

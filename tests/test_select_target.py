@@ -138,6 +138,9 @@ def test_the_default_choice_records_no_criterion_and_target_is_refused_where_it_
     (["bench", "--sizes", "300", "--methods", "dml-cmr", "--learner", "gb", "--folds", "2"], "got folds=2"),
     (["study", "--sizes", "300", "--methods", "dml-cmr,naive", "--learner", "gb,rf"], "With learner 'rf'"),
     (["study", "--sizes", "300", "--methods", "naive"], "naive does not use 'nuisance_choice'"),
+    (["study", "--dataset", "digits-iv", "--sizes", "300", "--methods", "dml-cmr", "--learner", "nn"],
+     "DML-CMR cannot fit digits-iv with learner 'nn': nuisance_choice='target' scores the pilot's f-hat by a "
+     "regression on a spline basis of the conditioning columns, which cannot take image pixels"),  # the data's refusal
 ])
 def test_fit_bench_and_study_refuse_the_target_choice_in_one_line_before_any_fit(argv, words, capsys, tmp_path,
                                                                                  monkeypatch):

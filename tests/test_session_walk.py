@@ -106,6 +106,95 @@ def test_the_walk_opens_lessons_and_tabs_the_learn_page_has():
     assert {"Card (1995)", "Orthogonality that works", "Cross-fitting", "3 · Nuisances and orthogonality"} <= set(opened)
 
 
+def _leading(node) -> str:
+    """The literal text a string expression starts with (a constant, an f-string or a sum of them), up to its
+    first computed part."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        text = ""
+        for part in node.values:
+            if not isinstance(part, ast.Constant):
+                break
+            text += part.value
+        return text
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _leading(node.left)
+    return ""
+
+
+def _learn_calls(function: str) -> list[ast.Call]:
+    """Every call of ``function`` in the Learn page's tabs (dashboard/learn/*.py)."""
+    calls = []
+    for path in sorted((ROOT / "dashboard" / "learn").glob("*.py")):
+        calls += [n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                  if isinstance(n, ast.Call) and getattr(n.func, "id", None) == function]
+    return calls
+
+
+def _recorded(name: str, steps) -> list[tuple]:
+    """The arguments of every ``name`` call that ``steps`` (walk functions) make, through the recorder."""
+    calls = []
+    for step in steps:
+        recorder = _Recorder()
+        step(recorder, {"students": []})
+        calls += [args for called, args in recorder.calls if called == name]
+    return calls
+
+
+def _walked_steps(drop: str | None = None):
+    return [step for steps in sw.WALK.values() for title, step in steps.items()
+            if step is not sw._class_study and title != drop]
+
+
+def _unopened(opened: list[str]) -> list[str]:
+    """The Learn page's questions with an Answer expander that no step opens and that are not beyond the hour."""
+    questions = [_leading(call.args[0]) for call in _learn_calls("answer")]
+    return [q for q in questions if not any(q.startswith(a) for a in (*opened, *sw.ANSWERS_BEYOND))]
+
+
+def test_every_answer_the_sessions_use_is_opened_by_their_walk():
+    """The class opens the Answer expander of each question it discusses: a slow or broken answer is timed or
+    caught. Each answer the walk opens is one of the page's, and every one of the page's is opened by a step or
+    is beyond the hour."""
+    questions = [_leading(call.args[0]) for call in _learn_calls("answer")]
+    assert len(questions) >= 12 and all(questions), questions
+    opened = [args[0] for args in _recorded("answer", _walked_steps())]
+    assert all(sum(q.startswith(a) for q in questions) == 1 for a in opened), (opened, questions)
+    assert _unopened(opened) == []
+    assert len(opened) == len(set(opened)) == len(questions) - len(sw.ANSWERS_BEYOND)
+    # a step that stops opening its answers is caught: Card's in session 1, RHC's in session 2
+    for title, lost in (("Card (1995): real data, with answers", "For whom is "),
+                        ("RHC (real data): proxies on real data", "Swap the roles of the proxies.")):
+        assert any(q.startswith(lost) for q in _unopened([a for a in opened if not lost.startswith(a)])), title
+        assert _unopened([args[0] for args in _recorded("answer", _walked_steps(drop=title))])
+
+
+def test_before_class_the_restart_check_opens_every_prepared_experiment():
+    """Every experiment dmlcore.teaching.prepared warms is opened on the restarted server, and the buttons the
+    check refuses to see are exactly the Learn page's slow buttons that preparing replaces."""
+    from dmlcore.teaching import prepared
+
+    checked = [name for args in _recorded("shows_prepared", [sw._reopen]) for name in args[0]]
+    assert sorted(checked) == sorted(prepared.SLOW)
+    labels = {call.args[1].value for call in _learn_calls("slow")
+              if not (isinstance(call.args[0], ast.Constant) and call.args[0].value in prepared.LIVE)}
+    assert set(sw.SLOW_BUTTONS) == labels
+
+
+def test_the_kept_rows_time_before_class_without_an_allowance():
+    row = json.loads((ROWS / "prepare.json").read_text(encoding="utf-8"))
+    before = row["before_class"]
+    assert [s["title"] for s in before["steps"]] == [sw.PREPARE_STEP, sw.RESTART_STEP]
+    assert all(s["allowance_min"] == 0 and s["machine_s"] > 0 for s in before["steps"])
+    assert before["steps"][0]["machine_s"] == row["seconds"]
+    from dmlcore.teaching import prepared
+    restart = before["steps"][1]
+    assert restart["prepared_listed"] == len(prepared.SLOW)
+    opened = " ".join(a["action"] for a in restart["actions"])
+    assert all(name in opened for name in prepared.SLOW), opened
+
+
 def _rows() -> dict[int, dict]:
     return {n: json.loads((ROWS / f"session-{n}.json").read_text(encoding="utf-8")) for n in (1, 2, 3)}
 

@@ -159,6 +159,40 @@ def test_a_method_that_cannot_fit_the_data_is_refused_in_the_form():
     assert not [b for b in at.button if b.key == "study_start"]
 
 
+def test_the_nuisance_choice_reaches_the_study_and_is_refused_where_it_cannot_act(monkeypatch):
+    from dmlcore.errors import DMLCoreError
+    from dmlcore.jobs.study_jobs import Studies
+
+    started = []
+
+    def start(self, owner, spec, label=""):        # the spec the page hands the runner; no fit runs
+        started.append(spec)
+        raise DMLCoreError("the test stops the study here")
+
+    monkeypatch.setattr(Studies, "start", start)
+    at = study_page()
+    small_grid(at)                                   # 2SLS and the naive plug-in: neither reads the choice
+    box = at.selectbox(key="study_nuisance_choice")
+    assert (box.label, box.value, box.options) == ("Nuisance choice (DML-CMR)", "own",
+                                                   ["own: by their own held-out losses",
+                                                    "target: by DML-CMR's target (held-out projected residual of the pilot f̂)"])
+    box.set_value("target").run()
+    assert [e.value for e in at.error] == ["Nuisance choice 'target' applies to DML-CMR only, which is not among the "
+                                           "methods; add it, or set the choice back to 'own'."]
+    assert not [b for b in at.button if b.key == "study_start"]
+    at.multiselect(key="study_methods").set_value(["dml-cmr", "naive"]).run()    # with the learner linear: named
+    assert any("With learner 'linear' and folds 5: nuisance_choice='target' chooses among auto's candidates"
+               in e.value for e in at.error), [e.value for e in at.error]
+    at.selectbox(key="study_learner").set_value("gb").run()
+    assert not at.error, [e.value for e in at.error]
+    assert any(c.value.startswith("Naive plug-in keeps its nuisances chosen by their own held-out losses")
+               for c in at.caption)
+    at.button(key="study_start").click().run()
+    [spec] = started
+    assert [g["nuisance_choice"] for g in spec.to_dict()["grid"]] == [["target"]]   # as spec.json records it
+    assert [g.settings["nuisance_choice"] for g in spec.grids] == [("target",)]
+
+
 def test_a_study_whose_fits_fail_is_marked_failed_with_the_reasons(monkeypatch):
     import dmlcore.studies.runner as runner
 

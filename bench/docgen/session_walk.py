@@ -1,6 +1,7 @@
 """docs/teaching.md: the timed walk of each class session (``python -m bench.perf.session_walk``), from
-bench/results/session-walk/session-N.json: each session's timed total (in its heading), the allowance rule the
-rows were made with, a table per step and session, and the walk that made the plan cut questions."""
+bench/results/session-walk/session-N.json and prepare.json: each session's timed total (in its heading), the
+allowance rule the rows were made with, a table per step and session (before them, the class's preparation and the
+restart check, timed without an allowance), and the walk that made the plan cut questions."""
 
 from __future__ import annotations
 
@@ -52,6 +53,14 @@ def table(rows) -> str:
     """Per step and per session: the plan's slot, questions, the machine's seconds, the allowance, the total."""
     lines = ["| session · step | plan's minutes | questions | machine (s) | allowance (min) | timed (min) |",
              "|---|---|---|---|---|---|"]
+    prepare = rows.json(f"{FOLDER}/prepare.json")
+    before = prepare.get("before_class")
+    if before is None:
+        raise ValueError(f"bench/results/{FOLDER}/prepare.json has no before_class (preparing and the restart check): "
+                         "rerun python -m bench.perf.session_walk --session all")
+    for step in before["steps"]:           # before session 1: the machine's seconds, no allowance
+        lines.append(f"| {before['title']} · {step['title']} | before | 0 | {step['machine_s']:.0f} | "
+                     f"{step['allowance_min']:g} | {_minutes(step['total_min'])} |")
     notes = []
     for n in SESSIONS:
         data = _session(rows, n)
@@ -65,11 +74,14 @@ def table(rows) -> str:
                      f"{data['allowance_min']:g} | **{_minutes(data['total_min'])}** |")
         notes.append(f"session {n} {data['date'][:16]} UTC, {_load(data)}, the walk {data['wall_s']:.0f} s in all"
                      + (f" ({data['students']} students' browsers)" if n == 3 else ""))
-    prepare = rows.json(f"{FOLDER}/prepare.json")
+    restart = before["steps"][-1]
     command = data["command"].split(" --other-work")[0] + (" --other-work …" if "--other-work" in data["command"] else "")
     return ("\n".join(lines) + "\n\n*`" + command + "` at commit " + data["commit"] + "; "
-            + "; ".join(notes) + f". Preparing the class before them took {prepare['seconds']:.0f} s "
-            f"({_load(prepare)}), on {data['machine']}; what else the machine ran: {data['other_work']}.*")
+            + "; ".join(notes) + f". Before them, preparing the class took {prepare['seconds']:.0f} s "
+            f"({_load(prepare)}), and a server restarted on the prepared `DMLCORE_HOME` opened all "
+            f"{restart['prepared_listed']} prepared experiments without a refit in {restart['machine_s']:.0f} s "
+            f"({_load(restart)}), neither counted in a session's hour; on {data['machine']}; what else the machine "
+            f"ran: {data['other_work']}.*")
 
 
 @block("session-walk:cut")

@@ -1,14 +1,19 @@
 """The timed walk of each class session of docs/teaching.md: what the machine takes, plus an allowance for the
 teacher and the class, step by step.
 
-    python -m bench.perf.session_walk --session 1|2|3|all [--students 2] [--out bench/results/session-walk]
+    python -m bench.perf.session_walk --session before|1|2|3|all [--students 2] [--out bench/results/session-walk]
 
-First it **prepares the class** in a fresh ``DMLCORE_HOME`` (``python -m dmlcore.teaching.prepared``, as a
-teacher does once before session 1; timed and written on its own, ``prepare.json``). Then, for each session,
+First, **before class**, it prepares the class in a fresh ``DMLCORE_HOME`` (``python -m dmlcore.teaching.prepared``,
+as a teacher does once before session 1), timed; then it starts the dashboard on that home and stops it, starts it
+again (the restart between two classes) and opens every prepared experiment there (:func:`_reopen`): each must show
+its result and offer no button to compute it (else the walk fails: the class would wait for a refit). Both are
+steps of their own (``prepare.json``'s ``before_class``: the machine's seconds, no allowance; no session counts
+them). ``--session before`` does only this. Then, for each session,
 it starts the dashboard as ``scripts/run.sh`` does (the same script, on a free port, with that home and a
 teacher code of its own) and, in Chromium at a projector's 1,024 x 768, performs every step of the session in
 the plan's order: each page, lesson and tab opened, each slider moved and button clicked that the step or its
-questions ask for, each fit waited for. A wait ends when what the class looks at is there (the step's text,
+questions ask for, each *Answer* expander of the step's questions opened (:meth:`Walker.answer`), each fit waited
+for. A wait ends when what the class looks at is there (the step's text,
 table or chart drawn and the page's script finished), never after a fixed sleep. Every session starts its
 own server and browser (the prepared results are on disk and survive the restart, as between two classes).
 
@@ -16,7 +21,9 @@ The steps are read from docs/teaching.md itself (:func:`plan`): a session is a `
 heading, a step a ``## A–B min · title`` heading under it, a question an ``*Ask:*`` paragraph outside the
 ``### Beyond the hour`` sections (the worksheets' questions, dmlcore.teaching.worksheets, less those beyond the
 hour). What the browser does in each step is :data:`WALK`, keyed by the steps' titles;
-``tests/test_session_walk.py`` fails when a step of the plan has no walk, or the walk one the plan lacks.
+``tests/test_session_walk.py`` fails when a step of the plan has no walk, or the walk one the plan lacks, when a
+question's answer on the Learn page is opened by no step (:data:`ANSWERS_BEYOND` names those beyond the hour), and
+when a prepared experiment is left out of the restart check.
 
 **The time of a step** = the machine's seconds, measured, plus the allowance for the teacher and the class
 (:func:`allowance`, the one rule, also stated in docs/teaching.md, "How the sessions are timed"):
@@ -64,6 +71,13 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--
         "--disable-component-update", "--disable-sync", "--disable-renderer-backgrounding",
         "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows"]
 IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
+# the buttons of the Learn page's slow experiments (dashboard/learn: slow(name, label, ...)) that preparing the class
+# replaces by their results; "Run the small version" (prepared.LIVE) is left to run in class on purpose
+SLOW_BUTTONS = ("Run the 60 data sets", "Fit DML-CMR on Card's data", "Run the perturbation experiment",
+                "Run the comparison", "Run repeated cross-fitting")
+# the Learn page's questions with an Answer expander (dashboard/learn: answer(question, ...)) that no step walks:
+# their questions are beyond the hour (docs/teaching.md)
+ANSWERS_BEYOND = ("The Anderson–Rubin set",)      # Card, section 2b: "Beyond the hour: tF beside the AR set"
 
 
 def allowance(questions: int) -> float:
@@ -237,6 +251,37 @@ class Walker:
         """Bring ``see`` into view (no script runs; the time to find it drawn)."""
         self.act(f"scroll to {see}", lambda: self.locate(see).first.scroll_into_view_if_needed(), see, rerun=False)
 
+    def answer(self, question: str):
+        """Open the *Answer* expander under the Learn page's question that contains ``question`` (an
+        ``*Ask:*`` line of dashboard/learn's ``answer``) and wait until its text is shown; fails when the page
+        has no such question, its answer is empty or the page shows an exception."""
+        page = self.page
+        ask = page.locator("p", has=page.locator("em", has_text="Ask:")).filter(has_text=question)
+        if not ask.count():
+            raise RuntimeError(f"no question containing {question!r} on the page: fix the step's answers in WALK")
+        expander = ask.first.locator("xpath=following::*[@data-testid='stExpander'][1]")
+        shown = expander.locator("[data-testid=stExpanderDetails]")
+
+        def do():
+            if expander.locator("details[open]").count() == 0:
+                expander.locator("summary").first.click()
+        self.act(f"answer {question}", do, shown, rerun=False)
+        if not expander.locator("details[open]").count():
+            raise RuntimeError(f"the answer to {question!r} did not open on its click")
+        if not shown.first.inner_text().strip():
+            raise RuntimeError(f"the answer to {question!r} is empty")
+
+    def shows_prepared(self, names: list[str], see):
+        """``see`` is shown and the page offers no button of a slow experiment: the results ``names`` were read
+        from disk (:mod:`dmlcore.teaching.prepared`), not refitted; fails otherwise."""
+        self.page.wait_for_selector(IDLE)
+        offered = [label for label in SLOW_BUTTONS if self.page.get_by_role("button", name=label).count()]
+        if offered:
+            raise RuntimeError(f"after the restart the page offers {offered} where {', '.join(names)} should be "
+                               "shown: the prepared results were not used (a class would wait for a refit)")
+        self.act(f"prepared {', '.join(names)}", lambda: self.locate(see).first.scroll_into_view_if_needed(), see,
+                 rerun=False)
+
 
 def _number(text) -> float | None:
     try:
@@ -280,7 +325,11 @@ def _forbidden(w: Walker, ctx):
 
 def _card(w: Walker, ctx):
     w.tab("Card (1995)", "What if growing up near a college")     # sections 1, 2, 2b and 4 (the tab's last is 5)
+    w.answer("Which assumption makes the ratio an effect")           # its four questions, each answer opened
+    w.answer("2SLS is larger than OLS")
+    w.answer("F is above 10")
     w.scroll_to("What 2SLS estimates here, and for whom")
+    w.answer("For whom is")
 
 
 def _card_plausible(w: Walker, ctx):
@@ -288,6 +337,8 @@ def _card_plausible(w: Walker, ctx):
     w.nav("Learn", "Wald ratio =")
     w.tab("Card (1995)", "What if growing up near a college")
     w.scroll_to("What if growing up near a college")
+    w.answer("How large a direct effect of growing up near a college")
+    w.answer("Why is the union of intervals wider")
 
 
 def _proximal(w: Walker, ctx):
@@ -299,6 +350,10 @@ def _proximal(w: Walker, ctx):
 
 def _rhc(w: Walker, ctx):
     w.tab("RHC (real data)", "What the published analyses found")
+    w.answer("Both F statistics are above 10")
+    w.answer("The regression says")
+    w.answer("Swap the roles of the proxies")
+    w.answer("The nonparametric methods say")
 
 
 def _wrap_up(w: Walker, ctx):
@@ -330,6 +385,7 @@ def _demand(w: Walker, ctx):
     w.lesson("1 · Instruments", "Wald ratio =")                            # Card, section 3, fitted before class
     w.tab("Card (1995)", "Fitted in")
     w.scroll_to("Fitted in")
+    w.answer("Why do DML-CMR's plug-in and debiased effect differ")
 
 
 def _class_study(w: Walker, ctx):
@@ -405,6 +461,93 @@ def unwalked(sessions: list[PlanSession], whole: bool = True) -> list[str]:
     if whole:
         problems += [f"WALK has a session {n} the plan lacks" for n in WALK if n not in {s.number for s in sessions}]
     return problems
+
+
+# ------------------------------------------------------------------ before class: the prepared results after a restart
+BEFORE = "Before class"
+PREPARE_STEP = "Prepare the class"
+RESTART_STEP = "Restart the server: every prepared experiment opens without a refit"
+
+
+def _reopen(w: Walker, ctx):
+    """Every prepared experiment (dmlcore.teaching.prepared.SLOW) opened on a server restarted on the prepared
+    DMLCORE_HOME: its result is shown and its button is not offered."""
+    from dashboard.learn.robust import DESIGN_TITLES
+    from dmlcore.teaching import nuisance, prepared, robust
+
+    w.open("Run the demo")
+    w.nav("Learn", "Wald ratio =")
+    w.tab("Weak IV", "Thresholds for the first-stage F")
+    for i, errors in enumerate(robust.ERRORS):       # the radio opens at the first
+        if i:
+            w.choose(DESIGN_TITLES[errors], "The effective F of Montiel Olea")
+        w.shows_prepared([f"robust-{errors}"], "The effective F of Montiel Olea")
+    w.tab("Invalid IV", "tends to −1 + δ / π")
+    w.shows_prepared(["overid"], "All valid: Sargan rejects")
+    w.tab("Card (1995)", "DML-CMR: a flexible f with the same instrument")    # the tab's text, prepared or not
+    w.shows_prepared(["card-linear", "card-dml-cmr"], "Fitted in")
+    w.lesson("3 · Nuisances and orthogonality", "Experiment: perturb the nuisances by a known amount")
+    w.shows_prepared(["orthogonality"], "What this teaches")
+    w.tab("Cross-fitting", "over many data sets")
+    for i, setting in enumerate(nuisance.SETTINGS):  # the radio opens at the first
+        if i:
+            w.choose(nuisance.SETTINGS[setting].title, "Lowest median MSE")
+        w.shows_prepared([f"compare-{setting}-20"], "Lowest median MSE")
+    w.shows_prepared(["crossfit-repeated"], "times the time per fit")
+    w.tab("Ticket demand", "Why the band widens")
+    w.shows_prepared([name for name in prepared.SLOW if name.startswith("demand-")], "Why the band widens")
+
+
+def before_class(home: Path, prepared: dict) -> dict:
+    """Before class, after preparing: the class's server is started on the prepared home (its Card tab opened) and
+    stopped, as between two sessions; a new one is started on the same home (the restart, timed) and every
+    prepared experiment is opened there (:func:`_reopen`), timed; the command's ``--list`` must say each is
+    prepared. The row's steps: preparing and the restart, the machine's seconds, no allowance (before class)."""
+    from playwright.sync_api import sync_playwright
+
+    print(f"{BEFORE}: restart the server on the prepared home", flush=True)
+    load_start = load_1min()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        server = Server(home)
+        try:                                   # the server before the restart: a class opened Card's tab
+            page = browser.new_context(viewport=VIEWPORT).new_page()
+            page.set_default_timeout(180_000)
+            w = Walker(page, server.base)
+            w.open("Run the demo")
+            w.nav("Learn", "Wald ratio =")
+            w.tab("Card (1995)", "DML-CMR: a flexible f with the same instrument")    # prepared or not
+            page.context.close()
+        finally:
+            server.stop()
+        start = time.perf_counter()
+        server = Server(home)                  # the restart: a new process, the same DMLCORE_HOME
+        restart_s = time.perf_counter() - start
+        try:
+            page = browser.new_context(viewport=VIEWPORT).new_page()
+            page.set_default_timeout(180_000)
+            w = Walker(page, server.base)
+            w.actions = [{"action": "restart the server (a new process on the same DMLCORE_HOME)",
+                          "seconds": round(restart_s, 2)}]
+            _reopen(w, {})
+        finally:
+            server.stop()
+        browser.close()
+    env = dict(os.environ, DMLCORE_HOME=str(home), PYTHONPATH=str(ROOT))
+    listed = subprocess.run([sys.executable, "-m", "dmlcore.teaching.prepared", "--list"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, check=True).stdout
+    missing = [line for line in listed.splitlines() if not line.endswith(": prepared")]
+    if missing:
+        raise RuntimeError(f"after the restart, python -m dmlcore.teaching.prepared --list says {missing}")
+    machine_s = round(sum(a["seconds"] for a in w.actions), 1)
+    steps = [{"title": PREPARE_STEP, "machine_s": prepared["seconds"], "allowance_min": 0,
+              "total_min": round(prepared["seconds"] / 60, 2),
+              "load_1min_start": prepared["load_1min_start"], "load_1min_end": prepared["load_1min_end"]},
+             {"title": RESTART_STEP, "machine_s": machine_s, "allowance_min": 0, "total_min": round(machine_s / 60, 2),
+              "actions": w.actions, "prepared_listed": len(listed.splitlines()),
+              "load_1min_start": load_start, "load_1min_end": load_1min()}]
+    print(f"  restart and every prepared experiment opened: {machine_s:.0f} s", flush=True)
+    return {"title": BEFORE, "steps": steps, "machine_s": round(sum(s["machine_s"] for s in steps), 1)}
 
 
 # ------------------------------------------------------------------ provenance and load
@@ -559,7 +702,9 @@ def write(path: Path, row: dict):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--session", default="all", choices=["1", "2", "3", "all"])
+    parser.add_argument("--session", default="all", choices=["before", "1", "2", "3", "all"],
+                        help="a session of docs/teaching.md, all of them, or only what happens before class "
+                             "(preparing it and the restart check)")
     parser.add_argument("--students", type=int, default=2, help="students' browsers in session 3's class study")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--other-work", default=None, help="what else the machine runs, as you know it")
@@ -573,7 +718,8 @@ def main(argv=None) -> int:
     problems = unwalked(plan())
     if problems:                           # before the minutes of preparing
         parser.error("; ".join(problems) + " (docs/teaching.md and WALK in bench/perf/session_walk.py)")
-    sessions = [s for s in plan() if args.session == "all" or s.number == int(args.session)]
+    sessions = [s for s in plan() if args.session == "all" or s.number == int(args.session)] \
+        if args.session != "before" else []
     code = commit()                        # before the walk writes its own rows
     with tempfile.TemporaryDirectory(prefix="session-walk-") as folder:
         home = Path(folder)
@@ -582,7 +728,11 @@ def main(argv=None) -> int:
             prepared.update(command=f"{prepared['command']} (by {command.strip()})", commit=code,
                             machine=machine(), cores=os.cpu_count(), other_work=args.other_work or "not stated")
             write(args.out / "prepare.json", prepared)
+            prepared["before_class"] = before_class(home, prepared)   # its own step: timed, and checked
+            write(args.out / "prepare.json", prepared)
         else:
+            if args.session == "before":
+                parser.error("--session before prepares a fresh home; leave out --home")
             home, prepared = args.home, {"date": None, "seconds": None, "home": str(args.home)}
         for session in sessions:
             partial = args.out / f"session-{session.number}.partial.json"

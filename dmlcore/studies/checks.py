@@ -4,20 +4,25 @@ The options of a data set are checked as the grid is read (:mod:`~dmlcore.studie
 simulators' own checks). What depends on the data's roles is checked here, by
 :func:`check_study`: that every method takes the data set's problem (``Method.refusal``: IV or
 proximal, no kernel method on images), that its estimator takes the rows of the grid's smallest N
-(``CMREstimator.check_rows``: Sieve 2SLS's basis needs four rows per function), and that every cell
-has the rows its folds need (``CausalData.check_folds``). Both ask the library's own rules of a small sample of each data
+(``CMREstimator.check_rows``: Sieve 2SLS's basis needs four rows per function), that every cell
+has the rows its folds need (``CausalData.check_folds``), and that DML-CMR can take ``nuisance_choice="target"``
+on the data (:func:`~dmlcore.estimators.dml.target_refusal`, the fit's own refusal: no images, a distribution
+model to choose). Both ask the library's own rules of a small sample of each data
 set (cached), so a form, the CLI and the background runner refuse alike, in one line.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 
 from dmlcore.data.registry import load_dataset
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators import METHODS, make_estimator
+from dmlcore.estimators.dml import target_refusal
+from dmlcore.estimators.nuisance_target import TARGET
 
 
 def check_study(spec) -> None:
@@ -38,12 +43,28 @@ def check_study(spec) -> None:
                 rows = len(data.table)
                 raise DMLCoreError(f"{METHODS[method].title} cannot fit {grid.dataset} at N = {rows:,}: {err} "
                                    f"Raise N or remove it from the methods.") from None
+        _check_target(grid, data)
         if not any("folds" in METHODS[m].settings for m in grid.methods):
             continue
         rows = min(grid.data["n"]) if "n" in grid.data else len(data.table)
         for folds in grid.settings.get("folds", ()):
             if folds is not None:
                 CausalData.check_folds(_Rows(rows), folds)
+
+
+def _check_target(grid, data) -> None:
+    """Refuse a grid whose ``nuisance_choice="target"`` its DML-CMR fits would refuse on this data set, in the
+    fit's own words (:func:`~dmlcore.estimators.dml.target_refusal`; the settings alone are checked as the grid is
+    read, :mod:`~dmlcore.studies.spec`)."""
+    readers = [m for m in grid.methods if "nuisance_choice" in METHODS[m].settings]
+    if not readers or TARGET not in grid.settings.get("nuisance_choice", ()):
+        return
+    names = ("learner", "folds", "outcome_learner", "sampler")
+    for learner, folds, s, g in itertools.product(*(grid.settings[name] for name in names)):
+        why = target_refusal(data, learner=learner, folds=folds, outcome_learner=s, sampler=g)
+        if why:
+            raise DMLCoreError(f"{METHODS[readers[0]].title} cannot fit {grid.dataset} with learner {learner!r}: "
+                               f"{why}")
 
 
 class _Rows:
