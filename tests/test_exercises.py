@@ -65,6 +65,14 @@ def test_measured_rhc_effects_come_from_the_rows():
     assert (table["lower"] <= table["ATE (days)"]).all() and (table["ATE (days)"] <= table["upper"]).all()
 
 
+def test_rhc_flagged_today_reads_the_weak_column(tmp_path):
+    import pandas as pd
+    pd.DataFrame({"method": ["dml-cmr", "2sls", "naive", "dml-cmr"], "weak": [True, False, "True", True]}).to_csv(
+        tmp_path / rhc.TODAY_FILE, index=False)
+    assert rhc.flagged_today(tmp_path) == ["DML-CMR", "Naive plug-in"]
+    assert rhc.flagged_today(tmp_path / "missing") is None
+
+
 def test_worksheets_split_questions_from_answers_and_match_the_plan(tmp_path):
     plan = (ROOT / "docs" / "teaching.md").read_text()
     sessions = worksheets.parse(plan)

@@ -30,6 +30,25 @@ def test_each_tab_renders(tab):
     at = learn(tab)
     opened = next(t for t in at.tabs if t.label == tab)
     assert len(opened.children) > 2 and not any(len(t.children) for t in at.tabs if t.label != tab)
+    body = all_text(at)
+    for present, absent in referee_statements(tab):       # what the referee's read of issue 47 corrected
+        assert present in body and (absent is None or absent not in body), (present, absent)
+
+
+def referee_statements(tab: str) -> list[tuple[str, str | None]]:
+    """(a sentence the tab must say, a wrong one it must not) per tab, from the fresh referee's read."""
+    if tab == "RHC (real data)":
+        from dmlcore.teaching import rhc
+        flagged = rhc.flagged_today()         # the intervals the tool refuses today (rhc-effects-31.csv)
+        assert flagged, "the rows of today's RHC fits flag DML-CMR's family"
+        return [(f"Today the tool prints no interval for {', '.join(flagged)} on these data", None)]
+    return {
+        "IV and LATE": [("with non-negative weights under monotonicity", "weighted average of the effects on those "
+                         "the instrument moves (")],
+        "Card (1995)": [("(Staiger & Stock 1997)", "(Staiger & Stock)")],
+        "Orthogonal score": [("KIV, DFIV and KPV learn in their first stage only the conditional mean of features",
+                              "never learn the distribution of f's inputs")],
+    }.get(tab, [])
 
 
 def test_orthogonality_that_works_draws_the_shipped_histograms_and_the_control():

@@ -83,8 +83,10 @@ def late_section():
         "go. If nobody does the opposite of what the instrument pushes (*monotonicity*), the Wald ratio "
         "estimates the average effect **among compliers**, the *local average treatment effect* (Imbens & "
         "Angrist 1994), not the average effect over everyone (ATE). With a treatment that takes many values, "
-        "like years of schooling, 2SLS estimates a weighted average of the effects on those the instrument "
-        "moves (Angrist & Imbens 1995; *not simulated here*).")
+        "like years of schooling, and no covariates, 2SLS estimates a weighted average, with non-negative weights "
+        "under monotonicity, of the effects of each one-unit step on those whom the instrument moves across that step "
+        "(Angrist & Imbens 1995; with covariates entered linearly the weights need not be positive: tab "
+        "*Card (1995)*, section 4; *not simulated here*).")
     c1, c2 = st.columns(2)
     compliers = c1.slider("Share of compliers", 0.1, 0.9, 0.4, 0.05, key=state.LEARN_LATE_SHARE, persist_state="session",
                           help="The rest is split equally between always-takers and never-takers.")

@@ -91,7 +91,7 @@ def strength_sentence(f_stat: float) -> str:
     """What a first-stage F with one instrument buys, against the three bars, in one sentence."""
     sy = STOCK_YOGO_SIZE_10[1]
     side = lambda bar: "above" if f_stat >= bar else "below"  # noqa: E731
-    return (f"{side(WEAK_F)} the rule of thumb {WEAK_F:g} (Staiger & Stock), {side(sy)} Stock & Yogo's {sy:g} "
+    return (f"{side(WEAK_F)} the rule of thumb {WEAK_F:g} (Staiger & Stock 1997), {side(sy)} Stock & Yogo's {sy:g} "
             f"(at most 10 % size for a nominal 5 % test) and {side(LEE_T_TEST_F)} {LEE_T_TEST_F:g}, above which the "
             f"usual 5 % t-test keeps its size (Lee et al. 2022): **{strength_label(f_stat).level}**. Prefer the "
             "Anderson–Rubin set.")
