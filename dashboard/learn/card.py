@@ -151,7 +151,7 @@ def card_tab():
         "near). **With covariates entered linearly**, as here, 2SLS is in general *not* such a LATE: unless the "
         "specification is rich enough (saturated in the covariates), its estimand can also put weight on men "
         "the instrument did not move (always- and never-takers), some of it negative (Blandhol, Bonney, Mogstad "
-        "& Torgovitsky 2022); Słoczyński (2020, arXiv:2011.06695, “When should we (not) interpret linear IV estimands as LATE?”) makes the point with this very instrument. And one covariate is tied to the treatment: *experience* is "
+        "& Torgovitsky 2022); Słoczyński (2020, arXiv:2011.06695, “When should we (not) interpret linear IV estimands as LATE?”) shows such negative weights with the same college-proximity instrument, for college attendance rather than years of school. And one covariate is tied to the treatment: *experience* is "
         "age − schooling − 6 (the *Data* page says so), so comparing men with the same experience and one more "
         "year of school compares men one year older; Card instrumented experience with age for this reason, "
         "which the exercise above does not (*not simulated here*).")
