@@ -44,7 +44,7 @@ def referee_statements(tab: str) -> list[tuple[str, str | None]]:
         return [(f"Today the tool prints no interval for {', '.join(flagged)} on these data", None)]
     return {
         "IV and LATE": [("with non-negative weights under monotonicity", "weighted average of the effects on those "
-                         "the instrument moves (")],
+                         "the instrument moves ("), ("Kitagawa 2015", "The data cannot check 2 and 3")],
         "Card (1995)": [("(Staiger & Stock 1997)", "(Staiger & Stock)")],
         "Orthogonal score": [("KIV, DFIV and KPV learn in their first stage only the conditional mean of features",
                               "never learn the distribution of f's inputs")],

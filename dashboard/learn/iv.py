@@ -31,7 +31,10 @@ def iv_tab():
             "2. it affects sales only through the price (*exclusion*; tab *Invalid IV*), and\n"
             "3. given the covariates *X*, it is as good as randomly assigned: independent of *U* and of "
             "everything else that drives sales (*instrument independence*, conditional on *X*).\n\n"
-            "The data cannot check 2 and 3; they must come from knowing how the instrument arises. With "
+            "The data cannot establish 2 and 3; they must come from knowing how the instrument arises. Some "
+            "violations do leave traces (several instruments that disagree: tab *Invalid IV*; with a binary "
+            "treatment, outcome distributions that no valid instrument could produce, Kitagawa 2015), but passing "
+            "such checks does not make an instrument valid. With "
             "additive noise, Y = f(A, X) + e, and f's level fixed so that E[e | X] = 0, assumptions 2 and 3 give "
             "E[e | Z, X] = E[e | X] = 0, so averaging over what is left random given the instrument gives")
         # two lines, so that the identity fits the column at 1,024 pixels
