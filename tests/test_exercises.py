@@ -70,10 +70,12 @@ def test_measured_rhc_effects_come_from_the_rows():
 REFEREE_WRONG = ("ξ̂(C) is linear in schooling", "weight is linear in schooling", "Completeness and ill-posedness are what", "(Jensen)",
                  "rules out gross bias", "Z affects survival only through U", "in which values near the ends are unlikely",
                  "Different covariate codings explain", "the flexible\nbridges explain", "never learn the distribution",
-                 "naive plug-in {verdict} DML-CMR", "(Staiger & Stock)", "makes the point with this")
+                 "naive plug-in {verdict} DML-CMR", "(Staiger & Stock)", "makes the point with this",
+                 "the centre moves by the prior mean.", "the centre moves only by the prior mean.")
 REFEREE_RIGHT = {"docs/teaching.md": ("it is ñ / Cov(ñ, educ)", "the obstacle rather than a condition",
                                       "Z ⊥ Y | A, U, X", "Canay, Santos & Shaikh 2013",
-                                      "shows negative weights\nwith the same college-proximity instrument"),
+                                      "shows negative weights\nwith the same college-proximity instrument",
+                                      "the centre moves by the prior mean over π, δ/(2π)"),
                  "dashboard/learn/iv.py": ("with non-negative weights ",),
                  "dashboard/learn/rhc.py": ("rhc.flagged_today()",)}
 

@@ -241,5 +241,5 @@ def plausible_section(tsls: dict):
            "The union protects against the worst γ in the range: its ends are those of the intervals at γ = 0 and "
            "γ = δ, so the shift δ/π is added to the sampling margin. The local-to-zero interval treats γ as random "
            "and adds its variance to the sampling variance (Conley, Hansen & Rossi 2012): the standard deviations "
-           "combine as √(s.e.² + Var(γ)/π²), less than their sum, and the centre moves only by the prior mean. It "
+           "combine as √(s.e.² + Var(γ)/π²), less than their sum, and the centre moves only by the prior mean over π, δ/(2π). It "
            "is narrower, but only as good as the prior.")
