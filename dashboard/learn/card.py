@@ -51,7 +51,7 @@ def card_tab():
         f"**{f3(s['ratio'])}** in log wage: that ratio *is* the 2SLS estimate.")
     answer("Which assumption makes the ratio an effect of schooling, and can the data check it?",
            "Exclusion (nearc4 moves wages only through schooling) and independence given X (living near a college "
-           "is as good as random once experience, race and region are held fixed). The data cannot check either: "
+           "is as good as random once experience, race and region are held fixed). The data cannot establish either (with one instrument there is no overidentification test): "
            "families who live near colleges may differ in ways that also raise wages (Card discusses this; the "
            "region and urban covariates are there for it). Relevance can be checked: the first stage below.")
     st.markdown("#### 2. OLS, 2SLS and the strength of the instrument")
