@@ -33,7 +33,7 @@ def iv_tab():
             "everything else that drives sales (*instrument independence*, conditional on *X*).\n\n"
             "The data cannot establish 2 and 3; they must come from knowing how the instrument arises. Some "
             "violations do leave traces (several instruments that disagree: tab *Invalid IV*; with a binary "
-            "treatment, outcome distributions that no valid instrument could produce, Kitagawa 2015), but passing "
+            "treatment, outcome distributions that no valid instrument could produce, Kitagawa 2015; *not simulated here*), but passing "
             "such checks does not make an instrument valid. With "
             "additive noise, Y = f(A, X) + e, and f's level fixed so that E[e | X] = 0, assumptions 2 and 3 give "
             "E[e | Z, X] = E[e | X] = 0, so averaging over what is left random given the instrument gives")

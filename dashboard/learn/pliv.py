@@ -63,7 +63,7 @@ def pliv_tab():
     st.markdown(
         "Each is computed **with cross-fitting** (5 folds: each row's nuisances come from models fitted on the "
         "other folds) and **without** (fitted on all rows, the row itself included), with the standard error of "
-        "its score. If an estimator is centred and its standard error right, (θ̂ − θ)/se is standard normal and "
+        "its score. If an estimator is centred and its standard error right, (θ̂ − θ)/se is approximately standard normal and "
         "the 95 % interval θ̂ ± 1.96·se contains θ in 95 % of the data sets.")
     histograms_section()
     second_order_section()
