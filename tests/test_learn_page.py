@@ -45,7 +45,8 @@ def referee_statements(tab: str) -> list[tuple[str, str | None]]:
     return {
         "IV and LATE": [("with non-negative weights under monotonicity", "weighted average of the effects on those "
                          "the instrument moves ("), ("Kitagawa 2015", "The data cannot check 2 and 3")],
-        "Card (1995)": [("(Staiger & Stock 1997)", "(Staiger & Stock)")],
+        "Card (1995)": [("(Staiger & Stock 1997)", "(Staiger & Stock)"),
+                        ("Słoczyński", "makes the point with this very instrument")],
         "Orthogonal score": [("KIV, DFIV and KPV learn in their first stage only the conditional mean of features",
                               "never learn the distribution of f's inputs")],
     }.get(tab, [])
@@ -104,9 +105,21 @@ def test_weak_tab_gives_monte_carlo_errors_and_draws_lee_only_for_one_instrument
     assert any("104.7" in str(c.proto.spec) for c in at.get("plotly_chart"))
 
 
-def test_card_tab_says_what_one_binary_instrument_identifies():
+def test_card_tab_says_what_one_binary_instrument_identifies(monkeypatch):
+    import json
+    from pathlib import Path
+
+    from dmlcore.teaching import card
+    saved = json.loads((Path(__file__).resolve().parents[1] / "bench/results/teaching/card.json").read_text())
+    monkeypatch.setattr(card, "dml_cmr", lambda: saved["dml_cmr"])   # the saved fit (python -m bench.card_exercise)
     at = learn("Card (1995)")
+    at.button(key="learn_run_card-dml-cmr").click().run()
+    assert not at.exception and not at.error
     body = all_text(at)
+    # the run record's description of the debiased effect is read for the class: X is f's inputs there, and
+    # "linear in the treatment" names f's basis, not the weight
+    assert f"DML-CMR, debiased: **{saved['dml_cmr']['coef']:.3f}**" in body
+    assert "the bases in brackets are two" in body and "ξ̂ itself is a function of C only" in body
     assert "**not identified**" in body and "Blandhol" in body and "age − schooling − 6" in body
     assert "#### 5. What if growing up near a college" in body or "What if growing up near a college" in body
     assert "Stock & Yogo's 16.38" in body and "but below 104.7" not in body

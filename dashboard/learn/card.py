@@ -123,6 +123,11 @@ def card_tab():
             f"- Its plug-in: {f3(plug['estimate'])}"
             + (f", delta-method interval [{f3(plug['ci_lower'])}, {f3(plug['ci_upper'])}]"
                if plug["ci_lower"] is not None else "") + f".\n- Fitted in {dml['seconds']:.0f} s.")
+        if "Riesz representer" in dml["interval"]:
+            st.caption("In the run record's words above, X stands for all of f's inputs (here schooling and the "
+                       "covariates), and the bases in brackets are two: f's, named by the treatment (linear in "
+                       "schooling), and ξ̂'s, functions of C (of the excluded variable nearc4, a 0/1 column, and of the "
+                       "covariates). ξ̂ itself is a function of C only.")
         answer("Why do DML-CMR's plug-in and debiased effect differ, and why is the debiased one close to 2SLS?",
                "Both use the same f̂. The data identify only a linear slope in schooling, so f̂'s own slope (the "
                "plug-in) is whatever the spline's penalty and the shrunk nuisances made of the curvature the data "
