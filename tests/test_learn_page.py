@@ -111,7 +111,10 @@ def test_card_tab_says_what_one_binary_instrument_identifies(monkeypatch):
 
     from dmlcore.teaching import card
     saved = json.loads((Path(__file__).resolve().parents[1] / "bench/results/teaching/card.json").read_text())
-    monkeypatch.setattr(card, "dml_cmr", lambda: saved["dml_cmr"])   # the saved fit (python -m bench.card_exercise)
+    from dmlcore.inference.effect_notes import identification_note
+    note = identification_note({"debiased": {"first_stage_f": 13.3, "strength": 12.3, "sieve_se_ratio": 1.06}})
+    # the saved fit (python -m bench.card_exercise), with the flag's checks as card.dml_cmr adds them
+    monkeypatch.setattr(card, "dml_cmr", lambda: {**saved["dml_cmr"], "identification": note})
     at = learn("Card (1995)")
     at.button(key="learn_run_card-dml-cmr").click().run()
     assert not at.exception and not at.error
@@ -120,6 +123,9 @@ def test_card_tab_says_what_one_binary_instrument_identifies(monkeypatch):
     # "linear in the treatment" names f's basis, not the weight
     assert f"DML-CMR, debiased: **{saved['dml_cmr']['coef']:.3f}**" in body
     assert "the bases in brackets are two" in body and "ξ̂ itself is a function of C only" in body
+    # the flag's three checks, each with its bar, as the text above the button promises
+    assert f"The weak-identification flag: {note}." in body and "sieve effect's s.e." in note
+    assert "The flag has two more checks" in body and "the flag's other rule" not in body
     assert "**not identified**" in body and "Blandhol" in body and "age − schooling − 6" in body
     assert "#### 5. What if growing up near a college" in body or "What if growing up near a college" in body
     assert "Stock & Yogo's 16.38" in body and "but below 104.7" not in body

@@ -108,7 +108,9 @@ def card_tab():
         f"{s['f_stat']:.1f}, "
         + ("below the bar: the flag fires and the debiased effect is printed without an interval; read the "
            "Anderson–Rubin set instead. " if s["f_stat"] < WEAK_FIRST_STAGE_F else
-           "above the bar; the flag's other rule, the representer's strength, is in the result below. ")
+           "above the bar. The flag has two more checks: the representer's strength, and the sieve check (the "
+           "standard error of the sieve effect of data-driven dimension against the debiased one's; docs/"
+           "coverage.md); the result below gives each with its bar. ")
         + "No flag can say that the curvature of f is not identified. The slowest step of this tab; its "
         "result is shared with everyone on this server.")
     notebook_button("card-dml-cmr")
@@ -120,7 +122,8 @@ def card_tab():
         st.markdown(
             f"- DML-CMR, debiased: **{f3(dml['coef'])}**, {headline} ({dml['interval']}"
             + (f"; {dml['why_not']}" if dml.get("why_not") else "") + ").\n"
-            f"- Its plug-in: {f3(plug['estimate'])}"
+            + (f"- The weak-identification flag: {dml['identification']}.\n" if dml.get("identification") else "")
+            + f"- Its plug-in: {f3(plug['estimate'])}"
             + (f", delta-method interval [{f3(plug['ci_lower'])}, {f3(plug['ci_upper'])}]"
                if plug["ci_lower"] is not None else "") + f".\n- Fitted in {dml['seconds']:.0f} s.")
         if "Riesz representer" in dml["interval"]:
