@@ -64,6 +64,7 @@ def test_orthogonality_that_works_draws_the_shipped_histograms_and_the_control()
     shown, sentence = demand_contrast()
     table = next(d.value for d in at.dataframe if "mean error (estimate − truth)" in d.value)
     assert table.equals(shown) and sentence.replace("−", "-") in body
+    assert "each run's effect with its interval and its kind" in body and "coverage for every run" not in body
     assert table["95 % interval covers the truth"].iloc[0] < table["95 % interval covers the truth"].iloc[1]
     # a coverage's Monte-Carlo uncertainty is written as its s.e., never as a bare ± (docs/making.md)
     assert "±" not in sentence and sentence.count(" % (s.e. ") == 2

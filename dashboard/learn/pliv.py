@@ -194,5 +194,5 @@ def demand_section():
                                                                   shown["data sets"]))
     st.caption(f"Monte-Carlo standard errors of the coverages, in the table's order: {errors} percentage points "
                "(each over its data sets).")
-    st.markdown(f"- {text}\n- The Results page shows the debiased effect, its kind and this measured coverage "
-                "for every run.")
+    st.markdown(f"- {text}\n- The Results page shows each run's effect with its interval and its kind (debiased, "
+                "plug-in or a linear coefficient) and, where it was measured, the coverage of that kind of interval.")
