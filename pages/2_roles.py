@@ -162,8 +162,10 @@ def diagnostics(ds: state.Dataset, data: CausalData):
                            + ("treatment proxies" if proximal else "instruments") + " (5-fold held-out R²).")
     if len(columns) > 1:
         st.metric("Cragg-Donald F (rank version)", format_f(result["cragg_donald_f"]),
-                  help="Smallest canonical correlation between the treatment proxies and the outcome proxies, as an "
-                       "F: whether the proxies move every outcome proxy in an independent direction (linear).")
+                  help="An F statistic built from the smallest canonical correlation between the "
+                       + ("treatment proxies and the outcome proxies" if proximal else "instruments and the treatments")
+                       + " (given the other conditioning columns): whether they move every "
+                       + ("outcome proxy" if proximal else "treatment") + " in an independent direction (linear).")
     strength = result["strength"]
     if result.get("dropped_note"):
         st.info(result["dropped_note"].capitalize(), icon=":material/info:")

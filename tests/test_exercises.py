@@ -65,6 +65,41 @@ def test_measured_rhc_effects_come_from_the_rows():
     assert (table["lower"] <= table["ATE (days)"]).all() and (table["ATE (days)"] <= table["upper"]).all()
 
 
+# What the referees of issue 47 found wrong, misleading or imprecise, and how each now reads: a wrong sentence
+# put back (in the plan, its worksheets or the Learn page's sources) fails here.
+REFEREE_WRONG = ("ξ̂(C) is linear in schooling", "weight is linear in schooling", "Completeness and ill-posedness are what", "(Jensen)",
+                 "rules out gross bias", "Z affects survival only through U", "in which values near the ends are unlikely",
+                 "Different covariate codings explain", "the flexible\nbridges explain", "never learn the distribution",
+                 "naive plug-in {verdict} DML-CMR", "(Staiger & Stock)", "makes the point with this",
+                 "the centre moves by the prior mean.", "the centre moves only by the prior mean.")
+REFEREE_RIGHT = {"docs/teaching.md": ("it is ñ / Cov(ñ, educ)", "the obstacle rather than a condition",
+                                      "Z ⊥ Y | A, U, X", "Canay, Santos & Shaikh 2013",
+                                      "shows negative weights\nwith the same college-proximity instrument",
+                                      "the centre moves by the prior mean over π, δ/(2π)"),
+                 "dashboard/learn/iv.py": ("with non-negative weights ",),
+                 "dashboard/learn/rhc.py": ("rhc.flagged_today()",)}
+
+
+def test_teaching_text_keeps_the_referees_corrections():
+    sources = ["docs/teaching.md", "README.md", *(f"docs/worksheets/{p.name}" for p in (ROOT / "docs/worksheets").glob("*.md")),
+               *(f"dashboard/learn/{p.name}" for p in (ROOT / "dashboard/learn").glob("*.py")),
+               *(f"dmlcore/teaching/{p.name}" for p in (ROOT / "dmlcore/teaching").glob("*.py"))]
+    for source in sources:
+        text = (ROOT / source).read_text()
+        assert not [w for w in REFEREE_WRONG if w in text], source
+    for source, needles in REFEREE_RIGHT.items():
+        text = (ROOT / source).read_text()
+        assert all(n in text for n in needles), (source, [n for n in needles if n not in text])
+
+
+def test_rhc_flagged_today_reads_the_weak_column(tmp_path):
+    import pandas as pd
+    pd.DataFrame({"method": ["dml-cmr", "2sls", "naive", "dml-cmr"], "weak": [True, False, "True", True]}).to_csv(
+        tmp_path / rhc.TODAY_FILE, index=False)
+    assert rhc.flagged_today(tmp_path) == ["DML-CMR", "Naive plug-in"]
+    assert rhc.flagged_today(tmp_path / "missing") is None
+
+
 def test_worksheets_split_questions_from_answers_and_match_the_plan(tmp_path):
     plan = (ROOT / "docs" / "teaching.md").read_text()
     sessions = worksheets.parse(plan)

@@ -30,6 +30,26 @@ def test_each_tab_renders(tab):
     at = learn(tab)
     opened = next(t for t in at.tabs if t.label == tab)
     assert len(opened.children) > 2 and not any(len(t.children) for t in at.tabs if t.label != tab)
+    body = all_text(at)
+    for present, absent in referee_statements(tab):       # what the referee's read of issue 47 corrected
+        assert present in body and (absent is None or absent not in body), (present, absent)
+
+
+def referee_statements(tab: str) -> list[tuple[str, str | None]]:
+    """(a sentence the tab must say, a wrong one it must not) per tab, from the fresh referee's read."""
+    if tab == "RHC (real data)":
+        from dmlcore.teaching import rhc
+        flagged = rhc.flagged_today()         # the intervals the tool refuses today (rhc-effects-31.csv)
+        assert flagged, "the rows of today's RHC fits flag DML-CMR's family"
+        return [(f"Today the tool prints no interval for {', '.join(flagged)} on these data", None)]
+    return {
+        "IV and LATE": [("with non-negative weights under monotonicity", "weighted average of the effects on those "
+                         "the instrument moves ("), ("Kitagawa 2015", "The data cannot check 2 and 3")],
+        "Card (1995)": [("(Staiger & Stock 1997)", "(Staiger & Stock)"),
+                        ("Słoczyński", "makes the point with this very instrument")],
+        "Orthogonal score": [("KIV, DFIV and KPV learn in their first stage only the conditional mean of features",
+                              "never learn the distribution of f's inputs")],
+    }.get(tab, [])
 
 
 def test_orthogonality_that_works_draws_the_shipped_histograms_and_the_control():
@@ -44,6 +64,7 @@ def test_orthogonality_that_works_draws_the_shipped_histograms_and_the_control()
     shown, sentence = demand_contrast()
     table = next(d.value for d in at.dataframe if "mean error (estimate − truth)" in d.value)
     assert table.equals(shown) and sentence.replace("−", "-") in body
+    assert "each run's effect with its interval and its kind" in body and "coverage for every run" not in body
     assert table["95 % interval covers the truth"].iloc[0] < table["95 % interval covers the truth"].iloc[1]
     # a coverage's Monte-Carlo uncertainty is written as its s.e., never as a bare ± (docs/making.md)
     assert "±" not in sentence and sentence.count(" % (s.e. ") == 2
@@ -85,9 +106,27 @@ def test_weak_tab_gives_monte_carlo_errors_and_draws_lee_only_for_one_instrument
     assert any("104.7" in str(c.proto.spec) for c in at.get("plotly_chart"))
 
 
-def test_card_tab_says_what_one_binary_instrument_identifies():
+def test_card_tab_says_what_one_binary_instrument_identifies(monkeypatch):
+    import json
+    from pathlib import Path
+
+    from dmlcore.teaching import card
+    saved = json.loads((Path(__file__).resolve().parents[1] / "bench/results/teaching/card.json").read_text())
+    from dmlcore.inference.effect_notes import identification_note
+    note = identification_note({"debiased": {"first_stage_f": 13.3, "strength": 12.3, "sieve_se_ratio": 1.06}})
+    # the saved fit (python -m bench.card_exercise), with the flag's checks as card.dml_cmr adds them
+    monkeypatch.setattr(card, "dml_cmr", lambda: {**saved["dml_cmr"], "identification": note})
     at = learn("Card (1995)")
+    at.button(key="learn_run_card-dml-cmr").click().run()
+    assert not at.exception and not at.error
     body = all_text(at)
+    # the run record's description of the debiased effect is read for the class: X is f's inputs there, and
+    # "linear in the treatment" names f's basis, not the weight
+    assert f"DML-CMR, debiased: **{saved['dml_cmr']['coef']:.3f}**" in body
+    assert "the bases in brackets are two" in body and "ξ̂ itself is a function of C only" in body
+    # the flag's three checks, each with its bar, as the text above the button promises
+    assert f"The weak-identification flag: {note}." in body and "sieve effect's s.e." in note
+    assert "The flag has two more checks" in body and "the flag's other rule" not in body
     assert "**not identified**" in body and "Blandhol" in body and "age − schooling − 6" in body
     assert "#### 5. What if growing up near a college" in body or "What if growing up near a college" in body
     assert "Stock & Yogo's 16.38" in body and "but below 104.7" not in body

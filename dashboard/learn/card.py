@@ -51,7 +51,7 @@ def card_tab():
         f"**{f3(s['ratio'])}** in log wage: that ratio *is* the 2SLS estimate.")
     answer("Which assumption makes the ratio an effect of schooling, and can the data check it?",
            "Exclusion (nearc4 moves wages only through schooling) and independence given X (living near a college "
-           "is as good as random once experience, race and region are held fixed). The data cannot check either: "
+           "is as good as random once experience, race and region are held fixed). The data cannot establish either (with one instrument there is no overidentification test): "
            "families who live near colleges may differ in ways that also raise wages (Card discusses this; the "
            "region and urban covariates are there for it). Relevance can be checked: the first stage below.")
     st.markdown("#### 2. OLS, 2SLS and the strength of the instrument")
@@ -108,7 +108,9 @@ def card_tab():
         f"{s['f_stat']:.1f}, "
         + ("below the bar: the flag fires and the debiased effect is printed without an interval; read the "
            "Anderson–Rubin set instead. " if s["f_stat"] < WEAK_FIRST_STAGE_F else
-           "above the bar; the flag's other rule, the representer's strength, is in the result below. ")
+           "above the bar. The flag has two more checks: the representer's strength, and the sieve check (the "
+           "standard error of the sieve effect of data-driven dimension against the debiased one's; docs/"
+           "coverage.md); the result below gives each with its bar. ")
         + "No flag can say that the curvature of f is not identified. The slowest step of this tab; its "
         "result is shared with everyone on this server.")
     notebook_button("card-dml-cmr")
@@ -120,9 +122,15 @@ def card_tab():
         st.markdown(
             f"- DML-CMR, debiased: **{f3(dml['coef'])}**, {headline} ({dml['interval']}"
             + (f"; {dml['why_not']}" if dml.get("why_not") else "") + ").\n"
-            f"- Its plug-in: {f3(plug['estimate'])}"
+            + (f"- The weak-identification flag: {dml['identification']}.\n" if dml.get("identification") else "")
+            + f"- Its plug-in: {f3(plug['estimate'])}"
             + (f", delta-method interval [{f3(plug['ci_lower'])}, {f3(plug['ci_upper'])}]"
                if plug["ci_lower"] is not None else "") + f".\n- Fitted in {dml['seconds']:.0f} s.")
+        if "Riesz representer" in dml["interval"]:
+            st.caption("In the run record's words above, X stands for all of f's inputs (here schooling and the "
+                       "covariates), and the bases in brackets are two: f's, named by the treatment (linear in "
+                       "schooling), and ξ̂'s, functions of C (of the excluded variable nearc4, a 0/1 column, and of the "
+                       "covariates). ξ̂ itself is a function of C only.")
         answer("Why do DML-CMR's plug-in and debiased effect differ, and why is the debiased one close to 2SLS?",
                "Both use the same f̂. The data identify only a linear slope in schooling, so f̂'s own slope (the "
                "plug-in) is whatever the spline's penalty and the shrunk nuisances made of the curvature the data "
@@ -151,7 +159,7 @@ def card_tab():
         "near). **With covariates entered linearly**, as here, 2SLS is in general *not* such a LATE: unless the "
         "specification is rich enough (saturated in the covariates), its estimand can also put weight on men "
         "the instrument did not move (always- and never-takers), some of it negative (Blandhol, Bonney, Mogstad "
-        "& Torgovitsky 2022); Słoczyński (2020, arXiv:2011.06695, “When should we (not) interpret linear IV estimands as LATE?”) makes the point with this very instrument. And one covariate is tied to the treatment: *experience* is "
+        "& Torgovitsky 2022); Słoczyński (2020, arXiv:2011.06695, “When should we (not) interpret linear IV estimands as LATE?”) shows such negative weights with the same college-proximity instrument, for college attendance rather than years of school. And one covariate is tied to the treatment: *experience* is "
         "age − schooling − 6 (the *Data* page says so), so comparing men with the same experience and one more "
         "year of school compares men one year older; Card instrumented experience with age for this reason, "
         "which the exercise above does not (*not simulated here*).")
@@ -241,5 +249,5 @@ def plausible_section(tsls: dict):
            "The union protects against the worst γ in the range: its ends are those of the intervals at γ = 0 and "
            "γ = δ, so the shift δ/π is added to the sampling margin. The local-to-zero interval treats γ as random "
            "and adds its variance to the sampling variance (Conley, Hansen & Rossi 2012): the standard deviations "
-           "combine as √(s.e.² + Var(γ)/π²), less than their sum, and the centre moves only by the prior mean. It "
+           "combine as √(s.e.² + Var(γ)/π²), less than their sum, and the centre moves only by the prior mean over π, δ/(2π). It "
            "is narrower, but only as good as the prior.")

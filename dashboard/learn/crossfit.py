@@ -131,13 +131,14 @@ def measured_section():
     for (bench, design, learners), part in table.groupby(["benchmark", "design", "learners"], sort=False):
         wins, seeds = int(part["naive wins"].sum()), int(part["paired seeds"].sum())
         where = f"{bench}" + (f" ({design} noise)" if design else "") + f", {LEARNER_TITLES.get(learners, learners)} learners"
-        verdict = "beat" if 2 * wins > seeds else "lost to"
-        lines.append(f"On **{where}** the naive plug-in {verdict} DML-CMR: it had the lower MSE on {wins} of "
-                     f"{seeds} paired fits.")
+        lines.append(f"On **{where}** the naive plug-in had a lower MSE than DML-CMR on {wins} of {seeds} "
+                     "paired fits.")
     st.markdown(
         "Median MSE [quartiles] over seeds, the same data for every method (docs/benchmarks.md, raw rows in the "
         "files named). The paper reports DML-CMR ahead of DeepIV, a naive plug-in, on demand-iv (it runs no naive "
-        "plug-in on demand-pcl); here is what this project measured:\n" + "\n".join(f"- {line}" for line in lines))
+        "plug-in on demand-pcl); here is what this project measured (counts of paired fits, not a test: "
+        "docs/benchmarks.md gives each comparison's paired signed-rank verdict):\n"
+        + "\n".join(f"- {line}" for line in lines))
     if (table["design"] == "raw").any():
         st.caption("Raw noise: the appendix's outcome noise (standard deviation 1 in sales), under which the "
                    "hidden shock barely confounds; the tool now simulates demand-iv as the authors' code does "

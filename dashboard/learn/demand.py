@@ -32,7 +32,7 @@ def demand_experiment():
         "The paper's IV benchmark: simulated ticket demand (Hartford et al. 2017) where f is nonlinear in price, "
         "season and customer type, with the authors' noise, so the hidden shock really confounds. How do a "
         "regression that ignores the instrument, linear 2SLS and a fast DML-CMR (small gradient-boosting "
-        "learners, K = 3) react? The plot shows the **average demand curve**: expected sales if every customer "
+        f"learners, K = {demand.FAST_GB['folds']}) react? The plot shows the **average demand curve**: expected sales if every customer "
         "were offered the same price.")
     c1, c2, c3, c4 = st.columns(4)
     strength = c1.slider("Instrument strength", 0.0, 3.0, prepared.DEMAND_DEFAULTS["strength"], 0.05, key=state.EXP_STRENGTH, persist_state="session",

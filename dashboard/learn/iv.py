@@ -31,7 +31,10 @@ def iv_tab():
             "2. it affects sales only through the price (*exclusion*; tab *Invalid IV*), and\n"
             "3. given the covariates *X*, it is as good as randomly assigned: independent of *U* and of "
             "everything else that drives sales (*instrument independence*, conditional on *X*).\n\n"
-            "The data cannot check 2 and 3; they must come from knowing how the instrument arises. With "
+            "The data cannot establish 2 and 3; they must come from knowing how the instrument arises. Some "
+            "violations do leave traces (several instruments that disagree: tab *Invalid IV*; with a binary "
+            "treatment, outcome distributions that no valid instrument could produce, Kitagawa 2015; *not simulated here*), but passing "
+            "such checks does not make an instrument valid. With "
             "additive noise, Y = f(A, X) + e, and f's level fixed so that E[e | X] = 0, assumptions 2 and 3 give "
             "E[e | Z, X] = E[e | X] = 0, so averaging over what is left random given the instrument gives")
         # two lines, so that the identity fits the column at 1,024 pixels
@@ -83,8 +86,10 @@ def late_section():
         "go. If nobody does the opposite of what the instrument pushes (*monotonicity*), the Wald ratio "
         "estimates the average effect **among compliers**, the *local average treatment effect* (Imbens & "
         "Angrist 1994), not the average effect over everyone (ATE). With a treatment that takes many values, "
-        "like years of schooling, 2SLS estimates a weighted average of the effects on those the instrument "
-        "moves (Angrist & Imbens 1995; *not simulated here*).")
+        "like years of schooling, and no covariates, 2SLS estimates a weighted average, with non-negative weights "
+        "under monotonicity, of the effects of each one-unit step on those whom the instrument moves across that step "
+        "(Angrist & Imbens 1995; with covariates entered linearly the weights need not be positive: tab "
+        "*Card (1995)*, section 4; *not simulated here*).")
     c1, c2 = st.columns(2)
     compliers = c1.slider("Share of compliers", 0.1, 0.9, 0.4, 0.05, key=state.LEARN_LATE_SHARE, persist_state="session",
                           help="The rest is split equally between always-takers and never-takers.")

@@ -63,7 +63,7 @@ def pliv_tab():
     st.markdown(
         "Each is computed **with cross-fitting** (5 folds: each row's nuisances come from models fitted on the "
         "other folds) and **without** (fitted on all rows, the row itself included), with the standard error of "
-        "its score. If an estimator is centred and its standard error right, (θ̂ − θ)/se is standard normal and "
+        "its score. If an estimator is centred and its standard error right, (θ̂ − θ)/se is approximately standard normal and "
         "the 95 % interval θ̂ ± 1.96·se contains θ in 95 % of the data sets.")
     histograms_section()
     second_order_section()
@@ -194,5 +194,5 @@ def demand_section():
                                                                   shown["data sets"]))
     st.caption(f"Monte-Carlo standard errors of the coverages, in the table's order: {errors} percentage points "
                "(each over its data sets).")
-    st.markdown(f"- {text}\n- The Results page shows the debiased effect, its kind and this measured coverage "
-                "for every run.")
+    st.markdown(f"- {text}\n- The Results page shows each run's effect with its interval and its kind (debiased, "
+                "plug-in or a linear coefficient) and, where it was measured, the coverage of that kind of interval.")

@@ -99,6 +99,12 @@ def rhc_tab():
                           "held-out score (s.e.)": [f"{v:.3f}" + (f" ({s:.3f})" if pd.notna(s) else "") if pd.notna(v) else "—"
                                                     for v, s in zip(table["held-out score"], table["held-out s.e."])]})
     st.dataframe(shown, hide_index=True, key=state.LEARN_RHC_METHODS)
+    flagged = rhc.flagged_today()
+    if flagged:
+        st.caption(f"Today the tool prints no interval for {', '.join(flagged)} on these data: refitted with the "
+                   "current code (bench/results/rhc-effects-31.csv), they are flagged weakly identified (docs/"
+                   "coverage.md, \"RHC: every method\"). The intervals of those methods above come from fits made "
+                   "before the flag.")
     low, high = table["ATE (days)"].min(), table["ATE (days)"].max()
     flexible = table[~table["method"].isin([e.title for e in rhc.METHODS.values() if e.linear_iv])]["ATE (days)"]
     answer("The nonparametric methods say " + num(flexible.min()) + " to " + num(flexible.max()) + " days. Why do "
@@ -109,9 +115,11 @@ def rhc_tab():
            "more than the intervals admit. The flexible fits meet the moment restriction better on new rows than "
            "linear 2SLS (held-out score), which is evidence against the linear bridge, not proof that their "
            "effect is closer: none of these intervals has measured coverage on a design like this (docs/"
-           "coverage.md). Report the range with its reasons: every method finds RHC shortened 30-day survival, by "
-           f"{num(-high)} to {num(-low)} days, and {int((table['upper'] < 0).sum())} of {len(table)} intervals "
-           "exclude 0.")
+           "coverage.md). Report the range with its reasons: "
+           + (f"every method finds RHC shortened 30-day survival, by {num(-high)} to {num(-low)} days"
+              if high < 0 else f"the estimates run from {num(low)} to {num(high)} days")
+           + f", and {int((table['upper'] < 0).sum())} of {len(table)} intervals above exclude 0"
+           + ("; for the methods the tool flags today, no interval should be reported." if flagged else "."))
     st.markdown("#### 4. What the published analyses found")
     st.markdown(
         "Tchetgen Tchetgen et al. (2024, *Statistical Science*, \"An introduction to proximal causal inference\") "

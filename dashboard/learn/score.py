@@ -14,8 +14,10 @@ def score_tab():
         "**first stage** learns nuisances: the conditional distribution of f's inputs given C, which gives "
         "g(f, c) = E[f(A, X) | C = c] by averaging over draws, and, for DML-CMR and CE-DML-CMR, s(c) = E[Y | C = c]. "
         "The **second stage** fits f by minimizing an average loss. Not every estimator of the tool works this "
-        "way: 2SLS, LIML and Fuller project on the instruments, and the kernel, adversarial and proximal peers "
-        "(KIV, DeepGMM, KPV, PMMR) never learn the distribution of f's inputs.")
+        "way: 2SLS, LIML and Fuller project on the instruments; KIV, DFIV and KPV learn in their first stage only "
+        "the conditional mean of features of f's inputs (all that g(f, c) needs when f is linear in those "
+        "features), not a distribution to draw from; DeepGMM, PMMR and NMMR learn no first stage at all: they "
+        "weight the moment restriction by functions of C (a learned adversary or a kernel).")
     c1, c2 = st.columns(2, border=True)
     with c1:
         st.markdown("**Naive plug-in** (DeepIV-style)")

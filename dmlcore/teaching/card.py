@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from dmlcore.data.registry import load_dataset
+from dmlcore.inference.effect_notes import identification_note
 from dmlcore.inference.first_stage import LEE_T_TEST_F, STOCK_YOGO_SIZE_10, WEAK_F, first_stage, strength_label
 from dmlcore.inference.linear_iv import anderson_rubin_set, clr_set, first_stage_inference
 from dmlcore.runs import fit_run
@@ -91,7 +92,7 @@ def strength_sentence(f_stat: float) -> str:
     """What a first-stage F with one instrument buys, against the three bars, in one sentence."""
     sy = STOCK_YOGO_SIZE_10[1]
     side = lambda bar: "above" if f_stat >= bar else "below"  # noqa: E731
-    return (f"{side(WEAK_F)} the rule of thumb {WEAK_F:g} (Staiger & Stock), {side(sy)} Stock & Yogo's {sy:g} "
+    return (f"{side(WEAK_F)} the rule of thumb {WEAK_F:g} (Staiger & Stock 1997), {side(sy)} Stock & Yogo's {sy:g} "
             f"(at most 10 % size for a nominal 5 % test) and {side(LEE_T_TEST_F)} {LEE_T_TEST_F:g}, above which the "
             f"usual 5 % t-test keeps its size (Lee et al. 2022): **{strength_label(f_stat).level}**. Prefer the "
             "Anderson–Rubin set.")
@@ -110,7 +111,8 @@ def _ar_shape(pieces: list[list]) -> dict:
 def dml_cmr(**overrides) -> dict:
     """DML-CMR on Card's data (:data:`DML_SETTINGS`, spline second stage): its effect, the average
     derivative of f in schooling, as the run record gives it (the debiased effect, or why not, with
-    ``weak`` set when it is weakly identified), the plug-in beside it, and the fit's seconds."""
+    ``weak`` set when it is weakly identified, and ``identification``, every check of the flag with its bar, as
+    the CLI's summary line gives it), the plug-in beside it, and the fit's seconds."""
     data = load_dataset("card").data
     run = fit_run(data, "dml-cmr", dataset="card", **{**DML_SETTINGS, **overrides})
     effect = run.record["effect"]
@@ -118,6 +120,6 @@ def dml_cmr(**overrides) -> dict:
     return {"settings": {**DML_SETTINGS, **overrides}, "estimand": effect["estimand"], "coef": effect["estimate"],
             "lower": effect["ci_lower"], "upper": effect["ci_upper"], "interval": effect["interval"],
             "debiased": effect.get("debiased") is not None, "weak": bool(effect.get("weakly_identified")),
-            "why_not": effect.get("debiased_error"),
+            "why_not": effect.get("debiased_error"), "identification": identification_note(effect),
             "plug_in": {k: plug.get(k) for k in ("estimate", "ci_lower", "ci_upper", "interval")},
             "seconds": run.record["seconds"]}

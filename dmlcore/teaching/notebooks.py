@@ -93,8 +93,9 @@ EXPERIMENTS = {
         {}),
     "card-dml-cmr": Recipe(
         "Card (1995), section 3: DML-CMR", "DML-CMR with gradient-boosting nuisances and a spline second stage on "
-        "Card's data: its debiased effect (the average derivative of f in schooling, corrected by the weight "
-        "ξ̂(C)) with its interval, and the plug-in beside it.",
+        "Card's data: its debiased effect (f̂'s average slope in schooling corrected by the weight ξ̂(C); with "
+        "one binary instrument it estimates the linear slope 2SLS estimates, the tab's section 3) with its "
+        "interval, and the plug-in beside it.",
         "from dmlcore.teaching import card\nr = card.dml_cmr({more})",
         "print('debiased', r['coef'], [r['lower'], r['upper']], r['why_not'] or '')\n"
         "print('plug-in', r['plug_in']['estimate'], [r['plug_in']['ci_lower'], r['plug_in']['ci_upper']])\n"

@@ -31,6 +31,7 @@ from dmlcore.estimators import METHOD_TITLES, METHODS
 Z95 = 1.959963984540054
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
 EFFECT_FILES = ("rhc-effects.csv", "rhc-effects-boot.csv")
+TODAY_FILE = "rhc-effects-31.csv"     # every method fitted with today's weak-identification flag
 
 
 def _ols(y: np.ndarray, x: np.ndarray) -> tuple[float, float]:
@@ -102,3 +103,15 @@ def measured_effects(folder: Path = RESULTS) -> pd.DataFrame | None:
                          "nuisances": rows["learner"], "second stage": second,
                          "ATE (days)": rows["estimate"], "lower": rows["lower"], "upper": rows["upper"],
                          "held-out score": rows["heldout"], "held-out s.e.": rows["heldout_se"]}).reset_index(drop=True)
+
+
+def flagged_today(folder: Path = RESULTS) -> list[str] | None:
+    """The methods (titles) whose fits on these data the tool today flags weakly identified, so that it
+    prints no interval for them (``bench/results/rhc-effects-31.csv``, the same rows as docs/coverage.md's
+    "RHC: every method"); None when the rows are not in this installation."""
+    path = Path(folder) / TODAY_FILE
+    if not path.exists():
+        return None
+    rows = pd.read_csv(path)
+    weak = rows.loc[rows["weak"].astype(str).str.lower() == "true", "method"]
+    return [METHOD_TITLES.get(m, m) for m in dict.fromkeys(weak)]
