@@ -39,6 +39,7 @@ from dmlcore.studies.spec import parse_seeds
 
 REGRESSION_RUNG = 2      # a cubic spline in the treatment with one knot: the confounded regression's basis
 N_DEFAULT = 1000
+OUT_DIR = Path("bench/results/sieve-dimension-2026-11-29-1115")   # the ladder with treatment x proxy products
 
 
 def design_data(design: str, seed: int, n: int = N_DEFAULT):
@@ -77,9 +78,10 @@ def row(design: str, seed: int, n: int = N_DEFAULT) -> dict:
             "dd_estimate": r["estimate"], "dd_se": r["std_error"], "dd_ci_lower": r["ci_lower"],
             "dd_ci_upper": r["ci_upper"], "dd_plug_in": r["plug_in"], "dd_strength": r["strength"],
             "dd_weak": r["weakly_identified"], "dd_rung": r["rung"], "dd_functions": r["functions"][0],
-            "dd_why": r["why"], "dd_seconds": seconds,
+            "dd_why": r["why"], "dd_seconds": seconds, "dd_unchecked": r["unchecked"] or "",
             "dd_rungs": json.dumps([[x["rung"], x.get("estimate"), x.get("std_error"), x.get("plug_in")]
                                     for x in r["rungs"]]),
+            "dd_strengths": json.dumps([[x["rung"], x.get("strength"), x.get("skipped")] for x in r["rungs"]]),
             "dd_gaps": json.dumps([[round(v, 4) for v in line] for line in r["gaps"]]),
             "regression": regression_effect(loaded.data, plan), "tsls": tsls_plug_in(loaded.data, plan),
             "clusters": int(len(np.unique(groups))) if groups is not None else 0}
@@ -94,7 +96,7 @@ def main(argv=None) -> int:
     p.add_argument("--designs", default=",".join(DESIGNS))
     p.add_argument("--seeds", default="0-199")
     p.add_argument("--n", type=int, default=N_DEFAULT, help="rows (moderate-pcl: 2000 whatever this says)")
-    p.add_argument("--out-dir", default="bench/results/sieve-dimension-2026-11-29")
+    p.add_argument("--out-dir", default=str(OUT_DIR))
     args = p.parse_args(argv)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -106,7 +108,7 @@ def main(argv=None) -> int:
     meta = {"command": "python -m bench.sieve_dimension " + " ".join(argv if argv is not None else sys.argv[1:]),
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": platform.machine(),
             "cores": os.cpu_count(), "python": platform.python_version(), "load_1min_start": load_now(),
-            "ladder": [str(r) for r in DD_LADDER], "z": DD_Z, "regression_rung": REGRESSION_RUNG,
+            "ladder": [str(r) for r in DD_LADDER], "z": DD_Z, "nice": os.nice(0), "regression_rung": REGRESSION_RUNG,
             "note": "nice -n 10 beside other helpers' benchmarks on a shared 2-core machine"}
     runs_path = out / "run.json"
     runs = json.loads(runs_path.read_text()) if runs_path.exists() else []

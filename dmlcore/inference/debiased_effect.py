@@ -92,19 +92,24 @@ SWITCHED_OFF = (f"not computed: switched off for this run (it refits the method 
 @dataclass(frozen=True)
 class Rung:
     """One pair of bases: ``treatment_knots`` None is linear in the treatment; ``covariates``
-    "linear" or "spline"; ``interact`` multiplies the treatment (instruments) by the covariates."""
+    "linear" or "spline"; ``interact`` multiplies the treatment (instruments) by the covariates;
+    ``proxies`` (proximal data only; nothing elsewhere) multiplies the treatment's term by each outcome
+    proxy's in f's basis and by each treatment proxy's in the instruments', so that a bridge h(a, w)
+    that is not additive in (a, w) can be represented and its products identified."""
 
     treatment_knots: int | None
     excluded_knots: int
     covariates: str = "linear"
     interact: bool = False
+    proxies: bool = False
 
     def describe(self) -> str:
         a = "linear in the treatment" if self.treatment_knots is None else \
             f"a spline in the treatment ({self.treatment_knots} knots)"
         text = (f"{a}, splines in the excluded variables ({self.excluded_knots} knots), "
                 f"{self.covariates} covariates")
-        return text + (", treatment x covariate products" if self.interact else "")
+        return (text + (", treatment x covariate products" if self.interact else "")
+                + (", treatment x proxy products" if self.proxies else ""))
 
 
 LADDER = (Rung(None, 3), Rung(2, 4), Rung(4, 6), Rung(4, 6, "spline"), Rung(4, 6, "spline", True))
@@ -137,15 +142,17 @@ def build_bases(data: CausalData, rung: Rung) -> tuple[AdditiveBasis, AdditiveBa
             return _column(x, name, _kind(x, rung.covariates), rung.excluded_knots)
         return _column(x, name, _kind(x, "spline"), knots)   # drawn inputs, excluded conditioning columns
 
-    def basis(names, knots, lead):
+    def basis(names, knots, lead, proxies):
         pairs = [(i, j) for i, a in enumerate(names) if a in lead for j, c in enumerate(names)
                  if c in covariates] if rung.interact else []
+        if rung.proxies:
+            pairs += [(names.index(treatment), j) for j, c in enumerate(names) if c in proxies]
         penalized = {j for j, name in enumerate(names) if name not in covariates}
         return AdditiveBasis([column(name, knots) for name in names], pairs, 0, penalized)
 
     x_names, c_names = data.input_columns, data.conditioning_columns
-    return (basis(x_names, inner, {treatment}),
-            basis(c_names, rung.excluded_knots, {n for n in c_names if n not in covariates}))
+    return (basis(x_names, inner, {treatment}, set(data.outcome_proxy)),
+            basis(c_names, rung.excluded_knots, {n for n in c_names if n not in covariates}, set(data.treatment_proxy)))
 
 
 # ------------------------------------------------------------------ the representer

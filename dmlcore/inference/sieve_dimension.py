@@ -51,9 +51,14 @@ from dmlcore.inference.debiased_effect import (RIESZ_FOLDS, ROWS_PER_FUNCTION, L
                                                _rescaled, build_bases, check_spline_data, cross_fitted_sieve,
                                                cross_fitted_xi, lepski, per_row, smoothness, treatment_scale)
 
-DD_LADDER = (Rung(None, 3), Rung(0, 3), Rung(1, 4), Rung(2, 4), Rung(3, 5), Rung(4, 6))
+DD_LADDER = (Rung(None, 3), Rung(0, 3), Rung(1, 4), Rung(2, 4), Rung(3, 5), Rung(4, 6),
+             Rung(None, 3, proxies=True), Rung(0, 3, proxies=True))
+# the last two rungs multiply the treatment's term by the outcome proxy's (and the instruments' by the treatment
+# proxies'): on proximal data they let the bridge h(a, w) be non-additive; elsewhere they are the additive rungs
+# again and are skipped as repeats, so an IV ladder is the six additive rungs
 DD_Z = LEPSKI_Z        # the agreement bar in standard errors of the difference (the representer ladder's)
 DD_PENALTY = 0.0       # unpenalised rungs: the dimension is the regularisation
+NOT_IDENTIFIED = 1.0    # a product rung's strength below this: its products carry no information (an F of no instrument)
 SIEVE_SE_RATIO = 1.5   # flag when the sieve effect's s.e. exceeds the debiased one's this many times (calibrated)
 SOURCE = "sieve effect, data-driven dimension"   # its entry's ``source`` in ``effect.intervals``
 
@@ -83,7 +88,8 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
         if sizes in seen:
             continue
         seen.add(sizes)
-        entry = {"rung": position, "basis": rung.describe(), "functions": [int(b.size), int(q.size)]}
+        entry = {"rung": position, "basis": rung.describe(), "functions": [int(b.size), int(q.size)],
+                 **({"products": True} if rung.proxies else {})}
         if q.size * ROWS_PER_FUNCTION > n * (folds - 1) / folds:
             results.append({**entry, "skipped": f"{q.size} functions of C need more rows"})
             continue
@@ -112,14 +118,27 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
     zq = float(norm.ppf(0.5 + level / 2))
     est, se = chosen["estimate"], chosen["std_error"]
     weak = not (np.isfinite(se) and chosen["strength"] >= WEAK_STRENGTH)
+    unchecked = additivity_unchecked(results)
     return {"estimate": est, "std_error": se, "ci_lower": est - zq * se, "ci_upper": est + zq * se,
-            "plug_in": chosen["plug_in"], "strength": chosen["strength"], "weakly_identified": weak,
+            "plug_in": chosen["plug_in"], "strength": chosen["strength"], "weakly_identified": weak or bool(unchecked),
+            "unchecked": unchecked,
             "rung": chosen["rung"], "basis": chosen["basis"], "functions": chosen["functions"], "why": why,
             "rungs": [{k: v for k, v in r.items() if k != "psi"} for r in results],
             "gaps": [[float(v) for v in line] for line in g],
             "interval": (f"sieve effect of data-driven dimension: Sieve 2SLS in {chosen['basis']} "
                          f"({chosen['functions'][0]} functions of f, {chosen['functions'][1]} of C), cross-fitted over "
                          f"{folds} folds and corrected with its representer; estimate -/+ {zq:.2f} x sd(score)/sqrt(n)")}
+
+
+def additivity_unchecked(results: list[dict], bar: float = NOT_IDENTIFIED) -> str | None:
+    """Why the data cannot check the rungs' additive bridge, or None: on proximal data, a rung with treatment x
+    proxy products (module notes) whose representer's strength is below ``bar`` (:data:`NOT_IDENTIFIED`). A rung
+    skipped (too few rows, or G'Q^-1G singular in these bases) is passed over: it says nothing either way."""
+    for r in results:
+        if r.get("products") and "strength" in r and not r["strength"] >= bar:
+            return (f"the treatment x proxy products (rung {r['rung']}) have strength {r['strength']:.2g} < {bar:g}, "
+                    f"not identified: the data cannot check the additive bridge the effect rests on")
+    return None
 
 
 def gaps(fitted: list[dict], groups: np.ndarray | None = None) -> np.ndarray:
@@ -153,6 +172,8 @@ def choose(fitted: list[dict], groups: np.ndarray | None = None, z: float = DD_Z
 def flag_reason(debiased: dict, dd: dict, ratio_bar: float = SIEVE_SE_RATIO) -> str | None:
     """Why the debiased effect ``debiased`` ({"std_error"}) is not to be read beside the sieve effect ``dd``
     (:func:`sieve_effect`), in one line of at most 200 characters, or None (module notes)."""
+    if dd.get("unchecked"):
+        return f"{dd['unchecked']}; no interval to read"
     se, dse = float(debiased["std_error"]), float(dd["std_error"])
     ratio = dse / se if se > 0 else float("inf")
     if not ratio > ratio_bar:
@@ -179,7 +200,7 @@ def add_sieve_effect(effect: dict, data: CausalData, plan, level: float = 0.95, 
         debiased.update(sieve_dimension=None, sieve_flag=None, sieve_dimension_error=f"no sieve effect: {exc}.")
         return effect
     kept = {k: dd[k] for k in ("estimate", "std_error", "ci_lower", "ci_upper", "plug_in", "strength",
-                               "weakly_identified", "rung", "basis", "functions", "why", "interval")}
+                               "weakly_identified", "unchecked", "rung", "basis", "functions", "why", "interval")}
     se, dse = float(debiased["std_error"]), dd["std_error"]
     reason = None if debiased.get("weakly_identified") else flag_reason(debiased, dd)
     debiased.update(sieve_dimension=kept, sieve_flag=reason is not None, sieve_flag_reason=reason,
