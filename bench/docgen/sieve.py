@@ -12,7 +12,7 @@ from dmlcore.inference.sieve_dimension import DD_Z, SIEVE_SE_RATIO
 from .registry import block
 from .words import num
 
-DD = "sieve-dimension-2026-11-29"
+DD = "sieve-dimension-2026-11-29-1115"   # the ladder with treatment x proxy rungs; the IV rows carried over unchanged
 FLAG = "sieve-flag"
 ORDER = ("linear", "demand-iv", "hetero-iv", "nonlinear-iv", "clustered-iv", "clustered-iv-ignored", "weak-0.3",
          "weak-0.2", "weak-0.15", "weak", "moderate-pcl", "demand-pcl")
@@ -55,10 +55,13 @@ def sieve_coverage(rows) -> str:
     """The DD-sieve interval per design at the code's bar: coverage, width / needed, bias against the regression's."""
     table = _coverage(rows)
     lines = ["| design | seeds | coverage ± s.e. | width / needed | bias | bias / regression's | plug-in's bias / "
-             "regression's | weakly identified | rungs chosen (rung: seeds) |", "|---|---|---|---|---|---|---|---|---|"]
+             "regression's | weakly identified (additive bridge unchecked) | coverage where not weak (seeds) | "
+             "rungs chosen (rung: seeds) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for design, r in table.iterrows():
+        named = "–" if r.identified == 0 else f"{r.identified_coverage:.3f}"
         lines.append(f"| {_title(design)} | {r.seeds} | {r.coverage:.3f} ± {r.coverage_se:.3f} | {r.width_ratio:.2f} | "
-                     f"{num(r.bias)} | {r.bias_ratio:.2f} | {r.plug_in_bias_ratio:.2f} | {r.weak:.0%} | {r.rungs} |")
+                     f"{num(r.bias)} | {r.bias_ratio:.2f} | {r.plug_in_bias_ratio:.2f} | {r.weak:.0%} ({r.unchecked:.0%}) | "
+                     f"{named} ({r.identified}) | {r.rungs} |")
     return "\n".join(lines)
 
 
@@ -153,8 +156,12 @@ def sieve_flag_targets(rows) -> str:
                                                   for d, r in low.iterrows()))
     pcl = table.loc["demand-pcl"] if "demand-pcl" in table.index else None
     if pcl is not None:
-        items.append(f"demand-pcl: {pcl.flagged:.0%} flagged, but the sieve effect shown there covers "
-                     f"{pcl.shown_coverage:.2f}: its additive bases cannot represent that design's bridge")
+        dd = _dd(rows)
+        unchecked = dd.loc[dd["design"] == "demand-pcl", "dd_unchecked"].fillna("").astype(str).ne("").mean()
+        silent = "no fit" if pcl.silent == 0 else f"{int(pcl.silent)} fits, covering {pcl.silent_coverage:.2f}"
+        items.append(f"demand-pcl: {pcl.flagged:.0%} of its fits flagged; on {unchecked:.0%} of its seeds the sieve "
+                     f"effect finds the treatment x proxy products not identified, and no interval is shown; silent: "
+                     f"{silent}; intervals shown cover {pcl.shown_coverage:.2f} of its fits")
     return "\n".join(f"- {item}" for item in items)
 
 

@@ -48,8 +48,8 @@ from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.inference.debiased_effect import (RIESZ_FOLDS, ROWS_PER_FUNCTION, LEPSKI_Z, WEAK_STRENGTH, Rung,
-                                               _rescaled, build_bases, check_spline_data, cross_fitted_sieve,
-                                               cross_fitted_xi, lepski, per_row, smoothness, treatment_scale)
+                                               _rescaled, build_bases, check_spline_data, cross_fitted_pair,
+                                               lepski, per_row, smoothness, treatment_scale)
 
 DD_LADDER = (Rung(None, 3), Rung(0, 3), Rung(1, 4), Rung(2, 4), Rung(3, 5), Rung(4, 6),
              Rung(None, 3, proxies=True), Rung(0, 3, proxies=True))
@@ -100,11 +100,10 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
         qc = q(data.table[[c.name for c in q.columns]].to_numpy(dtype=float))
         omega = smoothness(b) if penalty > 0 else None
         try:
-            xi = cross_fitted_xi(bx, qc, mb, fold_of, omega, penalty / np.sqrt(n))
+            xi, f_s, m_s = cross_fitted_pair(bx, qc, mb, y, fold_of, omega, penalty / np.sqrt(n))
         except DMLCoreError as exc:
             results.append({**entry, "skipped": str(exc)})
             continue
-        f_s, m_s = cross_fitted_sieve(bx, qc, mb, y, fold_of, omega, penalty / np.sqrt(n))
         psi = m_s + xi * (y - f_s)
         results.append({**entry, "psi": psi, "estimate": float(psi.mean()), "std_error": mean_se(psi, groups),
                         "plug_in": float(m_s[used].mean()),
