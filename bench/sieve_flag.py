@@ -81,7 +81,7 @@ def coverage(dd: pd.DataFrame, z: float | None = None) -> pd.DataFrame:
         named = part[~part["dd_weak"].astype(bool)]       # the rows whose sieve effect is not weakly identified
         out.append({"design": design, "z": z, "seeds": k, "coverage": cov, "coverage_se": np.sqrt(cov * (1 - cov) / k),
                     "identified": len(named), "identified_coverage": named["covered"].mean() if len(named) else np.nan,
-                    "unchecked": part["dd_unchecked"].ne("").mean(),
+                    "unchecked": part["dd_unchecked"].fillna("").astype(str).ne("").mean(),
                     "width": part["width"].mean(), "sd": part["dd_estimate"].std(),
                     "width_ratio": part["width"].mean() / needed, "bias": bias, "regression_bias": reg_bias,
                     "bias_ratio": bias / reg_bias, "plug_in_bias_ratio": plug_bias / reg_bias,
@@ -113,14 +113,14 @@ def pairs(dd: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     unchecked = joined["dd_unchecked"].ne("")     # the code flags these whatever the bars, with nothing to read
     joined["dd_lo"] = joined["dd_ci_lower"].where(~unchecked)
     joined["dd_hi"] = joined["dd_ci_upper"].where(~unchecked)
-    joined["ratio_dd"] = joined["ratio_dd"].where(~unchecked, np.inf)
-    joined["sig_dd"] = joined["sig_dd"].where(~unchecked, np.inf)
     return joined, matches
 
 
 def flagged_by(joined: pd.DataFrame, bar: float, ratio: float) -> pd.DataFrame:
-    """``joined`` with ``sig_rule``: above 1 when the gap exceeds ``bar`` or the se ratio exceeds ``ratio``."""
-    return joined.assign(sig_rule=np.maximum(joined["sig_dd"] / bar, joined["ratio_dd"] / ratio))
+    """``joined`` with ``sig_rule``: above 1 when the gap exceeds ``bar`` or the se ratio exceeds ``ratio``, infinite
+    where the sieve effect found the additive bridge unchecked (the code flags those whatever the bars)."""
+    rule = np.maximum(joined["sig_dd"] / bar, joined["ratio_dd"] / ratio)
+    return joined.assign(sig_rule=rule.where(joined["dd_unchecked"].eq(""), np.inf))
 
 
 def shortfalls(table: pd.DataFrame, sources: dict) -> dict:
