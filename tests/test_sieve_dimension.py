@@ -8,9 +8,11 @@ import pytest
 from dmlcore.data.registry import load_dataset
 from dmlcore.errors import DMLCoreError
 from bench.sieve_dimension import design_data
+from dashboard.results import sieve_text
 from dmlcore.inference.debiased_effect import Rung, build_bases, per_row
-from dmlcore.inference.sieve_dimension import (DD_LADDER, DD_Z, NOT_IDENTIFIED, additivity_unchecked, choose,
-                                               flag_reason, gaps, sieve_effect)
+from dmlcore.inference.sieve_dimension import (DD_LADDER, DD_Z, NOT_IDENTIFIED, add_sieve_effect, additivity_unchecked,
+                                               choose, flag_reason, gaps, sieve_effect)
+from dmlcore.runs.typed import Effect
 from dmlcore.runs.average_effect import contrast
 from dmlcore.stats.clusters import groups_of
 
@@ -120,6 +122,12 @@ def test_products_the_data_cannot_identify_mark_the_effect_unchecked():
     assert dd["unchecked"] == additivity_unchecked(dd["rungs"])
     reason = flag_reason({"estimate": dd["estimate"], "std_error": dd["std_error"]}, dd)   # se ratio 1: only this fires
     assert reason.endswith("no interval to read") and len(reason) <= 200
+    # beside a run's debiased effect: flagged with that reason, the record says why, the table shows no interval
+    effect = {"debiased": {"estimate": dd["estimate"], "std_error": dd["std_error"], "weakly_identified": False}}
+    add_sieve_effect(effect, loaded.data, plan)
+    assert effect["debiased"]["sieve_flag"] and effect["warning"] == f"flagged: {reason}"
+    assert effect["debiased"]["sieve_dimension"]["unchecked"] == dd["unchecked"]
+    assert sieve_text(Effect.from_dict(effect).debiased) == f"{dd['estimate']:.4g} (weakly identified: no interval)"
     loaded, plan, groups = design_data("moderate-pcl", 0)
     fine = sieve_effect(loaded.data, plan, groups=groups)
     assert fine["unchecked"] is None and min(r["strength"] for r in fine["rungs"] if r.get("products")) > 10

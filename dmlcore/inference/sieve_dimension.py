@@ -25,6 +25,15 @@ not evidence of bias. Where no rung agrees with all richer ones, the richest is 
 unpenalised: the dimension is the regularisation. Rungs whose instruments cannot move every function
 of f's basis (G'Q^-1G singular in M's direction) or that need more rows per function of C are skipped.
 
+On proximal data the ladder goes on with two rungs that multiply the treatment's term by the outcome proxy's
+in f's basis and by the treatment proxies' in the instruments (``Rung.proxies``: a bridge h(a, w) not
+additive in treatment and proxy); on IV data they repeat the additive rungs and are skipped, so an IV ladder
+is unchanged. Where a product rung's strength is below :data:`NOT_IDENTIFIED` the data cannot check the
+additive bridge the other rungs rest on (:func:`additivity_unchecked`): the sieve effect is weakly identified
+with that reason (``unchecked``), and :func:`flag_reason` flags the debiased effect with nothing to read. On
+demand-pcl, whose bridge is such a product, this happens on almost every seed (docs/coverage.md: its effect
+needs the bridge where price and views rarely meet).
+
 :func:`sieve_effect` returns the effect with its interval, the chosen rung and why, and every rung's
 estimate. :func:`add_sieve_effect` puts it beside a run's debiased effect (``effect.debiased.sieve_dimension``,
 an entry of ``effect.intervals``) with the check :func:`flag_reason`: the debiased effect is flagged when the
@@ -69,7 +78,8 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
 
     ``groups``: the rows' cluster numbers (:func:`dmlcore.stats.clusters.groups_of`), which the folds keep
     whole and whose sums give every standard error. Returns {"estimate", "std_error", "ci_lower",
-    "ci_upper", "plug_in" (the mean of m(W; f-sieve), uncorrected), "strength", "weakly_identified",
+    "ci_upper", "plug_in" (the mean of m(W; f-sieve), uncorrected), "strength", "weakly_identified", "unchecked"
+    (:func:`additivity_unchecked`),
     "rung" (its position in the ladder), "basis", "functions" ([size of b, size of q]), "why" (one line),
     "rungs": [{"basis", "functions", "estimate", "std_error", "plug_in", "strength"} or {"basis",
     "skipped"}], "gaps" (:func:`gaps` of the fitted rungs), "interval"}. A DMLCoreError when the data cannot
@@ -170,7 +180,8 @@ def choose(fitted: list[dict], groups: np.ndarray | None = None, z: float = DD_Z
 
 def flag_reason(debiased: dict, dd: dict, ratio_bar: float = SIEVE_SE_RATIO) -> str | None:
     """Why the debiased effect ``debiased`` ({"std_error"}) is not to be read beside the sieve effect ``dd``
-    (:func:`sieve_effect`), in one line of at most 200 characters, or None (module notes)."""
+    (:func:`sieve_effect`), in one line of at most 200 characters, or None (module notes): the sieve effect's
+    ``unchecked`` reason (nothing to read) or its standard error over ``ratio_bar`` times the debiased one's."""
     if dd.get("unchecked"):
         return f"{dd['unchecked']}; no interval to read"
     se, dse = float(debiased["std_error"]), float(dd["std_error"])
@@ -185,7 +196,8 @@ def flag_reason(debiased: dict, dd: dict, ratio_bar: float = SIEVE_SE_RATIO) -> 
 def add_sieve_effect(effect: dict, data: CausalData, plan, level: float = 0.95, cluster: str | None = None) -> dict:
     """``effect`` (a run record's, after :func:`dmlcore.inference.debiased_effect.add_debiased`) with the sieve effect
     of data-driven dimension beside its debiased effect: ``debiased["sieve_dimension"]`` (estimate, std_error,
-    interval, plug_in, rung, basis, why), ``debiased["sieve_flag"]`` and ``sieve_flag_reason`` (:func:`flag_reason`;
+    interval, plug_in, rung, basis, why; ``unchecked`` where the additive bridge cannot be checked),
+    ``debiased["sieve_flag"]`` and ``sieve_flag_reason`` (:func:`flag_reason`;
     not checked where the weak-identification flag fired, which shows no interval), ``sieve_gap`` and
     ``sieve_se_ratio`` (the two numbers the flag reads), an entry of ``intervals`` (``source`` :data:`SOURCE`), and
     the reason as ``effect["warning"]`` when it fires and no other warning is there. Without a debiased effect
@@ -199,7 +211,9 @@ def add_sieve_effect(effect: dict, data: CausalData, plan, level: float = 0.95, 
         debiased.update(sieve_dimension=None, sieve_flag=None, sieve_dimension_error=f"no sieve effect: {exc}.")
         return effect
     kept = {k: dd[k] for k in ("estimate", "std_error", "ci_lower", "ci_upper", "plug_in", "strength",
-                               "weakly_identified", "unchecked", "rung", "basis", "functions", "why", "interval")}
+                               "weakly_identified", "rung", "basis", "functions", "why", "interval")}
+    if dd["unchecked"]:                  # only where a product rung is not identified: other records keep their keys
+        kept["unchecked"] = dd["unchecked"]
     se, dse = float(debiased["std_error"]), dd["std_error"]
     reason = None if debiased.get("weakly_identified") else flag_reason(debiased, dd)
     debiased.update(sieve_dimension=kept, sieve_flag=reason is not None, sieve_flag_reason=reason,
