@@ -242,3 +242,18 @@ def sieve_products(rows) -> str:
                  f"ladders recomputed on seeds {compare['seeds']} of {', '.join(compare['designs'])}: "
                  f"{compare['identical']} of {compare['rows']} rows identical to the additive ladder's)")
     return "\n".join(lines)
+
+
+@block("sieve-dimension:cost")
+def sieve_cost(rows) -> str:
+    """The sieve effect's time with the proxy rungs against the code before them (bench/perf/sieve_ladder_cost.py)."""
+    cost = rows.jsonl(f"{DD}/cost.jsonl")
+    before = cost["code"].iloc[0]
+    per = cost.groupby(["data", "code"])["seconds"].median().unstack()
+    names = {"demand-pcl": _title("demand-pcl"), "moderate-pcl": _title("moderate-pcl"), "rhc": "RHC (5,735 rows)"}
+    parts = [f"{names.get(d, d)} {per.loc[d, before]:.2f} s → {per.loc[d, 'this checkout']:.2f} s"
+             for d in ("demand-pcl", "moderate-pcl", "rhc") if d in per.index]
+    return (f"median seconds of the sieve effect, before the proxy rungs (commit {before}) → now, "
+            f"{cost['round'].nunique()} alternated rounds of {cost['command'].iloc[0].split('--repeats')[-1].strip() or '3'} "
+            f"calls, one BLAS thread, 1-minute load {cost['load_1min'].min():.1f}–{cost['load_1min'].max():.1f}: "
+            + "; ".join(parts))
