@@ -10,8 +10,14 @@ basis of the ladder's rung :data:`REGRESSION_RUNG`, the instruments ignored: the
 nonparametric fit can collapse to). Rows are appended per seed (a stopped run keeps them); run.json
 beside them records the command, date, machine and load.
 
-    nice -n 10 python -m bench.sieve_dimension --seeds 0-199 --out-dir bench/results/sieve-dimension-2026-11-29
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 nice -n 10 python -m bench.sieve_dimension --seeds 0-199 \
+        --designs demand-pcl,moderate-pcl            # into OUT_DIR (the ladder with treatment x proxy rungs)
+    python -m bench.sieve_dimension --compare bench/results/sieve-dimension-2026-11-29 \
+        --designs linear,demand-iv,nonlinear-iv,clustered-iv,weak --seeds 0-39   # the IV rows unchanged: compare.json
     python bench/docs.py --write
+
+One BLAS thread: the rungs' matrices are small, and on a loaded machine BLAS's own threads made a seed four times
+slower.
 """
 
 from __future__ import annotations
