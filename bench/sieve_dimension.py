@@ -10,8 +10,14 @@ basis of the ladder's rung :data:`REGRESSION_RUNG`, the instruments ignored: the
 nonparametric fit can collapse to). Rows are appended per seed (a stopped run keeps them); run.json
 beside them records the command, date, machine and load.
 
-    nice -n 10 python -m bench.sieve_dimension --seeds 0-199 --out-dir bench/results/sieve-dimension-2026-11-29
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 nice -n 10 python -m bench.sieve_dimension --seeds 0-199 \
+        --designs demand-pcl,moderate-pcl            # into OUT_DIR (the ladder with treatment x proxy rungs)
+    python -m bench.sieve_dimension --compare bench/results/sieve-dimension-2026-11-29 \
+        --designs linear,demand-iv,nonlinear-iv,clustered-iv,weak --seeds 0-39   # the IV rows unchanged: compare.json
     python bench/docs.py --write
+
+One BLAS thread: the rungs' matrices are small, and on a loaded machine BLAS's own threads made a seed four times
+slower.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from dmlcore.studies.spec import parse_seeds
 
 REGRESSION_RUNG = 2      # a cubic spline in the treatment with one knot: the confounded regression's basis
 N_DEFAULT = 1000
+OUT_DIR = Path("bench/results/sieve-dimension-2026-11-29-1115")   # the ladder with treatment x proxy products
 
 
 def design_data(design: str, seed: int, n: int = N_DEFAULT):
@@ -77,12 +84,51 @@ def row(design: str, seed: int, n: int = N_DEFAULT) -> dict:
             "dd_estimate": r["estimate"], "dd_se": r["std_error"], "dd_ci_lower": r["ci_lower"],
             "dd_ci_upper": r["ci_upper"], "dd_plug_in": r["plug_in"], "dd_strength": r["strength"],
             "dd_weak": r["weakly_identified"], "dd_rung": r["rung"], "dd_functions": r["functions"][0],
-            "dd_why": r["why"], "dd_seconds": seconds,
+            "dd_why": r["why"], "dd_seconds": seconds, "dd_unchecked": r["unchecked"] or "",
             "dd_rungs": json.dumps([[x["rung"], x.get("estimate"), x.get("std_error"), x.get("plug_in")]
                                     for x in r["rungs"]]),
+            "dd_strengths": json.dumps([[x["rung"], x.get("strength"), x.get("skipped")] for x in r["rungs"]]),
             "dd_gaps": json.dumps([[round(v, 4) for v in line] for line in r["gaps"]]),
             "regression": regression_effect(loaded.data, plan), "tsls": tsls_plug_in(loaded.data, plan),
             "clusters": int(len(np.unique(groups))) if groups is not None else 0}
+
+
+COMPARED = ("dd_estimate", "dd_se", "dd_ci_lower", "dd_ci_upper", "dd_plug_in", "dd_strength", "dd_rung", "dd_why",
+            "dd_rungs", "dd_gaps")
+
+
+def compare(old_dir: Path, designs: list[str], seeds: list[int], n: int = N_DEFAULT) -> dict:
+    """Recompute the sieve effect of ``designs`` x ``seeds`` with today's ladder and compare it with the stored rows of
+    ``old_dir`` column by column (:data:`COMPARED`): the check that a ladder change left those designs as they were.
+    Returns {"rows", "identical" (rows whose every compared column is equal), "max_abs_diff" per column}."""
+    out = {"old_dir": str(old_dir), "designs": designs, "seeds": f"{min(seeds)}-{max(seeds)}", "rows": 0,
+           "identical": 0, "max_abs_diff": {c: 0.0 for c in COMPARED}}
+    for design in designs:
+        old = pd.read_csv(old_dir / f"rows-{design}.csv").drop_duplicates("seed").set_index("seed")
+        for seed in seeds:
+            loaded, plan, groups = design_data(design, seed, n)
+            r = sieve_effect(loaded.data, plan, groups=groups)
+            new = {"dd_estimate": r["estimate"], "dd_se": r["std_error"], "dd_ci_lower": r["ci_lower"],
+                   "dd_ci_upper": r["ci_upper"], "dd_plug_in": r["plug_in"], "dd_strength": r["strength"],
+                   "dd_rung": r["rung"], "dd_why": r["why"],
+                   "dd_rungs": json.dumps([[x["rung"], x.get("estimate"), x.get("std_error"), x.get("plug_in")]
+                                           for x in r["rungs"]]),
+                   "dd_gaps": json.dumps([[round(v, 4) for v in line] for line in r["gaps"]])}
+            same = True
+            for c in COMPARED:
+                a, b = new[c], old.loc[seed, c]
+                if isinstance(a, str):
+                    ok = a == b or (c == "dd_rungs" and np.allclose(*(np.array(json.loads(x), dtype=float)
+                                                                     for x in (a, b)), rtol=1e-9, equal_nan=True))
+                    diff = 0.0 if ok else float("inf")
+                else:
+                    diff = abs(float(a) - float(b))
+                    ok = diff <= 1e-9 * (1 + abs(float(b)))
+                out["max_abs_diff"][c] = max(out["max_abs_diff"][c], diff)
+                same &= ok
+            out["rows"] += 1
+            out["identical"] += int(same)
+    return out
 
 
 def load_now() -> float:
@@ -94,9 +140,23 @@ def main(argv=None) -> int:
     p.add_argument("--designs", default=",".join(DESIGNS))
     p.add_argument("--seeds", default="0-199")
     p.add_argument("--n", type=int, default=N_DEFAULT, help="rows (moderate-pcl: 2000 whatever this says)")
-    p.add_argument("--out-dir", default="bench/results/sieve-dimension-2026-11-29")
+    p.add_argument("--out-dir", default=str(OUT_DIR))
+    p.add_argument("--compare", metavar="OLD_DIR", help="recompute --designs x --seeds and compare them with the rows "
+                   "of OLD_DIR (written to compare.json beside the new rows) instead of writing rows")
     args = p.parse_args(argv)
     out = Path(args.out_dir)
+    if args.compare:
+        designs = [d for d in args.designs.split(",") if d]
+        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        result = {"command": "python -m bench.sieve_dimension " + " ".join(argv if argv is not None else sys.argv[1:]),
+                  "started": started, "load_1min_start": load_now(),
+                  **compare(Path(args.compare), designs, parse_seeds(args.seeds), args.n), "load_1min_end": load_now()}
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / "compare.json"
+        done = json.loads(path.read_text()) if path.exists() else []
+        path.write_text(json.dumps(done + [result], indent=1))
+        print(json.dumps(result))
+        return 0 if result["identical"] == result["rows"] else 1
     out.mkdir(parents=True, exist_ok=True)
     designs = [d for d in args.designs.split(",") if d]
     unknown = [d for d in designs if d not in DESIGNS]
@@ -106,7 +166,7 @@ def main(argv=None) -> int:
     meta = {"command": "python -m bench.sieve_dimension " + " ".join(argv if argv is not None else sys.argv[1:]),
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": platform.machine(),
             "cores": os.cpu_count(), "python": platform.python_version(), "load_1min_start": load_now(),
-            "ladder": [str(r) for r in DD_LADDER], "z": DD_Z, "regression_rung": REGRESSION_RUNG,
+            "ladder": [str(r) for r in DD_LADDER], "z": DD_Z, "nice": os.nice(0), "regression_rung": REGRESSION_RUNG,
             "note": "nice -n 10 beside other helpers' benchmarks on a shared 2-core machine"}
     runs_path = out / "run.json"
     runs = json.loads(runs_path.read_text()) if runs_path.exists() else []

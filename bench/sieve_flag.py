@@ -33,7 +33,7 @@ from bench.docgen.tables import is_method
 from bench.flag_search import MISUSE, ROOT, STRONG, TODAY, Z, evaluate, load_rows
 from dmlcore.estimators._registry import LINEAR_REFERENCE
 
-DD_DIR = ROOT / "sieve-dimension-2026-11-29"
+DD_DIR = ROOT / "sieve-dimension-2026-11-29-1115"   # the ladder with treatment x proxy rungs (IV rows carried over)
 OUT = ROOT / "sieve-flag"
 ISSUE_STRONG = ("linear", "demand-iv", "hetero-iv", "clustered-iv")   # issue 44's strong designs
 BARS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, np.inf)          # the gap |debiased - DD| over sqrt(se^2 + se_dd^2)
@@ -46,6 +46,7 @@ MATCH = 1e-6
 def dd_rows(root: Path = DD_DIR) -> pd.DataFrame:
     """The DD-sieve rows, one per design and seed (a seed written twice by two runs counted once)."""
     rows = pd.concat([pd.read_csv(p) for p in sorted(root.glob("rows-*.csv"))], ignore_index=True)
+    rows["dd_unchecked"] = rows["dd_unchecked"].fillna("").astype(str) if "dd_unchecked" in rows else ""
     return rows.drop_duplicates(["design", "seed"]).reset_index(drop=True)
 
 
@@ -77,7 +78,10 @@ def coverage(dd: pd.DataFrame, z: float | None = None) -> pd.DataFrame:
         bias = (part["dd_estimate"] - part["truth"]).mean()
         plug_bias = (part["dd_plug_in"] - part["truth"]).mean()
         needed = 2 * Z * part["dd_estimate"].std()
+        named = part[~part["dd_weak"].astype(bool)]       # the rows whose sieve effect is not weakly identified
         out.append({"design": design, "z": z, "seeds": k, "coverage": cov, "coverage_se": np.sqrt(cov * (1 - cov) / k),
+                    "identified": len(named), "identified_coverage": named["covered"].mean() if len(named) else np.nan,
+                    "unchecked": part["dd_unchecked"].fillna("").astype(str).ne("").mean(),
                     "width": part["width"].mean(), "sd": part["dd_estimate"].std(),
                     "width_ratio": part["width"].mean() / needed, "bias": bias, "regression_bias": reg_bias,
                     "bias_ratio": bias / reg_bias, "plug_in_bias_ratio": plug_bias / reg_bias,
@@ -101,18 +105,22 @@ def pairs(dd: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     matches = check.groupby("design").agg(stored_seeds=("seed", "size"), with_dd=("truth", lambda s: s.notna().sum()),
                                           matched=("matched", "sum")).reset_index()
     good = check.loc[check["matched"], ["design", "seed"]]
-    cols = ["design", "seed", "dd_estimate", "dd_se", "dd_ci_lower", "dd_ci_upper", "dd_weak", "dd_rung"]
+    cols = ["design", "seed", "dd_estimate", "dd_se", "dd_ci_lower", "dd_ci_upper", "dd_weak", "dd_rung", "dd_unchecked"]
     joined = rows.merge(good, on=["design", "seed"]).merge(dd[cols], on=["design", "seed"])
     se, dse = joined["effect_debiased_se"].astype(float), joined["dd_se"].astype(float)
     joined["sig_dd"] = (joined["effect_debiased"].astype(float) - joined["dd_estimate"]).abs() / np.sqrt(se ** 2 + dse ** 2)
     joined["ratio_dd"] = dse / se
-    joined["dd_lo"], joined["dd_hi"] = joined["dd_ci_lower"], joined["dd_ci_upper"]
+    unchecked = joined["dd_unchecked"].ne("")     # the code flags these whatever the bars, with nothing to read
+    joined["dd_lo"] = joined["dd_ci_lower"].where(~unchecked)
+    joined["dd_hi"] = joined["dd_ci_upper"].where(~unchecked)
     return joined, matches
 
 
 def flagged_by(joined: pd.DataFrame, bar: float, ratio: float) -> pd.DataFrame:
-    """``joined`` with ``sig_rule``: above 1 when the gap exceeds ``bar`` or the se ratio exceeds ``ratio``."""
-    return joined.assign(sig_rule=np.maximum(joined["sig_dd"] / bar, joined["ratio_dd"] / ratio))
+    """``joined`` with ``sig_rule``: above 1 when the gap exceeds ``bar`` or the se ratio exceeds ``ratio``, infinite
+    where the sieve effect found the additive bridge unchecked (the code flags those whatever the bars)."""
+    rule = np.maximum(joined["sig_dd"] / bar, joined["ratio_dd"] / ratio)
+    return joined.assign(sig_rule=rule.where(joined["dd_unchecked"].eq(""), np.inf))
 
 
 def shortfalls(table: pd.DataFrame, sources: dict) -> dict:

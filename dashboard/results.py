@@ -269,10 +269,13 @@ def flagged_kind(kind: str | None, debiased, is_debiased_row: bool) -> str | Non
 
 
 def sieve_text(debiased) -> str | None:
-    """The sieve effect of data-driven dimension beside a debiased effect: "1.21 [0.8, 1.62]", or None."""
+    """The sieve effect of data-driven dimension beside a debiased effect: "1.21 [0.8, 1.62]", "1.21 (weakly
+    identified: no interval)" when it is, or None."""
     sieve = debiased.sieve_dimension if debiased else None
     if not sieve or sieve.estimate is None:
         return None
+    if sieve.weakly_identified:
+        return f"{sieve.estimate:.4g} (weakly identified: no interval)"
     return f"{sieve.estimate:.4g} [{sieve.ci_lower:.4g}, {sieve.ci_upper:.4g}]"
 
 

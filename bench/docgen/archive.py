@@ -22,6 +22,9 @@ READ_BY: dict[str, str] = {
 
 # Kept for the record, not shown: raw logs, a study runner's side output, runs a later run superseded.
 ARCHIVED: dict[str, str] = {
+    "sieve-dimension-2026-11-29/*": "the sieve effect's rows on the additive ladder (issue 44), superseded by "
+                                    "sieve-dimension-2026-11-29-1115 (treatment x proxy rungs added), which carries "
+                                    "its IV rows over unchanged (its compare.json: recomputed, identical)",
     "sieve-flag/summary.csv": "bench/sieve_flag.py's one line per (gap bar, se-ratio bar) against issue 44's targets: "
                               "the search behind the calibrated bar; the blocks sieve-flag:* read the chosen rule's rows",
     "*.log": "a run's console log (progress, /usr/bin/time) beside the rows it wrote; blocks read the rows "

@@ -3,16 +3,18 @@ the rows of bench/sieve_dimension.py, and the sieve check's flag from bench/siev
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
 from dmlcore.inference.effect_coverage import DESIGN_TITLES
-from dmlcore.inference.sieve_dimension import DD_Z, SIEVE_SE_RATIO
+from dmlcore.inference.sieve_dimension import DD_LADDER, DD_Z, NOT_IDENTIFIED, SIEVE_SE_RATIO
 
 from .registry import block
 from .words import num
 
-DD = "sieve-dimension-2026-11-29"
+DD = "sieve-dimension-2026-11-29-1115"   # the ladder with treatment x proxy rungs; the IV rows carried over unchanged
 FLAG = "sieve-flag"
 ORDER = ("linear", "demand-iv", "hetero-iv", "nonlinear-iv", "clustered-iv", "clustered-iv-ignored", "weak-0.3",
          "weak-0.2", "weak-0.15", "weak", "moderate-pcl", "demand-pcl")
@@ -21,7 +23,9 @@ ISSUE_STRONG = ("linear", "demand-iv", "hetero-iv", "clustered-iv")
 
 def _dd(rows) -> pd.DataFrame:
     frames = [rows.csv(name) for name in rows.names(f"{DD}/rows-*.csv")]
-    return pd.concat(frames, ignore_index=True).drop_duplicates(["design", "seed"])
+    dd = pd.concat(frames, ignore_index=True).drop_duplicates(["design", "seed"])
+    dd["dd_unchecked"] = dd["dd_unchecked"].fillna("").astype(str)     # IV rows (carried over) have no such column
+    return dd
 
 
 def _coverage(rows, z=None) -> pd.DataFrame:
@@ -55,10 +59,13 @@ def sieve_coverage(rows) -> str:
     """The DD-sieve interval per design at the code's bar: coverage, width / needed, bias against the regression's."""
     table = _coverage(rows)
     lines = ["| design | seeds | coverage ± s.e. | width / needed | bias | bias / regression's | plug-in's bias / "
-             "regression's | weakly identified | rungs chosen (rung: seeds) |", "|---|---|---|---|---|---|---|---|---|"]
+             "regression's | weakly identified (additive bridge unchecked) | coverage where not weak (seeds) | "
+             "rungs chosen (rung: seeds) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for design, r in table.iterrows():
+        named = "–" if r.identified == 0 else f"{r.identified_coverage:.3f}"
         lines.append(f"| {_title(design)} | {r.seeds} | {r.coverage:.3f} ± {r.coverage_se:.3f} | {r.width_ratio:.2f} | "
-                     f"{num(r.bias)} | {r.bias_ratio:.2f} | {r.plug_in_bias_ratio:.2f} | {r.weak:.0%} | {r.rungs} |")
+                     f"{num(r.bias)} | {r.bias_ratio:.2f} | {r.plug_in_bias_ratio:.2f} | {r.weak:.0%} ({r.unchecked:.0%}) | "
+                     f"{named} ({r.identified}) | {r.rungs} |")
     return "\n".join(lines)
 
 
@@ -117,8 +124,9 @@ def sieve_flag_designs(rows) -> str:
     for design in [d for d in ORDER if d in table.index]:
         r, left = table.loc[design], lodo.loc[design]
         silent = "" if pd.isna(r.silent_coverage) else f"{r.silent_coverage:.2f}"
+        w, own = ("–" if pd.isna(x) else f"{x:.2f}" for x in (r.width_ratio, r.width_ratio_own))   # –: none shown
         lines.append(f"| {_title(design)} | {r.rows} | {r.fits} | {r.flagged:.0%} | {r.weak:.0%} | {silent} ({int(r.silent)}) | "
-                     f"{r.shown_coverage:.2f} | {r.width_ratio:.2f} | {r.width_ratio_own:.2f} | "
+                     f"{r.shown_coverage:.2f} | {w} | {own} | "
                      f"{_bar(left['bar'])}, {_bar(left['ratio'])} | {left['flagged']:.0%} |")
     return "\n".join(lines)
 
@@ -153,8 +161,12 @@ def sieve_flag_targets(rows) -> str:
                                                   for d, r in low.iterrows()))
     pcl = table.loc["demand-pcl"] if "demand-pcl" in table.index else None
     if pcl is not None:
-        items.append(f"demand-pcl: {pcl.flagged:.0%} flagged, but the sieve effect shown there covers "
-                     f"{pcl.shown_coverage:.2f}: its additive bases cannot represent that design's bridge")
+        dd = _dd(rows)
+        unchecked = dd.loc[dd["design"] == "demand-pcl", "dd_unchecked"].fillna("").astype(str).ne("").mean()
+        silent = "no fit" if pcl.silent == 0 else f"{int(pcl.silent)} fits, covering {pcl.silent_coverage:.2f}"
+        items.append(f"demand-pcl: {pcl.flagged:.0%} of its fits flagged; on {unchecked:.0%} of its seeds the sieve "
+                     f"effect finds the treatment x proxy products not identified, and no interval is shown; silent: "
+                     f"{silent}; intervals shown cover {pcl.shown_coverage:.2f} of its fits")
     return "\n".join(f"- {item}" for item in items)
 
 
@@ -187,3 +199,61 @@ def sieve_flag_bars(rows) -> str:
     return (f"the dimension rule's agreement bar {num(DD_Z)} s.e.; the flag's s.e. ratio {num(SIEVE_SE_RATIO)} "
             f"(calibration: {num(chosen['se_ratio_bar'])}; gap bar "
             f"{'none' if chosen['gap_bar'] is None or np.isinf(float(chosen['gap_bar'])) else num(chosen['gap_bar'])})")
+
+
+def _product_strengths(dd: pd.DataFrame, design: str, rung: int) -> tuple[np.ndarray, int]:
+    """The strengths of the ladder's rung ``rung`` on ``design``'s seeds where it was fitted, and on how many seeds
+    it was skipped."""
+    products = {rung}
+    values, skipped = [], 0
+    for text in dd.loc[dd["design"] == design, "dd_strengths"]:
+        for rung, strength, skip in json.loads(text):
+            if rung in products:
+                if skip:
+                    skipped += 1
+                else:
+                    values.append(strength)
+    return np.asarray(values, dtype=float), skipped
+
+
+@block("sieve-dimension:products")
+def sieve_products(rows) -> str:
+    """Why the treatment x proxy rungs do not rescue demand-pcl: the evaluation points off the data, the true
+    bridge's best fit per rung and its effect, the products' strength on both proximal designs, the IV check."""
+    p = rows.csv(f"{DD}/products.csv")
+    meta = rows.json(f"{DD}/products.json")
+    dd = _dd(rows)
+    last = len(DD_LADDER) - 1
+    additive = max(i for i, r in enumerate(DD_LADDER) if not r.proxies)
+    lines = [f"| design | seeds (strengths: {dd['seed'].nunique()}) | effect points off the data | rung {additive} (additive): R² / effect's bias | "
+             f"rung {last} (products): R² / effect's bias | rung {last}'s strength: lowest / median / highest "
+             f"(seeds skipped) | additive bridge unchecked |", "|---|---|---|---|---|---|---|"]
+    for design in ("moderate-pcl", "demand-pcl"):
+        part = p[p["design"] == design]
+        s, skipped = _product_strengths(dd, design, last)
+        unchecked = dd.loc[dd["design"] == design, "dd_unchecked"].ne("").mean()
+        lines.append(f"| {_title(design)} | {len(part)} | {part['off_support'].mean():.0%} | "
+                     f"{part[f'r2_{additive}'].mean():.3f} / {_sign(part[f'bias_{additive}'].mean())} | "
+                     f"{part[f'r2_{last}'].mean():.4f} / {_sign(part[f'bias_{last}'].mean())} | "
+                     f"{num(s.min())} / {num(np.median(s))} / {num(s.max())} ({skipped}) | {unchecked:.0%} |")
+    compare = rows.json(f"{DD}/compare.json")[-1]
+    lines.append("")
+    lines.append(f"(`{meta['command']}`, {meta['date'][:16]} UTC; the strength bar {num(NOT_IDENTIFIED)}; the IV "
+                 f"ladders recomputed on seeds {compare['seeds']} of {', '.join(compare['designs'])}: "
+                 f"{compare['identical']} of {compare['rows']} rows identical to the additive ladder's)")
+    return "\n".join(lines)
+
+
+@block("sieve-dimension:cost")
+def sieve_cost(rows) -> str:
+    """The sieve effect's time with the proxy rungs against the code before them (bench/perf/sieve_ladder_cost.py)."""
+    cost = rows.jsonl(f"{DD}/cost.jsonl")
+    before = cost["code"].iloc[0]
+    per = cost.groupby(["data", "code"])["seconds"].median().unstack()
+    names = {"demand-pcl": _title("demand-pcl"), "moderate-pcl": _title("moderate-pcl"), "rhc": "RHC (5,735 rows)"}
+    parts = [f"{names.get(d, d)} {per.loc[d, before]:.2f} s → {per.loc[d, 'this checkout']:.2f} s"
+             for d in ("demand-pcl", "moderate-pcl", "rhc") if d in per.index]
+    return (f"median seconds of the sieve effect, before the proxy rungs (commit {before}) → now, "
+            f"{cost['round'].nunique()} alternated rounds of {cost['command'].iloc[0].split('--repeats')[-1].strip() or '3'} "
+            f"calls, one BLAS thread, 1-minute load {cost['load_1min'].min():.1f}–{cost['load_1min'].max():.1f}: "
+            + "; ".join(parts))

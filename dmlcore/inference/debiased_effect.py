@@ -92,19 +92,24 @@ SWITCHED_OFF = (f"not computed: switched off for this run (it refits the method 
 @dataclass(frozen=True)
 class Rung:
     """One pair of bases: ``treatment_knots`` None is linear in the treatment; ``covariates``
-    "linear" or "spline"; ``interact`` multiplies the treatment (instruments) by the covariates."""
+    "linear" or "spline"; ``interact`` multiplies the treatment (instruments) by the covariates;
+    ``proxies`` (proximal data only; nothing elsewhere) multiplies the treatment's term by each outcome
+    proxy's in f's basis and by each treatment proxy's in the instruments', so that a bridge h(a, w)
+    that is not additive in (a, w) can be represented and its products identified."""
 
     treatment_knots: int | None
     excluded_knots: int
     covariates: str = "linear"
     interact: bool = False
+    proxies: bool = False
 
     def describe(self) -> str:
         a = "linear in the treatment" if self.treatment_knots is None else \
             f"a spline in the treatment ({self.treatment_knots} knots)"
         text = (f"{a}, splines in the excluded variables ({self.excluded_knots} knots), "
                 f"{self.covariates} covariates")
-        return text + (", treatment x covariate products" if self.interact else "")
+        return (text + (", treatment x covariate products" if self.interact else "")
+                + (", treatment x proxy products" if self.proxies else ""))
 
 
 LADDER = (Rung(None, 3), Rung(2, 4), Rung(4, 6), Rung(4, 6, "spline"), Rung(4, 6, "spline", True))
@@ -137,15 +142,17 @@ def build_bases(data: CausalData, rung: Rung) -> tuple[AdditiveBasis, AdditiveBa
             return _column(x, name, _kind(x, rung.covariates), rung.excluded_knots)
         return _column(x, name, _kind(x, "spline"), knots)   # drawn inputs, excluded conditioning columns
 
-    def basis(names, knots, lead):
+    def basis(names, knots, lead, proxies):
         pairs = [(i, j) for i, a in enumerate(names) if a in lead for j, c in enumerate(names)
                  if c in covariates] if rung.interact else []
+        if rung.proxies:
+            pairs += [(names.index(treatment), j) for j, c in enumerate(names) if c in proxies]
         penalized = {j for j, name in enumerate(names) if name not in covariates}
         return AdditiveBasis([column(name, knots) for name in names], pairs, 0, penalized)
 
     x_names, c_names = data.input_columns, data.conditioning_columns
-    return (basis(x_names, inner, {treatment}),
-            basis(c_names, rung.excluded_knots, {n for n in c_names if n not in covariates}))
+    return (basis(x_names, inner, {treatment}, set(data.outcome_proxy)),
+            basis(c_names, rung.excluded_knots, {n for n in c_names if n not in covariates}, set(data.treatment_proxy)))
 
 
 # ------------------------------------------------------------------ the representer
@@ -210,13 +217,34 @@ def cross_fitted_sieve(bx: np.ndarray, qc: np.ndarray, mb: np.ndarray, y: np.nda
         train, held = fold_of != k, fold_of == k
         n = train.sum()
         qq, qb = qc[train].T @ qc[train] / n, qc[train].T @ bx[train] / n
-        qinv_g = spd_solve(qq, qb)
-        gram = qb.T @ qinv_g
-        if omega is not None and penalty > 0 and np.trace(omega) > 0:
-            gram = gram + penalty * np.trace(gram) / np.trace(omega) * omega
-        beta = np.linalg.lstsq((gram + gram.T) / 2, qinv_g.T @ (qc[train].T @ y[train] / n), rcond=SINGULAR)[0]
+        beta = sieve_beta(qq, qb, qc[train].T @ y[train] / n, omega, penalty)
         f_rows[held], m_rows[held] = bx[held] @ beta, mb[held] @ beta
     return f_rows, m_rows
+
+
+def sieve_beta(qq: np.ndarray, qb: np.ndarray, qy: np.ndarray, omega: np.ndarray | None = None,
+               penalty: float = 0.0) -> np.ndarray:
+    """The sieve minimum-distance coefficients from Q, G and mean_i q(C_i) y_i (penalised as :func:`riesz_gamma`)."""
+    qinv_g = spd_solve(qq, qb)
+    gram = qb.T @ qinv_g
+    if omega is not None and penalty > 0 and np.trace(omega) > 0:
+        gram = gram + penalty * np.trace(gram) / np.trace(omega) * omega
+    return np.linalg.lstsq((gram + gram.T) / 2, qinv_g.T @ qy, rcond=SINGULAR)[0]
+
+
+def cross_fitted_pair(bx: np.ndarray, qc: np.ndarray, mb: np.ndarray, y: np.ndarray, fold_of: np.ndarray,
+                      omega: np.ndarray | None = None, penalty: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(:func:`cross_fitted_xi`, then :func:`cross_fitted_sieve`'s two) with each fold's Q and G computed once: the
+    same numbers at about half the products of q's columns (the sieve effect's ladder fits both on every rung)."""
+    xi, f_rows, m_rows = np.empty(len(bx)), np.empty(len(bx)), np.empty(len(bx))
+    for k in np.unique(fold_of):
+        train, held = fold_of != k, fold_of == k
+        n = train.sum()
+        qq, qb = qc[train].T @ qc[train] / n, qc[train].T @ bx[train] / n
+        xi[held] = qc[held] @ riesz_gamma(qq, qb, mb[train].mean(0), omega, penalty)
+        beta = sieve_beta(qq, qb, qc[train].T @ y[train] / n, omega, penalty)
+        f_rows[held], m_rows[held] = bx[held] @ beta, mb[held] @ beta
+    return xi, f_rows, m_rows
 
 
 # ------------------------------------------------------------------ the contrast per row

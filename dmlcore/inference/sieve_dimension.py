@@ -25,6 +25,15 @@ not evidence of bias. Where no rung agrees with all richer ones, the richest is 
 unpenalised: the dimension is the regularisation. Rungs whose instruments cannot move every function
 of f's basis (G'Q^-1G singular in M's direction) or that need more rows per function of C are skipped.
 
+On proximal data the ladder goes on with two rungs that multiply the treatment's term by the outcome proxy's
+in f's basis and by the treatment proxies' in the instruments (``Rung.proxies``: a bridge h(a, w) not
+additive in treatment and proxy); on IV data they repeat the additive rungs and are skipped, so an IV ladder
+is unchanged. Where a product rung's strength is below :data:`NOT_IDENTIFIED` the data cannot check the
+additive bridge the other rungs rest on (:func:`additivity_unchecked`): the sieve effect is weakly identified
+with that reason (``unchecked``), and :func:`flag_reason` flags the debiased effect with nothing to read. On
+demand-pcl, whose bridge is such a product, this happens on almost every seed (docs/coverage.md: its effect
+needs the bridge where price and views rarely meet).
+
 :func:`sieve_effect` returns the effect with its interval, the chosen rung and why, and every rung's
 estimate. :func:`add_sieve_effect` puts it beside a run's debiased effect (``effect.debiased.sieve_dimension``,
 an entry of ``effect.intervals``) with the check :func:`flag_reason`: the debiased effect is flagged when the
@@ -48,12 +57,17 @@ from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.settings import DEFAULTS
 from dmlcore.inference.debiased_effect import (RIESZ_FOLDS, ROWS_PER_FUNCTION, LEPSKI_Z, WEAK_STRENGTH, Rung,
-                                               _rescaled, build_bases, check_spline_data, cross_fitted_sieve,
-                                               cross_fitted_xi, lepski, per_row, smoothness, treatment_scale)
+                                               _rescaled, build_bases, check_spline_data, cross_fitted_pair,
+                                               lepski, per_row, smoothness, treatment_scale)
 
-DD_LADDER = (Rung(None, 3), Rung(0, 3), Rung(1, 4), Rung(2, 4), Rung(3, 5), Rung(4, 6))
+DD_LADDER = (Rung(None, 3), Rung(0, 3), Rung(1, 4), Rung(2, 4), Rung(3, 5), Rung(4, 6),
+             Rung(None, 3, proxies=True), Rung(0, 3, proxies=True))
+# the last two rungs multiply the treatment's term by the outcome proxy's (and the instruments' by the treatment
+# proxies'): on proximal data they let the bridge h(a, w) be non-additive; elsewhere they are the additive rungs
+# again and are skipped as repeats, so an IV ladder is the six additive rungs
 DD_Z = LEPSKI_Z        # the agreement bar in standard errors of the difference (the representer ladder's)
 DD_PENALTY = 0.0       # unpenalised rungs: the dimension is the regularisation
+NOT_IDENTIFIED = 1.0    # a product rung's strength below this: its products carry no information (an F of no instrument)
 SIEVE_SE_RATIO = 1.5   # flag when the sieve effect's s.e. exceeds the debiased one's this many times (calibrated)
 SOURCE = "sieve effect, data-driven dimension"   # its entry's ``source`` in ``effect.intervals``
 
@@ -64,7 +78,8 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
 
     ``groups``: the rows' cluster numbers (:func:`dmlcore.stats.clusters.groups_of`), which the folds keep
     whole and whose sums give every standard error. Returns {"estimate", "std_error", "ci_lower",
-    "ci_upper", "plug_in" (the mean of m(W; f-sieve), uncorrected), "strength", "weakly_identified",
+    "ci_upper", "plug_in" (the mean of m(W; f-sieve), uncorrected), "strength", "weakly_identified", "unchecked"
+    (:func:`additivity_unchecked`),
     "rung" (its position in the ladder), "basis", "functions" ([size of b, size of q]), "why" (one line),
     "rungs": [{"basis", "functions", "estimate", "std_error", "plug_in", "strength"} or {"basis",
     "skipped"}], "gaps" (:func:`gaps` of the fitted rungs), "interval"}. A DMLCoreError when the data cannot
@@ -83,7 +98,8 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
         if sizes in seen:
             continue
         seen.add(sizes)
-        entry = {"rung": position, "basis": rung.describe(), "functions": [int(b.size), int(q.size)]}
+        entry = {"rung": position, "basis": rung.describe(), "functions": [int(b.size), int(q.size)],
+                 **({"products": True} if rung.proxies else {})}
         if q.size * ROWS_PER_FUNCTION > n * (folds - 1) / folds:
             results.append({**entry, "skipped": f"{q.size} functions of C need more rows"})
             continue
@@ -94,11 +110,10 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
         qc = q(data.table[[c.name for c in q.columns]].to_numpy(dtype=float))
         omega = smoothness(b) if penalty > 0 else None
         try:
-            xi = cross_fitted_xi(bx, qc, mb, fold_of, omega, penalty / np.sqrt(n))
+            xi, f_s, m_s = cross_fitted_pair(bx, qc, mb, y, fold_of, omega, penalty / np.sqrt(n))
         except DMLCoreError as exc:
             results.append({**entry, "skipped": str(exc)})
             continue
-        f_s, m_s = cross_fitted_sieve(bx, qc, mb, y, fold_of, omega, penalty / np.sqrt(n))
         psi = m_s + xi * (y - f_s)
         results.append({**entry, "psi": psi, "estimate": float(psi.mean()), "std_error": mean_se(psi, groups),
                         "plug_in": float(m_s[used].mean()),
@@ -112,14 +127,27 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
     zq = float(norm.ppf(0.5 + level / 2))
     est, se = chosen["estimate"], chosen["std_error"]
     weak = not (np.isfinite(se) and chosen["strength"] >= WEAK_STRENGTH)
+    unchecked = additivity_unchecked(results)
     return {"estimate": est, "std_error": se, "ci_lower": est - zq * se, "ci_upper": est + zq * se,
-            "plug_in": chosen["plug_in"], "strength": chosen["strength"], "weakly_identified": weak,
+            "plug_in": chosen["plug_in"], "strength": chosen["strength"], "weakly_identified": weak or bool(unchecked),
+            "unchecked": unchecked,
             "rung": chosen["rung"], "basis": chosen["basis"], "functions": chosen["functions"], "why": why,
             "rungs": [{k: v for k, v in r.items() if k != "psi"} for r in results],
             "gaps": [[float(v) for v in line] for line in g],
             "interval": (f"sieve effect of data-driven dimension: Sieve 2SLS in {chosen['basis']} "
                          f"({chosen['functions'][0]} functions of f, {chosen['functions'][1]} of C), cross-fitted over "
                          f"{folds} folds and corrected with its representer; estimate -/+ {zq:.2f} x sd(score)/sqrt(n)")}
+
+
+def additivity_unchecked(results: list[dict], bar: float = NOT_IDENTIFIED) -> str | None:
+    """Why the data cannot check the rungs' additive bridge, or None: on proximal data, a rung with treatment x
+    proxy products (module notes) whose representer's strength is below ``bar`` (:data:`NOT_IDENTIFIED`). A rung
+    skipped (too few rows, or G'Q^-1G singular in these bases) is passed over: it says nothing either way."""
+    for r in results:
+        if r.get("products") and "strength" in r and not r["strength"] >= bar:
+            return (f"the treatment x proxy products (rung {r['rung']}) have strength {r['strength']:.2g} < {bar:g}, "
+                    f"not identified: the data cannot check the additive bridge the effect rests on")
+    return None
 
 
 def gaps(fitted: list[dict], groups: np.ndarray | None = None) -> np.ndarray:
@@ -152,7 +180,10 @@ def choose(fitted: list[dict], groups: np.ndarray | None = None, z: float = DD_Z
 
 def flag_reason(debiased: dict, dd: dict, ratio_bar: float = SIEVE_SE_RATIO) -> str | None:
     """Why the debiased effect ``debiased`` ({"std_error"}) is not to be read beside the sieve effect ``dd``
-    (:func:`sieve_effect`), in one line of at most 200 characters, or None (module notes)."""
+    (:func:`sieve_effect`), in one line of at most 200 characters, or None (module notes): the sieve effect's
+    ``unchecked`` reason (nothing to read) or its standard error over ``ratio_bar`` times the debiased one's."""
+    if dd.get("unchecked"):
+        return f"{dd['unchecked']}; no interval to read"
     se, dse = float(debiased["std_error"]), float(dd["std_error"])
     ratio = dse / se if se > 0 else float("inf")
     if not ratio > ratio_bar:
@@ -165,7 +196,8 @@ def flag_reason(debiased: dict, dd: dict, ratio_bar: float = SIEVE_SE_RATIO) -> 
 def add_sieve_effect(effect: dict, data: CausalData, plan, level: float = 0.95, cluster: str | None = None) -> dict:
     """``effect`` (a run record's, after :func:`dmlcore.inference.debiased_effect.add_debiased`) with the sieve effect
     of data-driven dimension beside its debiased effect: ``debiased["sieve_dimension"]`` (estimate, std_error,
-    interval, plug_in, rung, basis, why), ``debiased["sieve_flag"]`` and ``sieve_flag_reason`` (:func:`flag_reason`;
+    interval, plug_in, rung, basis, why; ``unchecked`` where the additive bridge cannot be checked),
+    ``debiased["sieve_flag"]`` and ``sieve_flag_reason`` (:func:`flag_reason`;
     not checked where the weak-identification flag fired, which shows no interval), ``sieve_gap`` and
     ``sieve_se_ratio`` (the two numbers the flag reads), an entry of ``intervals`` (``source`` :data:`SOURCE`), and
     the reason as ``effect["warning"]`` when it fires and no other warning is there. Without a debiased effect
@@ -180,6 +212,8 @@ def add_sieve_effect(effect: dict, data: CausalData, plan, level: float = 0.95, 
         return effect
     kept = {k: dd[k] for k in ("estimate", "std_error", "ci_lower", "ci_upper", "plug_in", "strength",
                                "weakly_identified", "rung", "basis", "functions", "why", "interval")}
+    if dd["unchecked"]:                  # only where a product rung is not identified: other records keep their keys
+        kept["unchecked"] = dd["unchecked"]
     se, dse = float(debiased["std_error"]), dd["std_error"]
     reason = None if debiased.get("weakly_identified") else flag_reason(debiased, dd)
     debiased.update(sieve_dimension=kept, sieve_flag=reason is not None, sieve_flag_reason=reason,

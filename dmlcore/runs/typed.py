@@ -161,7 +161,8 @@ class Interval(Part):
 class SieveDimension(Part):
     """The sieve effect of data-driven dimension beside the debiased effect (``effect.debiased.sieve_dimension``;
     :func:`dmlcore.inference.sieve_dimension.sieve_effect`): its estimate, standard error and interval, its
-    plug-in, the chosen ``rung`` of the ladder, its ``basis`` and ``functions`` and ``why`` it was chosen."""
+    plug-in, the chosen ``rung`` of the ladder, its ``basis`` and ``functions`` and ``why`` it was chosen; on
+    proximal data, ``unchecked`` says why the data cannot check the additive bridge (None when they can)."""
 
     estimate: float | None = None
     std_error: float | None = None
@@ -170,6 +171,7 @@ class SieveDimension(Part):
     plug_in: float | None = None
     strength: float | None = None
     weakly_identified: bool | None = None
+    unchecked: str | None = None
     rung: int | None = None
     basis: str | None = None
     functions: list | None = None
