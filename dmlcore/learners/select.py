@@ -87,6 +87,7 @@ AUTO_BY_DEFAULT = ("nn", "gb")
 INNER = 5           # folds of the inner cross-fit when there is one training set
 PILOT = 2           # fold models of each candidate fitted to be scored (the rest only for the chosen one)
 DRAWS = 16          # draws per row for the energy score
+FINAL_STAGE = "the choice, {}, on every fold"   # the progress stage of the chosen candidate's fit after the pilot
 
 
 def nuisance_default(value, learner, settings=None):
@@ -149,16 +150,17 @@ class _Selection:
     def _losses(self, learner, C, target, held, k, scale, rng) -> np.ndarray:
         raise NotImplementedError
 
-    def _fit_candidates(self, C, target, train_sets, monitor, unfitted, span, given=None):
+    def _fit_candidates(self, C, target, train_sets, monitor, unfitted, span, given=None, stage="candidate {}"):
         """Fit each of ``unfitted`` on ``train_sets``, each with a monitor of its own; ``given`` ({name: (its
         pilot fit, the pilot's training sets, the pilot's monitor)}) lends a candidate that ``reuses_folds``
         the pilot's fold models where the training sets are the same (the first PILOT of K folds), with their
-        loss histories: the same fold models and losses as fitting them again."""
+        loss histories: the same fold models and losses as fitting them again. ``stage`` names each candidate's
+        progress stage (``{}``: its name)."""
         fitted, sub = {}, {}
         lo, hi = span
         for i, (name, learner) in enumerate(unfitted.items()):
             if hasattr(monitor, "stage"):
-                monitor.stage(f"{self.role}: candidate {name}", start=lo + (hi - lo) * i / len(unfitted),
+                monitor.stage(f"{self.role}: {stage.format(name)}", start=lo + (hi - lo) * i / len(unfitted),
                               end=lo + (hi - lo) * (i + 1) / len(unfitted))
             sub[name] = Monitor(should_stop=getattr(monitor, "should_stop", None))
             pilot, sets, seen = (given or {}).get(name, (None, (), None))
@@ -247,7 +249,8 @@ class _Selection:
             choices = [names[int(np.argmin(total - per_fold[k]))] for k in range(len(train_sets))]
         if apart:   # the chosen candidates' fold models, every fold in one call
             wanted = {name: self.candidates[name] for name in names if name in choices}
-            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, wanted, st["span"], st["given"])
+            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, wanted, st["span"], st["given"],
+                                               FINAL_STAGE)
         self.fitted_ = {name: chosen[name] for name in set(choices)}   # the others are not kept
         self.choices_ = choices
         for k, name in enumerate(choices):     # the chosen fold model's loss history is the nuisance's,
