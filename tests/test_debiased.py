@@ -452,3 +452,27 @@ def test_the_flag_catches_weak_proxies_in_every_method(method):
         assert weak["ci_lower"] is None and weak["interval"].startswith("weakly identified")
     strong = fit_run(noisy_proxies(0.5), method, heldout_folds=0, **kwargs).record["effect"]
     assert strong["debiased"]["first_stage_f"] > debiased.WEAK_FIRST_STAGE_F and not strong["weakly_identified"]
+
+
+def test_both_ladders_build_each_rung_and_fold_once_with_the_same_numbers(monkeypatch):
+    # a run's debiased effect and sieve effect share one LadderBases: each rung's bases, and each fold's Q, G and
+    # Q^-1 G, computed once for both ladders (they share rungs), and the two results equal those computed apart
+    from dmlcore.inference.sieve_dimension import DD_LADDER, sieve_effect
+
+    data = gaussian_iv(600, seed=3)
+    plan = contrast(data)
+    rng = np.random.default_rng(0)
+    f_rows = data.table["y"].to_numpy() + rng.normal(size=600)
+    f_points = rng.normal(size=len(plan.weights))
+    apart = debias(data, plan, f_points, f_rows), sieve_effect(data, plan)
+    built, solved = [], []
+    real_build, real_grams = debiased.build_bases, debiased.fold_grams
+    monkeypatch.setattr(debiased, "build_bases", lambda data, rung: (built.append(rung), real_build(data, rung))[1])
+    monkeypatch.setattr(debiased, "fold_grams", lambda *args: (solved.append(1), real_grams(*args))[1])
+    shared = debiased.LadderBases(data, plan)
+    together = debias(data, plan, f_points, f_rows, bases=shared), sieve_effect(data, plan, bases=shared)
+    assert together == apart
+    rungs = set(LADDER) | set(DD_LADDER)
+    assert sorted(built, key=repr) == sorted(rungs, key=repr)          # each rung's bases once
+    fitted = {r for r in shared._values}                               # rungs whose values were needed
+    assert len(solved) == debiased.RIESZ_FOLDS * len(fitted) and len(fitted) < len(LADDER) + len(DD_LADDER)

@@ -12,7 +12,8 @@ from dmlcore.estimators.dml import CEDMLCMR, DMLCMR, NaivePlugIn, make_folds
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
 from dmlcore.estimators import trains_networks
 from dmlcore.learners.select import PILOT, SelectedOutcome, SelectedSampler, describe, energy_score, nuisance_default
-from dmlcore.learners.tabular import TabularOutcome
+from dmlcore.learners import tabular
+from dmlcore.learners.tabular import ResidualSampler, TabularOutcome
 from dmlcore.progress import Monitor
 from dmlcore.studies.spec import config_key, spec_from_dict
 from dmlcore.runs import fit_run
@@ -100,6 +101,37 @@ def test_only_the_pilot_folds_of_a_losing_candidate_are_fitted():
     alone = Line(1.0).fit(z, y, train, None)
     for k in range(10):
         assert np.array_equal(chosen.predict(k, z[:9]), alone.predict(k, z[:9]))
+
+
+@pytest.mark.parametrize("role", ["s", "g"])
+def test_the_chosen_tabular_candidate_keeps_its_pilot_fold_models(role, monkeypatch):
+    # its first PILOT fold models are taken from the pilot, not fitted again; the fold models, their draws and
+    # their loss histories are those of a fit of that learner on every fold (the random splits of the folds
+    # before them replayed: linear fits hold out rows drawn from the learner's generator)
+    z, a, y = design()
+    target = y if role == "s" else np.column_stack([a, a ** 2])
+    folds = make_folds(len(y), 6, 0)
+    train = [np.setdiff1d(np.arange(len(y)), rows) for rows in folds]
+    make = TabularOutcome if role == "s" else ResidualSampler
+    fits = []
+    real = tabular.fit_regressor
+    monkeypatch.setattr(tabular, "fit_regressor", lambda *args: (fits.append(1), real(*args))[1])
+    chooser = SelectedOutcome if role == "s" else SelectedSampler
+    monitor = Monitor()
+    chosen = chooser({"shrunk": make("linear", {"alpha": 1e5}), "fit": make("linear")}, seed=0).fit(
+        z, target, train, monitor)
+    assert chosen.selection_["choice_per_fold"] == ["fit"] * 6
+    per_fold = 2 * (1 if role == "s" else target.shape[1])     # a fit on part of the rows, then on all of them
+    assert len(fits) == per_fold * (PILOT + PILOT + (6 - PILOT))   # not PILOT + PILOT + 6
+    alone_monitor = Monitor()
+    alone = make("linear").fit(z, target, train, alone_monitor)
+    for k in range(6):
+        if role == "s":
+            assert np.array_equal(chosen.predict(k, z[:9]), alone.predict(k, z[:9]))
+        else:
+            draws = [m.sample(k, z[:9], 5, np.random.default_rng(3)) for m in (chosen, alone)]
+            assert np.array_equal(*draws)
+    assert monitor.histories == alone_monitor.histories and len(monitor.histories) == 6
 
 
 class Offset(OutcomeLearner):

@@ -50,4 +50,9 @@ ARCHIVED: dict[str, str] = {
                                  "coverage (demand-band-coverage.csv) instead",
     "teaching/weak-1-instrument.csv": "the Weak IV tab's one-instrument setting, saved beside the four-instrument "
                                       "rows that docs/teaching.md shows (block teaching:weak-4); not quoted",
+    "perf/pilot-one-fold.jsonl": "issue 45's speed cut measured and not made (bench/pilot_one_fold.py): auto's "
+                                 "pilot on one fold would change a choice on a few seeds and raised the MSE where it "
+                                 "did; the helper's report quotes it, no doc does",
+    "perf/speed-54/*": "a loaded machine's CPU seconds of the default command before and after the speed branch "
+                       "(same records) and one breakdown by part: kept until an idle default-fit row shows both",
 }

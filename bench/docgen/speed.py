@@ -378,6 +378,12 @@ def _load_words(quiet: bool, other_work) -> str:
     return f"{above}; other work: {other_work}"
 
 
+BREAKDOWN_WORDS = {"imports": "imports", "data": "the data", "choice": "auto's choice (the pilot)",
+                   "nuisances": "the chosen nuisances on every fold", "second_stage": "the second stage",
+                   "refits": "the debiased effect's refits", "debiased_effect": "the representer ladder",
+                   "sieve_effect": "the sieve effect", "other": "the rest"}
+
+
 def default_fit_text(row) -> str:
     runs = row["runs"]
     loads = [x for r in runs for x in (r["load_before"][0], r["load_after"][0])]
@@ -391,7 +397,9 @@ def default_fit_text(row) -> str:
     for r in runs:
         chosen = ", ".join(r["nuisances"][role]["choice"] for role in ("s", "g") if role in r["nuisances"]) or (
             f"named: {r['outcome_learner']}, {r['sampler']}")
-        lines.append(f"| `{r['command']}` | {r['command_seconds']:.1f} s | {r['fit_seconds']:.1f} s | {chosen} | "
+        cpu = r.get("cpu_seconds")     # since 2026-11-29: the command's and its workers' CPU seconds
+        whole = f"{r['command_seconds']:.1f} s" + (f" ({cpu:.1f} CPU s)" if isinstance(cpu, (int, float)) else "")
+        lines.append(f"| `{r['command']}` | {whole} | {r['fit_seconds']:.1f} s | {chosen} | "
                      f"{r['load_before'][0]:.1f} → {r['load_after'][0]:.1f} |")
     dml = next(r for r in runs if r["method"] == REFERENCE and not r["named"] and r.get("debias", True)
                and r.get("refits") != "in process")
@@ -416,6 +424,14 @@ def default_fit_text(row) -> str:
         verdict += ("; the debiased effect (its two refits of the method, the representer and the specification "
                     "spread) adds " + " and ".join(f"{v:.1f} s to {title(m)}'s"
                                                    for m, v in effect.items()) + " command")
+    parts = row.get("breakdown")
+    if isinstance(parts, dict) and parts.get("seconds"):   # since 2026-11-29 (bench/perf/fit_stages.py)
+        verdict += ("; where DML-CMR's seconds go, measured on one more fit with every part in one process (the refits "
+                    "after the fit, one after another: wall / CPU s): " +
+                    ", ".join(f"{BREAKDOWN_WORDS.get(k, k)} {v['wall']:.1f} / {v['cpu']:.1f}"
+                              for k, v in parts["seconds"].items()) +
+                    f" (in all {parts['total']['wall']:.1f} / {parts['total']['cpu']:.1f}); with workers, each also "
+                    f"imports dmlcore, and the refits run beside the fit")
     saved = row.get("workers_save_seconds")
     if isinstance(saved, dict) and saved:   # --jobs-one-too (issue 45): the refits in process after the fit
         verdict += ("; the refits in worker processes beside the fit (the default) instead of after it in the "

@@ -157,7 +157,7 @@ def build_bases(data: CausalData, rung: Rung) -> tuple[AdditiveBasis, AdditiveBa
 
 # ------------------------------------------------------------------ the representer
 def riesz_gamma(qq: np.ndarray, qb: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None,
-                penalty: float = 0.0) -> np.ndarray:
+                penalty: float = 0.0, qinv_g: np.ndarray | None = None) -> np.ndarray:
     """gamma = Q^-1 G (G'Q^-1G + lambda Omega)^-1 M from Q (k x k), G (k x p) and M (p).
 
     ``omega`` is the P-spline penalty of b (second differences of the spline terms: linear
@@ -166,8 +166,8 @@ def riesz_gamma(qq: np.ndarray, qb: np.ndarray, m: np.ndarray, omega: np.ndarray
     G'Q^-1G and takes the smallest solution where functions of b coincide on these rows (say
     dummies of rare categories in a fold); a DMLCoreError when M loads on the functions that the
     conditioning variables do not move (G'Q^-1G singular in M's direction: not identified in
-    these bases)."""
-    qinv_g = spd_solve(qq, qb)
+    these bases). ``qinv_g``: Q^-1 G when already solved (:class:`LadderBases`)."""
+    qinv_g = spd_solve(qq, qb) if qinv_g is None else qinv_g
     gram = qb.T @ qinv_g
     d = np.sqrt(np.clip(np.diag(gram), 1e-300, None))       # the checks are blind to the columns' units
     eig, vec = np.linalg.eigh((gram + gram.T) / 2 / np.outer(d, d))
@@ -189,62 +189,94 @@ def smoothness(basis) -> np.ndarray:
     return basis.penalty() - RIDGE_SHARE * np.eye(basis.size)
 
 
+def fold_grams(bx: np.ndarray, qc: np.ndarray, train: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Q, G, Q^-1 G) on the rows ``train`` (a mask): what the representer and the sieve fit of a fold solve with."""
+    n = train.sum()
+    qq, qb = qc[train].T @ qc[train] / n, qc[train].T @ bx[train] / n
+    return qq, qb, spd_solve(qq, qb)
+
+
 def cross_fitted_xi(bx: np.ndarray, qc: np.ndarray, mb: np.ndarray, fold_of: np.ndarray,
-                    omega: np.ndarray | None = None, penalty: float = 0.0) -> np.ndarray:
+                    omega: np.ndarray | None = None, penalty: float = 0.0, grams=None) -> np.ndarray:
     """xi-hat(C_i) for each row, gamma fitted on the rows of the other folds.
 
     ``bx`` (n x p) is b at the rows, ``qc`` (n x k) q at the rows, ``mb`` (n x p) the rows'
-    m(W_i; b) (mean over rows: M); ``omega``, ``penalty`` as in :func:`riesz_gamma`."""
+    m(W_i; b) (mean over rows: M); ``omega``, ``penalty`` as in :func:`riesz_gamma`; ``grams(k, train)``,
+    when given, returns fold k's :func:`fold_grams` (kept by :class:`LadderBases`)."""
+    grams = grams or (lambda k, train: fold_grams(bx, qc, train))
     xi = np.empty(len(bx))
     for k in np.unique(fold_of):
         train, held = fold_of != k, fold_of == k
-        n = train.sum()
-        gamma = riesz_gamma(qc[train].T @ qc[train] / n, qc[train].T @ bx[train] / n, mb[train].mean(0),
-                            omega, penalty)
+        qq, qb, qinv_g = grams(k, train)
+        gamma = riesz_gamma(qq, qb, mb[train].mean(0), omega, penalty, qinv_g)
         xi[held] = qc[held] @ gamma
     return xi
 
 
 def cross_fitted_sieve(bx: np.ndarray, qc: np.ndarray, mb: np.ndarray, y: np.ndarray, fold_of: np.ndarray,
-                       omega: np.ndarray | None = None, penalty: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+                       omega: np.ndarray | None = None, penalty: float = 0.0,
+                       grams=None) -> tuple[np.ndarray, np.ndarray]:
     """The sieve minimum-distance fit of f in b with the instruments q (Sieve 2SLS in the
     representer's bases, penalised as :func:`riesz_gamma`), cross-fitted like xi-hat: (its f at
     each row, its m(W_i; f) at each row), each from the fit without the row's fold. Corrected with
     the same representer it is the check beside the debiased effect (``sieve_estimate``): an
-    estimate whose f-hat the representer's bases can represent."""
+    estimate whose f-hat the representer's bases can represent. ``grams`` as in :func:`cross_fitted_xi`."""
+    grams = grams or (lambda k, train: fold_grams(bx, qc, train))
     f_rows, m_rows = np.empty(len(bx)), np.empty(len(bx))
     for k in np.unique(fold_of):
         train, held = fold_of != k, fold_of == k
         n = train.sum()
-        qq, qb = qc[train].T @ qc[train] / n, qc[train].T @ bx[train] / n
-        beta = sieve_beta(qq, qb, qc[train].T @ y[train] / n, omega, penalty)
+        qq, qb, qinv_g = grams(k, train)
+        gram = qb.T @ qinv_g
+        if omega is not None and penalty > 0 and np.trace(omega) > 0:
+            gram = gram + penalty * np.trace(gram) / np.trace(omega) * omega
+        beta = np.linalg.lstsq((gram + gram.T) / 2, qinv_g.T @ (qc[train].T @ y[train] / n), rcond=SINGULAR)[0]
         f_rows[held], m_rows[held] = bx[held] @ beta, mb[held] @ beta
     return f_rows, m_rows
 
 
-def sieve_beta(qq: np.ndarray, qb: np.ndarray, qy: np.ndarray, omega: np.ndarray | None = None,
-               penalty: float = 0.0) -> np.ndarray:
-    """The sieve minimum-distance coefficients from Q, G and mean_i q(C_i) y_i (penalised as :func:`riesz_gamma`)."""
-    qinv_g = spd_solve(qq, qb)
-    gram = qb.T @ qinv_g
-    if omega is not None and penalty > 0 and np.trace(omega) > 0:
-        gram = gram + penalty * np.trace(gram) / np.trace(omega) * omega
-    return np.linalg.lstsq((gram + gram.T) / 2, qinv_g.T @ qy, rcond=SINGULAR)[0]
+class LadderBases:
+    """The rungs' bases on one data set and contrast, each built once: the bases b and q of a rung, their values
+    at the rows and m(W_i; b), and per fold of the representer's split the cross products Q, G and Q^-1 G.
 
+    A run computes two ladders on the same rows (the representer's :data:`LADDER` for the debiased effect, the
+    sieve effect's in :mod:`dmlcore.inference.sieve_dimension`); they share rungs, and within a rung the
+    representer and the sieve fit solve with the same Q and G. Each is computed as the functions without this
+    object compute it, so the numbers are the same (``effect_record`` hands one to both)."""
 
-def cross_fitted_pair(bx: np.ndarray, qc: np.ndarray, mb: np.ndarray, y: np.ndarray, fold_of: np.ndarray,
-                      omega: np.ndarray | None = None, penalty: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(:func:`cross_fitted_xi`, then :func:`cross_fitted_sieve`'s two) with each fold's Q and G computed once: the
-    same numbers at about half the products of q's columns (the sieve effect's ladder fits both on every rung)."""
-    xi, f_rows, m_rows = np.empty(len(bx)), np.empty(len(bx)), np.empty(len(bx))
-    for k in np.unique(fold_of):
-        train, held = fold_of != k, fold_of == k
-        n = train.sum()
-        qq, qb = qc[train].T @ qc[train] / n, qc[train].T @ bx[train] / n
-        xi[held] = qc[held] @ riesz_gamma(qq, qb, mb[train].mean(0), omega, penalty)
-        beta = sieve_beta(qq, qb, qc[train].T @ y[train] / n, omega, penalty)
-        f_rows[held], m_rows[held] = bx[held] @ beta, mb[held] @ beta
-    return xi, f_rows, m_rows
+    def __init__(self, data: CausalData, plan):
+        self.data, self.plan = data, plan
+        self._bases, self._values, self._grams = {}, {}, {}
+
+    def bases(self, rung: Rung):
+        """(b, q) of ``rung``: :func:`build_bases`."""
+        if rung not in self._bases:
+            self._bases[rung] = build_bases(self.data, rung)
+        return self._bases[rung]
+
+    def values(self, rung: Rung):
+        """(b at the rows, q at the rows, m(W_i; b) per row: :func:`per_row`, NaN where the contrast leaves the row
+        out), for ``rung``; the caller copies m before changing it."""
+        if rung not in self._values:
+            b, q = self.bases(rung)
+            table = self.data.table
+            self._values[rung] = (b(table[[c.name for c in b.columns]].to_numpy(dtype=float)),
+                                  q(table[[c.name for c in q.columns]].to_numpy(dtype=float)),
+                                  per_row(self.plan, len(table), basis=b))
+        return self._values[rung]
+
+    def grams(self, rung: Rung, fold_of: np.ndarray):
+        """``grams(k, train)`` for :func:`cross_fitted_xi` and :func:`cross_fitted_sieve`: fold k's
+        :func:`fold_grams` of ``rung``'s bases under the split ``fold_of``, computed once."""
+        bx, qc, _ = self.values(rung)
+        split = fold_of.tobytes()
+
+        def fold(k, train):
+            key = (rung, split, int(k))
+            if key not in self._grams:
+                self._grams[key] = fold_grams(bx, qc, train)
+            return self._grams[key]
+        return fold
 
 
 # ------------------------------------------------------------------ the contrast per row
@@ -305,7 +337,8 @@ class CrossFitted:
 
 def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, seed: int = DEFAULTS.seed,
                     folds: int = RIESZ_FOLDS, ladder=LADDER, crossfit: CrossFitted | None = None,
-                    cluster: str | None = None, variants: dict | None = None) -> dict:
+                    cluster: str | None = None, variants: dict | None = None,
+                    bases: LadderBases | None = None) -> dict:
     """The debiased effect of a fitted ``estimator`` (anything with ``predict``) on ``data``.
 
     ``plan`` is :func:`dmlcore.runs.average_effect.contrast` (data) with its ``rows``. With a complete
@@ -313,19 +346,19 @@ def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, s
     ``fit_run``: a full-sample f-hat measured biased, docs/coverage.md); otherwise the
     estimator's own. ``cluster`` names the column whose clusters the representer's folds keep
     whole and whose sums of the score give the standard error. Returns the dict of :func:`debias`
-    with ``f_hat`` saying which.
+    with ``f_hat`` saying which. ``bases``: as in :func:`debias`.
     """
     groups = groups_of(data.table, cluster)
     if crossfit is not None and crossfit.complete:
         out = debias(data, plan, crossfit.f_points, crossfit.f_rows, level=level, seed=seed, folds=folds,
-                     ladder=ladder, groups=groups, variants=variants)
+                     ladder=ladder, groups=groups, variants=variants, bases=bases)
         out["f_hat"] = (f"cross-fitted: {crossfit.folds} refits of the method, each row's f-hat from the refit "
                         f"without it")
     else:
         f_points = predict(estimator, plan.points[data.input_columns])
         f_rows = predict(estimator, data.table[data.input_columns])
         out = debias(data, plan, f_points, f_rows, level=level, seed=seed, folds=folds, ladder=ladder,
-                     groups=groups, variants=variants)
+                     groups=groups, variants=variants, bases=bases)
         why = f" ({crossfit.error})" if crossfit is not None and crossfit.error else ""
         out["f_hat"] = f"the full-sample fit, not cross-fitted{why}"
     out["interval"] += f"; f-hat {out['f_hat']}"
@@ -338,13 +371,14 @@ def debiased_effect(estimator, data: CausalData, plan, *, level: float = 0.95, s
 
 def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, level: float = 0.95,
            seed: int = DEFAULTS.seed, folds: int = RIESZ_FOLDS, ladder=LADDER, groups: np.ndarray | None = None,
-           variants: dict | None = None) -> dict:
+           variants: dict | None = None, bases: LadderBases | None = None) -> dict:
     """The debiased effect from f-hat at the contrast's points (``f_points``) and at the data's
     rows (``f_rows``): these may come from one fit or from cross-fitted ones. With ``groups``
     (the rows' cluster numbers) the representer's folds keep clusters whole and every standard
     error (the effect's, Lepski's differences) comes from cluster sums (:mod:`dmlcore.stats.clusters`).
     ``variants`` ({label: (f_points, f_rows)}, other fits of f such as the cross-fits of repeated
-    cross-fitting) are corrected with the chosen representer, for the specification spread.
+    cross-fitting) are corrected with the chosen representer, for the specification spread. ``bases``: the
+    rungs' bases already built on ``data`` and ``plan`` (:class:`LadderBases`; None: built here).
 
     Returns {"estimate", "std_error", "ci_lower", "ci_upper", "uncorrected" (the mean of m(W; f-hat)
     for the f-hat corrected), "correction",
@@ -359,9 +393,10 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
     residual = y - np.asarray(f_rows, dtype=float)
     fold_of = resample.fold_labels(n, folds, seed, "representer", groups)
     scale = treatment_scale(data, plan.treatment)
+    bases = bases if bases is not None else LadderBases(data, plan)
     results, seen = [], set()
     for rung in ladder:
-        b, q = build_bases(data, rung)
+        b, q = bases.bases(rung)
         sizes = (b.describe(), b.size, q.describe(), q.size)
         if sizes in seen:
             continue
@@ -370,18 +405,18 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
         if q.size * ROWS_PER_FUNCTION > n * (folds - 1) / folds:
             results.append({**entry, "skipped": f"{q.size} functions of C need more rows"})
             continue
-        mb = per_row(plan, n, basis=b)
+        bx, qc, mb = bases.values(rung)
+        mb = mb.copy()
         mb[~used] = 0.0
-        names_x, names_c = [c.name for c in b.columns], [c.name for c in q.columns]
-        bx = b(data.table[names_x].to_numpy(dtype=float))
-        qc = q(data.table[names_c].to_numpy(dtype=float))
+        grams = bases.grams(rung, fold_of)
         try:
-            xi = cross_fitted_xi(bx, qc, _rescaled(mb, used), fold_of, smoothness(b), PENALTY / np.sqrt(n))
+            xi = cross_fitted_xi(bx, qc, _rescaled(mb, used), fold_of, smoothness(b), PENALTY / np.sqrt(n), grams)
         except DMLCoreError as exc:
             results.append({**entry, "skipped": str(exc)})
             continue
         psi = np.where(used, m_f, 0.0) * n / used.sum() + xi * residual
-        f_s, m_s = cross_fitted_sieve(bx, qc, _rescaled(mb, used), y, fold_of, smoothness(b), PENALTY / np.sqrt(n))
+        f_s, m_s = cross_fitted_sieve(bx, qc, _rescaled(mb, used), y, fold_of, smoothness(b), PENALTY / np.sqrt(n),
+                                      grams)
         psi_s = m_s + xi * (y - f_s)
         scored = psi if groups is None else clustered_score(psi, _rescaled(mb, used), bx, xi, f_rows, f_s)
         results.append({**entry, "psi": psi, "xi": xi, "estimate": float(psi.mean()),
@@ -500,7 +535,7 @@ def check_effect_folds(folds) -> int:
 def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float = 0.95,
                  crossfit: CrossFitted | None = None, debias: bool = DEFAULTS.debias, cluster: str | None = None,
                  first_stage_f: float | None = None, *, first_stage_statistic: str | None = None,
-                 first_stage_error: str | None = None) -> dict:
+                 first_stage_error: str | None = None, bases: LadderBases | None = None) -> dict:
     """``effect`` (the record of :func:`dmlcore.runs.average_effect.effect_record`) with the debiased effect.
 
     The plug-in's numbers move to ``effect["plug_in"]``; ``effect["debiased"]`` is
@@ -515,7 +550,8 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
     diagnostics, which the weak-identification flag reads (:func:`weak_reason`), under the covariance the
     user chose (``first_stage_statistic`` names it: :func:`dmlcore.inference.first_stage.identification_statistic`);
     ``first_stage_error``: why the diagnostics could not be computed, which the effect then says in
-    ``debiased["unchecked_reason"]`` and its ``warning`` (never a silent "not flagged").
+    ``debiased["unchecked_reason"]`` and its ``warning`` (never a silent "not flagged"); ``bases``: the rungs'
+    bases built once for this effect and the sieve effect beside it (:class:`LadderBases`).
     """
     effect["plug_in"] = {k: effect.get(k) for k in ("estimate", "ci_lower", "ci_upper", "interval")}
     effect["debiased"], effect["weakly_identified"] = None, None
@@ -530,7 +566,7 @@ def add_debiased(effect: dict, estimator, data: CausalData, plan, level: float =
         return effect
     try:
         result = debiased_effect(estimator, data, plan, level=level, crossfit=crossfit, cluster=cluster,
-                                 variants=crossfit_variants(estimator, data, plan))
+                                 variants=crossfit_variants(estimator, data, plan), bases=bases)
     except DMLCoreError as exc:
         effect["debiased_error"] = f"no debiased effect: {exc}."
         return effect

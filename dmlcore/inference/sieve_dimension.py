@@ -56,9 +56,9 @@ from dmlcore.stats.clusters import groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.settings import DEFAULTS
-from dmlcore.inference.debiased_effect import (RIESZ_FOLDS, ROWS_PER_FUNCTION, LEPSKI_Z, WEAK_STRENGTH, Rung,
-                                               _rescaled, build_bases, check_spline_data, cross_fitted_pair,
-                                               lepski, per_row, smoothness, treatment_scale)
+from dmlcore.inference.debiased_effect import (RIESZ_FOLDS, ROWS_PER_FUNCTION, LEPSKI_Z, WEAK_STRENGTH, LadderBases,
+                                               Rung, _rescaled, check_spline_data, cross_fitted_sieve,
+                                               cross_fitted_xi, lepski, per_row, smoothness, treatment_scale)
 
 DD_LADDER = (Rung(None, 3), Rung(0, 3), Rung(1, 4), Rung(2, 4), Rung(3, 5), Rung(4, 6),
              Rung(None, 3, proxies=True), Rung(0, 3, proxies=True))
@@ -73,7 +73,7 @@ SOURCE = "sieve effect, data-driven dimension"   # its entry's ``source`` in ``e
 
 def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEFAULTS.seed,
                  folds: int = RIESZ_FOLDS, ladder=DD_LADDER, groups: np.ndarray | None = None,
-                 z: float = DD_Z, penalty: float = DD_PENALTY) -> dict:
+                 z: float = DD_Z, penalty: float = DD_PENALTY, bases: LadderBases | None = None) -> dict:
     """The sieve effect of data-driven dimension on ``data`` at the contrast ``plan`` (module notes).
 
     ``groups``: the rows' cluster numbers (:func:`dmlcore.stats.clusters.groups_of`), which the folds keep
@@ -84,16 +84,19 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
     "rungs": [{"basis", "functions", "estimate", "std_error", "plug_in", "strength"} or {"basis",
     "skipped"}], "gaps" (:func:`gaps` of the fitted rungs), "interval"}. A DMLCoreError when the data cannot
     take spline bases or no rung identifies the effect. ``penalty`` > 0 smooths each rung's splines as the
-    representer's (:func:`~dmlcore.inference.debiased_effect.riesz_gamma`); 0, the default, does not.
+    representer's (:func:`~dmlcore.inference.debiased_effect.riesz_gamma`); 0, the default, does not. ``bases``:
+    the rungs' bases already built on ``data`` and ``plan`` (:class:`~dmlcore.inference.debiased_effect.LadderBases`,
+    shared with the debiased effect's ladder; None: built here).
     """
     n = check_spline_data(data, folds, "the sieve effect")
     y = data.table[data.outcome].to_numpy(dtype=float)
     used = np.isfinite(per_row(plan, n, np.zeros(len(plan.weights))))
     fold_of = resample.fold_labels(n, folds, seed, "representer", groups)
     scale = treatment_scale(data, plan.treatment)
+    bases = bases if bases is not None else LadderBases(data, plan)
     results, seen = [], set()
     for position, rung in enumerate(ladder):
-        b, q = build_bases(data, rung)
+        b, q = bases.bases(rung)
         sizes = (b.describe(), b.size, q.describe(), q.size)
         if sizes in seen:
             continue
@@ -103,17 +106,18 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
         if q.size * ROWS_PER_FUNCTION > n * (folds - 1) / folds:
             results.append({**entry, "skipped": f"{q.size} functions of C need more rows"})
             continue
-        mb = per_row(plan, n, basis=b)
+        bx, qc, mb = bases.values(rung)
+        mb = mb.copy()
         mb[~used] = 0.0
         mb = _rescaled(mb, used)
-        bx = b(data.table[[c.name for c in b.columns]].to_numpy(dtype=float))
-        qc = q(data.table[[c.name for c in q.columns]].to_numpy(dtype=float))
+        grams = bases.grams(rung, fold_of)
         omega = smoothness(b) if penalty > 0 else None
         try:
-            xi, f_s, m_s = cross_fitted_pair(bx, qc, mb, y, fold_of, omega, penalty / np.sqrt(n))
+            xi = cross_fitted_xi(bx, qc, mb, fold_of, omega, penalty / np.sqrt(n), grams)
         except DMLCoreError as exc:
             results.append({**entry, "skipped": str(exc)})
             continue
+        f_s, m_s = cross_fitted_sieve(bx, qc, mb, y, fold_of, omega, penalty / np.sqrt(n), grams)
         psi = m_s + xi * (y - f_s)
         results.append({**entry, "psi": psi, "estimate": float(psi.mean()), "std_error": mean_se(psi, groups),
                         "plug_in": float(m_s[used].mean()),
@@ -193,7 +197,8 @@ def flag_reason(debiased: dict, dd: dict, ratio_bar: float = SIEVE_SE_RATIO) -> 
             f"{dd['ci_upper']:.4g}]")
 
 
-def add_sieve_effect(effect: dict, data: CausalData, plan, level: float = 0.95, cluster: str | None = None) -> dict:
+def add_sieve_effect(effect: dict, data: CausalData, plan, level: float = 0.95, cluster: str | None = None,
+                     bases: LadderBases | None = None) -> dict:
     """``effect`` (a run record's, after :func:`dmlcore.inference.debiased_effect.add_debiased`) with the sieve effect
     of data-driven dimension beside its debiased effect: ``debiased["sieve_dimension"]`` (estimate, std_error,
     interval, plug_in, rung, basis, why; ``unchecked`` where the additive bridge cannot be checked),
@@ -201,12 +206,13 @@ def add_sieve_effect(effect: dict, data: CausalData, plan, level: float = 0.95, 
     not checked where the weak-identification flag fired, which shows no interval), ``sieve_gap`` and
     ``sieve_se_ratio`` (the two numbers the flag reads), an entry of ``intervals`` (``source`` :data:`SOURCE`), and
     the reason as ``effect["warning"]`` when it fires and no other warning is there. Without a debiased effect
-    nothing is added; when the sieve effect cannot be computed, ``debiased["sieve_dimension_error"]`` says why."""
+    nothing is added; when the sieve effect cannot be computed, ``debiased["sieve_dimension_error"]`` says why.
+    ``bases``: the rungs' bases the debiased effect built (:class:`~dmlcore.inference.debiased_effect.LadderBases`)."""
     debiased = effect.get("debiased")
     if not debiased:
         return effect
     try:
-        dd = sieve_effect(data, plan, level=level, groups=groups_of(data.table, cluster))
+        dd = sieve_effect(data, plan, level=level, groups=groups_of(data.table, cluster), bases=bases)
     except DMLCoreError as exc:
         debiased.update(sieve_dimension=None, sieve_flag=None, sieve_dimension_error=f"no sieve effect: {exc}.")
         return effect

@@ -118,8 +118,13 @@ class Encoded:
     def _c(self, C):
         return C if self.encoder is None else self.encoder.transform(C)
 
-    def fit(self, C, target, train_sets, monitor):
-        self.learner.fit(self._c(C), target, train_sets, monitor)
+    def fit(self, C, target, train_sets, monitor, given=None):
+        """Fit the learner; ``given`` (an earlier fit, wrapped alike, and how many of its leading fold models to
+        take) is handed on to a learner that ``reuses_folds`` (:func:`dmlcore.learners.tabular.same_leading_sets`)."""
+        if given is not None and getattr(self.learner, "reuses_folds", False):
+            self.learner.fit(self._c(C), target, train_sets, monitor, given=(given[0].learner, given[1]))
+        else:
+            self.learner.fit(self._c(C), target, train_sets, monitor)
         return self
 
     def predict(self, k, C):

@@ -14,7 +14,9 @@ candidate has a held-out loss on those rows that needs no truth:
 
 Only the first PILOT fold models of each candidate are fitted to be scored (the held-out rows of those
 folds), and every fold model then uses the candidate with the lowest loss over those rows: its fold
-models are fitted for every fold, in one call as if there had been no choice, so a run whose choice is
+models are fitted for every fold, in one call as if there had been no choice (a tabular candidate keeps its
+PILOT scored fold models, which are the ones that call would fit, and fits the other K - PILOT: the same
+numbers, 2 of 10 fits fewer; :func:`dmlcore.learners.tabular.same_leading_sets`), so a run whose choice is
 the one the rule before 2026-11-27 evening made (every candidate fitted and scored on every fold, fold
 model k given the lowest loss over the *other* folds' rows; the coverage studies' and benchmarks' rows
 were made so) gives the same nuisances, at PILOT fold fits per losing candidate instead of K. The choice
@@ -50,6 +52,7 @@ import numpy as np
 
 from dmlcore.learners.base import ConditionalSampler, OutcomeLearner
 from dmlcore.learners.registry import is_network
+from dmlcore.learners.tabular import same_leading_sets
 from dmlcore.progress import Monitor
 from dmlcore.stats import resample
 
@@ -84,6 +87,7 @@ AUTO_BY_DEFAULT = ("nn", "gb")
 INNER = 5           # folds of the inner cross-fit when there is one training set
 PILOT = 2           # fold models of each candidate fitted to be scored (the rest only for the chosen one)
 DRAWS = 16          # draws per row for the energy score
+FINAL_STAGE = "the choice, {}, on every fold"   # the progress stage of the chosen candidate's fit after the pilot
 
 
 def nuisance_default(value, learner, settings=None):
@@ -146,15 +150,28 @@ class _Selection:
     def _losses(self, learner, C, target, held, k, scale, rng) -> np.ndarray:
         raise NotImplementedError
 
-    def _fit_candidates(self, C, target, train_sets, monitor, unfitted, span):
+    def _fit_candidates(self, C, target, train_sets, monitor, unfitted, span, given=None, stage="candidate {}"):
+        """Fit each of ``unfitted`` on ``train_sets``, each with a monitor of its own; ``given`` ({name: (its
+        pilot fit, the pilot's training sets, the pilot's monitor)}) lends a candidate that ``reuses_folds``
+        the pilot's fold models where the training sets are the same (the first PILOT of K folds), with their
+        loss histories: the same fold models and losses as fitting them again. ``stage`` names each candidate's
+        progress stage (``{}``: its name)."""
         fitted, sub = {}, {}
         lo, hi = span
         for i, (name, learner) in enumerate(unfitted.items()):
             if hasattr(monitor, "stage"):
-                monitor.stage(f"{self.role}: candidate {name}", start=lo + (hi - lo) * i / len(unfitted),
+                monitor.stage(f"{self.role}: {stage.format(name)}", start=lo + (hi - lo) * i / len(unfitted),
                               end=lo + (hi - lo) * (i + 1) / len(unfitted))
             sub[name] = Monitor(should_stop=getattr(monitor, "should_stop", None))
-            fitted[name] = learner.fit(C, target, train_sets, sub[name])
+            pilot, sets, seen = (given or {}).get(name, (None, (), None))
+            count = same_leading_sets(sets, train_sets) if getattr(learner, "reuses_folds", False) else 0
+            if count:
+                for (model, fold), history in seen.histories.items():   # the taken fold models' losses
+                    if fold is not None and fold < count:
+                        sub[name].histories[(model, fold)] = copy.deepcopy(history)
+                fitted[name] = learner.fit(C, target, train_sets, sub[name], given=(pilot, count))
+            else:
+                fitted[name] = learner.fit(C, target, train_sets, sub[name])
         return fitted, sub
 
     def fit(self, C, target, train_sets, monitor):
@@ -195,13 +212,16 @@ class _Selection:
                 scored_sets, scored_rows = train_sets[:self.pilot], held[:self.pilot]
             share = len(scored_sets) * len(names)
             mid = lo + (hi - lo) * share / (share + len(train_sets))
-            scored, _ = self._fit_candidates(C, target, scored_sets, monitor,
-                                             {k: copy.deepcopy(v) for k, v in self.candidates.items()}, (lo, mid))
+            scored, scored_sub = self._fit_candidates(C, target, scored_sets, monitor,
+                                                      {k: copy.deepcopy(v) for k, v in self.candidates.items()},
+                                                      (lo, mid))
             per_fold = score(scored, scored_rows)
+            # the chosen candidate's pilot fold models are fold models 0..PILOT-1 of its fit on every fold
+            given = {name: (scored[name], scored_sets, scored_sub[name]) for name in names} if pilot else None
         self.scored_ = scored
         self._state = dict(C=C, target=target, train_sets=train_sets, held=held, names=names, pilot=pilot,
                            apart=apart, chosen=chosen, sub=sub, per_fold=per_fold, scored_rows=scored_rows,
-                           span=(mid, hi))
+                           span=(mid, hi), given=given if apart else None)
         return self
 
     def own_choice(self) -> str | None:
@@ -229,7 +249,8 @@ class _Selection:
             choices = [names[int(np.argmin(total - per_fold[k]))] for k in range(len(train_sets))]
         if apart:   # the chosen candidates' fold models, every fold in one call
             wanted = {name: self.candidates[name] for name in names if name in choices}
-            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, wanted, st["span"])
+            chosen, sub = self._fit_candidates(C, target, train_sets, monitor, wanted, st["span"], st["given"],
+                                               FINAL_STAGE)
         self.fitted_ = {name: chosen[name] for name in set(choices)}   # the others are not kept
         self.choices_ = choices
         for k, name in enumerate(choices):     # the chosen fold model's loss history is the nuisance's,

@@ -121,8 +121,24 @@ def fit_regressor(model, X, y, kind, role: str):
     return fitted
 
 
+def same_leading_sets(before, train_sets) -> int:
+    """How many leading training sets ``before`` and ``train_sets`` share (the same rows in the same place):
+    the fold models of a fit on ``before`` that a fit of the same learner on ``train_sets`` may take as they
+    are (``fit(..., given=(fitted, count))``). Each fold model of the tabular learners depends only on its own
+    training rows, the seed and the random draws of the folds before it (replayed), so a taken fold model is
+    the one the fit would make."""
+    same = 0
+    for a, b in zip(before, train_sets):
+        if len(a) != len(b) or not np.array_equal(a, b):
+            break
+        same += 1
+    return same
+
+
 class TabularOutcome(OutcomeLearner):
     """s(c) = E[Y | C] by a scikit-learn regressor, one per training set."""
+
+    reuses_folds = True     # fit(..., given=(fitted, count)) takes an earlier fit's leading fold models
 
     def __init__(self, kind, params: dict | None = None, seed: int = SEED):
         self.kind = kind
@@ -130,10 +146,22 @@ class TabularOutcome(OutcomeLearner):
         self.params = params
         self.seed = seed
 
-    def fit(self, C, y, train_sets, monitor):
+    def fit(self, C, y, train_sets, monitor, given=None):
+        """Fit a model per training set. ``given`` = (an earlier fit of this learner with the same settings and
+        seed, count): its first ``count`` fold models are taken as they are, their training sets being the first
+        ``count`` of these (:func:`same_leading_sets`; auto's pilot fits); their losses are not reported again
+        (the caller holds them)."""
         rng = np.random.default_rng(self.seed)
+        given, reuse = given if given is not None else (None, 0)
         self.models_, self.scales_ = [], []
         for k, rows in enumerate(train_sets):
+            if k < reuse:     # the same model this loop would fit: its random draws replayed, the fit taken
+                if not is_staged(self.kind):
+                    validation_split(rows, 0.1, rng)
+                self.models_.append(given.models_[k])
+                self.scales_.append(given.scales_[k])
+                monitor.check()
+                continue
             cs, ys = Scaler(C[rows]), Scaler(y[rows])
             Cs, ysd = cs.transform(C), ys.transform(y)
             if is_staged(self.kind):  # boosting holds out its own validation split
@@ -158,6 +186,8 @@ class TabularOutcome(OutcomeLearner):
 class ResidualSampler(ConditionalSampler):
     """Draws m(c) + r: a conditional-mean regressor plus a pool of out-of-sample residuals."""
 
+    reuses_folds = True     # fit(..., given=(fitted, count)) takes an earlier fit's leading fold models
+
     def __init__(self, kind, params: dict | None = None, seed: int = SEED, pool_fraction: float = 0.25):
         self.kind = kind
         self.name = learner_name(kind)
@@ -165,10 +195,19 @@ class ResidualSampler(ConditionalSampler):
         self.seed = seed
         self.pool_fraction = pool_fraction
 
-    def fit(self, C, X, train_sets, monitor):
+    def fit(self, C, X, train_sets, monitor, given=None):
+        """Fit a mean model and a residual pool per training set; ``given`` as in :meth:`TabularOutcome.fit`."""
         rng = np.random.default_rng(self.seed + 1)
+        given, reuse = given if given is not None else (None, 0)
         self.models_, self.pools_, self.scales_ = [], [], []
         for k, rows in enumerate(train_sets):
+            if k < reuse:     # the same models this loop would fit: the pool's split replayed, the fits taken
+                validation_split(rows, self.pool_fraction, rng)
+                self.models_.append(given.models_[k])
+                self.pools_.append(given.pools_[k])
+                self.scales_.append(given.scales_[k])
+                monitor.check()
+                continue
             cs, xs = Scaler(C[rows]), Scaler(X[rows])
             Cs, Xs = cs.transform(C), xs.transform(X)
             fit_rows, pool_rows = validation_split(rows, self.pool_fraction, rng)

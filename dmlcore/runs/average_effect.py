@@ -53,7 +53,7 @@ from dmlcore.stats import resample
 from dmlcore.stats.clusters import describe, groups_of
 from dmlcore.stats.covariance import cluster_columns, covariance_words, is_clustered, n_clusters
 from dmlcore.data.roles import CausalData
-from dmlcore.inference.debiased_effect import add_debiased
+from dmlcore.inference.debiased_effect import LadderBases, add_debiased
 from dmlcore.inference.sieve_dimension import add_sieve_effect
 from dmlcore.errors import DMLCoreError, FitCancelled
 from dmlcore.estimators import for_estimator, make_estimator, supports
@@ -235,9 +235,10 @@ def effect_record(estimator, data: CausalData, level: float = LEVEL, bootstrap: 
     weak_robust = anderson_rubin_entry(estimator, data, plan, level)   # listed, never the headline
     if weak_robust is not None:
         out["intervals"].append(weak_robust)
+    bases = LadderBases(data, plan)      # the two ladders' bases, each built once (shared rungs, same numbers)
     out = add_debiased(out, estimator, data, plan, level, crossfit, debias, cluster, first_stage_f,
-                       first_stage_statistic=first_stage_statistic, first_stage_error=first_stage_error)
-    out = add_sieve_effect(out, data, plan, level, cluster)     # beside the debiased effect, its check
+                       first_stage_statistic=first_stage_statistic, first_stage_error=first_stage_error, bases=bases)
+    out = add_sieve_effect(out, data, plan, level, cluster, bases)     # beside the debiased effect, its check
     if cluster:
         out["clusters"] = cluster_treatment(out, data, cluster)
     return out
