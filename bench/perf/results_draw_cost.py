@@ -3,13 +3,15 @@
 Starts one dashboard server per tree (``--trees NAME=DIR ...``, e.g. the code before a change and
 after it; each its own fresh DMLCORE_HOME), opens one headless Chromium with a page on each, clicks
 the one-click demo in all and waits until each Results page has drawn its last section. Then it
-reloads the Results pages in turn (before, after, before, after, ...), each twice: switched to from Home by the menu (a
-student's way there: the app's code is loaded already) and reloaded (the whole app loaded again).
-For each draw it records the CPU seconds (user + system, from /proc) of this script's own Chromium
-processes only (its browser process and every process under
-it: another user's browsers on the machine are not counted), the wall time, and what the page holds
-once drawn: plotly charts, their traces and points, data grids, tables. The pages not being reloaded
-sit idle meanwhile (its idle CPU is measured too and is a few hundredths of a second per second).
+draws the Results pages in turn (before, after, after, before, ...: each round starts at the next
+tree), each twice: switched to from
+Home by the menu (a student's way there: the app's code is loaded already) and reloaded (the whole
+app loaded again). For each draw it records the CPU seconds (user + system, from /proc) of this
+script's own Chromium processes only (its browser process and every process under it: another
+user's browsers on the machine are not counted), the wall time, and what the page holds
+once drawn: plotly charts, their traces and points, data grids, tables. The pages not being drawn
+sit idle meanwhile (their idle CPU is measured too and is a few hundredths of a second per second).
+Last, where a page has the "Fold-wise losses" expander, it is opened and the same is recorded.
 
     python -m bench.perf.results_draw_cost --trees before=/tmp/old after=. --pairs 5 \
         --out bench/results/results-draw-cost-DATE.json
@@ -36,6 +38,7 @@ from pathlib import Path
 from bench.perf.class_load import ARGS, CHROMIUM, IDLE, cpu_and_rss, free_port
 from bench.perf.default_fit import machine
 
+LOSSES_KEY = "res_losses_open"   # dashboard/state.py's RES_LOSSES_OPEN: the 'Fold-wise losses' expander
 SETTLE_MS = 1500    # after the page reports idle: what it still draws counts
 MARK = "--dmlcore-draw-cost"   # an argument Chromium ignores: finds this script's browser process
 
@@ -127,8 +130,12 @@ async def measure(bases: dict[str, str], pairs: int, servers: dict[str, subproce
         cpu = own_browser_cpu()
         await asyncio.sleep(5)
         out["idle_cpu_per_s"] = (own_browser_cpu() - cpu) / 5
-        for _ in range(pairs):
-            for name, page in pages.items():
+        names = list(pages)
+        for round_ in range(pairs):
+            # each round starts at the next tree: the first draw of a round measured higher (0.2-0.3 s in
+            # the checks of 2026-11-29), so every tree takes that place equally often
+            for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+                page = pages[name]
                 # a switch inside the running app (a student's way there: the menu), from Home
                 await page.locator("[data-testid=stTopNavLink]", has_text="Home").click()
                 await page.wait_for_url(lambda url: not url.endswith("/results"))
@@ -146,6 +153,16 @@ async def measure(bases: dict[str, str], pairs: int, servers: dict[str, subproce
                 out[name]["reloads"].append({"cpu_s": round(own_browser_cpu() - cpu, 3),
                                              "wall_s": round(time.time() - t0, 2),
                                              **await page.evaluate(CENSUS)})
+        for name, page in pages.items():      # the charts a user asks for once drawn (the losses' expander)
+            expander = page.locator(f".st-key-{LOSSES_KEY} summary")
+            if await expander.count():
+                cpu, t0 = own_browser_cpu(), time.time()
+                await expander.click()
+                await page.wait_for_selector(f".st-key-{LOSSES_KEY} .js-plotly-plot", timeout=300_000)
+                await page.wait_for_selector(IDLE)
+                await page.wait_for_timeout(SETTLE_MS)
+                out[name]["losses_opened"] = {"cpu_s": round(own_browser_cpu() - cpu, 3),
+                                              "wall_s": round(time.time() - t0, 2), **await page.evaluate(CENSUS)}
         await browser.close()
     for name in bases:
         for how in ("switches", "reloads"):
@@ -194,7 +211,7 @@ def main() -> None:
         for how in ("switches", "reloads"):
             print(name, how, "median cpu_s", result[name][f"{how}_median_cpu_s"], "each:",
                   [r["cpu_s"] for r in result[name][how]])
-        print(name, "census", result[name]["reloads"][-1])
+        print(name, "census", result[name]["reloads"][-1], "losses opened:", result[name].get("losses_opened"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(row, indent=1) + "\n")
 
