@@ -184,18 +184,7 @@ def details_section(chosen):
     rec = item.result
     fold_losses = [fold.to_dict() for fold in rec.fold_losses or []]
     if fold_losses:
-        losses = plots.losses_from_record(fold_losses)
-        history = History.from_dict(rec.second_stage_history or {})
-        if len(history.epoch or []) > 1:  # closed-form f (linear, sieve) has no training curve
-            losses["f"] = {None: history.to_dict()}
-        st.plotly_chart(plots.loss_figure(losses), key=state.RES_LOSSES)
-        st.plotly_chart(plots.second_stage_figure(fold_losses), key=state.RES_SECOND_STAGE)
-        if item.method in METHODS and METHODS[item.method].peer:
-            st.caption(f"{METHOD_TITLES.get(item.method, item.method)}'s own training criteria per epoch, on "
-                       "the scale it trains on: the raw outcome for NMMR's default, the standardized outcome "
-                       "for the others (docs/peers.md).")
-        else:
-            st.caption(results.loss_caption(rec.f_model, "f" in losses))
+        losses_charts(item, fold_losses)
         if chosen_nuisances := nuisances_chosen(rec.nuisances):   # what "auto" chose, by which criterion, and on what
             st.caption(f"**Nuisances:** auto: {chosen_nuisances}.")
         for role, selection in (rec.nuisances or {}).items():
@@ -215,6 +204,34 @@ def details_section(chosen):
     c2.download_button("Full run record (JSON)", item.to_json(), file_name=f"{name}.json",
                        mime="application/json", key=state.DL_RECORD, icon=":material/download:",
                        help="Configuration, metrics and losses: enough to reproduce the run.")
+
+
+LOSSES_LABEL = "Fold-wise losses: the outcome model s, the distribution model g, f, and f's loss per fold"
+
+
+def losses_charts(item, fold_losses):
+    """The run's loss curves and its second-stage loss per fold, in an expander that runs only when opened
+    (on_change="rerun": closed, it draws nothing). Drawn on every Results page, they were 2 of its 4 plotly
+    charts and most of their points (the demo: 23 of 60 traces, 3,835 of 5,939 points;
+    bench/perf/results_draw_cost.py), which the 20 browsers of a class draw on the server's own cores
+    (issue 47). Opened, it stays open for the other runs."""
+    rec = item.result
+    box = st.expander(LOSSES_LABEL, key=state.RES_LOSSES_OPEN, on_change="rerun", icon=":material/show_chart:")
+    if not box.open:
+        return
+    with box:
+        losses = plots.losses_from_record(fold_losses)
+        history = History.from_dict(rec.second_stage_history or {})
+        if len(history.epoch or []) > 1:  # closed-form f (linear, sieve) has no training curve
+            losses["f"] = {None: history.to_dict()}
+        st.plotly_chart(plots.loss_figure(losses), key=state.RES_LOSSES)
+        st.plotly_chart(plots.second_stage_figure(fold_losses), key=state.RES_SECOND_STAGE)
+        if item.method in METHODS and METHODS[item.method].peer:
+            st.caption(f"{METHOD_TITLES.get(item.method, item.method)}'s own training criteria per epoch, on "
+                       "the scale it trains on: the raw outcome for NMMR's default, the standardized outcome "
+                       "for the others (docs/peers.md).")
+        else:
+            st.caption(results.loss_caption(rec.f_model, "f" in losses))
 
 
 def stored_section(items, chosen):

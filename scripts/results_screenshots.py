@@ -50,6 +50,11 @@ TABLE_FIT = """() => {
 def shoot(page, name: str) -> None:
     """The Results page at each width, the viewport grown to the main area's height; the measures printed."""
     SHOTS.mkdir(parents=True, exist_ok=True)
+    losses = page.locator(".st-key-res_losses_open summary")   # the page opens with it closed: open it once
+    if losses.count() and not page.locator(".st-key-res_losses_open .js-plotly-plot").count():
+        losses.click()
+        page.locator(".st-key-res_losses_open .js-plotly-plot").first.wait_for(timeout=120_000)
+        idle(page, 1500)
     page.mouse.move(0, 0)      # no hover: at 1000 px the menu item under the last click's spot looked chosen
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})

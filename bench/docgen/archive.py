@@ -38,6 +38,12 @@ ARCHIVED: dict[str, str] = {
     "effect-coverage-small.csv": "the 10-seed first look at effect coverage, superseded by effect-coverage.csv "
                                  "(docs/coverage.md names it)",
     "heldout-ranking-small.csv": "the first, smaller held-out ranking run, superseded by heldout-ranking.csv",
+    "results-draw-cost-2026-11-29-first-check.json": "the first before/after check of the Results page's browser CPU "
+                                                      "(issue 47); its rounds all started at the same tree, which "
+                                                      "measured higher; superseded by results-draw-cost-2026-11-29-check.json",
+    "results-draw-cost-2026-11-29-variants*-check.json": "experiments that left one part of the Results page out (the "
+                                                         "loss charts, the data grids, the curves, the Linear IV drawing, "
+                                                         "the bootstrap form) to see what costs the browser; not changes",
     "ihdp-six-methods.csv": "the six-method IHDP rows with seed = replicate; ihdp-six-methods-bench.csv holds the "
                             "same rows in the bench format the blocks read",
     "executor-overhead-no-psutil.jsonl": "the executor overhead before psutil was installed (docs/studies.md links "

@@ -5,8 +5,9 @@ class each student's browser runs on the student's computer. This measures one b
 fresh server, so that the class run's browser share can be read per student: opening Home, the
 one-click demo from the click until its Results page has drawn its last section (the Train page
 refreshing while the runs train, then the switch), and Results drawn again by a reload (three
-times). CPU is Chromium's (every process, user + system, from /proc), so other jobs on the machine
-change the wall times more than these; the row records the load before and after. ``server_cpu_s``:
+times). CPU is this script's Chromium's (its every process, user + system, from /proc; until
+2026-11-29 every Chromium on the machine was counted, other developers' browser tests included), so
+other jobs on the machine change the wall times more than these; the row records the load before and after. ``server_cpu_s``:
 the Streamlit server process's own CPU over the same steps (its fit workers not counted): the Train
 page's refreshes and the Results page's script runs.
 
@@ -25,15 +26,17 @@ import time
 import types
 from pathlib import Path
 
-from bench.perf.class_load import ARGS, CHROMIUM, IDLE, browser_processes, cpu_and_rss, free_port, start_server
+from bench.perf.class_load import ARGS, CHROMIUM, IDLE, cpu_and_rss, free_port, start_server
 from bench.perf.default_fit import commit, machine
+from bench.perf.results_draw_cost import MARK, own_browser_cpu
 
 OUT = Path(__file__).resolve().parents[2] / "bench" / "results" / "page-cost.jsonl"
 SETTLE_MS = 1500    # after the page reports idle: what it still draws counts
 
 
 def browser_cpu() -> float:
-    return sum(cpu_and_rss(pid)[0] for pid in browser_processes())
+    """This script's own Chromium (its processes only: other browsers on a shared machine not counted)."""
+    return own_browser_cpu()
 
 
 async def measure(base: str, reloads: int, server_pid: int | None = None) -> dict:
@@ -48,7 +51,7 @@ async def measure(base: str, reloads: int, server_pid: int | None = None) -> dic
 
     out = {}
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[*ARGS, MARK])
         page = await (await browser.new_context(viewport={"width": 1200, "height": 800})).new_page()
         cpu, start = browser_cpu(), time.time()
         await page.goto(base, timeout=600_000)
