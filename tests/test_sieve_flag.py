@@ -1,7 +1,7 @@
 """The sieve check beside the debiased effect (dmlcore.inference.sieve_dimension.flag_reason, add_sieve_effect):
 its bars are the calibration of its rows, it flags a moderate-proxies fit and leaves a strong design's alone.
 
-The fits are the stored ones (bench/results/coverage-31, coverage-fonly: DML-CMR's debiased estimate and
+The fits are the stored ones (bench/results/coverage-31, coverage-54, coverage-fonly: DML-CMR's debiased estimate and
 standard error per seed); the sieve effect is recomputed here on the same seed's data, which is a few linear
 solves."""
 
@@ -37,6 +37,9 @@ def test_the_bars_are_the_calibration_of_the_rows():
         pytest.skip("no sieve-dimension rows in this checkout")
     joined, matches = pairs(dd_rows())
     assert (matches["matched"] == matches["with_dd"]).all(), matches    # the regenerated data are the stored fits'
+    whole = {p.name[len("fits-"):-len(".csv")] for p in (RESULTS / "coverage-54").glob("fits-*.csv")}
+    served = joined.groupby("design")["source"].agg(set)
+    assert all(served[d] == {"coverage-54"} for d in whole & set(served.index)), served   # whole refits replace f-alone rows
     assert calibrate(joined) == (float("inf"), SIEVE_SE_RATIO)    # no bar on the estimates' gap helped
 
 
@@ -55,7 +58,7 @@ def test_a_moderate_proxies_fit_is_flagged_with_the_sieve_interval_and_a_strong_
     assert identification_note(effect) == f"flagged: {reason}"            # the CLI's line and the Results table
     assert sieve_text(Effect.from_dict(effect).debiased) == f"{dd['estimate']:.4g} [{dd['ci_lower']:.4g}, {dd['ci_upper']:.4g}]"
 
-    linear = _stored("coverage-fonly", "linear", 0)
+    linear = _stored("coverage-54", "linear", 0)           # a whole refit, as runs do today
     loaded, plan, groups = design_data("linear", 0)
     assert flag_reason(linear, sieve_effect(loaded.data, plan, groups=groups)) is None
     effect = {"debiased": dict(linear), "intervals": []}

@@ -18,6 +18,7 @@ ORDER = ("linear", "demand-iv", "hetero-iv", "nonlinear-iv", "clustered-iv", "cl
          "weak-0.2", "weak-0.15", "weak", "moderate-pcl", "demand-pcl")
 ISSUE_STRONG = ("linear", "demand-iv", "hetero-iv", "clustered-iv")
 WHOLE = ("coverage-31", "coverage-54")   # rows of whole refits, as runs do today (bench.sieve_flag.WHOLE)
+WHOLE_54 = "coverage-54"                 # issue 54's whole refits of the designs coverage-31 lacks
 ISSUE_SEEDS = 60                         # issue 44's targets rest on at least this many seeds per design
 
 
@@ -143,8 +144,8 @@ def sieve_flag_targets(rows) -> str:
         return "met" if ok else "missed"
 
     items = [f"at least {ISSUE_SEEDS} seeds of whole refits per design: {verdict(len(few) == 0)}"
-             + ("" if len(few) == 0 else " (short: " + ", ".join(
-                 f"{_title(d)}, {int(r.seeds)} seeds of {r.rows}" for d, r in few.iterrows()) + ")"),
+             + ("" if len(few) == 0 else " (short: " + "; ".join(
+                 f"{_title(d)} {int(few.loc[d, 'seeds'])} ({few.loc[d, 'rows']})" for d in ORDER if d in few.index) + ")"),
              f"silent fits cover at least 0.90 on every design of the whole-refit rows: "
              f"{verdict(today['silent_coverage'].min() >= 0.90)} (lowest: {_title(worst)}, "
              f"{today.loc[worst, 'silent_coverage']:.2f} of {int(today.loc[worst, 'silent'])})",
@@ -164,6 +165,23 @@ def sieve_flag_targets(rows) -> str:
         items.append(f"demand-pcl: {pcl.flagged:.0%} flagged, but the sieve effect shown there covers "
                      f"{pcl.shown_coverage:.2f}: its additive bases cannot represent that design's bridge")
     return "\n".join(f"- {item}" for item in items)
+
+
+@block("sieve-flag:whole-run")
+def sieve_flag_whole_run(rows) -> str:
+    """The whole-refit rows of issue 54 (coverage-54): seeds per design, arms, when and where, with the load."""
+    runs = rows.json(f"{WHOLE_54}/run.json")
+    fits = pd.concat([rows.csv(name) for name in rows.names(f"{WHOLE_54}/fits-*.csv")], ignore_index=True)
+    done = fits[fits["status"].eq("done")]
+    seeds = done.groupby("design")["seed"].nunique()
+    count = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}–{seeds.max()}"
+    loads = [float(r[k].split()[0]) for r in runs for k in ("loadavg_start", "loadavg_end") if k in r]
+    loads += rows.csv(f"{WHOLE_54}/load.csv")["load_1min"].tolist()       # sampled once a minute while it ran
+    arms = ", ".join(sorted(done["arm"].unique()))
+    return (f"{count} seeds per design ({', '.join(_title(d) for d in ORDER if d in seeds.index)}; n = "
+            f"{int(done['n'].iloc[0])}, {arms}); run {runs[0]['started'][:16]} UTC on {runs[0]['machine']} with "
+            f"{runs[0]['cores']} cores, Python {runs[0]['python']}, 1-minute load {min(loads):.1f}–{max(loads):.1f} "
+            f"(other helpers' jobs beside it, the sweep at nice 19)")
 
 
 @block("sieve-flag:matches")
