@@ -132,6 +132,7 @@ def sieve_flag_targets(rows) -> str:
     """Issue 44's targets against the calibrated rule, each met or missed with its figure."""
     table = _rule(rows)
     today = table[table["rows"].isin(WHOLE) & (table["silent"] >= 5) & (table.index != "clustered-iv-ignored")]
+    unread = table[table["rows"].isin(WHOLE) & (table["silent"] < 5)]
     worst = today["silent_coverage"].idxmin()
     strong = table.loc[[d for d in ISSUE_STRONG if d in table.index], "flagged"]
     m = table.loc["moderate-pcl"]
@@ -145,10 +146,13 @@ def sieve_flag_targets(rows) -> str:
 
     items = [f"at least {ISSUE_SEEDS} seeds of whole refits per design: {verdict(len(few) == 0)}"
              + ("" if len(few) == 0 else " (short: " + "; ".join(
-                 f"{_title(d)} {int(few.loc[d, 'seeds'])} ({few.loc[d, 'rows']})" for d in ORDER if d in few.index) + ")"),
+                 f"{_title(d)}: {int(few.loc[d, 'seeds'])} seeds of {few.loc[d, 'rows']}" for d in ORDER if d in few.index) + ")"),
              f"silent fits cover at least 0.90 on every design of the whole-refit rows: "
              f"{verdict(today['silent_coverage'].min() >= 0.90)} (lowest: {_title(worst)}, "
-             f"{today.loc[worst, 'silent_coverage']:.2f} of {int(today.loc[worst, 'silent'])})",
+             f"{today.loc[worst, 'silent_coverage']:.2f} of {int(today.loc[worst, 'silent'])}"
+             + ("" if not len(unread) else "; not read, under 5 silent fits: " + ", ".join(
+                 f"{_title(d)} ({int(unread.loc[d, 'silent'])} of {int(unread.loc[d, 'fits'])} fits)" for d in ORDER
+                 if d in unread.index)) + ")",
              f"at most 10 % of the strong designs' fits flagged: {verdict(strong.max() <= 0.10)} (most: "
              f"{_title(strong.idxmax())}, {strong.max():.0%})",
              f"the interval shown on moderate-pcl covers at least 0.90: {verdict(m.shown_coverage >= 0.90)} "
