@@ -55,7 +55,7 @@ DD_LADDER = (Rung(None, 3), Rung(0, 3), Rung(1, 4), Rung(2, 4), Rung(3, 5), Rung
 DD_Z = LEPSKI_Z        # the agreement bar in standard errors of the difference (the representer ladder's)
 DD_PENALTY = 0.0       # unpenalised rungs: the dimension is the regularisation
 SIEVE_SE_RATIO = 1.5   # flag when the sieve effect's s.e. exceeds the debiased one's this many times (calibrated)
-SIEVE_GAP_BAR = float("inf")   # flag when the two estimates are this many s.e. of their difference apart (calibrated)
+SIEVE_GAP_BAR = 1.0    # flag when the two estimates are this many s.e. of their difference apart (calibrated)
 SOURCE = "sieve effect, data-driven dimension"   # its entry's ``source`` in ``effect.intervals``
 
 def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEFAULTS.seed,
