@@ -55,17 +55,33 @@ CLUSTERED = {"clustered-iv": {"cov_type": "clustered", "cluster": "cluster"}}   
 FEW_METHODS = {"clustered-iv-ignored": ["2sls", "dml-cmr"]}   # the clusters ignored: a comparison only
 
 
-def spec(designs, seeds, n, learner, folds) -> dict:
+ARMS = ("2sls", "sieve-2sls", "dml-cmr", "naive", "spline-f")   # --methods: spline-f is DML-CMR with the spline f
+
+
+def parse_arms(text: str) -> tuple[str, ...]:
+    """The arms of ``--methods`` (comma-separated names of :data:`ARMS`, "all" for every one), in ARMS' order."""
+    if text == "all":
+        return ARMS
+    names = [a for a in text.split(",") if a]
+    unknown = [a for a in names if a not in ARMS]
+    if unknown or not names:
+        raise SystemExit(f"error: unknown --methods entry {(unknown or [text])[0]!r}; "
+                         f"choose from {', '.join(ARMS)} (comma-separated) or all")
+    return tuple(a for a in ARMS if a in names)
+
+
+def spec(designs, seeds, n, learner, folds, arms=ARMS) -> dict:
     """The study: per design, the linear methods and the learner's methods with their own f, and
-    DML-CMR with the spline f."""
+    DML-CMR with the spline f (only the ``arms`` of :data:`ARMS` asked for)."""
     grids = []
     for name in designs:
         dataset, options = DESIGNS[name]
         data, extra = {"n": n, **options}, CLUSTERED.get(name, {})
-        methods = FEW_METHODS.get(name, ["2sls", "sieve-2sls", "dml-cmr", "naive"])
-        grids.append({"dataset": dataset, "data": data, "methods": methods, "learner": learner, "folds": folds,
-                      **extra})
-        if name not in FEW_METHODS:
+        methods = [m for m in FEW_METHODS.get(name, ["2sls", "sieve-2sls", "dml-cmr", "naive"]) if m in arms]
+        if methods:
+            grids.append({"dataset": dataset, "data": data, "methods": methods, "learner": learner, "folds": folds,
+                          **extra})
+        if name not in FEW_METHODS and "spline-f" in arms:
             grids.append({"dataset": dataset, "data": data, "methods": ["dml-cmr"], "learner": learner,
                           "folds": folds, "f_model": "sieve", **extra})
     return {"grid": grids, "seeds": list(seeds)}
@@ -139,6 +155,9 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=25, help="seeds per batch (every design runs each batch)")
     p.add_argument("--n", type=int, default=1000)
     p.add_argument("--learner", default="gb")
+    p.add_argument("--methods", default="all",
+                   help=f"arms to fit, comma-separated from {', '.join(ARMS)} (spline-f: DML-CMR with the spline f); "
+                        "default all")
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--out-dir", default="bench/results/coverage")
@@ -150,13 +169,14 @@ def main() -> None:
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     designs = [d for d in args.designs.split(",") if d]
+    arms = parse_arms(args.methods)
     if args.regression:
         regression_rows(parse_seeds(args.seeds)).to_csv(out_dir / "regression-moderate-pcl.csv", index=False)
         return
     if args.from_store:
         fits = []
         for group in studies(designs):
-            plan = plan_study(spec(group, parse_seeds(args.seeds), args.n, args.learner, args.folds))
+            plan = plan_study(spec(group, parse_seeds(args.seeds), args.n, args.learner, args.folds, arms))
             rows = [_row(c, k, plan.stored[k], reused=True) for c, k in zip(plan.configs, plan.keys)
                     if k in plan.stored]
             fits.append(labelled(result_from_rows(rows).fits, group))
@@ -170,7 +190,7 @@ def main() -> None:
         for i in range(0, len(seeds), args.batch):
             start = time.perf_counter()
             for group in studies(designs):       # one study cannot hold one data set under two covariances
-                result = run_study(spec(group, seeds[i:i + args.batch], args.n, args.learner, args.folds),
+                result = run_study(spec(group, seeds[i:i + args.batch], args.n, args.learner, args.folds, arms),
                                    executor="local", jobs=args.jobs)
                 frames.append(labelled(result.fits, group))
                 write_rows(pd.concat(frames, ignore_index=True), out_dir)

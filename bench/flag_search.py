@@ -46,10 +46,14 @@ SIGNALS = ("sieve", "correction", "spread", "rungs", "sieve_or_spread", "se_rati
 BETTER = ("none", "sieve", "hull", "wide")
 
 
-def load_rows(root: Path = ROOT) -> pd.DataFrame:
-    """The DML-family fits with the signals' columns, one design per source (coverage-31 first)."""
+SOURCES = ("coverage-31", "coverage-fonly")   # the folders of rows, the first that has a design serving it
+
+
+def load_rows(root: Path = ROOT, sources: tuple[str, ...] = SOURCES) -> pd.DataFrame:
+    """The DML-family fits with the signals' columns, one source per design: the first of ``sources`` that has
+    the design (coverage-31 before coverage-fonly)."""
     frames = []
-    for source in ("coverage-31", "coverage-fonly"):
+    for source in sources:
         for path in sorted((root / source).glob("fits-*.csv")):
             frame = pd.read_csv(path)
             frame["source"] = source
@@ -57,7 +61,7 @@ def load_rows(root: Path = ROOT) -> pd.DataFrame:
     rows = pd.concat(frames, ignore_index=True)
     rows = rows[rows["arm"].isin(ARMS) & rows["status"].eq("done") & rows["effect_debiased"].notna()
                 & rows["effect_sieve_estimate"].notna()].copy()
-    first = rows.groupby("design")["source"].transform(lambda s: sorted(s)[0])   # "coverage-31" < "coverage-fonly"
+    first = rows.groupby("design")["source"].transform(lambda s: min(s, key=sources.index))
     rows = rows[rows["source"] == first].reset_index(drop=True)
     return signals(rows)
 

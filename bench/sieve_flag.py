@@ -7,8 +7,9 @@ Reads the DD-sieve rows of bench/sieve_dimension.py (``--dd-dir``: one row per d
    the estimates' spread needs (2 x 1.96 x their sd), bias, and its bias and its plug-in's bias over the
    confounded regression's (least squares in f's sieve, the instruments ignored); the same for other agreement
    bars ``z`` of the dimension choice, recomputed from each row's stored gaps (no refit);
-2. ``pairs``: the DML-family fits of bench/results/coverage-31 and coverage-fonly (:func:`bench.flag_search.load_rows`)
-   joined to the DD-sieve row of the same design and seed, after checking that the data are the same (the truth
+2. ``pairs``: the DML-family fits of bench/results/coverage-31, coverage-54 and coverage-fonly, the first of
+   :data:`SOURCES` that has a design serving it (:func:`bench.flag_search.load_rows`; coverage-54's whole refits
+   replace coverage-fonly's f-alone rows on the designs both have), joined to the DD-sieve row of the same design and seed, after checking that the data are the same (the truth
    and 2SLS's estimate of the stored 2SLS fit of that seed equal the DD row's to 1e-6: ``matched``);
 3. ``rules``: "flag the debiased effect when |debiased - DD| > bar x sqrt(se^2 + se_dd^2) or se_dd > ratio x se"
    (on top of the weak-identification flag), the DD-sieve interval shown beside a flag, scored per design by
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from bench.docgen.tables import is_method
-from bench.flag_search import MISUSE, ROOT, STRONG, TODAY, Z, evaluate, load_rows
+from bench.flag_search import MISUSE, ROOT, STRONG, Z, evaluate, load_rows
 from dmlcore.estimators._registry import LINEAR_REFERENCE
 
 DD_DIR = ROOT / "sieve-dimension-2026-11-29-1115"   # the ladder with treatment x proxy rungs (IV rows carried over)
@@ -41,6 +42,8 @@ RATIOS = (1.25, 1.5, 2.0, 2.5, 3.0, 4.0, np.inf)       # se_dd / se: the debiase
 GRID = [(b, r) for b in BARS for r in RATIOS]
 DIMENSION_Z = (2.0, 2.5, 3.0, 3.5, 4.0)
 MATCH = 1e-6
+SOURCES = ("coverage-31", "coverage-54", "coverage-fonly")   # folders of fits, the first with a design serving it
+WHOLE = ("coverage-31", "coverage-54")      # whole refits, as runs do today; coverage-fonly's f-alone rows are indicative
 
 
 def dd_rows(root: Path = DD_DIR) -> pd.DataFrame:
@@ -92,12 +95,11 @@ def coverage(dd: pd.DataFrame, z: float | None = None) -> pd.DataFrame:
 
 def pairs(dd: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the DML-family rows with the DD columns of the same design and seed, the match count per design)."""
-    rows = load_rows()
+    rows = load_rows(sources=SOURCES)
     stored = pd.concat([pd.read_csv(p).assign(source=p.parent.name)
-                        for src in ("coverage-31", "coverage-fonly") for p in sorted((ROOT / src).glob("fits-*.csv"))],
-                       ignore_index=True)
+                        for src in SOURCES for p in sorted((ROOT / src).glob("fits-*.csv"))], ignore_index=True)
     tsls = stored[is_method(stored["arm"], LINEAR_REFERENCE) & stored["status"].eq("done")]
-    tsls = tsls[tsls["source"] == tsls.groupby("design")["source"].transform("min")]
+    tsls = tsls[tsls["source"] == tsls.groupby("design")["source"].transform(lambda s: min(s, key=SOURCES.index))]
     check = tsls[["design", "seed", "effect_truth", "effect_plug_in"]].merge(
         dd[["design", "seed", "truth", "tsls"]], on=["design", "seed"], how="left")
     check["matched"] = ((check["effect_truth"] - check["truth"]).abs() <= MATCH * (1 + check["truth"].abs())) & \
@@ -125,11 +127,11 @@ def flagged_by(joined: pd.DataFrame, bar: float, ratio: float) -> pd.DataFrame:
 
 def shortfalls(table: pd.DataFrame, sources: dict) -> dict:
     """How far a rule's per-design table is from issue 44's targets, each 0 when met: ``silent`` the worst silent
-    coverage short of 0.90 over the designs of today's rows (coverage-31, whole refits) with at least 5 silent
+    coverage short of 0.90 over the designs of whole-refit rows (:data:`WHOLE`) with at least 5 silent
     fits, the misuse design left out; ``strong`` the largest flagged share above 10 % on the issue's strong
     designs (:data:`ISSUE_STRONG`); ``shown`` moderate-pcl's shown coverage short of 0.90; ``width`` its shown
     width / needed outside 0.8-1.5."""
-    today = table[table["design"].map(sources).eq(TODAY) & ~table["design"].isin(MISUSE) & (table["silent"] >= 5)]
+    today = table[table["design"].map(sources).isin(WHOLE) & ~table["design"].isin(MISUSE) & (table["silent"] >= 5)]
     strong = table[table["design"].isin(ISSUE_STRONG)]
     moderate = table[table["design"] == "moderate-pcl"]
     width = moderate_width(table)
@@ -147,12 +149,14 @@ def moderate_width(table: pd.DataFrame) -> float:
 def rules(joined: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(every bar's per-design table, one line per bar against the targets)."""
     sources = joined.groupby("design")["source"].first().to_dict()
+    seeds = joined.groupby("design")["seed"].nunique().to_dict()
     tables, summary = [], []
     for bar, ratio in GRID:
         if bar == ratio == np.inf:
             continue
         flagged = flagged_by(joined, bar, ratio)
-        t = evaluate(flagged, "rule", 1.0, "dd").assign(bar=bar, ratio=ratio, rows=lambda f: f["design"].map(sources))
+        t = evaluate(flagged, "rule", 1.0, "dd").assign(bar=bar, ratio=ratio, rows=lambda f: f["design"].map(sources),
+                                                        seeds=lambda f: f["design"].map(seeds))
         t["width_ratio_own"] = t["design"].map(own_width(flagged))
         tables.append(t)
         short = shortfalls(t, sources)

@@ -1,7 +1,7 @@
 """The sieve check beside the debiased effect (dmlcore.inference.sieve_dimension.flag_reason, add_sieve_effect):
 its bars are the calibration of its rows, it flags a moderate-proxies fit and leaves a strong design's alone.
 
-The fits are the stored ones (bench/results/coverage-31, coverage-fonly: DML-CMR's debiased estimate and
+The fits are the stored ones (bench/results/coverage-31, coverage-54, coverage-fonly: DML-CMR's debiased estimate and
 standard error per seed); the sieve effect is recomputed here on the same seed's data, which is a few linear
 solves."""
 
@@ -16,7 +16,8 @@ from dashboard.results import sieve_text
 from dmlcore.estimators._registry import PAPER_METHOD
 from dmlcore.inference.effect_notes import identification_note
 from dmlcore.runs.typed import Effect
-from dmlcore.inference.sieve_dimension import SIEVE_SE_RATIO, SOURCE, add_sieve_effect, flag_reason, sieve_effect
+from dmlcore.inference.sieve_dimension import (SIEVE_GAP_BAR, SIEVE_SE_RATIO, SOURCE, add_sieve_effect, flag_reason,
+                                               sieve_effect)
 
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
 
@@ -37,7 +38,10 @@ def test_the_bars_are_the_calibration_of_the_rows():
         pytest.skip("no sieve-dimension rows in this checkout")
     joined, matches = pairs(dd_rows())
     assert (matches["matched"] == matches["with_dd"]).all(), matches    # the regenerated data are the stored fits'
-    assert calibrate(joined) == (float("inf"), SIEVE_SE_RATIO)    # no bar on the estimates' gap helped
+    whole = {p.name[len("fits-"):-len(".csv")] for p in (RESULTS / "coverage-54").glob("fits-*.csv")}
+    served = joined.groupby("design")["source"].agg(set)
+    assert all(served[d] == {"coverage-54"} for d in whole & set(served.index)), served   # whole refits replace f-alone rows
+    assert calibrate(joined) == (SIEVE_GAP_BAR, SIEVE_SE_RATIO)    # the code's bars are the rows' choice
 
 
 def test_a_moderate_proxies_fit_is_flagged_with_the_sieve_interval_and_a_strong_one_is_not():
@@ -55,9 +59,14 @@ def test_a_moderate_proxies_fit_is_flagged_with_the_sieve_interval_and_a_strong_
     assert identification_note(effect) == f"flagged: {reason}"            # the CLI's line and the Results table
     assert sieve_text(Effect.from_dict(effect).debiased) == f"{dd['estimate']:.4g} [{dd['ci_lower']:.4g}, {dd['ci_upper']:.4g}]"
 
-    linear = _stored("coverage-fonly", "linear", 0)
+    linear = _stored("coverage-54", "linear", 0)           # a whole refit, as runs do today
     loaded, plan, groups = design_data("linear", 0)
-    assert flag_reason(linear, sieve_effect(loaded.data, plan, groups=groups)) is None
+    linear_dd = sieve_effect(loaded.data, plan, groups=groups)
+    assert flag_reason(linear, linear_dd) is None
+    gap = abs(linear["estimate"] - linear_dd["estimate"]) / (linear["std_error"] ** 2 + linear_dd["std_error"] ** 2) ** 0.5
+    assert flag_reason(linear, linear_dd, gap_bar=gap * 1.01) is None                    # the gap bar reads the gap
+    assert f"it is {gap:.2g} s.e. of their difference" in flag_reason(linear, linear_dd, gap_bar=gap * 0.99)
+    assert flag_reason(moderate, dd, ratio_bar=float("inf"), gap_bar=float("inf")) is None   # both bars off: silent
     effect = {"debiased": dict(linear), "intervals": []}
     add_sieve_effect(effect, loaded.data, plan)
     assert effect["debiased"]["sieve_flag"] is False and "warning" not in effect

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from dmlcore.inference.effect_coverage import DESIGN_TITLES
-from dmlcore.inference.sieve_dimension import DD_LADDER, DD_Z, NOT_IDENTIFIED, SIEVE_SE_RATIO
+from dmlcore.inference.sieve_dimension import DD_LADDER, DD_Z, NOT_IDENTIFIED, SIEVE_GAP_BAR, SIEVE_SE_RATIO
 
 from .registry import block
 from .words import num
@@ -19,6 +19,9 @@ FLAG = "sieve-flag"
 ORDER = ("linear", "demand-iv", "hetero-iv", "nonlinear-iv", "clustered-iv", "clustered-iv-ignored", "weak-0.3",
          "weak-0.2", "weak-0.15", "weak", "moderate-pcl", "demand-pcl")
 ISSUE_STRONG = ("linear", "demand-iv", "hetero-iv", "clustered-iv")
+WHOLE = ("coverage-31", "coverage-54")   # rows of whole refits, as runs do today (bench.sieve_flag.WHOLE)
+WHOLE_54 = "coverage-54"                 # issue 54's whole refits of the designs coverage-31 lacks
+ISSUE_SEEDS = 60                         # issue 44's targets rest on at least this many seeds per design
 
 
 def _dd(rows) -> pd.DataFrame:
@@ -118,16 +121,17 @@ def sieve_flag_designs(rows) -> str:
     """The calibrated sieve check per design, with the bar the other designs choose when each is left out."""
     table = _rule(rows)
     lodo = rows.csv(f"{FLAG}/leave-one-design-out.csv").set_index("design")
-    lines = ["| design | rows | fits | flagged | weak flag | silent fits cover (fits) | shown interval covers | "
-             "width / needed (debiased spread) | width / needed (shown spread) | bars chosen without it (gap, s.e. "
-             "ratio) | flagged there |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| design | rows | seeds | fits | flagged | weak flag | silent fits cover ± s.e. (fits) | shown interval "
+             "covers | width / needed (debiased spread) | width / needed (shown spread) | bars chosen without it (gap, "
+             "s.e. ratio) | flagged there | silent fits cover there |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for design in [d for d in ORDER if d in table.index]:
         r, left = table.loc[design], lodo.loc[design]
-        silent = "" if pd.isna(r.silent_coverage) else f"{r.silent_coverage:.2f}"
+        silent = "" if pd.isna(r.silent_coverage) else f"{r.silent_coverage:.2f} ± {r.silent_coverage_se:.2f}"
         w, own = ("–" if pd.isna(x) else f"{x:.2f}" for x in (r.width_ratio, r.width_ratio_own))   # –: none shown
-        lines.append(f"| {_title(design)} | {r.rows} | {r.fits} | {r.flagged:.0%} | {r.weak:.0%} | {silent} ({int(r.silent)}) | "
-                     f"{r.shown_coverage:.2f} | {w} | {own} | "
-                     f"{_bar(left['bar'])}, {_bar(left['ratio'])} | {left['flagged']:.0%} |")
+        there = "" if pd.isna(left["silent_coverage"]) else f"{left['silent_coverage']:.2f}"
+        lines.append(f"| {_title(design)} | {r.rows} | {int(r.seeds)} | {r.fits} | {r.flagged:.0%} | {r.weak:.0%} | "
+                     f"{silent} ({int(r.silent)}) | {r.shown_coverage:.2f} | {w} | {own} | "
+                     f"{_bar(left['bar'])}, {_bar(left['ratio'])} | {left['flagged']:.0%} | {there} ({int(left['silent'])}) |")
     return "\n".join(lines)
 
 
@@ -135,19 +139,28 @@ def sieve_flag_designs(rows) -> str:
 def sieve_flag_targets(rows) -> str:
     """Issue 44's targets against the calibrated rule, each met or missed with its figure."""
     table = _rule(rows)
-    today = table[(table["rows"] == "coverage-31") & (table["silent"] >= 5) & (table.index != "clustered-iv-ignored")]
+    today = table[table["rows"].isin(WHOLE) & (table["silent"] >= 5) & (table.index != "clustered-iv-ignored")]
+    unread = table[table["rows"].isin(WHOLE) & (table["silent"] < 5)]
     worst = today["silent_coverage"].idxmin()
     strong = table.loc[[d for d in ISSUE_STRONG if d in table.index], "flagged"]
     m = table.loc["moderate-pcl"]
-    indicative = table[(table["rows"] != "coverage-31") & (table["silent"] >= 5)]
+    indicative = table[~table["rows"].isin(WHOLE) & (table["silent"] >= 5)]
+    whole = table["rows"].isin(WHOLE)
+    few = table[~whole | (table["seeds"] < ISSUE_SEEDS)]
     low = indicative[indicative["silent_coverage"] < 0.90]
 
     def verdict(ok: bool) -> str:
         return "met" if ok else "missed"
 
-    items = [f"silent fits cover at least 0.90 on every design of the whole-refit rows: "
+    items = [f"at least {ISSUE_SEEDS} seeds of whole refits per design: {verdict(len(few) == 0)}"
+             + ("" if len(few) == 0 else " (short: " + "; ".join(
+                 f"{_title(d)}: {int(few.loc[d, 'seeds'])} seeds of {few.loc[d, 'rows']}" for d in ORDER if d in few.index) + ")"),
+             f"silent fits cover at least 0.90 on every design of the whole-refit rows: "
              f"{verdict(today['silent_coverage'].min() >= 0.90)} (lowest: {_title(worst)}, "
-             f"{today.loc[worst, 'silent_coverage']:.2f} of {int(today.loc[worst, 'silent'])})",
+             f"{today.loc[worst, 'silent_coverage']:.2f} of {int(today.loc[worst, 'silent'])}"
+             + ("" if not len(unread) else "; not read, under 5 silent fits: " + ", ".join(
+                 f"{_title(d)} ({int(unread.loc[d, 'silent'])} of {int(unread.loc[d, 'fits'])} fits)" for d in ORDER
+                 if d in unread.index)) + ")",
              f"at most 10 % of the strong designs' fits flagged: {verdict(strong.max() <= 0.10)} (most: "
              f"{_title(strong.idxmax())}, {strong.max():.0%})",
              f"the interval shown on moderate-pcl covers at least 0.90: {verdict(m.shown_coverage >= 0.90)} "
@@ -168,6 +181,47 @@ def sieve_flag_targets(rows) -> str:
                      f"effect finds the treatment x proxy products not identified, and no interval is shown; silent: "
                      f"{silent}; intervals shown cover {pcl.shown_coverage:.2f} of its fits")
     return "\n".join(f"- {item}" for item in items)
+
+
+@block("sieve-flag:whole-run")
+def sieve_flag_whole_run(rows) -> str:
+    """The whole-refit rows of issue 54 (coverage-54): seeds per design, arms, when and where, with the load."""
+    runs = rows.json(f"{WHOLE_54}/run.json")
+    fits = pd.concat([rows.csv(name) for name in rows.names(f"{WHOLE_54}/fits-*.csv")], ignore_index=True)
+    done = fits[fits["status"].eq("done")]
+    seeds = done.groupby("design")["seed"].nunique()
+    count = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}–{seeds.max()}"
+    loads = [float(r[k].split()[0]) for r in runs for k in ("loadavg_start", "loadavg_end") if k in r]
+    loads += rows.csv(f"{WHOLE_54}/load.csv")["load_1min"].tolist()       # sampled once a minute while it ran
+    arms = ", ".join(sorted(done["arm"].unique()))
+    return (f"{count} seeds per design ({', '.join(_title(d) for d in ORDER if d in seeds.index)}; n = "
+            f"{int(done['n'].iloc[0])}, {arms}); run {runs[0]['started'][:16]} UTC on {runs[0]['machine']} with "
+            f"{runs[0]['cores']} cores, Python {runs[0]['python']}, 1-minute load {min(loads):.1f}–{max(loads):.1f} "
+            f"(other helpers' jobs beside it, the sweep at nice 19)")
+
+
+@block("sieve-flag:lodo")
+def sieve_flag_lodo(rows) -> str:
+    """What leaving one design out does to the calibrated bars, and whether each left-out design's silent fits
+    still cover at the bars chosen without it."""
+    chosen = rows.json(f"{FLAG}/calibrated.json")
+    pair = (float(chosen["gap_bar"]), float(chosen["se_ratio_bar"]))
+    lodo = rows.csv(f"{FLAG}/leave-one-design-out.csv").set_index("design")
+    moved = [d for d in ORDER if d in lodo.index and (float(lodo.loc[d, "bar"]), float(lodo.loc[d, "ratio"])) != pair]
+    held = [d for d in ORDER if d in lodo.index and d != "clustered-iv-ignored" and lodo.loc[d, "silent"] >= 5]
+    low = [d for d in held if lodo.loc[d, "silent_coverage"] < 0.90]
+    if moved:
+        what = "; ".join(f"without {_title(d)} the others choose gap bar {_bar(float(lodo.loc[d, 'bar']))}, s.e. ratio "
+                         f"{_bar(float(lodo.loc[d, 'ratio']))}" for d in moved)
+        head = (f"with every design in, the calibration chooses gap bar {_bar(pair[0])}, s.e. ratio {_bar(pair[1])}; "
+                f"{what}, so the bars rest on {'that design' if len(moved) == 1 else 'those designs'}")
+    else:
+        head = (f"with every design in, and with any one left out, the calibration chooses gap bar {_bar(pair[0])}, "
+                f"s.e. ratio {_bar(pair[1])}")
+    tail = ("every left-out design's silent fits cover at least 0.90 at the bars chosen without it" if not low else
+            "at the bars chosen without it, silent fits cover under 0.90 on " + ", ".join(
+                f"{_title(d)} ({lodo.loc[d, 'silent_coverage']:.2f} of {int(lodo.loc[d, 'silent'])})" for d in low))
+    return f"{head}; {tail} (clusters ignored left out of the last: its remedy is the clustered covariance)"
 
 
 @block("sieve-flag:matches")
@@ -196,9 +250,9 @@ def sieve_flag_second(rows) -> str:
 def sieve_flag_bars(rows) -> str:
     """The code's bars, read from dmlcore, beside the calibration's."""
     chosen = rows.json(f"{FLAG}/calibrated.json")
-    return (f"the dimension rule's agreement bar {num(DD_Z)} s.e.; the flag's s.e. ratio {num(SIEVE_SE_RATIO)} "
-            f"(calibration: {num(chosen['se_ratio_bar'])}; gap bar "
-            f"{'none' if chosen['gap_bar'] is None or np.isinf(float(chosen['gap_bar'])) else num(chosen['gap_bar'])})")
+    gap = np.inf if chosen["gap_bar"] is None else float(chosen["gap_bar"])
+    return (f"the dimension rule's agreement bar {num(DD_Z)} s.e.; the flag's s.e. ratio {_bar(SIEVE_SE_RATIO)} and gap "
+            f"bar {_bar(SIEVE_GAP_BAR)} (calibration: s.e. ratio {_bar(float(chosen['se_ratio_bar']))}, gap bar {_bar(gap)})")
 
 
 def _product_strengths(dd: pd.DataFrame, design: str, rung: int) -> tuple[np.ndarray, int]:

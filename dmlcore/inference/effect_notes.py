@@ -10,7 +10,7 @@ import numpy as np
 
 from dmlcore.stats.covariance import cluster_columns
 from dmlcore.inference.debiased_effect import WEAK_FIRST_STAGE_F, WEAK_STRENGTH
-from dmlcore.inference.sieve_dimension import SIEVE_SE_RATIO
+from dmlcore.inference.sieve_dimension import SIEVE_GAP_BAR, SIEVE_SE_RATIO
 
 NOT_CLUSTERED = "not clustered (rows independent)"
 
@@ -38,6 +38,8 @@ def identification_note(effect: dict) -> str:
     text = "not flagged: " + ", ".join(f"{name} {value:.3g} ≥ {bar:g}" for name, value, bar in checks)
     if debiased.get("sieve_se_ratio") is not None:
         text += f", sieve effect's s.e. / this one's {debiased['sieve_se_ratio']:.3g} ≤ {SIEVE_SE_RATIO:g}"
+    if debiased.get("sieve_gap") is not None and np.isfinite(SIEVE_GAP_BAR):
+        text += f", its distance from the sieve effect {debiased['sieve_gap']:.3g} s.e. ≤ {SIEVE_GAP_BAR:g}"
     if debiased.get("unchecked_reason"):
         text += "; " + debiased["unchecked_reason"]
     return text

@@ -39,11 +39,11 @@ estimate. :func:`add_sieve_effect` puts it beside a run's debiased effect (``eff
 an entry of ``effect.intervals``) with the check :func:`flag_reason`: the debiased effect is flagged when the
 sieve effect's standard error is more than :data:`SIEVE_SE_RATIO` times its own: its interval is far narrower
 than a fit of f that its bases can represent allows, as where the learner's f-hat sits near the confounded
-regression and its residuals hide its error. The bar is calibrated on the coverage rows of bench/sieve_flag.py
-(docs/coverage.md, "The sieve effect of data-driven dimension"; tests/test_sieve_flag.py recomputes it), which
-also tried flagging on the distance of the two estimates (``sieve_gap``, in standard errors of their difference,
-recorded beside the flag): the sieve effect's noise hides the debiased effect's bias there, and no bar on it
-helped. Where the flag fires, the sieve effect's interval is the one to read.
+regression and its residuals hide its error; or when the two estimates are more than :data:`SIEVE_GAP_BAR`
+standard errors of their difference apart (``sieve_gap``, recorded beside the flag; infinite: no bar on it). Both
+bars are calibrated on the coverage rows of bench/sieve_flag.py (docs/coverage.md, "The sieve effect of
+data-driven dimension", says which it chose and on what rows; tests/test_sieve_flag.py recomputes them). Where
+the flag fires, the sieve effect's interval is the one to read.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ DD_Z = LEPSKI_Z        # the agreement bar in standard errors of the difference 
 DD_PENALTY = 0.0       # unpenalised rungs: the dimension is the regularisation
 NOT_IDENTIFIED = 1.0    # a product rung's strength below this: its products carry no information (an F of no instrument)
 SIEVE_SE_RATIO = 1.5   # flag when the sieve effect's s.e. exceeds the debiased one's this many times (calibrated)
+SIEVE_GAP_BAR = 3.0    # flag when the two estimates are this many s.e. of their difference apart (calibrated)
 SOURCE = "sieve effect, data-driven dimension"   # its entry's ``source`` in ``effect.intervals``
 
 def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEFAULTS.seed,
@@ -182,19 +183,25 @@ def choose(fitted: list[dict], groups: np.ndarray | None = None, z: float = DD_Z
     return rung, f"rung {rung['rung']} ({rung['functions'][0]} functions of f): {agree}{before}"
 
 
-def flag_reason(debiased: dict, dd: dict, ratio_bar: float = SIEVE_SE_RATIO) -> str | None:
-    """Why the debiased effect ``debiased`` ({"std_error"}) is not to be read beside the sieve effect ``dd``
-    (:func:`sieve_effect`), in one line of at most 200 characters, or None (module notes): the sieve effect's
-    ``unchecked`` reason (nothing to read) or its standard error over ``ratio_bar`` times the debiased one's."""
+def flag_reason(debiased: dict, dd: dict, ratio_bar: float = SIEVE_SE_RATIO,
+                gap_bar: float = SIEVE_GAP_BAR) -> str | None:
+    """Why the debiased effect ``debiased`` ({"estimate", "std_error"}) is not to be read beside the sieve effect
+    ``dd`` (:func:`sieve_effect`), in one line of at most 200 characters, or None (module notes): the sieve effect's
+    ``unchecked`` reason (nothing to read), its standard error over ``ratio_bar`` times the debiased one's, or the
+    two estimates more than ``gap_bar`` standard errors of their difference apart."""
     if dd.get("unchecked"):
         return f"{dd['unchecked']}; no interval to read"
     se, dse = float(debiased["std_error"]), float(dd["std_error"])
     ratio = dse / se if se > 0 else float("inf")
-    if not ratio > ratio_bar:
-        return None
-    return (f"its s.e. is {1 / ratio:.2g} of the sieve effect's (bar 1/{ratio_bar:g}): its interval may leave out "
-            f"f-hat's own error; read the sieve effect {dd['estimate']:.4g} [{dd['ci_lower']:.4g}, "
-            f"{dd['ci_upper']:.4g}]")
+    read = f"read the sieve effect {dd['estimate']:.4g} [{dd['ci_lower']:.4g}, {dd['ci_upper']:.4g}]"
+    if ratio > ratio_bar:
+        return (f"its s.e. is {1 / ratio:.2g} of the sieve effect's (bar 1/{ratio_bar:g}): its interval may leave out "
+                f"f-hat's own error; {read}")
+    gap = abs(float(debiased["estimate"]) - float(dd["estimate"])) / float(np.hypot(se, dse))
+    if gap > gap_bar:
+        return (f"it is {gap:.2g} s.e. of their difference from the sieve effect (bar {gap_bar:g}): one of the two is "
+                f"biased; {read}")
+    return None
 
 
 def add_sieve_effect(effect: dict, data: CausalData, plan, level: float = 0.95, cluster: str | None = None,
