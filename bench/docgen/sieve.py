@@ -311,3 +311,34 @@ def sieve_cost(rows) -> str:
             f"{cost['round'].nunique()} alternated rounds of {cost['command'].iloc[0].split('--repeats')[-1].strip() or '3'} "
             f"calls, one BLAS thread, 1-minute load {cost['load_1min'].min():.1f}–{cost['load_1min'].max():.1f}: "
             + "; ".join(parts))
+
+
+def _at_folds(rows, folder: str) -> dict:
+    """The sieve check read off one folder of moderate-pcl fits (DML-CMR's records: the flag as the code set it)."""
+    r = rows.csv(f"{folder}/fits-moderate-pcl.csv")
+    m = r[r["method"] == "dml-cmr"]
+    t, lo, hi = m["effect_truth"], m["effect_debiased_ci_lower"], m["effect_debiased_ci_upper"]
+    flag = m["effect_sieve_flag"].astype(str).str.lower().eq("true")
+    weak = m["effect_weak"].astype(str).isin(["1", "1.0", "True", "true"])
+    half = 1.959964 * m["effect_sieve_se"]
+    shown_lo = np.where(flag, m["effect_sieve_estimate"] - half, lo)
+    shown_hi = np.where(flag, m["effect_sieve_estimate"] + half, hi)
+    covers = (shown_lo <= t) & (t <= shown_hi)
+    silent = ~flag & ~weak
+    return {"seeds": m["seed"].nunique(), "folds": int(m["folds"].iloc[0]), "flagged": flag.mean(),
+            "weak": int(weak.sum()), "silent": int(silent.sum()), "silent_covers": int(covers[silent].sum()),
+            "shown": covers[~weak].mean(), "shown_fits": int((~weak).sum()),
+            "run": rows.json(f"{folder}/run.json")}
+
+
+@block("sieve-flag:folds")
+def sieve_flag_folds(rows) -> str:
+    """The check at the CLI's default K = 10 beside K = 5 (the coverage rows' K) on the same moderate-pcl seeds."""
+    parts = []
+    for folder in ("coverage-54-k10", "coverage-54-k5"):
+        a = _at_folds(rows, folder)
+        parts.append(f"K = {a['folds']}: {a['flagged']:.0%} of {a['seeds']} fits flagged, {a['silent']} silent "
+                     f"({a['silent_covers']} covering), {a['weak']} under the weak-identification flag (no interval), "
+                     f"the interval shown covers {a['shown']:.3f} of {a['shown_fits']}")
+    run = _at_folds(rows, "coverage-54-k10")["run"]
+    return "; ".join(parts) + f" (DML-CMR, gb, n = 2000, today's code; {run['date']}, {run['load']})"
