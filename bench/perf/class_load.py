@@ -87,8 +87,14 @@ def start_server(home: Path, port: int, args) -> subprocess.Popen:
             raise SystemExit(f"Cannot set the server's autogroup nice to {args.server_nice} ({exc}); a negative "
                              "value needs root. Leave out --server-nice or run as root.") from None
         args.server_autogroup = Path(f"/proc/{proc.pid}/autogroup").read_text().strip()
+    return wait_healthy(proc, port, f"The server did not start; see {home / 'server.log'}")
+
+
+def wait_healthy(proc: subprocess.Popen, port: int, failure: str, seconds: float = 120) -> subprocess.Popen:
+    """``proc`` once the Streamlit server on ``port`` answers its health check; exits with ``failure`` when it
+    dies or has not answered within ``seconds``."""
     import urllib.request
-    deadline = time.time() + 120
+    deadline = time.time() + seconds
     while True:
         try:
             if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1).read() == b"ok":
@@ -96,7 +102,7 @@ def start_server(home: Path, port: int, args) -> subprocess.Popen:
         except OSError:
             pass
         if proc.poll() is not None or time.time() > deadline:
-            raise SystemExit(f"The server did not start; see {home / 'server.log'}")
+            raise SystemExit(failure)
         time.sleep(0.3)
 
 

@@ -32,10 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-from bench.perf.class_load import ARGS, CHROMIUM, IDLE, cpu_and_rss, free_port
+from bench.perf.class_load import ARGS, CHROMIUM, IDLE, cpu_and_rss, free_port, wait_healthy
 from bench.perf.default_fit import machine
 
 LOSSES_KEY = "res_losses_open"   # dashboard/state.py's RES_LOSSES_OPEN: the 'Fold-wise losses' expander
@@ -83,16 +82,7 @@ def start(root: Path, port: int) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
                              "--server.port", str(port), "--server.headless", "true"], cwd=root, env=env,
                             stdout=open(home / "server.log", "w"), stderr=subprocess.STDOUT)
-    deadline = time.time() + 120
-    while True:
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1).read() == b"ok":
-                return proc
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            raise SystemExit(f"The server in {root} did not start; see {home / 'server.log'}")
-        time.sleep(0.3)
+    return wait_healthy(proc, port, f"The server in {root} did not start; see {home / 'server.log'}")
 
 
 async def measure(bases: dict[str, str], pairs: int, servers: dict[str, subprocess.Popen]) -> dict:
