@@ -12,6 +12,7 @@ from dmlcore.inference.effect_coverage import DESIGN_TITLES
 from dmlcore.inference.sieve_dimension import DD_LADDER, DD_Z, NOT_IDENTIFIED, SIEVE_GAP_BAR, SIEVE_SE_RATIO
 
 from .registry import block
+from .tables import PAPER_METHOD, is_method
 from .words import num
 
 DD = "sieve-dimension-2026-11-29-1115"   # the ladder with treatment x proxy rungs; the IV rows carried over unchanged
@@ -316,7 +317,7 @@ def sieve_cost(rows) -> str:
 def _at_folds(rows, folder: str) -> dict:
     """The sieve check read off one folder of moderate-pcl fits (DML-CMR's records: the flag as the code set it)."""
     r = rows.csv(f"{folder}/fits-moderate-pcl.csv")
-    m = r[r["method"] == "dml-cmr"]
+    m = r[is_method(r["method"], PAPER_METHOD)]
     t, lo, hi = m["effect_truth"], m["effect_debiased_ci_lower"], m["effect_debiased_ci_upper"]
     flag = m["effect_sieve_flag"].astype(str).str.lower().eq("true")
     weak = m["effect_weak"].astype(str).isin(["1", "1.0", "True", "true"])
