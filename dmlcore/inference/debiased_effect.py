@@ -278,6 +278,26 @@ class LadderBases:
             return self._grams[key]
         return fold
 
+    def rungs(self, ladder, folds: int, used: np.ndarray):
+        """The rungs of ``ladder`` whose bases no earlier rung has, each as (position, rung, b, entry, values): entry
+        {"basis", "functions"}, with "skipped" (and values None) when q has more functions than the rows of K - 1
+        folds can fit; values (b at the rows, q at the rows, m(W_i; b) zero outside ``used`` and rescaled)."""
+        n, seen = len(self.data.table), set()
+        for position, rung in enumerate(ladder):
+            b, q = self.bases(rung)
+            sizes = (b.describe(), b.size, q.describe(), q.size)
+            if sizes in seen:
+                continue
+            seen.add(sizes)
+            entry = {"basis": rung.describe(), "functions": [int(b.size), int(q.size)]}
+            if q.size * ROWS_PER_FUNCTION > n * (folds - 1) / folds:
+                yield position, rung, b, {**entry, "skipped": f"{q.size} functions of C need more rows"}, None
+                continue
+            bx, qc, mb = self.values(rung)
+            mb = mb.copy()
+            mb[~used] = 0.0
+            yield position, rung, b, entry, (bx, qc, _rescaled(mb, used))
+
 
 # ------------------------------------------------------------------ the contrast per row
 def per_row(plan, n: int, values=None, basis=None) -> np.ndarray:
@@ -394,31 +414,22 @@ def debias(data: CausalData, plan, f_points: np.ndarray, f_rows: np.ndarray, *, 
     fold_of = resample.fold_labels(n, folds, seed, "representer", groups)
     scale = treatment_scale(data, plan.treatment)
     bases = bases if bases is not None else LadderBases(data, plan)
-    results, seen = [], set()
-    for rung in ladder:
-        b, q = bases.bases(rung)
-        sizes = (b.describe(), b.size, q.describe(), q.size)
-        if sizes in seen:
+    results = []
+    for _, rung, b, entry, values in bases.rungs(ladder, folds, used):
+        if values is None:
+            results.append(entry)
             continue
-        seen.add(sizes)
-        entry = {"basis": rung.describe(), "functions": [int(b.size), int(q.size)]}
-        if q.size * ROWS_PER_FUNCTION > n * (folds - 1) / folds:
-            results.append({**entry, "skipped": f"{q.size} functions of C need more rows"})
-            continue
-        bx, qc, mb = bases.values(rung)
-        mb = mb.copy()
-        mb[~used] = 0.0
+        bx, qc, mb = values
         grams = bases.grams(rung, fold_of)
         try:
-            xi = cross_fitted_xi(bx, qc, _rescaled(mb, used), fold_of, smoothness(b), PENALTY / np.sqrt(n), grams)
+            xi = cross_fitted_xi(bx, qc, mb, fold_of, smoothness(b), PENALTY / np.sqrt(n), grams)
         except DMLCoreError as exc:
             results.append({**entry, "skipped": str(exc)})
             continue
         psi = np.where(used, m_f, 0.0) * n / used.sum() + xi * residual
-        f_s, m_s = cross_fitted_sieve(bx, qc, _rescaled(mb, used), y, fold_of, smoothness(b), PENALTY / np.sqrt(n),
-                                      grams)
+        f_s, m_s = cross_fitted_sieve(bx, qc, mb, y, fold_of, smoothness(b), PENALTY / np.sqrt(n), grams)
         psi_s = m_s + xi * (y - f_s)
-        scored = psi if groups is None else clustered_score(psi, _rescaled(mb, used), bx, xi, f_rows, f_s)
+        scored = psi if groups is None else clustered_score(psi, mb, bx, xi, f_rows, f_s)
         results.append({**entry, "psi": psi, "xi": xi, "estimate": float(psi.mean()),
                         "std_error": mean_se(scored, groups),
                         "strength": float(n / max(np.mean(xi ** 2) * scale, 1e-300)),

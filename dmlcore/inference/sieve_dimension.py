@@ -56,8 +56,8 @@ from dmlcore.stats.clusters import groups_of, mean_se
 from dmlcore.data.roles import CausalData
 from dmlcore.errors import DMLCoreError
 from dmlcore.estimators.settings import DEFAULTS
-from dmlcore.inference.debiased_effect import (RIESZ_FOLDS, ROWS_PER_FUNCTION, LEPSKI_Z, WEAK_STRENGTH, LadderBases,
-                                               Rung, _rescaled, check_spline_data, cross_fitted_sieve,
+from dmlcore.inference.debiased_effect import (RIESZ_FOLDS, LEPSKI_Z, WEAK_STRENGTH, LadderBases,
+                                               Rung, check_spline_data, cross_fitted_sieve,
                                                cross_fitted_xi, lepski, per_row, smoothness, treatment_scale)
 
 DD_LADDER = (Rung(None, 3), Rung(0, 3), Rung(1, 4), Rung(2, 4), Rung(3, 5), Rung(4, 6),
@@ -95,22 +95,13 @@ def sieve_effect(data: CausalData, plan, *, level: float = 0.95, seed: int = DEF
     fold_of = resample.fold_labels(n, folds, seed, "representer", groups)
     scale = treatment_scale(data, plan.treatment)
     bases = bases if bases is not None else LadderBases(data, plan)
-    results, seen = [], set()
-    for position, rung in enumerate(ladder):
-        b, q = bases.bases(rung)
-        sizes = (b.describe(), b.size, q.describe(), q.size)
-        if sizes in seen:
+    results = []
+    for position, rung, b, entry, values in bases.rungs(ladder, folds, used):
+        entry = {"rung": position, **entry, **({"products": True} if rung.proxies else {})}
+        if values is None:
+            results.append(entry)
             continue
-        seen.add(sizes)
-        entry = {"rung": position, "basis": rung.describe(), "functions": [int(b.size), int(q.size)],
-                 **({"products": True} if rung.proxies else {})}
-        if q.size * ROWS_PER_FUNCTION > n * (folds - 1) / folds:
-            results.append({**entry, "skipped": f"{q.size} functions of C need more rows"})
-            continue
-        bx, qc, mb = bases.values(rung)
-        mb = mb.copy()
-        mb[~used] = 0.0
-        mb = _rescaled(mb, used)
+        bx, qc, mb = values
         grams = bases.grams(rung, fold_of)
         omega = smoothness(b) if penalty > 0 else None
         try:
