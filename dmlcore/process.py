@@ -83,7 +83,6 @@ def one_openmp_thread():
     return threadpool_limits(limits=1, user_api="openmp")
 
 
-
 def one_blas_thread():
     """A context in which BLAS (numpy's and scipy's OpenBLAS) in this thread uses one thread (module notes)."""
     return threadpool_limits(limits=1, user_api="blas")
