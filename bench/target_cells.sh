@@ -5,6 +5,10 @@
 # default 0.2180 today against 0.2187 stored, named nn 0.3027 against 0.3061).
 #   nice -n 10 bash bench/target_cells.sh [STRENGTHS] [SEEDS] [CONFIGS]
 #       (defaults "0.4 1.0 0.01", "0..19" and "target default named")
+# The other cells of the tables: DATASET (demand-iv or demand-pcl, default demand-iv) and N (default 5000), e.g.
+#   N=1000 nice -n 10 bash bench/target_cells.sh 1.0 "$(seq 0 19)" "target default"
+#   DATASET=demand-pcl nice -n 10 bash bench/target_cells.sh - "$(seq 0 19)" "target default"
+# (demand-pcl has no instrument: its strength is "-", and the command names none).
 # Per seed, the configurations one after another (one process, one thread: a partial run stays paired),
 # each row appended to its CSV as it finishes. Each command's date, machine, commit and 1-minute
 # load before and after go to bench/results/authors/target-cells.jsonl, the fits' standard error to target-cells.log.
@@ -14,14 +18,17 @@ PY=${PY:-.venv/bin/python}
 STRENGTHS=${1:-0.4 1.0 0.01}
 SEEDS=${2:-$(seq 0 19)}
 CONFIGS=${3:-target default named}
+DATASET=${DATASET:-demand-iv}
+N=${N:-5000}
 R=${R:-bench/results/authors}   # the rows' folder (a run from a snapshot of the code writes to the worktree)
 LOG=$R/target-cells.jsonl
 COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 load() { cut -d' ' -f1 /proc/loadavg; }
 for k in $STRENGTHS; do
   case "$k" in
-    1.0) cell=demand-iv-nn-5000 ;;
-    *) cell=demand-iv-nn-5000-strength$k ;;
+    -) cell=$DATASET-nn-$N; strength=""; logged=null ;;
+    1.0) cell=$DATASET-nn-$N; strength="--iv-strength $k"; logged=$k ;;
+    *) cell=$DATASET-nn-$N-strength$k; strength="--iv-strength $k"; logged=$k ;;
   esac
   for s in $SEEDS; do
     for how in $CONFIGS; do
@@ -31,13 +38,13 @@ for k in $STRENGTHS; do
         named) extra="--outcome-learner nn --sampler nn" ;;
       esac
       out=$R/$cell-target$([ "$how" = target ] || echo "-$how").csv
-      cmd="python -m dmlcore bench --dataset demand-iv --iv-strength $k --sizes 5000 --methods dml-cmr --learner nn --reps 1 --seed-offset $s --threads 1 --no-debias $extra --out bench/results/authors/$(basename "$out")"
+      cmd="python -m dmlcore bench --dataset $DATASET $strength --sizes $N --methods dml-cmr --learner nn --reps 1 --seed-offset $s --threads 1 --no-debias $extra --out bench/results/authors/$(basename "$out")"
       start=$(date -u +%FT%TZ); before=$(load)
-      $PY -m dmlcore bench --dataset demand-iv --iv-strength "$k" --sizes 5000 --methods dml-cmr --learner nn \
+      $PY -m dmlcore bench --dataset "$DATASET" $strength --sizes "$N" --methods dml-cmr --learner nn \
         --reps 1 --seed-offset "$s" --threads 1 --no-debias $extra --out "$out" > /dev/null 2>> "$R/target-cells.log"
       rc=$?
-      printf '{"command": "%s", "seed": %s, "iv_strength": %s, "config": "%s", "start": "%s", "end": "%s", "load_before": %s, "load_after": %s, "rc": %s, "commit": "%s", "machine": "%s, %s CPUs", "nice": %s}\n' \
-        "$cmd" "$s" "$k" "$how" "$start" "$(date -u +%FT%TZ)" "$before" "$(load)" "$rc" "$COMMIT" "$(uname -m)" "$(nproc)" "$(nice)" >> "$LOG"
+      printf '{"command": "%s", "dataset": "%s", "n": %s, "seed": %s, "iv_strength": %s, "config": "%s", "start": "%s", "end": "%s", "load_before": %s, "load_after": %s, "rc": %s, "commit": "%s", "machine": "%s, %s CPUs", "nice": %s}\n' \
+        "$cmd" "$DATASET" "$N" "$s" "$logged" "$how" "$start" "$(date -u +%FT%TZ)" "$before" "$(load)" "$rc" "$COMMIT" "$(uname -m)" "$(nproc)" "$(nice)" >> "$LOG"
     done
   done
 done
