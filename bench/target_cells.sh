@@ -4,7 +4,8 @@
 # on the same code: the stored rows of those two were made with older code (seed 0 at IV strength 0.4:
 # default 0.2180 today against 0.2187 stored, named nn 0.3027 against 0.3061).
 #   nice -n 10 bash bench/target_cells.sh [STRENGTHS] [SEEDS] [CONFIGS]
-#       (defaults "0.4 1.0 0.01", "0..19" and "target default named")
+#       (defaults "0.4 1.0 0.01", "0..19" and "target default named"; "autonn" adds the outcome model by auto
+#       with the network's distribution model, --sampler nn: the rule of docs/error-budget.md's rows)
 # The other cells of the tables: DATASET (demand-iv or demand-pcl, default demand-iv) and N (default 5000), e.g.
 #   N=1000 nice -n 10 bash bench/target_cells.sh 1.0 "$(seq 0 19)" "target default"
 #   DATASET=demand-pcl nice -n 10 bash bench/target_cells.sh - "$(seq 0 19)" "target default"
@@ -36,6 +37,7 @@ for k in $STRENGTHS; do
         target) extra="--nuisance-choice target" ;;
         default) extra="" ;;
         named) extra="--outcome-learner nn --sampler nn" ;;
+        autonn) extra="--sampler nn" ;;
       esac
       out=$R/$cell-target$([ "$how" = target ] || echo "-$how").csv
       cmd="python -m dmlcore bench --dataset $DATASET $strength --sizes $N --methods dml-cmr --learner nn --reps 1 --seed-offset $s --threads 1 --no-debias $extra --out bench/results/authors/$(basename "$out")"
