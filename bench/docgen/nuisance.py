@@ -11,10 +11,12 @@ re-measured on this machine beside the others).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
-from .authors import PAPER
-from .peers import SIZES, STRENGTH, quartiles
+from .authors import PAPER, PCL_STORED, PRINTED
+from .peers import PCL_SIZES, SIZES, STRENGTH, quartiles
 from .registry import block, family
 from .tables import PAPER_METHOD, has, is_learner, is_method, prose, timed_text, title
 from .words import Paired, num, p_text, paired
@@ -374,48 +376,103 @@ def target_cost(rows, name: str) -> str:
     return "\n".join(lines)
 
 # ---------------------------------------------------------------- issue 45: the target choice on the benchmark's cells
-# bench/target_cells.sh: per seed of demand-iv (N = 5000, K = 10, learner nn, seeds 0-19), DML-CMR with
-# nuisance_choice="target" and today's default (own), and where time allowed the nuisances named nn, one after
-# another on the same code; each command's load in TARGET_LOG. Rows: authors/<cell>-target.csv,
-# -target-default.csv, -target-named.csv. Beside them the stored 20-seed rows of the default and of nn : nn
-# (older code: today's code does not give their MSE to the digit, docs/benchmarks.md says by how much).
-TARGET_CELLS = {0.4: "demand-iv-nn-5000-strength0.4", 1.0: "demand-iv-nn-5000", 0.01: "demand-iv-nn-5000-strength0.01"}
+# bench/target_cells.sh: per seed of a cell of the benchmark's tables (K = 10, learner nn or gb, seeds 0-19), DML-CMR with
+# nuisance_choice="target" and today's default (own), and where time allowed the nuisances named nn and auto : nn
+# (the outcome model by auto, the network's distribution model), one after another on the same code; each command's
+# load in TARGET_LOG. Rows: authors/<stem>-target.csv, -target-default.csv, -target-named.csv, -target-autonn.csv.
+# Beside them the stored 20-seed rows of the default and of nn : nn (older code: today's code does not give their
+# MSE to the digit, docs/benchmarks.md says by how much).
+
+
+@dataclass(frozen=True)
+class TargetCell:
+    """One cell of the benchmark's tables that bench/target_cells.sh measures: its data (``strength`` None for
+    demand-pcl, which has no instrument), its rows' file stem, the stored rows of the default and of nn : nn on
+    the same seeds, and the authors' figure to hold it against (a key of authors.PAPER; demand-pcl: the authors'
+    stored results)."""
+    dataset: str
+    learner: str
+    n: int
+    strength: float | None
+    stem: str
+    stored_default: str
+    stored_named: str
+    paper: str | None
+
+    @property
+    def label(self) -> str:
+        what = f"IV strength {self.strength:g}" if self.strength is not None else "proxies"
+        return f"{self.dataset}, {self.learner}, N = {self.n}, {what}"
+
+    def file(self, config: str) -> str:
+        """The rows file of one configuration (bench/target_cells.sh)."""
+        return f"authors/{self.stem}-target{'' if config == 'target' else '-' + config}.csv"
+
+    def figure(self) -> tuple[str, float, str]:
+        """(what the figure is, its value, "mean" or "median"): the paper's DML-CMR in this cell."""
+        if self.paper is None:
+            return "the authors' stored results, median of 20", PCL_STORED["dml-cmr"][PCL_SIZES.index(self.n)], "median"
+        what, values = PAPER[self.paper]
+        return what, values["dml-cmr"], "mean" if what == PRINTED else "median"
+
+
+_A = "authors/demand-iv-nn-5000"
+TARGET_CELLS = (
+    TargetCell("demand-iv", "nn", 5000, 0.4, "demand-iv-nn-5000-strength0.4", f"{_A}-strength0.4-pilot.csv",
+               f"{_A}-strength0.4-named.csv", "demand-iv-nn-5000-strength0.4"),
+    TargetCell("demand-iv", "nn", 5000, 1.0, "demand-iv-nn-5000", f"{_A}-pilot.csv", f"{_A}.csv",
+               "demand-iv-nn-5000:mean"),
+    TargetCell("demand-iv", "nn", 5000, 0.01, "demand-iv-nn-5000-strength0.01", f"{_A}-strength0.01-auto.csv",
+               f"{_A}-strength0.01.csv", "demand-iv-nn-5000-strength0.01"),
+    *(TargetCell("demand-iv", "nn", n, 1.0, f"demand-iv-nn-{n}",
+                 f"authors/demand-iv-nn-{'10000' if n == 10000 else '1000-2000'}-auto.csv",
+                 f"authors/demand-iv-nn-{'10000' if n == 10000 else '1000-2000'}.csv", f"demand-iv-nn-{n}")
+      for n in (1000, 2000, 10000)),
+    *(TargetCell("demand-pcl", "nn", n, None, f"demand-pcl-nn-{n}",
+                 {5000: "authors/demand-pcl-nn-5000-pilot.csv", 10000: "authors/demand-pcl-nn-10000-auto.csv"}.get(
+                     n, "authors/demand-pcl-nn-1000-2000-auto.csv"),
+                 "authors/demand-pcl-nn-5000-named.csv" if n == 5000 else "authors/demand-pcl-nn.csv", None)
+      for n in PCL_SIZES),
+    *(TargetCell("demand-iv", "gb", n, 1.0, f"demand-iv-gb-{n}",
+                 "authors/demand-iv-gb-10000-auto.csv" if n == 10000 else "authors/demand-iv-gb-auto.csv",
+                 "authors/demand-iv-gb.csv", f"demand-iv-gb-{n}") for n in (2000, 5000, 10000)),
+)
 TARGET_CONFIGS = {"target": "target (`--nuisance-choice target`)",
                   "default": "today's default (`auto`, each nuisance by its own held-out loss)",
-                  "named": "nn : nn (`--outcome-learner nn --sampler nn`)"}
-STORED_DEFAULT = {0.4: "authors/demand-iv-nn-5000-strength0.4-pilot.csv", 1.0: "authors/demand-iv-nn-5000-pilot.csv",
-                  0.01: "authors/demand-iv-nn-5000-strength0.01-auto.csv"}
-STORED_NAMED = {0.4: "authors/demand-iv-nn-5000-strength0.4-named.csv", 1.0: "authors/demand-iv-nn-5000.csv",
-                0.01: "authors/demand-iv-nn-5000-strength0.01.csv"}
+                  "named": "nn : nn (`--outcome-learner nn --sampler nn`)",
+                  "autonn": "auto : nn (`--sampler nn`: the outcome model by `auto`, the network's distribution model)"}
+SHORT = {"target": "target", "default": "today's default", "named": "nn : nn", "autonn": "auto : nn"}
 TARGET_LOG = "authors/target-cells.jsonl"
-# the paper's DML-CMR per cell: its printed mean of 20 (docs/benchmarks.md, bench/docgen/authors.PAPER)
-TARGET_PAPER = {0.4: "demand-iv-nn-5000-strength0.4", 1.0: "demand-iv-nn-5000:mean", 0.01: "demand-iv-nn-5000-strength0.01"}
 
 
-def target_file(strength: float, config: str) -> str:
-    """The rows file of one configuration of one cell (bench/target_cells.sh)."""
-    return f"authors/{TARGET_CELLS[strength]}-target{'' if config == 'target' else '-' + config}.csv"
-
-
-def target_strengths(rows) -> list[float]:
-    """The cells with rows of the target and of today's default (bench/target_cells.sh runs 0.4, then 1,
-    then 0.01)."""
+def target_cells_done(rows) -> list[TargetCell]:
+    """The cells with rows of the target and of today's default (bench/target_cells.sh)."""
     done = set(rows.names("authors/*-target*.csv"))
-    return [k for k in TARGET_CELLS if all(target_file(k, c) in done for c in ("target", "default"))]
+    return [c for c in TARGET_CELLS if all(c.file(k) in done for k in ("target", "default"))]
 
 
-def target_rows(rows, strength: float) -> dict:
+def target_log(rows, cell: TargetCell) -> pd.DataFrame:
+    """TARGET_LOG's finished commands of one cell (its lines before the other cells were added name neither
+    dataset, N nor learner: demand-iv, 5000, nn)."""
+    log = rows.jsonl(TARGET_LOG)
+    for column, value in (("dataset", "demand-iv"), ("n", 5000), ("learner", "nn")):
+        log[column] = log[column].fillna(value) if column in log else value
+    strength = log["iv_strength"].isna() if cell.strength is None else log["iv_strength"] == cell.strength
+    return log[(log["dataset"] == cell.dataset) & (log["n"] == cell.n) & (log["learner"] == cell.learner) & strength
+               & (log["rc"] == 0)]
+
+
+def target_rows(rows, cell: TargetCell) -> dict:
     """{configuration: its DML-CMR rows by seed, with the 1-minute load before and after its command
     (``load_1min_start`` / ``_end``, from TARGET_LOG)}: the target and today's default on the seeds both have
-    (a partial run compares only the seeds done both ways), nn : nn re-run where it was (its own seeds)."""
-    log = rows.jsonl(TARGET_LOG)
-    log = log[(log["iv_strength"] == strength) & (log["rc"] == 0)].drop_duplicates(["seed", "config"], keep="last")
+    (a partial run compares only the seeds done both ways), the others where they were re-run (their own seeds)."""
+    log = target_log(rows, cell).drop_duplicates(["seed", "config"], keep="last")
     done = set(rows.names("authors/*-target*.csv"))
     out = {}
     for config in TARGET_CONFIGS:
-        if target_file(strength, config) not in done:
+        if cell.file(config) not in done:
             continue
-        frame = rows.csv(target_file(strength, config))
+        frame = rows.csv(cell.file(config))
         frame = frame[frame["method"] == PAPER_METHOD].drop_duplicates("seed", keep="last").set_index("seed")
         load = log[log["config"] == config].set_index("seed")
         out[config] = frame.assign(load_1min_start=load["load_before"], load_1min_end=load["load_after"])
@@ -424,10 +481,18 @@ def target_rows(rows, strength: float) -> dict:
     return out
 
 
-def stored_cell(rows, name: str, strength: float) -> pd.DataFrame:
+def stored_cell(rows, name: str, cell: TargetCell) -> pd.DataFrame:
     """DML-CMR's stored rows of one cell by seed (older code)."""
     frame = rows.csv(name)
-    return frame[(frame["method"] == PAPER_METHOD) & (frame["iv_strength"] == strength)].set_index("seed")
+    keep = (frame["method"] == PAPER_METHOD) & (frame["n"] == cell.n) & (frame["learner"] == cell.learner)
+    if cell.strength is not None and "iv_strength" in frame:
+        keep &= frame["iv_strength"] == cell.strength
+    return frame[keep].set_index("seed")
+
+
+def has_fresh(frame: pd.DataFrame) -> bool:
+    """Whether the rows score fresh draws too (demand-pcl's have no such column's values)."""
+    return "mse_fresh" in frame and frame["mse_fresh"].notna().any()
 
 
 def _seeds(index) -> str:
@@ -441,11 +506,14 @@ def _seeds(index) -> str:
 def target_run(rows) -> str:
     """When bench/target_cells.sh ran (UTC) and the 1-minute load range before and after its commands."""
     log = rows.jsonl(TARGET_LOG)
-    start, end = log["start"].min(), log["end"].max()
-    day = start[:10] if start[:10] == end[:10] else f"{start[:10]} to {end[:10]}"
-    return (f"{day}, {start[11:16]}–{end[11:16]} UTC, {len(log)} fits, 1-minute load "
-            f"{min(log['load_before'].min(), log['load_after'].min()):g}–"
-            f"{max(log['load_before'].max(), log['load_after'].max()):g} on the 2 cores")
+    days = sorted(log["start"].str[:10].unique())
+    runs = []
+    for day in days:
+        part = log[log["start"].str[:10] == day]
+        runs.append(f"{day}, {part['start'].min()[11:16]}–{part['end'].max()[11:16]} UTC, {len(part)} fits, "
+                    f"1-minute load {min(part['load_before'].min(), part['load_after'].min()):g}–"
+                    f"{max(part['load_before'].max(), part['load_after'].max()):g}")
+    return "; ".join(runs) + " on the 2 cores"
 
 
 @block("target-cells:stored")
@@ -453,11 +521,11 @@ def target_stored(rows) -> str:
     """Per cell: how many of today's default fits have the stored default rows' MSE to the digit, and what
     moved (medians, paired by the one rule)."""
     parts = []
-    for k in target_strengths(rows):
-        today = target_rows(rows, k)["default"]["mse"]
-        old = stored_cell(rows, STORED_DEFAULT[k], k)["mse"].loc[today.index]
+    for c in target_cells_done(rows):
+        today = target_rows(rows, c)["default"]["mse"]
+        old = stored_cell(rows, c.stored_default, c)["mse"].loc[today.index]
         same = int((today == old).sum())
-        text = f"IV strength {k:g}: {same} of {len(today)} fits the same MSE"
+        text = f"{c.label}: {same} of {len(today)} fits the same MSE"
         if same < len(today):
             pair = paired(today, old)
             word = "lower" if pair.a_ahead else "higher" if pair.b_ahead else "no significant change"
@@ -471,45 +539,52 @@ def target_stored(rows) -> str:
 def target_cells(rows) -> str:
     """Per cell and configuration: seeds, grid MSE (median [q1, q3], mean), fresh-draw median, and the mean
     seconds of a fit only with the load they were measured under; the stored rows on the target's seeds."""
-    lines = ["| IV strength | DML-CMR's nuisances | seeds | median grid MSE [q1, q3] | mean grid MSE | "
+    lines = ["| cell | DML-CMR's nuisances | seeds | median MSE [q1, q3] (demand-iv: on the grid) | mean MSE | "
              "median fresh-draw MSE | mean seconds per fit |", "|---|---|---|---|---|---|---|"]
-    for k in target_strengths(rows):
-        r = target_rows(rows, k)
+    for c in target_cells_done(rows):
+        r = target_rows(rows, c)
         seeds = r["target"].index
-        frames = [(TARGET_CONFIGS[c], f) for c, f in r.items()]
-        frames += [(f"{what}, stored rows (older code), the same seeds", stored_cell(rows, name, k).loc[seeds])
-                   for what, name in (("today's default", STORED_DEFAULT[k]), ("nn : nn", STORED_NAMED[k]))]
+        frames = [(TARGET_CONFIGS[k], f) for k, f in r.items()]
+        frames += [(f"{what}, stored rows (older code), the same seeds", stored_cell(rows, name, c).loc[seeds])
+                   for what, name in (("today's default", c.stored_default), ("nn : nn", c.stored_named))]
         for name, frame in frames:
             seconds = timed_text(frame, lambda f=frame: f"{f['seconds'].mean():.0f} s ({{load}})")
-            lines.append(f"| {k:g} | {name} | {_seeds(frame.index)} | {quartiles(frame['mse'])} | "
-                         f"{num(frame['mse'].mean())} | {num(frame['mse_fresh'].median())} | {seconds} |")
+            fresh = num(frame["mse_fresh"].median()) if has_fresh(frame) else "none (no fresh draws)"
+            lines.append(f"| {c.label} | {name} | {_seeds(frame.index)} | {quartiles(frame['mse'])} | "
+                         f"{num(frame['mse'].mean())} | {fresh} | {seconds} |")
     return "\n".join(lines)
+
+
+def _dfiv(rows, c: TargetCell, target: pd.DataFrame) -> str:
+    if c.strength is None:
+        return "not compared (a peer of IV regression)"
+    return verdict(paired(stored(rows, "dfiv", c.n, c.strength)["mse"], target["mse"]))
 
 
 @block("target-cells:compare")
 def target_compare(rows) -> str:
     """Per cell, by the one rule: the target against today's default (grid and fresh draws) and against nn : nn
-    (re-run where it was, else the stored rows), how often it fitted the default's pair, its mean against the
-    paper's, DFIV against it, and what its fit costs against a default fit on the same seed."""
-    lines = ["| IV strength | seeds | target against today's default, grid | against today's default, fresh draws | "
-             "against nn : nn, grid | fitted the default's pair | target's mean grid MSE against the paper's | "
+    (re-run where it was, else the stored rows), how often it fitted the default's pair, its mean or median
+    against the paper's, DFIV against it, and what its fit costs against a default fit on the same seed."""
+    lines = ["| cell | seeds | target against today's default (demand-iv: grid) | against today's default, fresh draws | "
+             "against nn : nn | fitted the default's pair | target against the paper's DML-CMR | "
              "DFIV (stored rows) against the target, grid | target fit / default fit, seconds (median over seeds) |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for k in target_strengths(rows):
-        r = target_rows(rows, k)
+    for c in target_cells_done(rows):
+        r = target_rows(rows, c)
         target, default = r["target"], r["default"]
-        named, whose = (r["named"], "re-run") if "named" in r else (stored_cell(rows, STORED_NAMED[k], k), "stored rows")
+        named, whose = (r["named"], "re-run") if "named" in r else (stored_cell(rows, c.stored_named, c), "stored rows")
         same = int((target["nuisance_pair"] == default["nuisance_pair"]).sum())
-        what, values = PAPER[TARGET_PAPER[k]]
-        paper = values["dml-cmr"]
-        dfiv = stored(rows, "dfiv", 5000, k)["mse"]
+        what, paper, stat = c.figure()
+        ours = getattr(target["mse"], stat)()
+        fresh = (verdict(paired(target["mse_fresh"], default["mse_fresh"])) if has_fresh(target)
+                 else "none (no fresh draws)")
         ratio = timed_text(pd.concat([target, default]),
                            lambda: f"{(target['seconds'] / default['seconds']).median():.2f}x ({{load}})")
-        lines.append(f"| {k:g} | {_seeds(target.index)} | {verdict(paired(target['mse'], default['mse']))} | "
-                     f"{verdict(paired(target['mse_fresh'], default['mse_fresh']))} | "
-                     f"{verdict(paired(target['mse'], named['mse']))} ({whose}) | {same} of {len(target)} | "
-                     f"{num(target['mse'].mean())} against {paper:g} ({what}): {_level(target['mse'].mean(), paper)} | "
-                     f"{verdict(paired(dfiv, target['mse']))} | {ratio} |")
+        lines.append(f"| {c.label} | {_seeds(target.index)} | {verdict(paired(target['mse'], default['mse']))} | "
+                     f"{fresh} | {verdict(paired(target['mse'], named['mse']))} ({whose}) | {same} of {len(target)} | "
+                     f"{stat} {num(ours)} against {paper:g} ({what}): {_level(ours, paper)} | "
+                     f"{_dfiv(rows, c, target)} | {ratio} |")
     return "\n".join(lines)
 
 
@@ -517,15 +592,36 @@ def target_compare(rows) -> str:
 def target_pairs(rows) -> str:
     """Per cell: the pairs (outcome model : distribution model) the target fitted and those the default
     fitted, with the seeds of each; and whether the target rows' own-loss pair is the default rows' pair."""
-    lines = ["| IV strength | the target fitted | today's default fitted | the target's own-loss pair is the pair "
+    lines = ["| cell | the target fitted | today's default fitted | the target's own-loss pair is the pair "
              "the default fitted |", "|---|---|---|---|"]
     pairs = lambda s: ", ".join(f"{p.replace('|', ' : ')} on {v}" for p, v in s.value_counts().items())
-    for k in target_strengths(rows):
-        r = target_rows(rows, k)
+    for c in target_cells_done(rows):
+        r = target_rows(rows, c)
         agree = int((r["target"]["own_loss_pair"] == r["default"]["nuisance_pair"]).sum())
-        lines.append(f"| {k:g} | {pairs(r['target']['nuisance_pair'])} | {pairs(r['default']['nuisance_pair'])} | "
+        lines.append(f"| {c.label} | {pairs(r['target']['nuisance_pair'])} | {pairs(r['default']['nuisance_pair'])} | "
                      f"{agree} of {len(r['target'])} seeds |")
     return "\n".join(lines)
+
+
+def against_default(r: dict, config: str) -> dict:
+    """{protocol: Paired} of one configuration against today's default on the seeds both have: the grid (or
+    demand-pcl's one test set) and, where the rows have them, fresh draws."""
+    a, b = r[config], r["default"]
+    out = {"on the grid": paired(a["mse"], b["mse"])}
+    if has_fresh(a) and has_fresh(b):
+        out["on fresh draws"] = paired(a["mse_fresh"], b["mse_fresh"])
+    return out
+
+
+def decision(pairs: dict) -> str:
+    """What the rule of docs/benchmarks.md says of one configuration against today's default: it becomes the
+    default only where its rows show it ahead, and not where a row shows it behind."""
+    behind = [what for what, v in pairs.items() if v.b_ahead]
+    if behind:
+        return f"it loses {' and '.join(behind)}, so these rows do not justify making it the default here"
+    if any(v.a_ahead for v in pairs.values()):
+        return "these rows support making it the default in this cell"
+    return "these rows do not justify changing the default in this cell"
 
 
 @block("target-cells:decision")
@@ -534,21 +630,124 @@ def target_decision(rows) -> str:
     and the developers' guide: a default changes only where its rows show it ahead of today's, and not where
     a row shows it behind; both protocols are rows (the paper's numbers may be either, docs/benchmarks.md)."""
     parts = []
-    for k in target_strengths(rows):
-        r = target_rows(rows, k)
+    for c in target_cells_done(rows):
+        r = target_rows(rows, c)
         n = len(r["target"])
-        verdicts = {what: paired(r["target"][c], r["default"][c])
-                    for what, c in (("on the grid", "mse"), ("on fresh draws", "mse_fresh"))}
-        said = f"IV strength {k:g}, {n} seed{'s' if n != 1 else ''}: the target is " + " and ".join(
+        verdicts = against_default(r, "target")
+        said = f"{c.label}, {n} seed{'s' if n != 1 else ''}: the target is " + " and ".join(
             f"{v.word} today's default {what} (lower on {v.counts()})" for what, v in verdicts.items())
-        behind = [what for what, v in verdicts.items() if v.b_ahead]
-        if behind:
-            said += f": it loses {' and '.join(behind)}, so these rows do not justify making it the default here"
-        elif any(v.a_ahead for v in verdicts.values()):
-            said += ": these rows support making it the default in this cell"
-        else:
-            said += ": these rows do not justify changing the default in this cell"
+        said += ": " + decision(verdicts)
         if n < 20:
             said += f" (a partial cell: {n} of the benchmark's 20 seeds)"
         parts.append(f"- {said}.")
+    return "\n".join(parts)
+
+
+def measured(rows, c: TargetCell) -> dict:
+    """{configuration name: (its rows by seed, today's default's rows on the same seeds)} of one cell: every
+    configuration re-run beside the default, and nn : nn's stored rows (older code) where it was not re-run."""
+    r = target_rows(rows, c)
+    out = {SHORT[k]: r[k] for k in TARGET_CONFIGS if k in r and k != "default"}
+    if "named" not in r:
+        out["nn : nn (stored rows, older code)"] = stored_cell(rows, c.stored_named, c)
+    return {name: (frame, r["default"]) for name, frame in out.items()}
+
+
+@block("target-cells:best")
+def target_best(rows) -> str:
+    """Issue 45's item 2, cell by cell: every configuration measured on the cell's seeds (re-run beside today's
+    default on the same code, or nn : nn's stored rows), against today's default by the one rule on each protocol,
+    and what the rule says of making it the default."""
+    lines = ["| cell | configuration | seeds | against today's default (demand-iv: grid) | on fresh draws | "
+             "by the rule |", "|---|---|---|---|---|---|"]
+    for c in target_cells_done(rows):
+        for name, (frame, default) in measured(rows, c).items():
+            pairs = against_default({"it": frame, "default": default}, "it")
+            fresh = verdict(pairs["on fresh draws"]) if "on fresh draws" in pairs else "none (no fresh draws)"
+            lines.append(f"| {c.label} | {name} | {_seeds(frame.index.intersection(default.index))} | "
+                         f"{verdict(pairs['on the grid'])} | {fresh} | {decision(pairs)} |")
+    return "\n".join(lines)
+
+
+@block("target-cells:best:summary")
+def target_best_summary(rows) -> str:
+    """One line per cell: the configurations ahead of today's default on some protocol there, or that none is."""
+    parts = []
+    for c in target_cells_done(rows):
+        ahead = {name: [w for w, v in against_default({"it": frame, "default": default}, "it").items() if v.a_ahead]
+                 for name, (frame, default) in measured(rows, c).items()}
+        named = [f"{k} ({' and '.join(ws)})" for k, ws in ahead.items() if ws]
+        parts.append(f"- {c.label}: " + (f"ahead of today's default: {'; '.join(named)}" if named else
+                                          f"no configuration measured ({', '.join(ahead)}) is ahead of today's default")
+                     + ".")
+    return "\n".join(parts)
+
+
+def _cell_of(strength: float) -> TargetCell:
+    return next(c for c in TARGET_CELLS if (c.dataset, c.learner, c.n, c.strength) == ("demand-iv", "nn", 5000, strength))
+
+
+# issue 45's accuracy targets (demand-iv, nn, N = 5000, K = 10, 20 seeds, grid): (IV strength, statistic, bound, goal)
+ISSUE45 = ((0.4, "mean", 0.1859, 0.15), (1.0, "median", 0.045, 0.04), (0.01, "mean", 0.4872, None))
+# (IV strength, stored peer, seeds of 20 lower than it; None: ahead by the one rule, no count)
+ISSUE45_PEERS = ((0.4, "dfiv", None), (1.0, "naive", 18))
+
+
+@block("issue45:targets")
+def issue45_targets(rows) -> str:
+    """Issue 45's accuracy targets, each against today's default and every configuration re-run beside it on the
+    same seeds (bench/target_cells.sh): the statistic on the grid and whether it meets the bound (and the goal);
+    then DML-CMR against a stored peer's rows on the same seeds (DFIV: docs/peers.md; the naive plug-in: the
+    default's table), by the count the issue names and the one rule. "not run": no rows of that configuration."""
+    head = [k for k in TARGET_CONFIGS]
+    lines = ["| target (demand-iv, nn, N = 5000, 20 seeds, grid) | " + " | ".join(SHORT[k] for k in head) + " |",
+             "|---|" + "---|" * len(head)]
+    for strength, stat, bound, goal in ISSUE45:
+        r = target_rows(rows, _cell_of(strength))
+        cells = [f"{num(getattr(r[k]['mse'], stat)())} on {len(r[k])} seeds: "
+                 f"{_level(getattr(r[k]['mse'], stat)(), bound, goal)}" if k in r else "not run" for k in head]
+        lines.append(f"| DML-CMR {stat} ≤ {bound:g} at IV strength {strength:g}"
+                     f"{f' (goal ≤ {goal:g})' if goal is not None else ''} | " + " | ".join(cells) + " |")
+    for strength, peer, need in ISSUE45_PEERS:
+        r = target_rows(rows, _cell_of(strength))
+        if peer == "dfiv":
+            other = stored(rows, peer, 5000, strength)
+        else:
+            frame = rows.csv(_cell_of(strength).stored_default)
+            other = frame[is_method(frame["method"], peer)].set_index("seed")
+        judge = verdict if need is None else (lambda pair: _count(pair, need))
+        cells = [judge(paired(r[k]["mse"], other["mse"])) if k in r else "not run" for k in head]
+        lines.append(f"| {'ahead of' if need is None else 'lower than'} {prose(peer)} (stored rows)"
+                     f"{'' if need is None else f' on ≥ {need} of 20 seeds'} at IV strength {strength:g} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+@block("target-cells:conclusion")
+def target_conclusion(rows) -> str:
+    """Per configuration over every measured cell (nn : nn's stored rows count as nn : nn): the cells where it is
+    ahead of today's default on some protocol and behind on none, and those where it is behind on some; and what
+    the rule says of one default for every cell: it is replaced only by a configuration ahead in some cell and
+    behind in none."""
+    ahead, behind = {}, {}
+    for c in target_cells_done(rows):
+        for name, (frame, default) in measured(rows, c).items():
+            config = name.split(" (")[0]
+            pairs = against_default({"it": frame, "default": default}, "it").values()
+            ahead.setdefault(config, [])
+            behind.setdefault(config, [])
+            if any(v.b_ahead for v in pairs):
+                behind[config].append(c.label)
+            elif any(v.a_ahead for v in pairs):
+                ahead[config].append(c.label)
+    parts = []
+    for config in ahead:
+        said = f"- {config}: ahead of today's default in {len(ahead[config])} cell{'s' if len(ahead[config]) != 1 else ''}"
+        said += f" ({'; '.join(ahead[config])})" if ahead[config] else ""
+        said += f", behind it in {len(behind[config])}"
+        said += f" ({'; '.join(behind[config])})" if behind[config] else ""
+        said += (": behind somewhere, so it does not replace the default" if behind[config] else
+                 ": behind nowhere measured, so the rows support making it the default" if ahead[config] else
+                 ": ahead nowhere, so it does not replace the default")
+        parts.append(said + ".")
     return "\n".join(parts)
