@@ -684,13 +684,16 @@ def target_best_summary(rows) -> str:
 
 
 def _cell_of(strength: float) -> TargetCell:
-    return next(c for c in TARGET_CELLS if (c.dataset, c.learner, c.n, c.strength) == ("demand-iv", "nn", 5000, strength))
+    """The demand-iv cell (nn, N = 5000) at IV strength ``strength``."""
+    stem = "demand-iv-nn-5000" + ("" if strength == 1.0 else f"-strength{strength:g}")
+    return next(c for c in TARGET_CELLS if c.stem == stem)
 
 
 # issue 45's accuracy targets (demand-iv, nn, N = 5000, K = 10, 20 seeds, grid): (IV strength, statistic, bound, goal)
 ISSUE45 = ((0.4, "mean", 0.1859, 0.15), (1.0, "median", 0.045, 0.04), (0.01, "mean", 0.4872, None))
-# (IV strength, stored peer, seeds of 20 lower than it; None: ahead by the one rule, no count)
-ISSUE45_PEERS = ((0.4, "dfiv", None), (1.0, "naive", 18))
+# (IV strength, stored peer, seeds of 20 lower than it (None: ahead by the one rule, no count), where its rows are:
+# "peers" the stored peers' rows of docs/peers.md, "table" the default's stored table of the cell)
+ISSUE45_PEERS = ((0.4, "dfiv", None, "peers"), (1.0, "naive", 18, "table"))
 
 
 @block("issue45:targets")
@@ -708,9 +711,9 @@ def issue45_targets(rows) -> str:
                  f"{_level(getattr(r[k]['mse'], stat)(), bound, goal)}" if k in r else "not run" for k in head]
         lines.append(f"| DML-CMR {stat} ≤ {bound:g} at IV strength {strength:g}"
                      f"{f' (goal ≤ {goal:g})' if goal is not None else ''} | " + " | ".join(cells) + " |")
-    for strength, peer, need in ISSUE45_PEERS:
+    for strength, peer, need, where in ISSUE45_PEERS:
         r = target_rows(rows, _cell_of(strength))
-        if peer == "dfiv":
+        if where == "peers":
             other = stored(rows, peer, 5000, strength)
         else:
             frame = rows.csv(_cell_of(strength).stored_default)
