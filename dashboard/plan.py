@@ -23,7 +23,7 @@ from dmlcore.estimators.second_stage import BOOST_DEFAULTS, NN_DEFAULTS
 from dmlcore.estimators.settings import DEFAULTS, SETTINGS
 from dmlcore.estimators.splines import check_tabular
 from dmlcore.estimators.dml import target_refusal
-from dmlcore.estimators.nuisance_target import CRITERIA, PILOT
+from dmlcore.estimators.nuisance_target import CRITERIA, CRITERION_OF_ONE, PILOT
 from dmlcore.stats.resample import check_cluster_folds
 from dmlcore.stats.covariance import check_covariance
 from dmlcore.learners import LEARNER_REGISTRY, LEARNER_TITLES, LEARNERS
@@ -459,7 +459,8 @@ def describe(fit: PlannedFit) -> str:
               if setting in METHODS[fit.method].settings
               and nuisance_default(k.get(setting), fit.learner, k.get("nuisance_params")) == AUTO]
     if chosen:   # "auto" (the default with nn or gb): the learner is one candidate of those nuisances
-        parts.append(f"{' and '.join(chosen)} chosen {CRITERIA[k.get('nuisance_choice', NUISANCE_CHOICE.default)]} "
+        criteria = CRITERIA if len(chosen) > 1 else CRITERION_OF_ONE
+        parts.append(f"{' and '.join(chosen)} chosen {criteria[k.get('nuisance_choice', NUISANCE_CHOICE.default)]} "
                      f"(auto)")
     changed = {**(k.get("nuisance_params") or {}), **{f"f.{a}": b for a, b in (k.get("f_params") or {}).items()}}
     if changed:

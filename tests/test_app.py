@@ -695,7 +695,7 @@ def test_the_target_choice_of_nuisances_from_estimators_to_the_results():
     assert any("Naive plug-in keeps its nuisances chosen by their own held-out losses" in c for c in texts(at.caption))
     plan = [m for m in texts(at.markdown) if m.startswith("- ")]
     assert "chosen by DML-CMR's target (held-out projected residual of the pilot f̂) (auto)" in plan[0]
-    assert "chosen by their own held-out losses (auto)" in plan[1]
+    assert "chosen by its own held-out loss (auto)" in plan[1]
     # where it cannot act it is refused under the widget, and the Train page cannot start
     at.selectbox(key="est_learner").set_value("rf").run()
     assert "the nuisances are named" in next_after(at, "est_nuisance_choice").value

@@ -126,7 +126,7 @@ def test_the_plan_says_which_nuisances_auto_chooses():
                                              kwargs={"learner": learner, **kwargs}))
 
     assert "outcome model s(c) and distribution model chosen by their own held-out losses (auto)" in line("dml-cmr")
-    assert "· distribution model chosen by their own held-out losses (auto)" in line("naive")   # no outcome model
+    assert "· distribution model chosen by its own held-out loss (auto)" in line("naive")   # no outcome model
     assert ("outcome model s(c) and distribution model chosen by DML-CMR's target (held-out projected residual of "
             "the pilot f̂) (auto)") in line("dml-cmr", nuisance_choice="target")
     assert "auto" not in line("dml-cmr", outcome_learner="nn", sampler="nn")          # named: the learner alone

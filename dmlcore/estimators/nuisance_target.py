@@ -43,6 +43,7 @@ CHOICES = (OWN, TARGET)
 # how each choice chose, in the one wording of the CLI's summary line, the Results page and the dashboard's plan
 CRITERIA = {OWN: "by their own held-out losses",
             TARGET: "by DML-CMR's target (held-out projected residual of the pilot f̂)"}
+CRITERION_OF_ONE = {**CRITERIA, OWN: "by its own held-out loss"}     # the same, where one nuisance was chosen
 NETWORK = "nn"          # the distribution-model candidate kept beside the energy score's choice
 STREAM = 47             # the pilot's draws: numpy.random.default_rng([seed, STREAM, fold])
 
