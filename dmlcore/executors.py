@@ -12,6 +12,10 @@ processes (loky), or as Ray tasks.
   items still run when iterated); ``should_stop()`` is asked while it waits and ends the iteration
   with :class:`~dmlcore.errors.FitCancelled` (the caller then closes the executor, which stops its
   workers). A run's refits start this way beside its fit (:mod:`dmlcore.runs.heldout_residual`).
+  Local worker processes started so run BESIDE_NICE lower in CPU priority than the caller's process
+  (its niceness + BESIDE_NICE, at most 19): where they and the caller's own work are more than the
+  cores, the caller's work, which it waits on first, keeps its core, and the workers have every core
+  once it waits. The numbers do not change; the caller's own priority is left as it is.
 * ``close()`` stops the workers (a Ray instance it started is shut down; one it found is left).
 
 Kinds:
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import os
 import socket
+from functools import partial
 from abc import ABC, abstractmethod
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, wait
@@ -49,6 +54,10 @@ EXECUTORS = ("local", "ray")
 JOBS = 1   # the jobs setting's default: one item after another in this process (dmlcore.estimators.settings reads it)
 CONNECT_TIMEOUT = 5.0  # seconds to reach a Ray address before giving up
 POLL = 0.25            # seconds between should_stop() questions while start() waits on workers
+# how much lower start()'s local workers run than their caller (niceness; module notes). Measured on the shared
+# 2-core machine, the default fit's command with its 2 refit workers at +10 against +0 (3 pairs, issue 45):
+# bench/results/perf/refit-arrangements.jsonl
+BESIDE_NICE = 10
 
 
 class WorkerDied(RuntimeError):
@@ -79,6 +88,22 @@ def call_with_threads(fn: Callable, item, threads: int):
 
     with scoped_threads(threads), threadpool_limits(limits=threads):
         return fn(item)
+
+
+def beside_niceness() -> int | None:
+    """The niceness of a worker running beside this process (module notes): this process's + BESIDE_NICE, at most
+    19; None where the system has no process priorities."""
+    if not hasattr(os, "getpriority"):
+        return None
+    return min(19, os.getpriority(os.PRIO_PROCESS, 0) + BESIDE_NICE)
+
+
+def call_beside(fn: Callable, item, threads: int, *, niceness: int | None):
+    """:func:`call_with_threads` in a worker process that runs beside its caller, at ``niceness`` (raised only:
+    a worker's priority is never raised back)."""
+    if niceness is not None and os.getpriority(os.PRIO_PROCESS, 0) < niceness:
+        os.setpriority(os.PRIO_PROCESS, 0, niceness)
+    return call_with_threads(fn, item, threads)
 
 
 class Executor(ABC):
@@ -157,14 +182,17 @@ class ProcessExecutor(Executor):
         return self._results(fn, items, {}, deque(range(len(items))))
 
     def start(self, fn, items, *, should_stop=None):
-        """``map`` with the first ``workers`` items handed to the workers now, before iteration."""
+        """``map`` with the first ``workers`` items handed to the workers now, before iteration, and every item
+        run BESIDE_NICE lower in priority than this process (module notes)."""
+        call = partial(call_beside, niceness=beside_niceness())
         waiting, running = deque(range(len(items))), {}
         while waiting and len(running) < self.workers:
             index = waiting.popleft()
-            running[self._get_pool().submit(call_with_threads, fn, items[index], self.threads)] = index
-        return self._results(fn, items, running, waiting, should_stop)
+            running[self._get_pool().submit(call, fn, items[index], self.threads)] = index
+        return self._results(fn, items, running, waiting, should_stop, call)
 
-    def _results(self, fn, items, running: dict, waiting: deque, should_stop=None):
+    def _results(self, fn, items, running: dict, waiting: deque, should_stop=None, call=None):
+        call = call or call_with_threads
         from concurrent.futures.process import BrokenProcessPool
 
         suspects: deque[int] = deque()       # held by a pool that broke: rerun one at a time
@@ -175,7 +203,7 @@ class ProcessExecutor(Executor):
                 while source and len(running) < limit:
                     index = source.popleft()
                     try:
-                        future = self._get_pool().submit(call_with_threads, fn, items[index], self.threads)
+                        future = self._get_pool().submit(call, fn, items[index], self.threads)
                     except BrokenProcessPool:   # a worker died since the last wait: its fit's future says which
                         source.appendleft(index)
                         if not running:

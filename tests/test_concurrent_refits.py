@@ -1,8 +1,10 @@
 """A run's refits in worker processes beside the fit (``jobs`` > 1, the CLI's default): the same record as in
-process, and a cancel still stops them (issue 45)."""
+process, a cancel still stops them, the run's own threads stay limited while they run and the workers run at a
+lower priority than the caller (issue 45)."""
 
 import json
 import os
+from functools import partial
 
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -10,6 +12,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from dmlcore import cli
 from dmlcore.data.simulate import simulate_demand_iv
 from dmlcore.errors import DMLCoreError, FitCancelled
+from dmlcore.executors import BESIDE_NICE, ProcessExecutor
 from dmlcore.runs import heldout_residual
 from dmlcore.runs import fit_run
 from dmlcore.runs import fit as fit_module
@@ -88,3 +91,11 @@ def test_jobs_below_one_is_refused_before_the_fit():
     data = simulate_demand_iv(300, seed=0).data
     with pytest.raises(DMLCoreError, match="jobs must be an integer of at least 1; got 0"):
         fit_run(data, "dml-cmr", jobs=0, **SETTINGS)
+
+
+def test_workers_beside_the_caller_run_at_a_lower_priority_than_it():
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    with ProcessExecutor(1, 1) as pool:      # the worker's own niceness, as each item sees it
+        seen = [niceness for _, niceness in pool.start(partial(os.getpriority, os.PRIO_PROCESS), [0, 0])]
+    assert seen == [min(19, own + BESIDE_NICE)] * 2 and BESIDE_NICE > 0
+    assert os.getpriority(os.PRIO_PROCESS, 0) == own        # the caller's own is left as it is
