@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import os
 import socket
-from functools import partial
 from abc import ABC, abstractmethod
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, wait
@@ -92,18 +91,11 @@ def call_with_threads(fn: Callable, item, threads: int):
 
 def beside_niceness() -> int | None:
     """The niceness of a worker running beside this process (module notes): this process's + BESIDE_NICE, at most
-    19; None where the system has no process priorities."""
+    19; None where the system has no process priorities. A worker gets it before it imports anything (its pool's
+    initializer is ``os.setpriority``), so that its imports, too, give way to the caller's work."""
     if not hasattr(os, "getpriority"):
         return None
     return min(19, os.getpriority(os.PRIO_PROCESS, 0) + BESIDE_NICE)
-
-
-def call_beside(fn: Callable, item, threads: int, *, niceness: int | None):
-    """:func:`call_with_threads` in a worker process that runs beside its caller, at ``niceness`` (raised only:
-    a worker's priority is never raised back)."""
-    if niceness is not None and os.getpriority(os.PRIO_PROCESS, 0) < niceness:
-        os.setpriority(os.PRIO_PROCESS, 0, niceness)
-    return call_with_threads(fn, item, threads)
 
 
 class Executor(ABC):
@@ -162,15 +154,18 @@ class ProcessExecutor(Executor):
     def __init__(self, jobs: int, threads: int):
         self.workers, self.threads = jobs, threads
         self._pool = None
+        self._niceness = None      # start(): its workers' niceness, set first thing in each, before any import
 
     def _get_pool(self):
         if self._pool is None:
             from joblib.externals.loky import ProcessPoolExecutor
 
             limit = str(self.threads)
+            nice = {} if self._niceness is None else {"initializer": os.setpriority,
+                                                      "initargs": (os.PRIO_PROCESS, 0, self._niceness)}
             self._pool = ProcessPoolExecutor(max_workers=self.workers, env={
                 "DMLCORE_TORCH_THREADS": limit, "OMP_NUM_THREADS": limit, "MKL_NUM_THREADS": limit,
-                "OPENBLAS_NUM_THREADS": limit})
+                "OPENBLAS_NUM_THREADS": limit}, **nice)
         return self._pool
 
     def _drop_pool(self) -> None:
@@ -183,16 +178,15 @@ class ProcessExecutor(Executor):
 
     def start(self, fn, items, *, should_stop=None):
         """``map`` with the first ``workers`` items handed to the workers now, before iteration, and every item
-        run BESIDE_NICE lower in priority than this process (module notes)."""
-        call = partial(call_beside, niceness=beside_niceness())
+        run in workers BESIDE_NICE lower in priority than this process (module notes)."""
+        self._niceness = beside_niceness()   # for the workers started from now on (module notes)
         waiting, running = deque(range(len(items))), {}
         while waiting and len(running) < self.workers:
             index = waiting.popleft()
-            running[self._get_pool().submit(call, fn, items[index], self.threads)] = index
-        return self._results(fn, items, running, waiting, should_stop, call)
+            running[self._get_pool().submit(call_with_threads, fn, items[index], self.threads)] = index
+        return self._results(fn, items, running, waiting, should_stop)
 
-    def _results(self, fn, items, running: dict, waiting: deque, should_stop=None, call=None):
-        call = call or call_with_threads
+    def _results(self, fn, items, running: dict, waiting: deque, should_stop=None):
         from concurrent.futures.process import BrokenProcessPool
 
         suspects: deque[int] = deque()       # held by a pool that broke: rerun one at a time
@@ -203,7 +197,7 @@ class ProcessExecutor(Executor):
                 while source and len(running) < limit:
                     index = source.popleft()
                     try:
-                        future = self._get_pool().submit(call, fn, items[index], self.threads)
+                        future = self._get_pool().submit(call_with_threads, fn, items[index], self.threads)
                     except BrokenProcessPool:   # a worker died since the last wait: its fit's future says which
                         source.appendleft(index)
                         if not running:

@@ -9,11 +9,16 @@ command runs (the code as committed is ``beside-nice``):
   (dmlcore/executors.py: the default);
 - ``beside-equal``: the same at the command's own priority (BESIDE_NICE 0: the arrangement before);
 - ``one-worker``: 1 worker process running both refits one after another beside the fit;
-- ``in-process``: ``--jobs 1``: the refits after the fit in the command's own process.
+- ``in-process``: ``--jobs 1``: the refits after the fit in the command's own process;
+- ``forkserver``: ``beside-nice`` with the workers forked from a multiprocessing forkserver that imported dmlcore
+  once (the standard library's pool instead of loky's; an experiment: dmlcore does not do this), so that the two
+  workers do not each import it.
 
 Each round runs every arrangement once, in the given order, rotated by one each round; a row per command is
 appended to ``--out`` as it finishes (a crash keeps the rows before it), with its wall seconds, CPU seconds
-(``resource.getrusage`` of the finished children: the command and its workers), the fit's own seconds, the sha256
+(``resource.getrusage`` of the finished children: the command and its workers; ``tree_cpu_seconds``: every process
+under the command as last seen every 0.1 s, which also counts processes the command does not wait for, such as a
+forkserver's, and misses at most 0.1 s of each), the fit's own seconds, the sha256
 of the record less its times (every arrangement must give the same), the load average before and after, the
 commit and the machine. On a shared machine compare CPU seconds and the pairs' ratios, not single walls::
 
@@ -38,7 +43,9 @@ from bench.perf.default_fit import SETTINGS, _children_cpu, commit, machine
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "bench" / "results" / "perf" / "refit-arrangements.jsonl"
-ARRANGEMENTS = ("beside-nice", "beside-equal", "one-worker", "in-process")
+SAMPLE = 0.1      # seconds between looks at the command's processes (tree_cpu_seconds)
+TICKS = os.sysconf("SC_CLK_TCK")
+ARRANGEMENTS = ("beside-nice", "beside-equal", "one-worker", "in-process", "forkserver")
 
 # run in the command's fresh process before dmlcore's CLI: argv[1] the arrangement, the rest the command's
 LAUNCH = """
@@ -59,6 +66,22 @@ elif arrangement == "one-worker":
         pool.start = start_all
         return pool
     heldout_residual.get_executor = one_worker
+elif arrangement == "forkserver":
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["dmlcore.runs.heldout_residual"])   # imported once, in the server
+    def get_pool(self):
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        return self._pool
+    def drop_pool(self):
+        if self._pool is not None:
+            for process in list(self._pool._processes.values()):
+                process.terminate()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+    executors.ProcessExecutor._get_pool, executors.ProcessExecutor._drop_pool = get_pool, drop_pool
 from dmlcore.cli import main
 sys.exit(main(argv))
 """
@@ -72,18 +95,46 @@ def run_once(arrangement: str, n: int, seed: int) -> dict:
                 *(["--jobs", "1"] if arrangement == "in-process" else []), "--json", str(record_path)]
         load_before = [round(x, 2) for x in os.getloadavg()]
         cpu_before, start = _children_cpu(), time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", LAUNCH, arrangement, *argv], cwd=ROOT, capture_output=True,
-                              text=True)
-        wall, cpu = time.perf_counter() - start, _children_cpu() - cpu_before
-        if done.returncode != 0:
-            raise SystemExit(f"{arrangement}: dmlcore {' '.join(argv)} failed:\n{done.stderr[-2000:]}")
+        with tempfile.TemporaryFile() as err:
+            command = subprocess.Popen([sys.executable, "-c", LAUNCH, arrangement, *argv], cwd=ROOT,
+                                       stdout=subprocess.DEVNULL, stderr=err)
+            last: dict[int, float] = {}
+            while command.poll() is None:          # every process under the command, as last seen
+                last.update(_tree_cpu(command.pid))
+                time.sleep(SAMPLE)
+            wall, cpu = time.perf_counter() - start, _children_cpu() - cpu_before
+            err.seek(0)
+            stderr = err.read().decode(errors="replace")
+        if command.returncode != 0:
+            raise SystemExit(f"{arrangement}: dmlcore {' '.join(argv)} failed:\n{stderr[-2000:]}")
         record = json.loads(record_path.read_text())
     computed = {k: v for k, v in record.items() if k not in ("seconds", "created")}
     return {"arrangement": arrangement,
             "command": "dmlcore " + " ".join(a for a in argv if a != "--json" and not a.endswith("run.json")),
-            "command_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2), "fit_seconds": round(record["seconds"], 2),
+            "command_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2),
+            "tree_cpu_seconds": round(sum(last.values()), 2), "fit_seconds": round(record["seconds"], 2),
             "record_sha256": hashlib.sha256(json.dumps(computed, sort_keys=True).encode()).hexdigest(),
             "load_before": load_before, "load_after": [round(x, 2) for x in os.getloadavg()]}
+
+
+def _tree_cpu(root: int) -> dict[int, float]:
+    """CPU seconds (user + system, all threads) of ``root`` and every process under it now, by pid (/proc)."""
+    parent, cpu = {}, {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parent[int(name)] = int(fields[1])
+            cpu[int(name)] = (int(fields[11]) + int(fields[12])) / TICKS
+    tree, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in cpu:
+            tree[pid] = cpu[pid]
+            todo += [child for child, of in parent.items() if of == pid]
+    return tree
 
 
 def summary(rows: list[dict], arrangements: list[str]) -> dict:
@@ -94,12 +145,14 @@ def summary(rows: list[dict], arrangements: list[str]) -> dict:
         mine = [r for r in rows if r["arrangement"] == name]
         ratios = {key: [r[key] / base[key] for r in mine for base in rows
                         if base["arrangement"] == first and base["round"] == r["round"]]
-                  for key in ("command_seconds", "cpu_seconds")}
+                  for key in ("command_seconds", "cpu_seconds", "tree_cpu_seconds")}
         out[name] = {"runs": len(mine),
                      "median_command_seconds": round(statistics.median(r["command_seconds"] for r in mine), 2),
                      "median_cpu_seconds": round(statistics.median(r["cpu_seconds"] for r in mine), 2),
+                     "median_tree_cpu_seconds": round(statistics.median(r["tree_cpu_seconds"] for r in mine), 2),
                      f"median_wall_ratio_to_{first}": round(statistics.median(ratios["command_seconds"]), 3),
-                     f"median_cpu_ratio_to_{first}": round(statistics.median(ratios["cpu_seconds"]), 3)}
+                     f"median_cpu_ratio_to_{first}": round(statistics.median(ratios["cpu_seconds"]), 3),
+                     f"median_tree_cpu_ratio_to_{first}": round(statistics.median(ratios["tree_cpu_seconds"]), 3)}
     return {"arrangements": out, "records_identical": len({r["record_sha256"] for r in rows}) == 1}
 
 
@@ -132,7 +185,8 @@ def main(argv=None) -> int:
             rows.append(row)
             with out.open("a") as handle:
                 handle.write(json.dumps(row) + "\n")
-            print(f"round {round_} {name}: {row['command_seconds']:.1f} s, {row['cpu_seconds']:.1f} CPU s (fit "
+            print(f"round {round_} {name}: {row['command_seconds']:.1f} s, {row['cpu_seconds']:.1f} CPU s "
+                  f"({row['tree_cpu_seconds']:.1f} seen) (fit "
                   f"{row['fit_seconds']:.1f} s), load {row['load_before'][0]:.2f}", flush=True)
     result = summary(rows, arrangements)
     with out.open("a") as handle:
