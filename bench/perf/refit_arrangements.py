@@ -12,7 +12,8 @@ command runs (the code as committed is ``beside-nice``):
 - ``in-process``: ``--jobs 1``: the refits after the fit in the command's own process;
 - ``forkserver``: ``beside-nice`` with the workers forked from a multiprocessing forkserver that imported dmlcore
   once (the standard library's pool instead of loky's; an experiment: dmlcore does not do this), so that the two
-  workers do not each import it.
+  workers do not each import it (the server itself imports at the command's priority; the rows before 13:55 UTC
+  on 2026-11-29 had its workers at the command's priority too).
 
 Each round runs every arrangement once, in the given order, rotated by one each round; a row per command is
 appended to ``--out`` as it finishes (a crash keeps the rows before it), with its wall seconds, CPU seconds
@@ -68,12 +69,15 @@ elif arrangement == "one-worker":
     heldout_residual.get_executor = one_worker
 elif arrangement == "forkserver":
     import multiprocessing
+    import os
     from concurrent.futures import ProcessPoolExecutor
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["dmlcore.runs.heldout_residual"])   # imported once, in the server
     def get_pool(self):
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+            nice = {} if self._niceness is None else {"initializer": os.setpriority,
+                                                      "initargs": (os.PRIO_PROCESS, 0, self._niceness)}
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context, **nice)
         return self._pool
     def drop_pool(self):
         if self._pool is not None:
