@@ -61,4 +61,8 @@ ARCHIVED: dict[str, str] = {
                                  "did; the helper's report quotes it, no doc does",
     "perf/speed-54/*": "a loaded machine's CPU seconds of the default command before and after the speed branch "
                        "(same records) and one breakdown by part: kept until an idle default-fit row shows both",
+    "perf/refit-arrangements.jsonl": "issue 45: where the default fit's two refits run (2 workers niced or not, 1 "
+                                     "worker, in process, forkserver), paired on a loaded machine (about 1 of 2 "
+                                     "cores): CPU seconds only; kept until an idle run of bench/perf/"
+                                     "refit_arrangements.py shows the walls, which a doc would then show",
 }
