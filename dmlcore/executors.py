@@ -12,10 +12,13 @@ processes (loky), or as Ray tasks.
   items still run when iterated); ``should_stop()`` is asked while it waits and ends the iteration
   with :class:`~dmlcore.errors.FitCancelled` (the caller then closes the executor, which stops its
   workers). A run's refits start this way beside its fit (:mod:`dmlcore.runs.heldout_residual`).
-  Local worker processes started so run BESIDE_NICE lower in CPU priority than the caller's process
-  (its niceness + BESIDE_NICE, at most 19): where they and the caller's own work are more than the
-  cores, the caller's work, which it waits on first, keeps its core, and the workers have every core
-  once it waits. The numbers do not change; the caller's own priority is left as it is.
+  The local worker processes of ``start`` run BESIDE_NICE lower in CPU priority than the caller's
+  process (its niceness + BESIDE_NICE, at most 19): where they and the caller's own work are more
+  than the cores, the caller's work, which it waits on first, keeps its core, and the workers have
+  every core once it waits. The numbers do not change; the caller's own priority is left as it is.
+  Niceness weighs processes against each other within a session where Linux groups sessions
+  (autogroup), and against every process on the machine elsewhere: there the workers give way to
+  other programs' work too.
 * ``close()`` stops the workers (a Ray instance it started is shut down; one it found is left).
 
 Kinds:
@@ -53,9 +56,10 @@ EXECUTORS = ("local", "ray")
 JOBS = 1   # the jobs setting's default: one item after another in this process (dmlcore.estimators.settings reads it)
 CONNECT_TIMEOUT = 5.0  # seconds to reach a Ray address before giving up
 POLL = 0.25            # seconds between should_stop() questions while start() waits on workers
-# how much lower start()'s local workers run than their caller (niceness; module notes). Measured on the shared
-# 2-core machine, the default fit's command with its 2 refit workers at +10 against +0 (3 pairs, issue 45):
-# bench/results/perf/refit-arrangements.jsonl
+# how much lower start()'s local workers run than their caller (niceness; module notes). The default fit's command
+# with its 2 refit workers at +10 against +0, 3 alternating rounds twice on the shared 2-core machine (about one
+# core for these): CPU seconds of the command and its workers 39.1 vs 41.7 and 38.6 vs 41.1, the same records
+# (bench/results/perf/refit-arrangements.jsonl; issue 45)
 BESIDE_NICE = 10
 
 
