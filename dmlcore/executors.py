@@ -12,6 +12,13 @@ processes (loky), or as Ray tasks.
   items still run when iterated); ``should_stop()`` is asked while it waits and ends the iteration
   with :class:`~dmlcore.errors.FitCancelled` (the caller then closes the executor, which stops its
   workers). A run's refits start this way beside its fit (:mod:`dmlcore.runs.heldout_residual`).
+  The local worker processes of ``start`` run BESIDE_NICE lower in CPU priority than the caller's
+  process (its niceness + BESIDE_NICE, at most 19): where they and the caller's own work are more
+  than the cores, the caller's work, which it waits on first, keeps its core, and the workers have
+  every core once it waits. The numbers do not change; the caller's own priority is left as it is.
+  Niceness weighs processes against each other within a session where Linux groups sessions
+  (autogroup), and against every process on the machine elsewhere: there the workers give way to
+  other programs' work too.
 * ``close()`` stops the workers (a Ray instance it started is shut down; one it found is left).
 
 Kinds:
@@ -49,6 +56,11 @@ EXECUTORS = ("local", "ray")
 JOBS = 1   # the jobs setting's default: one item after another in this process (dmlcore.estimators.settings reads it)
 CONNECT_TIMEOUT = 5.0  # seconds to reach a Ray address before giving up
 POLL = 0.25            # seconds between should_stop() questions while start() waits on workers
+# how much lower start()'s local workers run than their caller (niceness; module notes). The default fit's command
+# with its 2 refit workers at +10 against +0, 3 alternating rounds twice on the shared 2-core machine (about one
+# core for these): CPU seconds of the command and its workers 39.1 vs 41.7 and 38.6 vs 41.1, the same records
+# (bench/results/perf/refit-arrangements.jsonl; issue 45)
+BESIDE_NICE = 10
 
 
 class WorkerDied(RuntimeError):
@@ -79,6 +91,15 @@ def call_with_threads(fn: Callable, item, threads: int):
 
     with scoped_threads(threads), threadpool_limits(limits=threads):
         return fn(item)
+
+
+def beside_niceness() -> int | None:
+    """The niceness of a worker running beside this process (module notes): this process's + BESIDE_NICE, at most
+    19; None where the system has no process priorities. A worker gets it before it imports anything (its pool's
+    initializer is ``os.setpriority``), so that its imports, too, give way to the caller's work."""
+    if not hasattr(os, "getpriority"):
+        return None
+    return min(19, os.getpriority(os.PRIO_PROCESS, 0) + BESIDE_NICE)
 
 
 class Executor(ABC):
@@ -137,15 +158,18 @@ class ProcessExecutor(Executor):
     def __init__(self, jobs: int, threads: int):
         self.workers, self.threads = jobs, threads
         self._pool = None
+        self._niceness = None      # start(): its workers' niceness, set first thing in each, before any import
 
     def _get_pool(self):
         if self._pool is None:
             from joblib.externals.loky import ProcessPoolExecutor
 
             limit = str(self.threads)
+            nice = {} if self._niceness is None else {"initializer": os.setpriority,
+                                                      "initargs": (os.PRIO_PROCESS, 0, self._niceness)}
             self._pool = ProcessPoolExecutor(max_workers=self.workers, env={
                 "DMLCORE_TORCH_THREADS": limit, "OMP_NUM_THREADS": limit, "MKL_NUM_THREADS": limit,
-                "OPENBLAS_NUM_THREADS": limit})
+                "OPENBLAS_NUM_THREADS": limit}, **nice)
         return self._pool
 
     def _drop_pool(self) -> None:
@@ -157,7 +181,9 @@ class ProcessExecutor(Executor):
         return self._results(fn, items, {}, deque(range(len(items))))
 
     def start(self, fn, items, *, should_stop=None):
-        """``map`` with the first ``workers`` items handed to the workers now, before iteration."""
+        """``map`` with the first ``workers`` items handed to the workers now, before iteration, and every item
+        run in workers BESIDE_NICE lower in priority than this process (module notes)."""
+        self._niceness = beside_niceness()   # for the workers started from now on (module notes)
         waiting, running = deque(range(len(items))), {}
         while waiting and len(running) < self.workers:
             index = waiting.popleft()

@@ -61,4 +61,9 @@ ARCHIVED: dict[str, str] = {
                                  "did; the helper's report quotes it, no doc does",
     "perf/speed-54/*": "a loaded machine's CPU seconds of the default command before and after the speed branch "
                        "(same records) and one breakdown by part: kept until an idle default-fit row shows both",
+    "perf/refit-arrangements.jsonl": "issue 45: where the default fit's two refits run (2 workers niced or not, 1 "
+                                     "worker, in process, forkserver), paired: on a loaded machine (about 1 of 2 "
+                                     "cores: CPU seconds only) and, from 14:37 on 2026-11-29, on the 2 cores with "
+                                     "nothing else seen running (3 rounds); the helper's report quotes them, the "
+                                     "lead's idle default-fit row is what docs/benchmarks.md shows",
 }

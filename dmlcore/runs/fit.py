@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import platform
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager
 
 from threadpoolctl import threadpool_limits
 
@@ -167,84 +167,78 @@ def _fit_run(data: CausalData, method: str, s: FitSettings, *, truth: GroundTrut
     share = 1.0 / (1.0 + extra)
     estimator = make_estimator(method, for_estimator(s, method))
     started = _start_refits(data, method, s, score_folds, own_refits)   # None: they run here after the fit
-    start = time.perf_counter()
-    try:
-        with _beside(started):
-            estimator.fit(data, callback=_scaled(callback, 0.0, share), should_stop=should_stop)
-    except BaseException:
-        if started is not None:
-            started.close()
-        raise
-    seconds = time.perf_counter() - start
-    metrics = truth.score(estimator) if truth is not None else {}
-    bands = band_summary(estimator, data, truth)
-    headline = bands.get("confidence") or bands.get("split_spread") or {}
-    fields = estimator.record_fields()
-    record = {
-        "method": method,
-        "dataset": dataset or data.name,
-        "n": int(len(data.table)),
-        "seed": int(s.seed),
-        "folds": fields["folds"],
-        "learner": record_learner(method, s.learner),
-        "mse": metrics.get("mse"),
-        "metrics": metrics,
-        "seconds": seconds,
-        "fold_losses": fields["fold_losses"],
-        "second_stage_history": fields["second_stage_history"],
-        "problem": data.problem,
-        "roles": data.roles(),
-        "categorical": list(data.categorical),
-        "f_model": fields["f_model"],
-        "reps_crossfit": int(s.reps_crossfit),
-        "bands": bands,
-        "band_coverage": headline.get("coverage"),
-        "band_width": headline.get("mean_width"),
-        "config": {"method": method, **_config(s), **(fields["nuisance_learners"] or {}), "data": data_params or {}},
-        "nuisances": fields["nuisances"],
-        "device": fields["device"],
-        "truth": truth.description if truth is not None else None,
-        "metric_help": dict(truth.metric_help) if truth is not None else {},
-        "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-    _stage(callback, "first-stage diagnostics and the effect's interval", share)
-    record["notes"] = fields["notes"]
-    record.update({key: fields[key] for key in ("coefficients", "std_errors", "linear") if key in fields})
-    if data.problem in ("iv", "pcl"):
-        record["diagnostics"] = _first_stage(data, s.cov_type, s.cluster)
-    record.update(_clr(method, data))
-    done = share
-    boot = None
-    if s.bootstrap is not None:
-        _stage(callback, f"bootstrap: 0 of {s.bootstrap} refits on resampled rows", done)
-        boot = bootstrap_effect(data, method, s, s.bootstrap, seed=s.seed, executor=s.executor, jobs=s.jobs,
-                                address=s.address, callback=_scaled(callback, done, s.bootstrap * share),
-                                should_stop=should_stop)
-        done += s.bootstrap * share
-    record["heldout"] = None
-    if score_folds:
-        _stage(callback, f"held-out residual: {score_folds} refits on part of the rows", done)
-        shared = crossfit.add if crossfit is not None and crossfit.wanted == score_folds else None
-        try:
-            record["heldout"] = heldout_score(data, method, s, score_folds, seed=s.seed,
-                                              callback=_refit_events(callback, done, score_folds * share),
-                                              should_stop=should_stop, on_fold=shared, started=started)
-        except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: keep it, say why
-            record["heldout"] = {"error": f"no held-out residual: {exc}"}
-        done += score_folds * share
-    if own_refits:
-        _stage(callback, f"debiased effect: {own_refits} refits on part of the rows", done)
-        try:
-            for _, held, refit in fold_refits(data, method, s, own_refits, seed=s.seed,
-                                              callback=_refit_events(callback, done, own_refits * share),
-                                              should_stop=should_stop, label="debiased effect's cross-fit",
-                                              started=started):
-                crossfit.add(held, refit)
-        except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: correct it as it is, say why
-            crossfit.error = f"its refits failed: {exc}"
-    if started is not None:
-        started.close()
+    with _beside(started):       # until the workers are done: this process's threads limited, then the workers closed
+        start = time.perf_counter()
+        estimator.fit(data, callback=_scaled(callback, 0.0, share), should_stop=should_stop)
+        seconds = time.perf_counter() - start
+        metrics = truth.score(estimator) if truth is not None else {}
+        bands = band_summary(estimator, data, truth)
+        headline = bands.get("confidence") or bands.get("split_spread") or {}
+        fields = estimator.record_fields()
+        record = {
+            "method": method,
+            "dataset": dataset or data.name,
+            "n": int(len(data.table)),
+            "seed": int(s.seed),
+            "folds": fields["folds"],
+            "learner": record_learner(method, s.learner),
+            "mse": metrics.get("mse"),
+            "metrics": metrics,
+            "seconds": seconds,
+            "fold_losses": fields["fold_losses"],
+            "second_stage_history": fields["second_stage_history"],
+            "problem": data.problem,
+            "roles": data.roles(),
+            "categorical": list(data.categorical),
+            "f_model": fields["f_model"],
+            "reps_crossfit": int(s.reps_crossfit),
+            "bands": bands,
+            "band_coverage": headline.get("coverage"),
+            "band_width": headline.get("mean_width"),
+            "config": {"method": method, **_config(s), **(fields["nuisance_learners"] or {}),
+                       "data": data_params or {}},
+            "nuisances": fields["nuisances"],
+            "device": fields["device"],
+            "truth": truth.description if truth is not None else None,
+            "metric_help": dict(truth.metric_help) if truth is not None else {},
+            "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        _stage(callback, "first-stage diagnostics and the effect's interval", share)
+        record["notes"] = fields["notes"]
+        record.update({key: fields[key] for key in ("coefficients", "std_errors", "linear") if key in fields})
+        if data.problem in ("iv", "pcl"):
+            record["diagnostics"] = _first_stage(data, s.cov_type, s.cluster)
+        record.update(_clr(method, data))
+        done = share
+        boot = None
+        if s.bootstrap is not None:
+            _stage(callback, f"bootstrap: 0 of {s.bootstrap} refits on resampled rows", done)
+            boot = bootstrap_effect(data, method, s, s.bootstrap, seed=s.seed, executor=s.executor, jobs=s.jobs,
+                                    address=s.address, callback=_scaled(callback, done, s.bootstrap * share),
+                                    should_stop=should_stop)
+            done += s.bootstrap * share
+        record["heldout"] = None
+        if score_folds:
+            _stage(callback, f"held-out residual: {score_folds} refits on part of the rows", done)
+            shared = crossfit.add if crossfit is not None and crossfit.wanted == score_folds else None
+            try:
+                record["heldout"] = heldout_score(data, method, s, score_folds, seed=s.seed,
+                                                  callback=_refit_events(callback, done, score_folds * share),
+                                                  should_stop=should_stop, on_fold=shared, started=started)
+            except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: keep it, say why
+                record["heldout"] = {"error": f"no held-out residual: {exc}"}
+            done += score_folds * share
+        if own_refits:
+            _stage(callback, f"debiased effect: {own_refits} refits on part of the rows", done)
+            try:
+                for _, held, refit in fold_refits(data, method, s, own_refits, seed=s.seed,
+                                                  callback=_refit_events(callback, done, own_refits * share),
+                                                  should_stop=should_stop, label="debiased effect's cross-fit",
+                                                  started=started):
+                    crossfit.add(held, refit)
+            except (DMLCoreError, FitDiverged) as exc:   # the fit itself went fine: correct it as it is, say why
+                crossfit.error = f"its refits failed: {exc}"
     strength = (record.get("diagnostics") or {}).get("strength") or {}
     record["effect"] = effect_record(estimator, data, bootstrap=boot, crossfit=crossfit,
                                      debias=s.debias and not linear_only,
@@ -357,11 +351,21 @@ def _start_refits(data: CausalData, method: str, s: FitSettings, score_folds: in
     return start_refits(data, method, s, counts, seed=s.seed)
 
 
+@contextmanager
 def _beside(started):
-    """The context of a fit with refits running in workers beside it: its BLAS and OpenMP threads limited to the
-    workers' count (one each by default; restored after), so that the fit and its workers share the cores as a
-    study's workers do. The numbers do not change with it (tests/test_concurrent_refits.py)."""
-    return nullcontext() if started is None else threadpool_limits(limits=default_threads())
+    """The context of a fit with refits running in workers beside it, from the fit until the run has taken every
+    refit: this process's BLAS and OpenMP threads limited to the workers' count (one each by default; restored
+    after), so that it and its workers share the cores as a study's workers do (OpenBLAS's two threads on busy
+    cores wait by spinning: on the shared 2-core machine 36 Gram products of 4,000 x 200 took 4.8-7.5 CPU s with
+    two threads and 0.3 s with one; issue 45), then the workers closed, also when the fit fails or is cancelled. The numbers do not change with it (tests/test_concurrent_refits.py)."""
+    if started is None:
+        yield
+        return
+    try:
+        with threadpool_limits(limits=default_threads()):
+            yield
+    finally:
+        started.close()
 
 
 def _refit_events(callback, start: float, width: float):
