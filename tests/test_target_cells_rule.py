@@ -39,3 +39,12 @@ def test_rows_without_fresh_draws_are_judged_on_their_one_test_set():
     pairs = against_default({"it": rows(base * 1.3), "default": rows(base)}, "it")
     assert list(pairs) == ["on the grid"]
     assert decision(pairs).startswith("it loses on the grid")
+
+
+def test_identical_rows_are_level_without_a_p_value():
+    from bench.docgen.nuisance import verdict
+    from bench.docgen.words import paired
+
+    base = pd.Series(np.linspace(10.0, 20.0, 20), index=SEEDS)
+    assert verdict(paired(base, base.copy())) == "level (the same MSE on all 20 seeds)"
+    assert "p = " in verdict(paired(base * 1.1, base))

@@ -40,7 +40,10 @@ def word(pair: Paired) -> str:
 
 
 def verdict(pair: Paired) -> str:
-    """"ahead (lower on W of N seeds, p = ...)", "behind (...)" or "level (...)"."""
+    """"ahead (lower on W of N seeds, p = ...)", "behind (...)" or "level (...)"; "level (the same MSE on all N
+    seeds)" where no seed differs (the test has nothing to rank)."""
+    if pair.pairs and pair.p != pair.p:
+        return f"level (the same MSE on all {pair.pairs} seeds)"
     return f"{word(pair)} (lower on {pair.counts()})"
 
 
