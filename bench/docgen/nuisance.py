@@ -379,12 +379,12 @@ def target_cost(rows, name: str) -> str:
     return "\n".join(lines)
 
 # ---------------------------------------------------------------- issue 45: the target choice on the benchmark's cells
-# bench/target_cells.sh: per seed of a cell of the benchmark's tables (K = 10, learner nn or gb, seeds 0-19), DML-CMR with
-# nuisance_choice="target" and today's default (own), and where time allowed the nuisances named nn and auto : nn
-# (the outcome model by auto, the network's distribution model), one after another on the same code; each command's
-# load in TARGET_LOG. Rows: authors/<stem>-target.csv, -target-default.csv, -target-named.csv, -target-autonn.csv.
-# Beside them the stored 20-seed rows of the default and of nn : nn (older code: today's code does not give their
-# MSE to the digit, docs/benchmarks.md says by how much).
+# bench/target_cells.sh: per seed of a cell of the benchmark's tables (K = 10, learner nn or gb, seeds 0-19),
+# DML-CMR with nuisance_choice="target" and today's default (own), and where time allowed the nuisances named nn
+# and auto : nn (the outcome model by auto, the network's distribution model), one after another on the same code;
+# each command's load in TARGET_LOG. Rows: authors/<stem>-target.csv, -target-default.csv, -target-named.csv,
+# -target-autonn.csv. Beside them the stored 20-seed rows of the default and of nn : nn (older code: today's code
+# does not give their MSE to the digit, docs/benchmarks.md says by how much).
 
 
 @dataclass(frozen=True)
@@ -569,7 +569,8 @@ def target_compare(rows) -> str:
     """Per cell, by the one rule: the target against today's default (grid and fresh draws) and against nn : nn
     (re-run where it was, else the stored rows), how often it fitted the default's pair, its mean or median
     against the paper's, DFIV against it, and what its fit costs against a default fit on the same seed."""
-    lines = ["| cell | seeds | target against today's default (demand-iv: grid) | against today's default, fresh draws | "
+    lines = ["| cell | seeds | target against today's default (demand-iv: grid) | "
+             "against today's default, fresh draws | "
              "against nn : nn | fitted the default's pair | target against the paper's DML-CMR | "
              "DFIV (stored rows) against the target, grid | target fit / default fit, seconds (median over seeds) |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -606,13 +607,12 @@ def target_pairs(rows) -> str:
     return "\n".join(lines)
 
 
-def against_default(r: dict, config: str) -> dict:
-    """{protocol: Paired} of one configuration against today's default on the seeds both have: the grid (or
-    demand-pcl's one test set) and, where the rows have them, fresh draws."""
-    a, b = r[config], r["default"]
-    out = {"on the grid": paired(a["mse"], b["mse"])}
-    if has_fresh(a) and has_fresh(b):
-        out["on fresh draws"] = paired(a["mse_fresh"], b["mse_fresh"])
+def against_default(a: pd.DataFrame, default: pd.DataFrame) -> dict:
+    """{protocol: Paired} of one configuration's rows against today's default's on the seeds both have: the grid
+    (or demand-pcl's one test set) and, where the rows have them, fresh draws."""
+    out = {"on the grid": paired(a["mse"], default["mse"])}
+    if has_fresh(a) and has_fresh(default):
+        out["on fresh draws"] = paired(a["mse_fresh"], default["mse_fresh"])
     return out
 
 
@@ -636,7 +636,7 @@ def target_decision(rows) -> str:
     for c in target_cells_done(rows):
         r = target_rows(rows, c)
         n = len(r["target"])
-        verdicts = against_default(r, "target")
+        verdicts = against_default(r["target"], r["default"])
         said = f"{c.label}, {n} seed{'s' if n != 1 else ''}: the target is " + " and ".join(
             f"{v.word} today's default {what} (lower on {v.counts()})" for what, v in verdicts.items())
         said += ": " + decision(verdicts)
@@ -646,14 +646,15 @@ def target_decision(rows) -> str:
     return "\n".join(parts)
 
 
-def measured(rows, c: TargetCell) -> dict:
-    """{configuration name: (its rows by seed, today's default's rows on the same seeds)} of one cell: every
-    configuration re-run beside the default, and nn : nn's stored rows (older code) where it was not re-run."""
+def measured(rows, c: TargetCell) -> tuple[pd.DataFrame, list]:
+    """Today's default's rows of one cell, and [(configuration, its name, its rows by seed, {protocol: Paired}
+    against the default)]: every configuration re-run beside the default, and nn : nn's stored rows (older code)
+    where it was not re-run."""
     r = target_rows(rows, c)
-    out = {SHORT[k]: r[k] for k in TARGET_CONFIGS if k in r and k != "default"}
+    others = [(k, SHORT[k], r[k]) for k in TARGET_CONFIGS if k in r and k != "default"]
     if "named" not in r:
-        out["nn : nn (stored rows, older code)"] = stored_cell(rows, c.stored_named, c)
-    return {name: (frame, r["default"]) for name, frame in out.items()}
+        others.append(("named", f"{SHORT['named']} (stored rows, older code)", stored_cell(rows, c.stored_named, c)))
+    return r["default"], [(k, name, frame, against_default(frame, r["default"])) for k, name, frame in others]
 
 
 @block("target-cells:best")
@@ -664,8 +665,8 @@ def target_best(rows) -> str:
     lines = ["| cell | configuration | seeds | against today's default (demand-iv: grid) | on fresh draws | "
              "by the rule |", "|---|---|---|---|---|---|"]
     for c in target_cells_done(rows):
-        for name, (frame, default) in measured(rows, c).items():
-            pairs = against_default({"it": frame, "default": default}, "it")
+        default, others = measured(rows, c)
+        for _, name, frame, pairs in others:
             fresh = verdict(pairs["on fresh draws"]) if "on fresh draws" in pairs else "none (no fresh draws)"
             lines.append(f"| {c.label} | {name} | {_seeds(frame.index.intersection(default.index))} | "
                          f"{verdict(pairs['on the grid'])} | {fresh} | {decision(pairs)} |")
@@ -677,8 +678,7 @@ def target_best_summary(rows) -> str:
     """One line per cell: the configurations ahead of today's default on some protocol there, or that none is."""
     parts = []
     for c in target_cells_done(rows):
-        ahead = {name: [w for w, v in against_default({"it": frame, "default": default}, "it").items() if v.a_ahead]
-                 for name, (frame, default) in measured(rows, c).items()}
+        ahead = {name: [w for w, v in pairs.items() if v.a_ahead] for _, name, _, pairs in measured(rows, c)[1]}
         named = [f"{k} ({' and '.join(ws)})" for k, ws in ahead.items() if ws]
         parts.append(f"- {c.label}: " + (f"ahead of today's default: {'; '.join(named)}" if named else
                                           f"no configuration measured ({', '.join(ahead)}) is ahead of today's default")
@@ -737,18 +737,18 @@ def target_conclusion(rows) -> str:
     behind in none."""
     ahead, behind = {}, {}
     for c in target_cells_done(rows):
-        for name, (frame, default) in measured(rows, c).items():
-            config = name.split(" (")[0]
-            pairs = against_default({"it": frame, "default": default}, "it").values()
+        for key, _, _, pairs in measured(rows, c)[1]:
+            config = SHORT[key]
             ahead.setdefault(config, [])
             behind.setdefault(config, [])
-            if any(v.b_ahead for v in pairs):
+            if any(v.b_ahead for v in pairs.values()):
                 behind[config].append(c.label)
-            elif any(v.a_ahead for v in pairs):
+            elif any(v.a_ahead for v in pairs.values()):
                 ahead[config].append(c.label)
     parts = []
     for config in ahead:
-        said = f"- {config}: ahead of today's default in {len(ahead[config])} cell{'s' if len(ahead[config]) != 1 else ''}"
+        n = len(ahead[config])
+        said = f"- {config}: ahead of today's default in {n} cell{'s' if n != 1 else ''}"
         said += f" ({'; '.join(ahead[config])})" if ahead[config] else ""
         said += f", behind it in {len(behind[config])}"
         said += f" ({'; '.join(behind[config])})" if behind[config] else ""

@@ -357,7 +357,8 @@ def _beside(started):
     refit: this process's BLAS and OpenMP threads limited to the workers' count (one each by default; restored
     after), so that it and its workers share the cores as a study's workers do (OpenBLAS's two threads on busy
     cores wait by spinning: on the shared 2-core machine 36 Gram products of 4,000 x 200 took 4.8-7.5 CPU s with
-    two threads and 0.3 s with one; issue 45), then the workers closed, also when the fit fails or is cancelled. The numbers do not change with it (tests/test_concurrent_refits.py)."""
+    two threads and 0.3 s with one; issue 45), then the workers closed, also when the fit fails or is cancelled.
+    The numbers do not change with it (tests/test_concurrent_refits.py)."""
     if started is None:
         yield
         return
